@@ -1,0 +1,134 @@
+//! The one error type every rasterpack library returns.
+//!
+//! An [`Error`] names *what kind* of failure happened, a stable machine code (the same codes
+//! validation findings use, e.g. `volp.header.len_out_of_range`), the byte offset where the
+//! offending field lives, and a human message. Truncation is a property of the file, so it is
+//! [`ErrorKind::Invalid`]-like ([`ErrorKind::Truncated`]), never an I/O error.
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// What kind of failure an [`Error`] is; the CLI maps this to exit codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The input ends before a field the format requires (exit 1).
+    Truncated,
+    /// The input breaks a rule of the format (exit 1).
+    Invalid,
+    /// A declared size exceeds a [`crate::Limits`] bound (exit 1: the file is refused).
+    LimitExceeded,
+    /// The file uses a feature rasterpack does not implement (exit 3).
+    Unsupported,
+    /// Reading the input or writing the output failed (exit 2).
+    Io,
+    /// The caller asked for something that cannot be done, e.g. a missing element (exit 2).
+    Usage,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Truncated => "truncated",
+            ErrorKind::Invalid => "invalid",
+            ErrorKind::LimitExceeded => "limit_exceeded",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Io => "io",
+            ErrorKind::Usage => "usage",
+        }
+    }
+}
+
+/// A failure with its stable code and, when known, the absolute byte offset it concerns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    /// Stable, dotted, lower-case code such as `gvrs.tile.crc_mismatch`.
+    pub code: Cow<'static, str>,
+    /// Absolute byte offset in the input, when the failure concerns a position.
+    pub offset: Option<u64>,
+    pub message: String,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(
+        kind: ErrorKind,
+        code: impl Into<Cow<'static, str>>,
+        offset: Option<u64>,
+        message: impl Into<String>,
+    ) -> Self {
+        Error { kind, code: code.into(), offset, message: message.into() }
+    }
+
+    /// A rule of the format was broken at `offset`.
+    pub fn invalid(code: impl Into<Cow<'static, str>>, offset: u64, message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Invalid, code, Some(offset), message)
+    }
+
+    /// A rule was broken but no single byte position is to blame (e.g. a cross-field rule).
+    pub fn invalid_at(
+        code: impl Into<Cow<'static, str>>,
+        offset: Option<u64>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self::new(ErrorKind::Invalid, code, offset, message)
+    }
+
+    /// `needed` bytes for `field` starting at `offset`, but the input holds only `available`.
+    pub fn truncated(field: &str, offset: u64, needed: u64, available: u64) -> Self {
+        Self::new(
+            ErrorKind::Truncated,
+            "truncated",
+            Some(offset),
+            format!(
+                "input ends inside {field}: needs {needed} byte(s) at offset {offset}, only {available} left"
+            ),
+        )
+    }
+
+    pub fn limit(code: impl Into<Cow<'static, str>>, offset: Option<u64>, message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::LimitExceeded, code, offset, message)
+    }
+
+    pub fn unsupported(
+        code: impl Into<Cow<'static, str>>,
+        offset: Option<u64>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self::new(ErrorKind::Unsupported, code, offset, message)
+    }
+
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Usage, "usage", None, message)
+    }
+
+    pub fn io(context: &str, err: &std::io::Error) -> Self {
+        Self::new(ErrorKind::Io, "io", None, format!("{context}: {err}"))
+    }
+
+    /// Prefix the code with a format namespace when it has none (`truncated` -> `volp.truncated`).
+    pub fn in_format(mut self, format: &str) -> Self {
+        if !self.code.contains('.') {
+            self.code = Cow::Owned(format!("{format}.{}", self.code));
+        }
+        self
+    }
+
+    /// Rebase a slice-relative offset onto the absolute position of that slice in the file.
+    pub fn shifted(mut self, base: u64) -> Self {
+        self.offset = self.offset.map(|o| o.saturating_add(base));
+        self
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.offset {
+            Some(o) => write!(f, "{} at offset {o} [{}]", self.message, self.code),
+            None => write!(f, "{} [{}]", self.message, self.code),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,312 @@
+//! numpy `.npy` files: reading versions 1.0-3.0 and writing version 1.0 (little-endian, C order),
+//! which every numpy since 1.0 loads.
+
+use std::io::Write;
+
+use crate::array::{byte_len, DType, NdArray};
+use crate::error::{Error, Result};
+use crate::limits::Limits;
+use crate::reader::ByteReader;
+
+pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
+
+/// What a `.npy` header declares, and where its data starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NpyHeader {
+    pub version: (u8, u8),
+    pub dtype: DType,
+    /// `>` byte order in the descr: values must be byte-swapped on read.
+    pub big_endian: bool,
+    pub fortran_order: bool,
+    pub shape: Vec<u64>,
+    pub data_offset: u64,
+    /// `product(shape) * itemsize`.
+    pub data_len: u64,
+}
+
+fn bad(offset: u64, msg: impl Into<String>) -> Error {
+    Error::invalid("npy.header", offset, msg)
+}
+
+/// Parse the magic, version and header dictionary of a `.npy` file.
+pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader> {
+    let mut r = ByteReader::new(bytes);
+    if r.bytes(6, "npy magic")? != MAGIC {
+        return Err(Error::invalid("npy.magic", 0, "not a .npy file (magic \\x93NUMPY missing)"));
+    }
+    let major = r.u8("npy major version")?;
+    let minor = r.u8("npy minor version")?;
+    let header_len = match major {
+        1 => r.u16_le("npy header length")? as u64,
+        2 | 3 => r.u32_le("npy header length")? as u64,
+        v => return Err(Error::unsupported("npy.version", Some(6), format!("npy version {v}.{minor} is not supported"))),
+    };
+    let text_start = r.offset();
+    let text = r.bytes_u64(header_len, "npy header")?;
+    let text = std::str::from_utf8(text).map_err(|_| bad(text_start, "npy header is not UTF-8/ASCII"))?;
+    let dict = parse_dict(text).map_err(|m| bad(text_start, format!("npy header: {m}")))?;
+    let descr = dict.descr.ok_or_else(|| bad(text_start, "npy header has no 'descr'"))?;
+    let (dtype, big_endian) = parse_descr(&descr)
+        .ok_or_else(|| Error::unsupported("npy.dtype", Some(text_start), format!("npy dtype {descr:?} is not supported")))?;
+    let shape = dict.shape.ok_or_else(|| bad(text_start, "npy header has no 'shape'"))?;
+    let data_len = byte_len(dtype, &shape).ok_or_else(|| bad(text_start, "npy shape overflows"))?;
+    Ok(NpyHeader {
+        version: (major, minor),
+        dtype,
+        big_endian,
+        fortran_order: dict.fortran_order.unwrap_or(false),
+        shape,
+        data_offset: r.offset(),
+        data_len,
+    })
+}
+
+/// Read a whole `.npy` image into an [`NdArray`] (C order, little-endian in memory).
+pub fn read(bytes: &[u8], limits: &Limits) -> Result<NdArray> {
+    let h = parse_header(bytes)?;
+    if h.fortran_order {
+        return Err(Error::unsupported("npy.fortran_order", Some(8), "Fortran-ordered .npy arrays are not supported"));
+    }
+    limits.check_alloc(h.data_len, "npy data", Some(h.data_offset))?;
+    let available = bytes.len() as u64 - h.data_offset;
+    if available < h.data_len {
+        return Err(Error::truncated("npy data", h.data_offset, h.data_len, available));
+    }
+    if available > h.data_len {
+        return Err(Error::invalid(
+            "npy.trailing_bytes",
+            h.data_offset + h.data_len,
+            format!("{} byte(s) after the array data", available - h.data_len),
+        ));
+    }
+    let mut data = bytes[h.data_offset as usize..].to_vec();
+    if h.big_endian && h.dtype.size() > 1 {
+        for v in data.chunks_exact_mut(h.dtype.size()) {
+            v.reverse();
+        }
+    }
+    NdArray::new(h.dtype, h.shape, data)
+}
+
+/// The version-1.0 header for `dtype`/`shape`, padded so the data starts on a 64-byte boundary.
+pub fn header_bytes(dtype: DType, shape: &[u64]) -> Vec<u8> {
+    let shape_text = match shape {
+        [one] => format!("({one},)"),
+        _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+    };
+    let mut dict = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {shape_text}, }}", dtype.npy_descr());
+    // Version 1.0 header lengths are u16; shapes this long need version 2.0.
+    let (major, len_size) = if dict.len() + 12 + 64 > u16::MAX as usize { (2u8, 4usize) } else { (1u8, 2usize) };
+    let prefix = 6 + 2 + len_size;
+    let total = (prefix + dict.len() + 1).div_ceil(64) * 64;
+    while prefix + dict.len() + 1 < total {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&[major, 0]);
+    if major == 1 {
+        out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    } else {
+        out.extend_from_slice(&(dict.len() as u32).to_le_bytes());
+    }
+    out.extend_from_slice(dict.as_bytes());
+    out
+}
+
+/// Write `array` as a `.npy` file.
+pub fn write(out: &mut dyn Write, array: &NdArray) -> std::io::Result<()> {
+    out.write_all(&header_bytes(array.dtype, &array.shape))?;
+    out.write_all(&array.data)
+}
+
+fn parse_descr(descr: &str) -> Option<(DType, bool)> {
+    let (order, code) = match descr.as_bytes().first()? {
+        b'<' | b'=' | b'|' => (false, &descr[1..]),
+        b'>' => (true, &descr[1..]),
+        _ => (false, descr),
+    };
+    let dtype = match code {
+        "b1" | "?" => DType::Bool,
+        "u1" => DType::U8,
+        "i1" => DType::I8,
+        "u2" => DType::U16,
+        "i2" => DType::I16,
+        "u4" => DType::U32,
+        "i4" => DType::I32,
+        "u8" => DType::U64,
+        "i8" => DType::I64,
+        "f4" => DType::F32,
+        "f8" => DType::F64,
+        _ => return None,
+    };
+    Some((dtype, order))
+}
+
+
+#[derive(Default)]
+struct Dict {
+    descr: Option<String>,
+    fortran_order: Option<bool>,
+    shape: Option<Vec<u64>>,
+}
+
+/// Parse the Python dict literal numpy writes: `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }`.
+fn parse_dict(text: &str) -> std::result::Result<Dict, String> {
+    let mut p = Lit { s: text.as_bytes(), i: 0 };
+    let mut dict = Dict::default();
+    p.ws();
+    p.expect(b'{')?;
+    loop {
+        p.ws();
+        if p.eat(b'}') {
+            break;
+        }
+        let key = p.string()?;
+        p.ws();
+        p.expect(b':')?;
+        p.ws();
+        match key.as_str() {
+            "descr" => dict.descr = Some(p.string()?),
+            "fortran_order" => dict.fortran_order = Some(p.boolean()?),
+            "shape" => dict.shape = Some(p.tuple()?),
+            other => return Err(format!("unexpected key {other:?}")),
+        }
+        p.ws();
+        if !p.eat(b',') {
+            p.ws();
+            p.expect(b'}')?;
+            break;
+        }
+    }
+    p.ws();
+    if p.i != p.s.len() {
+        return Err("text after the dictionary".into());
+    }
+    Ok(dict)
+}
+
+struct Lit<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Lit<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+    fn eat(&mut self, c: u8) -> bool {
+        if self.s.get(self.i) == Some(&c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn expect(&mut self, c: u8) -> std::result::Result<(), String> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            Err(format!("expected '{}' at header byte {}", c as char, self.i))
+        }
+    }
+    fn string(&mut self) -> std::result::Result<String, String> {
+        let q = *self.s.get(self.i).ok_or("unexpected end")?;
+        if q != b'\'' && q != b'"' {
+            return Err(format!("expected a string at header byte {}", self.i));
+        }
+        self.i += 1;
+        let start = self.i;
+        while self.i < self.s.len() && self.s[self.i] != q {
+            self.i += 1;
+        }
+        let out = String::from_utf8_lossy(&self.s[start..self.i.min(self.s.len())]).into_owned();
+        self.expect(q)?;
+        Ok(out)
+    }
+    fn boolean(&mut self) -> std::result::Result<bool, String> {
+        if self.s[self.i..].starts_with(b"True") {
+            self.i += 4;
+            Ok(true)
+        } else if self.s[self.i..].starts_with(b"False") {
+            self.i += 5;
+            Ok(false)
+        } else {
+            Err("expected True or False".into())
+        }
+    }
+    fn tuple(&mut self) -> std::result::Result<Vec<u64>, String> {
+        self.expect(b'(')?;
+        let mut dims = Vec::new();
+        loop {
+            self.ws();
+            if self.eat(b')') {
+                break;
+            }
+            let start = self.i;
+            while self.i < self.s.len() && self.s[self.i].is_ascii_digit() {
+                self.i += 1;
+            }
+            let digits = std::str::from_utf8(&self.s[start..self.i]).map_err(|e| e.to_string())?;
+            dims.push(digits.parse::<u64>().map_err(|_| format!("bad dimension at header byte {start}"))?);
+            if dims.len() > 64 {
+                return Err("more than 64 dimensions".into());
+            }
+            self.ws();
+            if !self.eat(b',') {
+                self.ws();
+                self.expect(b')')?;
+                break;
+            }
+        }
+        Ok(dims)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_alignment() {
+        for shape in [vec![], vec![5], vec![2, 3, 4]] {
+            let n: u64 = shape.iter().product();
+            let data: Vec<u8> = (0..n * 4).map(|i| i as u8).collect();
+            let arr = NdArray::new(DType::F32, shape.clone(), data).unwrap();
+            let mut buf = Vec::new();
+            write(&mut buf, &arr).unwrap();
+            let h = parse_header(&buf).unwrap();
+            assert_eq!(h.data_offset % 64, 0);
+            assert_eq!(h.shape, shape);
+            assert_eq!(read(&buf, &Limits::default()).unwrap(), arr);
+        }
+    }
+
+    #[test]
+    fn parses_what_numpy_writes() {
+        // numpy.save(np.zeros((2,3), '>i2')) header, hand-written.
+        let dict = "{'descr': '>i2', 'fortran_order': False, 'shape': (2, 3), }";
+        let mut file = b"\x93NUMPY\x01\x00".to_vec();
+        file.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+        file.extend_from_slice(dict.as_bytes());
+        file.extend_from_slice(&[0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6]);
+        let arr = read(&file, &Limits::default()).unwrap();
+        assert_eq!(arr.dtype, DType::I16);
+        assert_eq!(arr.to_f64(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    }
+
+    #[test]
+    fn hostile_headers_are_errors() {
+        let mut file = b"\x93NUMPY\x01\x00".to_vec();
+        let dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999, 99999999999), }";
+        file.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+        file.extend_from_slice(dict.as_bytes());
+        assert!(read(&file, &Limits::default()).is_err());
+        for cut in 0..file.len() {
+            assert!(read(&file[..cut], &Limits::default()).is_err());
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Where bytes come from: a file read with positioned reads (so large files never have to be
+//! loaded whole and tiles can be read from several threads), bytes already in memory (standard
+//! input, tests), or a directory (object-store datasets).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::limits::Limits;
+
+/// One input to inspect, validate or convert.
+#[derive(Debug, Clone)]
+pub enum Input {
+    File { path: PathBuf, file: Arc<File>, len: u64 },
+    Bytes { name: String, data: Arc<Vec<u8>> },
+    Dir { path: PathBuf },
+}
+
+impl Input {
+    /// Open a path: a regular file or a directory.
+    pub fn open(path: &Path) -> Result<Input> {
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(&path.display().to_string(), &e))?;
+        if meta.is_dir() {
+            return Ok(Input::Dir { path: path.to_path_buf() });
+        }
+        let file = File::open(path).map_err(|e| Error::io(&path.display().to_string(), &e))?;
+        Ok(Input::File { path: path.to_path_buf(), len: meta.len(), file: Arc::new(file) })
+    }
+
+    pub fn from_bytes(name: impl Into<String>, data: Vec<u8>) -> Input {
+        Input::Bytes { name: name.into(), data: Arc::new(data) }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Input::File { path, .. } | Input::Dir { path } => path.display().to_string(),
+            Input::Bytes { name, .. } => name.clone(),
+        }
+    }
+
+    /// The directory, for inputs that are one.
+    pub fn dir(&self) -> Option<&Path> {
+        match self {
+            Input::Dir { path } => Some(path),
+            _ => None,
+        }
+    }
+
+    /// Length in bytes (0 for a directory).
+    pub fn len(&self) -> u64 {
+        match self {
+            Input::File { len, .. } => *len,
+            Input::Bytes { data, .. } => data.len() as u64,
+            Input::Dir { .. } => 0,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The whole content when it is already in memory.
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Input::Bytes { data, .. } => Some(data),
+            _ => None,
+        }
+    }
+
+    /// Fill `buf` from `offset`. Reading past the end is a truncation error naming `field`.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8], field: &str) -> Result<()> {
+        let len = self.len();
+        let end = offset.checked_add(buf.len() as u64);
+        if end.is_none_or(|e| e > len) {
+            return Err(Error::truncated(field, offset, buf.len() as u64, len.saturating_sub(offset)));
+        }
+        match self {
+            Input::File { file, path, .. } => read_exact_at(file, buf, offset)
+                .map_err(|e| Error::io(&format!("reading {} at offset {offset}", path.display()), &e)),
+            Input::Bytes { data, .. } => {
+                buf.copy_from_slice(&data[offset as usize..offset as usize + buf.len()]);
+                Ok(())
+            }
+            Input::Dir { path } => Err(Error::new(
+                ErrorKind::Usage,
+                "input.is_directory",
+                None,
+                format!("{} is a directory", path.display()),
+            )),
+        }
+    }
+
+    /// Read `len` bytes at `offset` into a new buffer, after checking `len` against the input
+    /// size and `limits.max_alloc` (so a hostile length never reaches the allocator).
+    pub fn read_vec(&self, offset: u64, len: u64, field: &str, limits: &Limits) -> Result<Vec<u8>> {
+        let available = self.len().saturating_sub(offset);
+        if len > available {
+            return Err(Error::truncated(field, offset, len, available));
+        }
+        let n = limits.check_alloc(len, field, Some(offset))?;
+        let mut buf = vec![0u8; n];
+        self.read_at(offset, &mut buf, field)?;
+        Ok(buf)
+    }
+
+    /// Up to `n` bytes from the start (fewer when the input is shorter): for format detection.
+    pub fn head(&self, n: usize) -> Vec<u8> {
+        let n = (n as u64).min(self.len()) as usize;
+        let mut buf = vec![0u8; n];
+        match self.read_at(0, &mut buf, "head") {
+            Ok(()) => buf,
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// The whole input in memory, bounded by `limits.max_alloc`.
+    pub fn read_all(&self, limits: &Limits) -> Result<Arc<Vec<u8>>> {
+        match self {
+            Input::Bytes { data, .. } => Ok(Arc::clone(data)),
+            _ => Ok(Arc::new(self.read_vec(0, self.len(), "file", limits)?)),
+        }
+    }
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_read(buf, offset)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_are_bounded() {
+        let input = Input::from_bytes("mem", vec![1, 2, 3, 4]);
+        let mut b = [0u8; 2];
+        input.read_at(2, &mut b, "x").unwrap();
+        assert_eq!(b, [3, 4]);
+        assert_eq!(input.read_at(3, &mut b, "x").unwrap_err().kind, ErrorKind::Truncated);
+        assert_eq!(input.read_at(u64::MAX, &mut b, "x").unwrap_err().kind, ErrorKind::Truncated);
+        assert!(input.read_vec(0, 1 << 40, "huge", &Limits::default()).is_err());
+        assert_eq!(input.head(64), vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn files_read_by_position() {
+        let dir = std::env::temp_dir().join(format!("rp-src-{}", std::process::id()));
+        std::fs::write(&dir, b"hello world").unwrap();
+        let input = Input::open(&dir).unwrap();
+        assert_eq!(input.len(), 11);
+        assert_eq!(input.read_vec(6, 5, "w", &Limits::default()).unwrap(), b"world");
+        std::fs::remove_file(&dir).unwrap();
+    }
+}
