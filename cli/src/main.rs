@@ -1,1 +1,153 @@
-fn main(){}
+//! `rasterpack`: inspect, validate and convert VOLP, UDF, GVRS, FOLD and OpenVDS files.
+//!
+//! The contract (commands, exit codes, JSON shape) is `docs/cli.md`; the formats plug in through
+//! `rasterpack_common::Format` and are listed in `registry.rs`.
+
+mod convert;
+mod detect;
+mod output;
+mod registry;
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::output::Outcome;
+
+const AFTER_HELP: &str = "\
+Formats (detected from content, never from the file name):
+  volp      Volume Pack: VOLP + JSON header + zstd body (3-D tensor)
+  gvrs      Gridfour Virtual Raster Store 1.4 (tiled 2-D grids)
+  udf       Untitled Data Format (UDF0 datasets of typed tables)
+  fold      .fold/.mind chunk containers (CRC32C, SHA-256, Reed-Solomon ECC)
+  vds       OpenVDS Volume Data Store (.vds file or object-store directory)
+  npy       numpy .npy arrays
+
+Exit codes: 0 valid, 1 invalid, 2 usage or I/O error, 3 unsupported feature.
+With several inputs the highest applicable code wins in the order 2 > 3 > 1 > 0.
+
+Examples:
+  rasterpack inspect testdata/volp/sample.volp
+  rasterpack validate --json data/*.gvrs | jq '.files[] | select(.valid | not) | .path'
+  rasterpack convert cube.volp cube.npy --physical
+  rasterpack convert terrain.gvrs z.npy --element elevation";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "rasterpack",
+    version,
+    about = "Inspect, validate and convert binary raster and volume containers",
+    long_about = "Inspect, validate and convert binary raster and volume containers: VOLP, GVRS, UDF, \
+                  FOLD/.mind, OpenVDS and .npy. Reports go to stdout (tables, or one JSON document \
+                  with --json); diagnostics go to stderr.",
+    after_help = AFTER_HELP
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Show what each file holds: header, arrays, tiles/chunks, metadata.
+    Inspect(InspectArgs),
+    /// Check every rule, checksum and payload; report all problems found.
+    Validate(ValidateArgs),
+    /// Convert an array between formats (e.g. VOLP -> .npy), or repair a FOLD file.
+    Convert(ConvertArgs),
+}
+
+#[derive(Args, Debug)]
+struct InspectArgs {
+    /// Write one JSON document (schema in docs/schema/report.schema.json).
+    #[arg(long)]
+    json: bool,
+    /// Show everything (every chunk, whole JSON documents) instead of truncating.
+    #[arg(long)]
+    all: bool,
+    /// Files, directories (object-store VDS datasets), or `-` for standard input.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct ValidateArgs {
+    /// Write one JSON document (schema in docs/schema/report.schema.json).
+    #[arg(long)]
+    json: bool,
+    /// Treat warnings as errors.
+    #[arg(long)]
+    strict: bool,
+    /// Print nothing on stdout; only the exit code tells the verdict.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Files, directories (object-store VDS datasets), or `-` for standard input.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// Input file or directory (`-` for standard input).
+    #[arg(value_name = "IN")]
+    input: String,
+    /// Output file; its format comes from --to or its extension.
+    #[arg(value_name = "OUT")]
+    output: String,
+    /// Overwrite OUT if it exists.
+    #[arg(long)]
+    force: bool,
+    /// Output format: npy, volp, gvrs, udf, fold (default: from OUT's extension).
+    #[arg(long, value_name = "FORMAT")]
+    to: Option<String>,
+    /// Which array: GVRS element, UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY`, VDS channel.
+    #[arg(long, value_name = "NAME")]
+    element: Option<String>,
+    /// Write physical values (VOLP: stored*scale+offset as float64; VDS: dequantized float32).
+    #[arg(long)]
+    physical: bool,
+    /// GVRS integer-coded floats: write the stored int32 codes instead of decoded floats.
+    #[arg(long)]
+    codes: bool,
+    /// GVRS output tile size, `ROWSxCOLS` (e.g. 128x128).
+    #[arg(long, value_name = "ROWSxCOLS", value_parser = parse_tile)]
+    tile: Option<(u32, u32)>,
+    /// GVRS output compression: none, deflate, huffman, float or all (smallest per tile).
+    #[arg(long, value_name = "CODEC")]
+    compress: Option<String>,
+}
+
+fn parse_tile(s: &str) -> Result<(u32, u32), String> {
+    let (r, c) = s.split_once(['x', 'X']).ok_or("expected ROWSxCOLS, e.g. 128x128")?;
+    let r: u32 = r.trim().parse().map_err(|_| format!("bad row count {r:?}"))?;
+    let c: u32 = c.trim().parse().map_err(|_| format!("bad column count {c:?}"))?;
+    if r == 0 || c == 0 {
+        return Err("tile dimensions must be at least 1".into());
+    }
+    Ok((r, c))
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version print to stdout and succeed; real usage errors exit 2.
+            let help_only = matches!(e.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion);
+            let code = if help_only { 0 } else { 2 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let outcome = match cli.command {
+        Command::Inspect(a) => output::run_reports(output::Mode::Inspect { all: a.all }, &a.paths, a.json, false),
+        Command::Validate(a) => {
+            output::run_reports(output::Mode::Validate { strict: a.strict }, &a.paths, a.json, a.quiet)
+        }
+        Command::Convert(a) => convert::run(&a),
+    };
+    match outcome {
+        Outcome::Code(c) => ExitCode::from(c),
+        // stdout was closed under us (`| head`): end quietly.
+        Outcome::BrokenPipe => ExitCode::SUCCESS,
+    }
+}
