@@ -1,0 +1,261 @@
+//! Tests of the built `rasterpack` binary: exit codes, JSON shape against the documented
+//! schema, quiet mode, NO_COLOR, stdin, broken pipes and atomic convert.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rasterpack"));
+    c.env_remove("NO_COLOR");
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("run rasterpack")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exit code")
+}
+
+/// A fresh scratch directory per test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rasterpack-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A valid .npy written by the project's own writer (numpy-compatible v1.0).
+fn write_npy(path: &Path, shape: &[u64], values: &[f32]) {
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let arr = rasterpack_common::NdArray::new(rasterpack_common::DType::F32, shape.to_vec(), data).unwrap();
+    let mut buf = Vec::new();
+    rasterpack_common::npy::write(&mut buf, &arr).unwrap();
+    std::fs::write(path, buf).unwrap();
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// Check `doc` against the subset of JSON Schema that docs/schema/report.schema.json uses
+/// (type, enum, required, properties, additionalProperties: false, items).
+fn check_schema(schema: &Value, doc: &Value, at: &str) {
+    if let Some(t) = schema.get("type") {
+        let types: Vec<&str> = match t {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(|v| v.as_str()).collect(),
+            _ => panic!("bad schema type at {at}"),
+        };
+        let ok = types.iter().any(|t| match *t {
+            "object" => doc.is_object(),
+            "array" => doc.is_array(),
+            "string" => doc.is_string(),
+            "integer" => doc.is_i64() || doc.is_u64(),
+            "number" => doc.is_number(),
+            "boolean" => doc.is_boolean(),
+            "null" => doc.is_null(),
+            other => panic!("schema type {other} not handled"),
+        });
+        assert!(ok, "{at}: {doc} is not of type {types:?}");
+    }
+    if let Some(Value::Array(allowed)) = schema.get("enum") {
+        assert!(allowed.contains(doc), "{at}: {doc} not in {allowed:?}");
+    }
+    if let (Some(props), Some(obj)) = (schema.get("properties").and_then(|p| p.as_object()), doc.as_object()) {
+        for req in schema.get("required").and_then(|r| r.as_array()).into_iter().flatten() {
+            let key = req.as_str().unwrap();
+            assert!(obj.contains_key(key), "{at}: required key {key} missing");
+        }
+        if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
+            for key in obj.keys() {
+                assert!(props.contains_key(key), "{at}: key {key} is not in the schema");
+            }
+        }
+        for (key, sub) in props {
+            if let Some(v) = obj.get(key) {
+                check_schema(sub, v, &format!("{at}.{key}"));
+            }
+        }
+    }
+    if let (Some(items), Some(arr)) = (schema.get("items"), doc.as_array()) {
+        for (i, v) in arr.iter().enumerate() {
+            check_schema(items, v, &format!("{at}[{i}]"));
+        }
+    }
+}
+
+fn schema() -> Value {
+    let text = std::fs::read_to_string(repo_root().join("docs/schema/report.schema.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn help_and_usage_errors() {
+    let o = run(&["--help"]);
+    assert_eq!(code(&o), 0);
+    let help = String::from_utf8_lossy(&o.stdout);
+    for word in ["inspect", "validate", "convert", "Exit codes"] {
+        assert!(help.contains(word), "--help lacks {word}");
+    }
+    assert_eq!(code(&run(&[])), 2, "no command is a usage error");
+    assert_eq!(code(&run(&["validate"])), 2, "no path is a usage error");
+    assert_eq!(code(&run(&["validate", "--bogus", "x"])), 2);
+    assert_eq!(code(&run(&["convert", "a", "b", "--tile", "0x5"])), 2);
+}
+
+#[test]
+fn exit_codes_valid_invalid_unreadable() {
+    let dir = scratch("codes");
+    let good = dir.join("good.npy");
+    write_npy(&good, &[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let junk = dir.join("junk.bin");
+    std::fs::write(&junk, b"this is not a raster").unwrap();
+    let missing = dir.join("missing.npy");
+    let (g, j, m) = (good.to_str().unwrap(), junk.to_str().unwrap(), missing.to_str().unwrap());
+
+    let o = run(&["validate", g]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("VALID"));
+    let o = run(&["validate", j]);
+    assert_eq!(code(&o), 1);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("format.unknown"));
+    let o = run(&["validate", m]);
+    assert_eq!(code(&o), 2);
+    assert!(!o.stderr.is_empty(), "an unreadable input is diagnosed on stderr");
+    // Highest applicable code wins: 2 > 1 > 0, whatever the order.
+    assert_eq!(code(&run(&["validate", g, j])), 1);
+    assert_eq!(code(&run(&["validate", m, g, j])), 2);
+    // A truncated .npy is invalid, not an I/O error.
+    let bytes = std::fs::read(&good).unwrap();
+    let cut = dir.join("cut.npy");
+    std::fs::write(&cut, &bytes[..bytes.len() - 3]).unwrap();
+    assert_eq!(code(&run(&["validate", cut.to_str().unwrap()])), 1);
+    assert_eq!(code(&run(&["inspect", cut.to_str().unwrap()])), 1);
+}
+
+#[test]
+fn json_follows_the_schema_and_keeps_input_order() {
+    let dir = scratch("json");
+    let good = dir.join("good.npy");
+    write_npy(&good, &[3], &[1.0, 2.0, 3.0]);
+    let junk = dir.join("junk.bin");
+    std::fs::write(&junk, b"\x00\x01garbage").unwrap();
+    let paths = [good.to_str().unwrap(), junk.to_str().unwrap(), "/nonexistent/rasterpack.volp"];
+    for cmd in ["validate", "inspect"] {
+        let mut args = vec![cmd, "--json"];
+        args.extend(paths);
+        let o = run(&args);
+        assert_eq!(code(&o), 2);
+        let doc: Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+        check_schema(&schema(), &doc, "$");
+        let files = doc["files"].as_array().unwrap();
+        let got: Vec<&str> = files.iter().map(|f| f["path"].as_str().unwrap()).collect();
+        assert_eq!(got, paths, "reports come in input order");
+        assert_eq!(files[0]["valid"], Value::Bool(true));
+        assert_eq!(files[0]["format"], Value::from("npy"));
+        assert_eq!(files[0]["summary"]["shape"], serde_json::json!([3]));
+        assert_eq!(files[1]["valid"], Value::Bool(false));
+        assert_eq!(files[1]["findings"][0]["code"], Value::from("format.unknown"));
+        assert_eq!(files[2]["exit_code"], Value::from(2));
+    }
+}
+
+#[test]
+fn quiet_prints_nothing_and_no_color_has_no_escapes() {
+    let dir = scratch("quiet");
+    let junk = dir.join("junk.bin");
+    std::fs::write(&junk, b"junk junk junk").unwrap();
+    let o = run(&["validate", "--quiet", junk.to_str().unwrap()]);
+    assert_eq!(code(&o), 1);
+    assert!(o.stdout.is_empty(), "--quiet must print nothing on stdout");
+    let o = bin().env("NO_COLOR", "1").args(["validate", junk.to_str().unwrap()]).output().unwrap();
+    assert!(!o.stdout.contains(&0x1b), "NO_COLOR output has no escape sequences");
+    // Not a terminal either: no colour even without NO_COLOR.
+    let o = run(&["inspect", junk.to_str().unwrap()]);
+    assert!(!o.stdout.contains(&0x1b));
+}
+
+#[test]
+fn reads_standard_input() {
+    let dir = scratch("stdin");
+    let good = dir.join("good.npy");
+    write_npy(&good, &[2], &[5.0, 6.0]);
+    let mut child = bin()
+        .args(["validate", "--json", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&std::fs::read(&good).unwrap()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["files"][0]["path"], Value::from("-"));
+    assert_eq!(doc["files"][0]["format"], Value::from("npy"));
+}
+
+#[test]
+fn broken_pipe_ends_quietly() {
+    let dir = scratch("pipe");
+    let good = dir.join("good.npy");
+    write_npy(&good, &[1], &[1.0]);
+    let g = good.to_str().unwrap().to_string();
+    let args: Vec<String> = std::iter::once("inspect".to_string()).chain(std::iter::repeat_n(g, 3000)).collect();
+    let mut child = bin().args(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // Read one byte, then close the pipe under the writer.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut one = [0u8; 1];
+    use std::io::Read;
+    stdout.read_exact(&mut one).unwrap();
+    drop(stdout);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "a closed pipe is a quiet, successful end");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn convert_is_atomic_and_never_clobbers() {
+    let dir = scratch("convert");
+    let src = dir.join("src.npy");
+    write_npy(&src, &[2, 3], &[1.0, -0.0, f32::NAN, 4.0, f32::INFINITY, 6.0]);
+    let out = dir.join("out.npy");
+    let (s, d) = (src.to_str().unwrap(), out.to_str().unwrap());
+    assert_eq!(code(&run(&["convert", s, d])), 0);
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&src).unwrap(), "npy -> npy is byte-identical");
+
+    // Refuses to overwrite without --force, and leaves the existing file alone.
+    std::fs::write(&out, b"keep me").unwrap();
+    let o = run(&["convert", s, d]);
+    assert_eq!(code(&o), 2);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
+    assert_eq!(std::fs::read(&out).unwrap(), b"keep me");
+    assert_eq!(code(&run(&["convert", s, d, "--force"])), 0);
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&src).unwrap());
+
+    // A failing conversion leaves nothing behind: no output, no temporary file.
+    let junk = dir.join("junk.bin");
+    std::fs::write(&junk, b"not a raster at all").unwrap();
+    let failed = dir.join("failed.npy");
+    let o = run(&["convert", junk.to_str().unwrap(), failed.to_str().unwrap()]);
+    assert_eq!(code(&o), 1);
+    let truncated = dir.join("truncated.npy");
+    let bytes = std::fs::read(&src).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() - 1]).unwrap();
+    assert_eq!(code(&run(&["convert", truncated.to_str().unwrap(), failed.to_str().unwrap()])), 1);
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("failed") || n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+
+    // Unknown target format is a usage error.
+    assert_eq!(code(&run(&["convert", s, dir.join("x.weird").to_str().unwrap()])), 2);
+}
