@@ -1,0 +1,240 @@
+//! LSOP12 decoding (errata 16): Gridfour's least-squares optimal predictor with 12 neighbours.
+//!
+//! Header (63 bytes): `[codec index][12][i32 seed][12 x f32 u1..u12][i32 nInit][i32 nInterior]
+//! [u8 method]`; method low nibble 0 = Huffman, 1 = Deflate; bit 0x80 = an i32 CRC32C of the
+//! values (LE i32) follows the header. Payload: the initializer then the interior M32 streams.
+
+use super::huffman::{self, BitReader};
+use super::m32::{M32Error, M32Reader};
+use super::zlib;
+
+pub const HEADER_LEN: usize = 63;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LsopError {
+    pub code: &'static str,
+    pub offset: usize,
+    pub message: String,
+}
+
+fn err(code: &'static str, offset: usize, message: impl Into<String>) -> LsopError {
+    LsopError { code, offset, message: message.into() }
+}
+
+fn le_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Java's `StrictMath.round(float)`: floor(p + 0.5) computed exactly, NaN -> 0, saturating.
+#[inline(always)]
+pub fn java_round(p: f32) -> i32 {
+    let t = f64::from(p) + 0.5;
+    let i = t as i64;
+    let f = if (i as f64) > t { i.saturating_sub(1) } else { i };
+    f.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
+}
+
+/// Residual counts of the initializer and interior streams for a tile.
+fn counts(rows: usize, cols: usize) -> (usize, usize) {
+    let init = (cols - 1) + (rows - 1) + (cols - 1) + (rows - 2) + 2 * (rows - 2);
+    let interior = (rows - 2) * (cols - 4);
+    (init, interior)
+}
+
+fn m32_all(codes: &[u8], n: usize, out: &mut Vec<i32>, at: usize, what: &str) -> Result<(), LsopError> {
+    out.clear();
+    out.reserve(n);
+    let mut r = M32Reader::new(codes);
+    for _ in 0..n {
+        match r.next() {
+            Ok(v) => out.push(v),
+            Err(e) => return Err(err(e.code(), at, format!("LSOP12 {what} stream: {e:?}"))),
+        }
+    }
+    r.finish().map_err(|e: M32Error| err(e.code(), at, format!("LSOP12 {what} stream holds more codes than the tile needs")))
+}
+
+/// Decode an LSOP12 block into `out` (`rows * cols`).
+pub fn decode(block: &[u8], rows: usize, cols: usize, out: &mut [i32]) -> Result<(), LsopError> {
+    if block.len() < HEADER_LEN {
+        return Err(err("gvrs.codec.truncated", 0, format!("LSOP12 block of {} bytes is shorter than its 63-byte header", block.len())));
+    }
+    if block[1] & 0x40 != 0 {
+        return Err(err("gvrs.codec.unsupported_lsop_header", 1, "revised LSOP header (flag 0x40) is not supported"));
+    }
+    if block[1] != 12 {
+        return Err(err("gvrs.codec.bad_lsop_header", 1, format!("LSOP12 coefficient count {} (expected 12)", block[1])));
+    }
+    if rows < 2 || cols < 4 {
+        return Err(err("gvrs.codec.bad_shape", 0, format!("LSOP12 cannot code a {rows}x{cols} tile")));
+    }
+    let seed = le_i32(block, 2);
+    let mut u = [0f32; 12];
+    for (k, c) in u.iter_mut().enumerate() {
+        *c = f32::from_bits(le_i32(block, 6 + 4 * k) as u32);
+    }
+    let n_init = le_i32(block, 54);
+    let n_interior = le_i32(block, 58);
+    let method = block[62];
+    let mut header = HEADER_LEN;
+    let checksum = if method & 0x80 != 0 {
+        if block.len() < HEADER_LEN + 4 {
+            return Err(err("gvrs.codec.truncated", HEADER_LEN, "LSOP12 block ends before its value checksum"));
+        }
+        header += 4;
+        Some(le_i32(block, HEADER_LEN) as u32)
+    } else {
+        None
+    };
+    let cells = out.len();
+    // M32 uses at most 6 bytes per residual: larger lengths cannot be right (and would let a
+    // crafted header allocate without bound).
+    let max = cells.saturating_mul(6);
+    let n_init = usize::try_from(n_init).ok().filter(|&n| n <= max).ok_or_else(|| err("gvrs.codec.bad_length", 54, format!("LSOP12 initializer length {n_init} out of range")))?;
+    let n_interior =
+        usize::try_from(n_interior).ok().filter(|&n| n <= max).ok_or_else(|| err("gvrs.codec.bad_length", 58, format!("LSOP12 interior length {n_interior} out of range")))?;
+    let payload = &block[header..];
+    let mut init_codes = vec![0u8; n_init];
+    let mut interior_codes = vec![0u8; n_interior];
+    match method & 0x0F {
+        0 => {
+            let mut r = BitReader::new(payload);
+            huffman::decode_sequence(&mut r, &mut init_codes).map_err(|e| err(e.code(), header, format!("LSOP12 initializer Huffman: {e:?}")))?;
+            huffman::decode_sequence(&mut r, &mut interior_codes).map_err(|e| err(e.code(), header, format!("LSOP12 interior Huffman: {e:?}")))?;
+            let used = r.pos().div_ceil(8);
+            if used != payload.len() {
+                return Err(err("gvrs.codec.trailing_data", header + used, format!("{} byte(s) after the LSOP12 Huffman data", payload.len() - used)));
+            }
+        }
+        1 => {
+            let a = zlib::inflate_exact(payload, &mut init_codes).map_err(|e| err(e.code(), header, format!("LSOP12 initializer: {}", e.message(n_init))))?;
+            let b = zlib::inflate_exact(&payload[a..], &mut interior_codes)
+                .map_err(|e| err(e.code(), header + a, format!("LSOP12 interior: {}", e.message(n_interior))))?;
+            if a + b != payload.len() {
+                return Err(err("gvrs.codec.trailing_data", header + a + b, format!("{} byte(s) after the LSOP12 zlib streams", payload.len() - a - b)));
+            }
+        }
+        m => return Err(err("gvrs.codec.bad_lsop_method", 62, format!("LSOP12 residual method {m} is not 0 (Huffman) or 1 (Deflate)"))),
+    }
+    let (ni, nn) = counts(rows, cols);
+    let mut init = Vec::new();
+    let mut interior = Vec::new();
+    m32_all(&init_codes, ni, &mut init, header, "initializer")?;
+    m32_all(&interior_codes, nn, &mut interior, header, "interior")?;
+    reconstruct(seed, &u, rows, cols, &init, &interior, out);
+    if let Some(expected) = checksum {
+        let mut bytes = Vec::with_capacity(cells * 4);
+        for v in out.iter() {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        let got = crc32c::crc32c(&bytes);
+        if got != expected {
+            return Err(err("gvrs.codec.lsop_checksum", HEADER_LEN, format!("LSOP12 value checksum {expected:#010x} != computed {got:#010x}")));
+        }
+    }
+    Ok(())
+}
+
+/// Rebuild the tile from pre-decoded residuals. `init` holds row 0 deltas, column 0 deltas,
+/// row 1 and column 1 Triangle residuals, then two Triangle residuals per row from row 2.
+fn reconstruct(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32], interior: &[i32], v: &mut [i32]) {
+    let nc = cols;
+    let mut k = 0;
+    v[0] = seed;
+    let mut p = seed;
+    for c in 1..nc {
+        p = p.wrapping_add(init[k]);
+        k += 1;
+        v[c] = p;
+    }
+    p = seed;
+    for r in 1..rows {
+        p = p.wrapping_add(init[k]);
+        k += 1;
+        v[r * nc] = p;
+    }
+    let tri = |v: &[i32], i: usize| v[i - 1].wrapping_add(v[i - nc]).wrapping_sub(v[i - nc - 1]);
+    for c in 1..nc {
+        let i = nc + c;
+        v[i] = init[k].wrapping_add(tri(v, i));
+        k += 1;
+    }
+    for r in 2..rows {
+        let i = r * nc + 1;
+        v[i] = init[k].wrapping_add(tri(v, i));
+        k += 1;
+    }
+    let tail = k;
+    // Interior rows are processed as a wavefront over groups of LANES rows: row r+1 trails row
+    // r by 3 columns (a cell needs the row above up to c + 2), so the serial float chains of
+    // the rows in a group are independent and the CPU overlaps them. The arithmetic per cell
+    // is exactly Gridfour's (f32, left to right), so the result does not depend on the order.
+    const LANES: usize = 4;
+    const LAG: usize = 3;
+    let interior_w = nc - 4;
+    let mut r0 = 2;
+    while r0 < rows {
+        let g = LANES.min(rows - r0);
+        let steps = nc + LAG * (g - 1);
+        for t in 2..steps {
+            for j in 0..g {
+                let Some(c) = t.checked_sub(LAG * j) else { break };
+                if c < 2 {
+                    break;
+                }
+                if c >= nc {
+                    continue;
+                }
+                let r = r0 + j;
+                let i = r * nc + c;
+                if c < nc - 2 {
+                    let est = predict(u, v, i, nc);
+                    v[i] = est.wrapping_add(interior[(r - 2) * interior_w + (c - 2)]);
+                } else {
+                    v[i] = init[tail + 2 * (r - 2) + (c + 2 - nc)].wrapping_add(tri(v, i));
+                }
+            }
+        }
+        r0 += g;
+    }
+}
+
+#[inline(always)]
+fn predict(u: &[f32; 12], v: &[i32], i: usize, nc: usize) -> i32 {
+    let a = &v[i - 2 * nc - 2..i - 2 * nc + 3];
+    let b = &v[i - nc - 2..i - nc + 3];
+    let c = &v[i - 2..i];
+    let z1 = c[1] as f32;
+    let z2 = b[1] as f32;
+    let z3 = b[2] as f32;
+    let z4 = b[3] as f32;
+    let z5 = b[4] as f32;
+    let z6 = c[0] as f32;
+    let z7 = b[0] as f32;
+    let z8 = a[0] as f32;
+    let z9 = a[1] as f32;
+    let z10 = a[2] as f32;
+    let z11 = a[3] as f32;
+    let z12 = a[4] as f32;
+    let p = u[0] * z1 + u[1] * z2 + u[2] * z3 + u[3] * z4 + u[4] * z5 + u[5] * z6 + u[6] * z7 + u[7] * z8 + u[8] * z9 + u[9] * z10 + u[10] * z11
+        + u[11] * z12;
+    java_round(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_like_java() {
+        assert_eq!(java_round(-0.5), 0);
+        assert_eq!(java_round(-2.5), -2);
+        assert_eq!(java_round(2.5), 3);
+        assert_eq!(java_round(0.49999997), 0);
+        assert_eq!(java_round(f32::NAN), 0);
+        assert_eq!(java_round(f32::INFINITY), i32::MAX);
+        assert_eq!(java_round(f32::NEG_INFINITY), i32::MIN);
+        assert_eq!(java_round(-1e30), i32::MIN);
+        assert_eq!(java_round(8388609.0), 8388609);
+    }
+}

@@ -1,0 +1,280 @@
+//! The four Gridfour predictors (errata 12): residual order and wrapping 32-bit arithmetic.
+//!
+//! Decoders read residuals from an M32 stream and must consume it exactly; encoders append the
+//! M32 residuals to a byte vector and return the seed.
+
+use super::m32::{self, M32Error, M32Reader};
+
+/// Predictor codes as stored in byte 1 of a Deflate/Huffman block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Predictor {
+    Differencing = 1,
+    Linear = 2,
+    Triangle = 3,
+    DifferencingWithNulls = 4,
+}
+
+impl Predictor {
+    pub fn from_code(code: u8) -> Option<Predictor> {
+        match code {
+            1 => Some(Predictor::Differencing),
+            2 => Some(Predictor::Linear),
+            3 => Some(Predictor::Triangle),
+            4 => Some(Predictor::DifferencingWithNulls),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Predictor::Differencing => "Differencing",
+            Predictor::Linear => "Linear",
+            Predictor::Triangle => "Triangle",
+            Predictor::DifferencingWithNulls => "DifferencingWithNulls",
+        }
+    }
+}
+
+/// Why a predictor could not reconstruct a tile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PredictError {
+    M32(M32Error),
+    /// The tile shape is one Gridfour cannot use with this predictor (e.g. Linear, 1 column).
+    Shape,
+}
+
+impl From<M32Error> for PredictError {
+    fn from(e: M32Error) -> Self {
+        PredictError::M32(e)
+    }
+}
+
+const NULL: i32 = i32::MIN;
+
+/// Rebuild `out` (`rows * cols`, row-major) from `seed` and the M32 residual stream `codes`.
+pub fn decode(
+    p: Predictor,
+    seed: i32,
+    rows: usize,
+    cols: usize,
+    codes: &[u8],
+    out: &mut [i32],
+) -> Result<(), PredictError> {
+    if rows == 0 || cols == 0 || out.len() != rows * cols {
+        return Err(PredictError::Shape);
+    }
+    let mut m = M32Reader::new(codes);
+    match p {
+        Predictor::Differencing => decode_differencing(seed, rows, cols, &mut m, out)?,
+        Predictor::Linear => decode_linear(seed, rows, cols, &mut m, out)?,
+        Predictor::Triangle => decode_triangle(seed, rows, cols, &mut m, out)?,
+        Predictor::DifferencingWithNulls => decode_nulls(seed, rows, cols, &mut m, out)?,
+    }
+    m.finish()?;
+    Ok(())
+}
+
+fn decode_differencing(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: &mut [i32]) -> Result<(), M32Error> {
+    let mut above = seed;
+    for (r, row) in out.chunks_exact_mut(cols).enumerate() {
+        let mut prior = if r == 0 { seed } else { above.wrapping_add(m.next()?) };
+        row[0] = prior;
+        above = prior;
+        for cell in &mut row[1..] {
+            prior = prior.wrapping_add(m.next()?);
+            *cell = prior;
+        }
+    }
+    let _ = rows;
+    Ok(())
+}
+
+fn decode_linear(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: &mut [i32]) -> Result<(), PredictError> {
+    if cols < 2 {
+        return Err(PredictError::Shape);
+    }
+    out[0] = seed;
+    out[1] = seed.wrapping_add(m.next()?);
+    let mut prior = seed;
+    for r in 1..rows {
+        let i = r * cols;
+        prior = prior.wrapping_add(m.next()?);
+        out[i] = prior;
+        out[i + 1] = prior.wrapping_add(m.next()?);
+    }
+    for row in out.chunks_exact_mut(cols) {
+        let (mut a, mut b) = (row[0], row[1]);
+        for cell in &mut row[2..] {
+            let c = b.wrapping_mul(2).wrapping_sub(a).wrapping_add(m.next()?);
+            *cell = c;
+            a = b;
+            b = c;
+        }
+    }
+    Ok(())
+}
+
+fn decode_triangle(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: &mut [i32]) -> Result<(), M32Error> {
+    out[0] = seed;
+    let mut prior = seed;
+    for cell in &mut out[1..cols] {
+        prior = prior.wrapping_add(m.next()?);
+        *cell = prior;
+    }
+    prior = seed;
+    for r in 1..rows {
+        prior = prior.wrapping_add(m.next()?);
+        out[r * cols] = prior;
+    }
+    for r in 1..rows {
+        let (top, bottom) = out.split_at_mut(r * cols);
+        let up = &top[(r - 1) * cols..];
+        let cur = &mut bottom[..cols];
+        let mut left = cur[0];
+        for c in 1..cols {
+            let v = left.wrapping_add(up[c]).wrapping_sub(up[c - 1]).wrapping_add(m.next()?);
+            cur[c] = v;
+            left = v;
+        }
+    }
+    Ok(())
+}
+
+fn decode_nulls(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: &mut [i32]) -> Result<(), M32Error> {
+    let mut prior = seed;
+    let mut null_flag = true;
+    for r in 0..rows {
+        let row = &mut out[r * cols..(r + 1) * cols];
+        for cell in row.iter_mut() {
+            let t = m.next()?;
+            if t == NULL {
+                null_flag = true;
+                *cell = NULL;
+            } else {
+                if null_flag {
+                    null_flag = false;
+                    prior = seed;
+                }
+                prior = prior.wrapping_add(t);
+                *cell = prior;
+            }
+        }
+        prior = row[0];
+        null_flag = prior == NULL;
+    }
+    Ok(())
+}
+
+/// Append the residuals of `values` under predictor `p` to `codes`; returns the seed, or `None`
+/// when Gridfour's encoder for `p` cannot handle this tile (shape, or nulls for the others).
+pub fn encode(p: Predictor, rows: usize, cols: usize, values: &[i32], codes: &mut Vec<u8>) -> Option<i32> {
+    if rows == 0 || cols == 0 || values.len() != rows * cols {
+        return None;
+    }
+    match p {
+        Predictor::Differencing => {
+            let seed = values[0];
+            let mut above = seed;
+            for (r, row) in values.chunks_exact(cols).enumerate() {
+                if r > 0 {
+                    m32::encode(row[0].wrapping_sub(above), codes);
+                }
+                above = row[0];
+                for w in row.windows(2) {
+                    m32::encode(w[1].wrapping_sub(w[0]), codes);
+                }
+            }
+            Some(seed)
+        }
+        Predictor::Linear => {
+            if cols < 2 {
+                return None;
+            }
+            let seed = values[0];
+            m32::encode(values[1].wrapping_sub(seed), codes);
+            let mut prior = seed;
+            for r in 1..rows {
+                let i = r * cols;
+                m32::encode(values[i].wrapping_sub(prior), codes);
+                prior = values[i];
+                m32::encode(values[i + 1].wrapping_sub(prior), codes);
+            }
+            for row in values.chunks_exact(cols) {
+                for w in row.windows(3) {
+                    m32::encode(w[2].wrapping_sub(w[1].wrapping_mul(2).wrapping_sub(w[0])), codes);
+                }
+            }
+            Some(seed)
+        }
+        Predictor::Triangle => {
+            if rows < 2 || cols < 2 {
+                return None;
+            }
+            let seed = values[0];
+            for w in values[..cols].windows(2) {
+                m32::encode(w[1].wrapping_sub(w[0]), codes);
+            }
+            for r in 1..rows {
+                m32::encode(values[r * cols].wrapping_sub(values[(r - 1) * cols]), codes);
+            }
+            for r in 1..rows {
+                let up = &values[(r - 1) * cols..r * cols];
+                let cur = &values[r * cols..(r + 1) * cols];
+                for c in 1..cols {
+                    let pred = cur[c - 1].wrapping_add(up[c]).wrapping_sub(up[c - 1]);
+                    m32::encode(cur[c].wrapping_sub(pred), codes);
+                }
+            }
+            Some(seed)
+        }
+        Predictor::DifferencingWithNulls => {
+            // Seed: the rounded mean of the values that restart a chain, as Gridfour chooses it
+            // (any seed decodes correctly; this one keeps the restart residuals small).
+            let (mut sum, mut n) = (0i64, 0i64);
+            let mut null_flag = true;
+            for row in values.chunks_exact(cols) {
+                for &v in row {
+                    if v == NULL {
+                        null_flag = true;
+                    } else {
+                        if null_flag {
+                            sum += i64::from(v);
+                            n += 1;
+                        }
+                        null_flag = false;
+                    }
+                }
+                null_flag = row[0] == NULL;
+            }
+            if n == 0 {
+                return None;
+            }
+            let seed = (sum as f64 / n as f64 + 0.5).floor() as i32;
+            let mut prior = seed;
+            let mut null_flag = false;
+            for row in values.chunks_exact(cols) {
+                for &v in row {
+                    if v == NULL {
+                        null_flag = true;
+                        m32::encode(NULL, codes);
+                    } else {
+                        if null_flag {
+                            prior = seed;
+                            null_flag = false;
+                        }
+                        let d = v.wrapping_sub(prior);
+                        if d == NULL {
+                            // The decoder would read this residual as a null cell.
+                            return None;
+                        }
+                        m32::encode(d, codes);
+                        prior = v;
+                    }
+                }
+                prior = row[0];
+                null_flag = prior == NULL;
+            }
+            Some(seed)
+        }
+    }
+}
