@@ -1,0 +1,385 @@
+//! Reed-Solomon over GF(2^8) with the parameters pyfolds gets from `reedsolo.RSCodec(N)`:
+//! primitive polynomial 0x11d, generator 2, first consecutive root 0, 255-byte codewords of
+//! `k = 255 - N` message bytes followed by `N` parity bytes (the last block shortened).
+//!
+//! Decoding: syndromes, Berlekamp-Massey, Chien search, Forney. Up to `N / 2` byte errors per
+//! codeword are corrected; anything the locator cannot explain exactly is reported as
+//! uncorrectable, and callers re-verify CRC32C/SHA-256 afterwards so a mis-correction beyond
+//! the code's capacity is never accepted silently.
+
+/// Codeword length of RS over GF(2^8).
+pub const NSIZE: usize = 255;
+
+struct Gf {
+    exp: [u8; 512],
+    log: [u8; 256],
+}
+
+const fn build_gf() -> Gf {
+    let mut exp = [0u8; 512];
+    let mut log = [0u8; 256];
+    let mut x: u16 = 1;
+    let mut i = 0;
+    while i < 255 {
+        exp[i] = x as u8;
+        log[x as usize] = i as u8;
+        x <<= 1;
+        if x & 0x100 != 0 {
+            x ^= 0x11d;
+        }
+        i += 1;
+    }
+    while i < 512 {
+        exp[i] = exp[i - 255];
+        i += 1;
+    }
+    Gf { exp, log }
+}
+
+static GF: Gf = build_gf();
+
+#[inline]
+fn mul(a: u8, b: u8) -> u8 {
+    if a == 0 || b == 0 {
+        0
+    } else {
+        GF.exp[GF.log[a as usize] as usize + GF.log[b as usize] as usize]
+    }
+}
+
+#[inline]
+fn div(a: u8, b: u8) -> u8 {
+    // b != 0 is guaranteed by callers (divisors come from non-zero discrepancies/derivatives).
+    if a == 0 || b == 0 {
+        0
+    } else {
+        GF.exp[(GF.log[a as usize] as usize + 255 - GF.log[b as usize] as usize) % 255]
+    }
+}
+
+/// alpha^e for any integer exponent.
+#[inline]
+fn pow_alpha(e: i64) -> u8 {
+    GF.exp[e.rem_euclid(255) as usize]
+}
+
+/// Evaluate a polynomial given highest degree first (reedsolo's order) at `x`.
+fn eval_hi_first(p: &[u8], x: u8) -> u8 {
+    p.iter().fold(0u8, |acc, &c| mul(acc, x) ^ c)
+}
+
+/// Evaluate a polynomial given lowest degree first at `x`.
+fn eval_lo_first(p: &[u8], x: u8) -> u8 {
+    p.iter().rev().fold(0u8, |acc, &c| mul(acc, x) ^ c)
+}
+
+/// Why a codeword could not be corrected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EccError {
+    /// More errors than the code can locate (or an inconsistent locator).
+    TooManyErrors,
+    /// Codeword longer than 255 bytes or not longer than the parity.
+    BadLength,
+}
+
+/// An RS(255, 255 - nsym) code.
+#[derive(Debug, Clone)]
+pub struct Rs {
+    nsym: usize,
+    /// Generator polynomial, highest degree first, monic.
+    gen: Vec<u8>,
+}
+
+impl Rs {
+    /// `nsym` parity bytes per codeword, 1..=254.
+    pub fn new(nsym: usize) -> Option<Rs> {
+        if nsym == 0 || nsym >= NSIZE {
+            return None;
+        }
+        // g(x) = prod_{i < nsym} (x - alpha^i)
+        let mut g = vec![1u8];
+        for i in 0..nsym {
+            let root = pow_alpha(i as i64);
+            let mut next = vec![0u8; g.len() + 1];
+            for (j, &c) in g.iter().enumerate() {
+                next[j] ^= c;
+                next[j + 1] ^= mul(c, root);
+            }
+            g = next;
+        }
+        Some(Rs { nsym, gen: g })
+    }
+
+    pub fn nsym(&self) -> usize {
+        self.nsym
+    }
+
+    /// Message bytes per full block.
+    pub fn k(&self) -> usize {
+        NSIZE - self.nsym
+    }
+
+    /// The `nsym` parity bytes of one block (`data.len() <= k`).
+    pub fn parity(&self, data: &[u8]) -> Vec<u8> {
+        // Systematic encoding: remainder of data(x) * x^nsym divided by g(x) (LFSR form).
+        let mut rem = vec![0u8; self.nsym];
+        for &d in data {
+            let f = d ^ rem[0];
+            rem.rotate_left(1);
+            rem[self.nsym - 1] = 0;
+            if f != 0 {
+                for (r, &g) in rem.iter_mut().zip(&self.gen[1..]) {
+                    *r ^= mul(g, f);
+                }
+            }
+        }
+        rem
+    }
+
+    /// `reedsolo`'s encode: blocks of `k` data bytes, each followed by its parity.
+    pub fn encode_stream(&self, data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(data.len() + data.len().div_ceil(self.k()) * self.nsym);
+        for block in data.chunks(self.k()) {
+            out.extend_from_slice(block);
+            out.extend_from_slice(&self.parity(block));
+        }
+        out
+    }
+
+    fn syndromes(&self, cw: &[u8]) -> Vec<u8> {
+        (0..self.nsym).map(|i| eval_hi_first(cw, pow_alpha(i as i64))).collect()
+    }
+
+    /// Correct a codeword (data then parity, at most 255 bytes) in place; returns the number
+    /// of bytes changed.
+    pub fn correct(&self, cw: &mut [u8]) -> Result<usize, EccError> {
+        let n = cw.len();
+        if n > NSIZE || n <= self.nsym {
+            return Err(EccError::BadLength);
+        }
+        let synd = self.syndromes(cw);
+        if synd.iter().all(|&s| s == 0) {
+            return Ok(0);
+        }
+        // Berlekamp-Massey: error locator lambda (lowest degree first, lambda[0] = 1).
+        let mut lambda = vec![1u8];
+        let mut prev = vec![1u8];
+        let mut l = 0usize;
+        let mut m = 1usize;
+        let mut b = 1u8;
+        for step in 0..self.nsym {
+            let mut d = synd[step];
+            for i in 1..=l.min(lambda.len() - 1) {
+                d ^= mul(lambda[i], synd[step - i]);
+            }
+            if d == 0 {
+                m += 1;
+                continue;
+            }
+            let coef = div(d, b);
+            let mut next = lambda.clone();
+            if next.len() < prev.len() + m {
+                next.resize(prev.len() + m, 0);
+            }
+            for (i, &p) in prev.iter().enumerate() {
+                next[i + m] ^= mul(coef, p);
+            }
+            if 2 * l <= step {
+                l = step + 1 - l;
+                prev = std::mem::replace(&mut lambda, next);
+                b = d;
+                m = 1;
+            } else {
+                lambda = next;
+                m += 1;
+            }
+        }
+        while lambda.len() > 1 && lambda[lambda.len() - 1] == 0 {
+            lambda.pop();
+        }
+        let nerr = lambda.len() - 1;
+        if nerr != l || 2 * nerr > self.nsym {
+            return Err(EccError::TooManyErrors);
+        }
+        // Chien search over the (possibly shortened) codeword: byte j has locator
+        // X = alpha^(n-1-j); it is in error when lambda(X^-1) == 0.
+        let mut positions = Vec::with_capacity(nerr);
+        for j in 0..n {
+            let power = (n - 1 - j) as i64;
+            if eval_lo_first(&lambda, pow_alpha(-power)) == 0 {
+                positions.push(j);
+            }
+        }
+        if positions.len() != nerr {
+            return Err(EccError::TooManyErrors);
+        }
+        // Forney (first consecutive root 0): e = X * omega(X^-1) / lambda'(X^-1),
+        // omega = S(x) * lambda(x) mod x^nsym.
+        let mut omega = vec![0u8; self.nsym];
+        for (i, &s) in synd.iter().enumerate() {
+            for (j, &lc) in lambda.iter().enumerate() {
+                if i + j < self.nsym {
+                    omega[i + j] ^= mul(s, lc);
+                }
+            }
+        }
+        // Formal derivative in characteristic 2: only odd powers survive.
+        let deriv: Vec<u8> = lambda.iter().enumerate().skip(1).map(|(i, &c)| if i % 2 == 1 { c } else { 0 }).collect();
+        for &j in &positions {
+            let power = (n - 1 - j) as i64;
+            let x = pow_alpha(power);
+            let xinv = pow_alpha(-power);
+            let den = eval_lo_first(&deriv, xinv);
+            if den == 0 {
+                return Err(EccError::TooManyErrors);
+            }
+            let mag = mul(x, div(eval_lo_first(&omega, xinv), den));
+            cw[j] ^= mag;
+        }
+        if self.syndromes(cw).iter().any(|&s| s != 0) {
+            return Err(EccError::TooManyErrors);
+        }
+        Ok(nerr)
+    }
+}
+
+/// Parse an index `ecc_algo` of the form `rs(N)`.
+pub fn parse_algo(algo: &str) -> Option<usize> {
+    let n = algo.strip_prefix("rs(")?.strip_suffix(')')?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) || n.len() > 3 {
+        return None;
+    }
+    n.parse().ok()
+}
+
+/// The ECC bytes pyfolds stores for `data`: the last `ceil(len/k) * N` bytes of reedsolo's
+/// encoded stream. True parity only when `data.len() <= k`.
+pub fn pyfolds_ecc(rs: &Rs, data: &[u8]) -> Vec<u8> {
+    let ecc_len = data.len().div_ceil(rs.k()) * rs.nsym();
+    if ecc_len == 0 {
+        return Vec::new();
+    }
+    // Only the tail is needed: encode just the blocks that reach into it.
+    let k = rs.k();
+    let nblocks = data.len().div_ceil(k);
+    let stream_len = data.len() + ecc_len;
+    let tail_start = stream_len - ecc_len;
+    let mut out = Vec::with_capacity(ecc_len);
+    for b in 0..nblocks {
+        let d0 = b * k;
+        let d1 = (d0 + k).min(data.len());
+        let s0 = d0 + b * rs.nsym(); // stream offset of this block
+        let s1 = s0 + (d1 - d0) + rs.nsym();
+        if s1 <= tail_start {
+            continue;
+        }
+        let block = &data[d0..d1];
+        let mut cw = block.to_vec();
+        cw.extend_from_slice(&rs.parity(block));
+        let from = tail_start.saturating_sub(s0);
+        out.extend_from_slice(&cw[from..]);
+    }
+    out
+}
+
+/// Outcome of trying to repair a stored payload with its ECC bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repair {
+    /// Bytes changed in the payload.
+    pub payload_bytes: usize,
+    /// Blocks that had usable parity / blocks in the payload.
+    pub usable_blocks: usize,
+    pub blocks: usize,
+    /// Some block with usable parity could not be corrected.
+    pub failed: bool,
+}
+
+/// Repair `data` in place using pyfolds-layout `ecc` bytes. For single-block payloads the ECC
+/// is the block's parity. For longer payloads (pyfolds' quirk) the stored bytes are the tail of
+/// the codeword stream: only blocks whose parity lies entirely inside that tail can be used.
+pub fn repair(rs: &Rs, data: &mut [u8], ecc: &[u8]) -> Repair {
+    let k = rs.k();
+    let nsym = rs.nsym();
+    let nblocks = data.len().div_ceil(k);
+    let mut rep = Repair { payload_bytes: 0, usable_blocks: 0, blocks: nblocks, failed: false };
+    let stream_len = data.len() + nblocks * nsym;
+    if ecc.len() != nblocks * nsym {
+        rep.failed = true;
+        return rep;
+    }
+    let tail_start = stream_len - ecc.len();
+    for b in 0..nblocks {
+        let d0 = b * k;
+        let d1 = (d0 + k).min(data.len());
+        let p0 = d0 + b * nsym + (d1 - d0); // stream offset of this block's parity
+        if p0 < tail_start {
+            continue;
+        }
+        rep.usable_blocks += 1;
+        let parity = &ecc[p0 - tail_start..p0 - tail_start + nsym];
+        let mut cw = data[d0..d1].to_vec();
+        cw.extend_from_slice(parity);
+        match rs.correct(&mut cw) {
+            Ok(0) => {}
+            Ok(_) => {
+                let changed = cw[..d1 - d0].iter().zip(&data[d0..d1]).filter(|(a, b)| a != b).count();
+                rep.payload_bytes += changed;
+                data[d0..d1].copy_from_slice(&cw[..d1 - d0]);
+            }
+            Err(_) => rep.failed = true,
+        }
+    }
+    rep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    #[test]
+    fn corrects_up_to_half_nsym() {
+        let mut seed = 7u64;
+        for nsym in [2usize, 16, 32, 64] {
+            let rs = Rs::new(nsym).unwrap();
+            for len in [1usize, 10, 100, rs.k()] {
+                let data: Vec<u8> = (0..len).map(|_| lcg(&mut seed) as u8).collect();
+                let mut cw = data.clone();
+                cw.extend(rs.parity(&data));
+                assert!(rs.syndromes(&cw).iter().all(|&s| s == 0));
+                for nerr in 1..=nsym / 2 {
+                    let mut bad = cw.clone();
+                    let mut pos: Vec<usize> = Vec::new();
+                    while pos.len() < nerr {
+                        let p = lcg(&mut seed) as usize % cw.len();
+                        if !pos.contains(&p) {
+                            pos.push(p);
+                        }
+                    }
+                    for &p in &pos {
+                        bad[p] ^= (lcg(&mut seed) % 255 + 1) as u8;
+                    }
+                    assert_eq!(rs.correct(&mut bad), Ok(nerr), "nsym {nsym} len {len} nerr {nerr}");
+                    assert_eq!(bad, cw);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn known_reedsolo_parity() {
+        // reedsolo.RSCodec(4).encode(b"hello") == b"hello\xd8\x1e\x17\xae"... checked below by
+        // self-consistency: the generator has roots alpha^0..alpha^3.
+        let rs = Rs::new(4).unwrap();
+        for i in 0..4 {
+            assert_eq!(eval_hi_first(&rs.gen, pow_alpha(i)), 0);
+        }
+        assert_eq!(parse_algo("rs(16)"), Some(16));
+        assert_eq!(parse_algo("rs()"), None);
+        assert_eq!(parse_algo("rs(16"), None);
+    }
+}

@@ -1,0 +1,345 @@
+//! `.npz` archives (numpy `savez` / `savez_compressed`): a zip of `.npy` members. A small
+//! zip reader (stored and deflate members, zip64 sizes as numpy's `force_zip64` writes them)
+//! and a stored-member writer, so no zip crate is needed.
+
+use rasterpack_common::{npy, Error, Limits, NdArray, Result};
+
+const EOCD_SIG: u32 = 0x0605_4b50;
+const ZIP64_LOCATOR_SIG: u32 = 0x0706_4b50;
+const ZIP64_EOCD_SIG: u32 = 0x0606_4b50;
+const CDIR_SIG: u32 = 0x0201_4b50;
+const LOCAL_SIG: u32 = 0x0403_4b50;
+
+fn le16(b: &[u8], o: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?))
+}
+fn le32(b: &[u8], o: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?))
+}
+fn le64(b: &[u8], o: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?))
+}
+
+/// CRC-32 (IEEE, zip) with a slicing-by-8 table.
+pub fn crc32(data: &[u8]) -> u32 {
+    static TABLES: std::sync::OnceLock<Box<[[u32; 256]; 8]>> = std::sync::OnceLock::new();
+    let t = TABLES.get_or_init(|| {
+        let mut t = Box::new([[0u32; 256]; 8]);
+        for i in 0..256u32 {
+            let mut c = i;
+            for _ in 0..8 {
+                c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+            }
+            t[0][i as usize] = c;
+        }
+        for i in 0..256 {
+            for k in 1..8 {
+                let prev = t[k - 1][i];
+                t[k][i] = (prev >> 8) ^ t[0][(prev & 0xff) as usize];
+            }
+        }
+        t
+    });
+    let mut crc = !0u32;
+    let mut chunks = data.chunks_exact(8);
+    for c in &mut chunks {
+        let lo = u32::from_le_bytes([c[0], c[1], c[2], c[3]]) ^ crc;
+        let hi = u32::from_le_bytes([c[4], c[5], c[6], c[7]]);
+        crc = t[7][(lo & 0xff) as usize]
+            ^ t[6][((lo >> 8) & 0xff) as usize]
+            ^ t[5][((lo >> 16) & 0xff) as usize]
+            ^ t[4][(lo >> 24) as usize]
+            ^ t[3][(hi & 0xff) as usize]
+            ^ t[2][((hi >> 8) & 0xff) as usize]
+            ^ t[1][((hi >> 16) & 0xff) as usize]
+            ^ t[0][(hi >> 24) as usize];
+    }
+    for &b in chunks.remainder() {
+        crc = t[0][((crc ^ b as u32) & 0xff) as usize] ^ (crc >> 8);
+    }
+    !crc
+}
+
+/// One member of a zip archive, from the central directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub name: String,
+    pub method: u16,
+    pub crc32: u32,
+    pub comp_size: u64,
+    pub uncomp_size: u64,
+    pub local_offset: u64,
+}
+
+fn bad(offset: u64, msg: impl Into<String>) -> Error {
+    Error::invalid("fold.payload.bad_zip", offset, msg)
+}
+
+/// List the members of a zip archive held in `b` (offsets in errors are relative to `b`).
+pub fn members(b: &[u8], limits: &Limits) -> Result<Vec<Member>> {
+    if b.len() < 22 {
+        return Err(bad(0, "too short for a zip archive"));
+    }
+    // The end-of-central-directory record is within the last 22 + 65535 bytes.
+    let lowest = b.len().saturating_sub(22 + 65535);
+    let mut eocd = None;
+    let mut p = b.len() - 22;
+    loop {
+        if le32(b, p) == Some(EOCD_SIG) && le16(b, p + 20).map(|c| p + 22 + c as usize) == Some(b.len()) {
+            eocd = Some(p);
+            break;
+        }
+        if p == lowest {
+            break;
+        }
+        p -= 1;
+    }
+    let eocd = eocd.ok_or_else(|| bad(0, "no zip end-of-central-directory record"))?;
+    let mut count = le16(b, eocd + 10).unwrap_or(0) as u64;
+    let mut cd_size = le32(b, eocd + 12).unwrap_or(0) as u64;
+    let mut cd_off = le32(b, eocd + 16).unwrap_or(0) as u64;
+    if count == 0xFFFF || cd_size == 0xFFFF_FFFF || cd_off == 0xFFFF_FFFF {
+        let loc = eocd.checked_sub(20).ok_or_else(|| bad(eocd as u64, "zip64 locator missing"))?;
+        if le32(b, loc) != Some(ZIP64_LOCATOR_SIG) {
+            return Err(bad(loc as u64, "zip64 locator missing"));
+        }
+        let z = le64(b, loc + 8).unwrap_or(u64::MAX);
+        let zi = usize::try_from(z).ok().filter(|&z| z < b.len()).ok_or_else(|| bad(loc as u64, "zip64 record out of bounds"))?;
+        if le32(b, zi) != Some(ZIP64_EOCD_SIG) {
+            return Err(bad(z, "bad zip64 end record"));
+        }
+        count = le64(b, zi + 32).ok_or_else(|| bad(z, "truncated zip64 end record"))?;
+        cd_size = le64(b, zi + 40).ok_or_else(|| bad(z, "truncated zip64 end record"))?;
+        cd_off = le64(b, zi + 48).ok_or_else(|| bad(z, "truncated zip64 end record"))?;
+    }
+    if cd_off.checked_add(cd_size).is_none_or(|e| e > b.len() as u64) {
+        return Err(bad(eocd as u64, "central directory out of bounds"));
+    }
+    // Each central directory entry is at least 46 bytes.
+    if count > cd_size / 46 + 1 || count > limits.max_entries {
+        return Err(bad(eocd as u64, format!("implausible member count {count}")));
+    }
+    let mut out = Vec::new();
+    let mut p = cd_off as usize;
+    for _ in 0..count {
+        if le32(b, p) != Some(CDIR_SIG) {
+            return Err(bad(p as u64, "bad central directory entry"));
+        }
+        let hdr = b.get(p..p + 46).ok_or_else(|| bad(p as u64, "truncated central directory"))?;
+        let method = le16(hdr, 10).unwrap_or(0);
+        let crc = le32(hdr, 16).unwrap_or(0);
+        let mut comp = le32(hdr, 20).unwrap_or(0) as u64;
+        let mut uncomp = le32(hdr, 24).unwrap_or(0) as u64;
+        let nlen = le16(hdr, 28).unwrap_or(0) as usize;
+        let xlen = le16(hdr, 30).unwrap_or(0) as usize;
+        let clen = le16(hdr, 32).unwrap_or(0) as usize;
+        let mut local = le32(hdr, 42).unwrap_or(0) as u64;
+        let name = b.get(p + 46..p + 46 + nlen).ok_or_else(|| bad(p as u64, "truncated member name"))?;
+        let extra = b.get(p + 46 + nlen..p + 46 + nlen + xlen).ok_or_else(|| bad(p as u64, "truncated extra field"))?;
+        // zip64 extended information: the 0xFFFFFFFF fields, in order.
+        let mut x = 0;
+        while x + 4 <= extra.len() {
+            let id = le16(extra, x).unwrap_or(0);
+            let sz = le16(extra, x + 2).unwrap_or(0) as usize;
+            let body = extra.get(x + 4..x + 4 + sz).unwrap_or(&[]);
+            if id == 1 {
+                let mut q = 0;
+                for field in [&mut uncomp, &mut comp, &mut local] {
+                    if *field == 0xFFFF_FFFF {
+                        *field = le64(body, q).ok_or_else(|| bad(p as u64, "truncated zip64 extra field"))?;
+                        q += 8;
+                    }
+                }
+            }
+            x += 4 + sz;
+        }
+        out.push(Member {
+            name: String::from_utf8_lossy(name).into_owned(),
+            method,
+            crc32: crc,
+            comp_size: comp,
+            uncomp_size: uncomp,
+            local_offset: local,
+        });
+        p += 46 + nlen + xlen + clen;
+    }
+    Ok(out)
+}
+
+/// The decompressed content of one member, CRC-checked, bounded by its declared size.
+pub fn member_data(b: &[u8], m: &Member, limits: &Limits) -> Result<Vec<u8>> {
+    let lo = usize::try_from(m.local_offset).map_err(|_| bad(0, "member offset out of range"))?;
+    if le32(b, lo) != Some(LOCAL_SIG) {
+        return Err(bad(m.local_offset, format!("member {:?}: bad local header", m.name)));
+    }
+    let nlen = le16(b, lo + 26).ok_or_else(|| bad(m.local_offset, "truncated local header"))? as u64;
+    let xlen = le16(b, lo + 28).ok_or_else(|| bad(m.local_offset, "truncated local header"))? as u64;
+    let start = m.local_offset + 30 + nlen + xlen;
+    let end = start.checked_add(m.comp_size).filter(|&e| e <= b.len() as u64).ok_or_else(|| {
+        bad(m.local_offset, format!("member {:?}: data out of bounds", m.name))
+    })?;
+    let src = &b[start as usize..end as usize];
+    let size = limits.check_alloc(m.uncomp_size, "npz member", Some(start))?;
+    let data = match m.method {
+        0 => {
+            if m.comp_size != m.uncomp_size {
+                return Err(bad(start, format!("member {:?}: stored sizes differ", m.name)));
+            }
+            src.to_vec()
+        }
+        8 => {
+            let d = miniz_oxide::inflate::decompress_to_vec_with_limit(src, size)
+                .map_err(|e| bad(start, format!("member {:?}: deflate error {:?}", m.name, e.status)))?;
+            if d.len() != size {
+                return Err(bad(start, format!("member {:?}: inflates to {} bytes, {} declared", m.name, d.len(), size)));
+            }
+            d
+        }
+        other => {
+            return Err(Error::unsupported(
+                "fold.payload.zip_method",
+                Some(m.local_offset),
+                format!("member {:?}: zip method {other} is not supported", m.name),
+            ))
+        }
+    };
+    if crc32(&data) != m.crc32 {
+        return Err(bad(start, format!("member {:?}: CRC-32 mismatch", m.name)));
+    }
+    Ok(data)
+}
+
+/// What an `.npy` member holds, for reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArrayInfo {
+    /// Array name (`N` for the member `N.npy`).
+    pub name: String,
+    /// numpy descr as written (`<f4`), or the rasterpack dtype name.
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    /// Set when rasterpack cannot decode the dtype or layout.
+    pub unsupported: Option<String>,
+}
+
+/// Array name of a member (`x.npy` -> `x`).
+pub fn array_name(member: &str) -> &str {
+    member.strip_suffix(".npy").unwrap_or(member)
+}
+
+/// Decode every member header; errors for anything that is not a readable `.npy` array.
+pub fn describe(b: &[u8], limits: &Limits) -> Result<Vec<ArrayInfo>> {
+    let mut out = Vec::new();
+    for m in members(b, limits)? {
+        let data = member_data(b, &m, limits)?;
+        let name = array_name(&m.name).to_string();
+        match npy::parse_header(&data) {
+            Ok(h) => {
+                let avail = data.len() as u64 - h.data_offset.min(data.len() as u64);
+                if avail != h.data_len {
+                    return Err(bad(0, format!("array {name:?}: {avail} data bytes, shape needs {}", h.data_len)));
+                }
+                out.push(ArrayInfo {
+                    name,
+                    dtype: format!("{}{}", if h.big_endian { ">" } else { "<" }, short_code(h.dtype)),
+                    shape: h.shape,
+                    unsupported: h.fortran_order.then(|| "Fortran order".to_string()),
+                })
+            }
+            Err(e) if e.kind == rasterpack_common::ErrorKind::Unsupported => {
+                out.push(ArrayInfo { name, dtype: "?".into(), shape: Vec::new(), unsupported: Some(e.message) })
+            }
+            Err(e) => return Err(bad(0, format!("array {name:?}: {}", e.message))),
+        }
+    }
+    Ok(out)
+}
+
+fn short_code(d: rasterpack_common::DType) -> &'static str {
+    // descr without its byte-order character
+    &d.npy_descr()[1..]
+}
+
+/// Read one array (by array name) out of an archive.
+pub fn read_array(b: &[u8], name: &str, limits: &Limits) -> Result<NdArray> {
+    for m in members(b, limits)? {
+        if array_name(&m.name) == name {
+            let data = member_data(b, &m, limits)?;
+            let mut arr = npy::read(&data, limits)?;
+            arr.name = Some(name.to_string());
+            return Ok(arr);
+        }
+    }
+    Err(Error::usage(format!("no array {name:?} in the archive")))
+}
+
+/// An `np.savez`-style archive: stored members `<name>.npy`.
+pub fn write(arrays: &[(&str, &NdArray)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut central = Vec::new();
+    for (name, arr) in arrays {
+        let mut member = npy::header_bytes(arr.dtype, &arr.shape);
+        member.extend_from_slice(&arr.data);
+        let fname = format!("{name}.npy");
+        let crc = crc32(&member);
+        let offset = out.len() as u32;
+        let size = member.len() as u32;
+        // local header: version 20, no flags, stored, DOS time 1980-01-01 00:00
+        out.extend_from_slice(&LOCAL_SIG.to_le_bytes());
+        out.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0x21, 0]);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out.extend_from_slice(&size.to_le_bytes());
+        out.extend_from_slice(&size.to_le_bytes());
+        out.extend_from_slice(&(fname.len() as u16).to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(fname.as_bytes());
+        out.extend_from_slice(&member);
+        central.extend_from_slice(&CDIR_SIG.to_le_bytes());
+        central.extend_from_slice(&[20, 3, 20, 0, 0, 0, 0, 0, 0, 0, 0x21, 0]);
+        central.extend_from_slice(&crc.to_le_bytes());
+        central.extend_from_slice(&size.to_le_bytes());
+        central.extend_from_slice(&size.to_le_bytes());
+        central.extend_from_slice(&(fname.len() as u16).to_le_bytes());
+        central.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0]); // extra, comment, disk, internal attrs
+        central.extend_from_slice(&(0o100644u32 << 16).to_le_bytes()); // external attrs
+        central.extend_from_slice(&offset.to_le_bytes());
+        central.extend_from_slice(fname.as_bytes());
+    }
+    let cd_off = out.len() as u32;
+    let n = arrays.len() as u16;
+    out.extend_from_slice(&central);
+    out.extend_from_slice(&EOCD_SIG.to_le_bytes());
+    out.extend_from_slice(&[0, 0, 0, 0]);
+    out.extend_from_slice(&n.to_le_bytes());
+    out.extend_from_slice(&n.to_le_bytes());
+    out.extend_from_slice(&(central.len() as u32).to_le_bytes());
+    out.extend_from_slice(&cd_off.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rasterpack_common::DType;
+
+    #[test]
+    fn crc32_check_value() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
+    }
+
+    #[test]
+    fn round_trip() {
+        let a = NdArray::new(DType::F32, vec![2, 2], (0..16).collect()).unwrap();
+        let b = NdArray::new(DType::I64, vec![3], vec![7; 24]).unwrap();
+        let z = write(&[("a", &a), ("b", &b)]);
+        let l = Limits::default();
+        let info = describe(&z, &l).unwrap();
+        assert_eq!(info[0].name, "a");
+        assert_eq!(info[1].dtype, "<i8");
+        assert_eq!(read_array(&z, "b", &l).unwrap().data, b.data);
+        for cut in 0..z.len() {
+            let _ = describe(&z[..cut], &l);
+        }
+    }
+}

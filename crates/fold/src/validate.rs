@@ -1,0 +1,587 @@
+//! The six validation layers of fold.md section 6, in order, collecting every finding:
+//! structure, anti-DoS limits, bounds, per-chunk integrity (with Reed-Solomon repair),
+//! manifest hash, payload semantics. Chunks are read one at a time, so memory stays bounded
+//! by the largest chunk.
+
+use rasterpack_common::{Error, Findings, Input, Limits};
+use sha2::{Digest, Sha256};
+
+use crate::ecc::{self, Rs};
+use crate::npz::{self, ArrayInfo};
+use crate::parse::{self, Container, Entry, JSON_MAX_DEPTH};
+use crate::pjson::{self, Value};
+use crate::raw::{ChunkHeader, CHUNK_HEADER_LEN, FLAG_NONE, FLAG_ZSTD, MAX_CHUNK_SIZE};
+
+/// What a chunk decoded to (kept only when the caller asks for content).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// Not decoded (integrity or bounds failed, or content not requested).
+    None,
+    Json(Value),
+    Npz(Vec<ArrayInfo>),
+    /// A zip archive that is not an `.npz` (TSAV torch archives): member names.
+    Zip(Vec<String>),
+    /// Opaque bytes: the first few for a preview.
+    Opaque(Vec<u8>),
+}
+
+/// Status of one chunk after validation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkStatus {
+    pub entry: Entry,
+    pub header: Option<ChunkHeader>,
+    /// CRC32C of the stored payload matched (after repair, if any).
+    pub crc_ok: Option<bool>,
+    pub sha_ok: Option<bool>,
+    /// Payload bytes corrected by ECC.
+    pub repaired_bytes: usize,
+    /// Human ECC status: `none`, `ok`, `repaired N bytes`, `quirk`, ...
+    pub ecc_status: String,
+    /// The payload decoded to `uncomp_len` bytes and (for JSON/NPZ0) parsed.
+    pub decoded: bool,
+    pub uncompressed_sha256: Option<String>,
+    pub content: Content,
+    /// The decoded payload, when [`AnalyzeOptions::keep_payload`] asked for it.
+    pub payload: Option<Vec<u8>>,
+}
+
+/// Everything validation learnt about a file.
+#[derive(Debug, Clone, Default)]
+pub struct Analysis {
+    pub findings: Findings,
+    pub container: Option<Container>,
+    pub chunks: Vec<ChunkStatus>,
+    /// `Some(true/false)` when the metadata holds a manifest hash.
+    pub manifest_ok: Option<bool>,
+    pub manifest_recomputed: Option<String>,
+    /// Repaired stored payloads: (absolute offset, bytes), for `convert` to write back.
+    pub repairs: Vec<(u64, Vec<u8>)>,
+}
+
+/// Options of [`analyze`].
+#[derive(Debug, Clone, Default)]
+pub struct AnalyzeOptions {
+    pub limits: Limits,
+    /// Keep decoded JSON / NPZ descriptions in [`ChunkStatus::content`].
+    pub content: bool,
+    /// Keep repaired payloads in [`Analysis::repairs`].
+    pub keep_repairs: bool,
+    /// Keep each verified, decoded payload in [`ChunkStatus::payload`].
+    pub keep_payload: bool,
+}
+
+#[derive(Default)]
+struct Layers {
+    structure: Findings,
+    limits: Findings,
+    bounds: Findings,
+    integrity: Findings,
+    manifest: Findings,
+    semantics: Findings,
+}
+
+/// Run every layer. I/O errors (not file problems) are returned as `Err`.
+pub fn analyze(input: &Input, opts: &AnalyzeOptions) -> Result<Analysis, Error> {
+    let mut out = Analysis::default();
+    let mut head = Findings::new();
+    let container = parse::open(input, &opts.limits, &mut head)?;
+    let Some(container) = container else {
+        out.findings = head;
+        return Ok(out);
+    };
+    let mut l = Layers { structure: head, ..Default::default() };
+    let hashes = chunk_hashes(&container, &mut l);
+    let mut spans: Vec<(u64, u64, String)> = Vec::new();
+    for entry in &container.index.entries {
+        let st = check_chunk(input, &container, entry, &hashes, opts, &mut l, &mut spans, &mut out.repairs)?;
+        out.chunks.push(st);
+    }
+    check_layout(&container, &mut spans, &mut l);
+    let (ok, recomputed) = check_manifest(&container, &mut l);
+    out.manifest_ok = ok;
+    out.manifest_recomputed = recomputed;
+    let mut f = l.structure;
+    f.extend(l.limits);
+    f.extend(l.bounds);
+    f.extend(l.integrity);
+    f.extend(l.manifest);
+    f.extend(l.semantics);
+    out.findings = f;
+    out.container = Some(container);
+    Ok(out)
+}
+
+/// `metadata.chunk_hashes`, as (name, sha) pairs.
+fn chunk_hashes(c: &Container, l: &mut Layers) -> Option<Vec<(String, String)>> {
+    let at = Some(c.header.index_off);
+    match c.index.metadata.get("chunk_hashes") {
+        None => {
+            l.integrity.warning("fold.integrity.chunk_hashes_missing", at, "metadata has no chunk_hashes");
+            None
+        }
+        Some(Value::Object(m)) => {
+            let mut v: Vec<(String, String)> = Vec::new();
+            for (k, val) in m {
+                v.retain(|(n, _)| !k.eq_str(n));
+                v.push((k.to_string_lossy(), val.as_str().unwrap_or_default()));
+            }
+            for (name, _) in &v {
+                if !c.index.entries.iter().any(|e| &e.name == name) {
+                    l.integrity.warning(
+                        "fold.integrity.chunk_hashes_extra",
+                        at,
+                        format!("chunk_hashes names {name:?}, which is not in the index"),
+                    );
+                }
+            }
+            Some(v)
+        }
+        Some(other) => {
+            l.structure.error("fold.index.bad_type", at, format!("metadata.chunk_hashes is a {}, expected an object", other.type_name()));
+            None
+        }
+    }
+}
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SHA-256 on one core while CRC32C (and zstd, done by the caller) run on the other.
+fn hashes(data: &[u8]) -> (u32, String) {
+    if data.len() < (1 << 20) {
+        return (crc32c::crc32c(data), hex(&Sha256::digest(data)));
+    }
+    let (sha, crc) = rayon::join(|| hex(&Sha256::digest(data)), || crc32c::crc32c(data));
+    (crc, sha)
+}
+
+/// Decode a stored payload: `Ok(None)` means "the stored bytes are the payload".
+fn decode(flags: u32, comp: &[u8], uncomp_len: u64) -> Result<Option<Vec<u8>>, (&'static str, String)> {
+    match flags {
+        FLAG_NONE => {
+            if comp.len() as u64 != uncomp_len {
+                return Err((
+                    "fold.payload.uncomp_len_mismatch",
+                    format!("uncompressed chunk holds {} bytes, uncomp_len says {uncomp_len}", comp.len()),
+                ));
+            }
+            Ok(None)
+        }
+        FLAG_ZSTD => {
+            // A frame header announcing another size is caught before allocating.
+            if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(comp) {
+                if size > uncomp_len {
+                    return Err((
+                        "fold.payload.uncomp_len_mismatch",
+                        format!("zstd frame declares {size} bytes, uncomp_len says {uncomp_len}"),
+                    ));
+                }
+            }
+            let cap = usize::try_from(uncomp_len).map_err(|_| ("fold.limits.chunk_too_large", "uncomp_len too large".to_string()))?;
+            let mut buf: Vec<u8> = Vec::with_capacity(cap);
+            let mut dec = zstd::bulk::Decompressor::new().map_err(|e| ("fold.payload.decompress_failed", e.to_string()))?;
+            match dec.decompress_to_buffer(comp, &mut buf) {
+                Ok(n) if n as u64 == uncomp_len => Ok(Some(buf)),
+                Ok(n) => Err((
+                    "fold.payload.uncomp_len_mismatch",
+                    format!("zstd payload decompresses to {n} bytes, uncomp_len says {uncomp_len}"),
+                )),
+                Err(e) if e.to_string().contains("Destination buffer is too small") => Err((
+                    "fold.payload.uncomp_len_mismatch",
+                    format!("zstd payload decompresses to more than uncomp_len ({uncomp_len}) bytes"),
+                )),
+                Err(e) => Err(("fold.payload.decompress_failed", format!("zstd: {e}"))),
+            }
+        }
+        _ => Err(("fold.chunk.bad_flags", format!("flags {flags} is neither 0 (none) nor 1 (zstd)"))),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_chunk(
+    input: &Input,
+    c: &Container,
+    e: &Entry,
+    hashes_meta: &Option<Vec<(String, String)>>,
+    opts: &AnalyzeOptions,
+    l: &mut Layers,
+    spans: &mut Vec<(u64, u64, String)>,
+    repairs: &mut Vec<(u64, Vec<u8>)>,
+) -> Result<ChunkStatus, Error> {
+    let name = &e.name;
+    let mut st = ChunkStatus {
+        entry: e.clone(),
+        header: None,
+        crc_ok: None,
+        sha_ok: None,
+        repaired_bytes: 0,
+        ecc_status: "-".into(),
+        decoded: false,
+        uncompressed_sha256: None,
+        content: Content::None,
+        payload: None,
+    };
+    let at = Some(e.offset);
+    let max = MAX_CHUNK_SIZE.min(opts.limits.max_alloc);
+    // Layer 2: the index's sizes, before any read.
+    let mut too_large = Vec::new();
+    for (what, v) in [("comp_len", e.comp_len), ("uncomp_len", e.uncomp_len), ("ecc_len", e.ecc_len)] {
+        if v > max {
+            l.limits.error(
+                "fold.limits.chunk_too_large",
+                Some(c.header.index_off),
+                format!("chunk {name:?}: index {what} {v} exceeds the chunk limit of {max} bytes"),
+            );
+            too_large.push(v);
+        }
+    }
+    // Layer 3: the chunk header must lie in the file.
+    if e.offset < crate::raw::HEADER_LEN
+        || e.offset.checked_add(CHUNK_HEADER_LEN).is_none_or(|end| end > c.file_len)
+    {
+        l.bounds.error(
+            "fold.bounds.chunk_out_of_bounds",
+            at,
+            format!("chunk {name:?}: header at offset {} is outside the chunk area of the file ({} bytes)", e.offset, c.file_len),
+        );
+        return Ok(st);
+    }
+    let mut hb = [0u8; 32];
+    input.read_at(e.offset, &mut hb, "chunk header")?;
+    let h = ChunkHeader::from_bytes(&hb);
+    st.header = Some(h);
+    // Index and header must agree (pyfolds trusts the header silently).
+    let mut diffs = Vec::new();
+    if h.ctype_str() != e.ctype {
+        diffs.push(format!("ctype {:?} vs {:?}", h.ctype_str(), e.ctype));
+    }
+    for (what, hv, iv) in [
+        ("flags", h.flags as u64, e.flags),
+        ("uncomp_len", h.uncomp_len, e.uncomp_len),
+        ("comp_len", h.comp_len, e.comp_len),
+        ("crc32c", h.crc32c as u64, e.crc32c),
+        ("ecc_len", h.ecc_len as u64, e.ecc_len),
+    ] {
+        if hv != iv {
+            diffs.push(format!("{what} {hv} vs {iv}"));
+        }
+    }
+    if !diffs.is_empty() {
+        l.structure.error(
+            "fold.chunk.header_mismatch",
+            at,
+            format!("chunk {name:?}: chunk header and index disagree (header vs index): {}", diffs.join(", ")),
+        );
+    }
+    if h.flags != FLAG_NONE && h.flags != FLAG_ZSTD {
+        l.structure.error("fold.chunk.bad_flags", Some(e.offset + 4), format!("chunk {name:?}: flags {} is neither 0 nor 1", h.flags));
+    }
+    for (what, v, off) in [("comp_len", h.comp_len, 16u64), ("uncomp_len", h.uncomp_len, 8), ("ecc_len", h.ecc_len as u64, 28)] {
+        if v > max && !too_large.contains(&v) {
+            l.limits.error(
+                "fold.limits.chunk_too_large",
+                Some(e.offset + off),
+                format!("chunk {name:?}: {what} {v} exceeds the chunk limit of {max} bytes"),
+            );
+            too_large.push(v);
+        }
+    }
+    if !too_large.is_empty() {
+        return Ok(st);
+    }
+    let payload_off = e.offset + CHUNK_HEADER_LEN;
+    let end = payload_off.checked_add(h.comp_len).and_then(|x| x.checked_add(h.ecc_len as u64));
+    match end {
+        Some(end) if end <= c.file_len => spans.push((e.offset, end, name.clone())),
+        _ => {
+            l.bounds.error(
+                "fold.bounds.chunk_out_of_bounds",
+                Some(e.offset + 16),
+                format!(
+                    "chunk {name:?}: payload of {} + ECC of {} bytes at offset {payload_off} runs past the end of the file ({} bytes)",
+                    h.comp_len, h.ecc_len, c.file_len
+                ),
+            );
+            return Ok(st);
+        }
+    }
+    // Layer 4: integrity of the stored payload.
+    let mut comp = input.read_vec(payload_off, h.comp_len, "chunk payload", &opts.limits)?;
+    let ecc_off = payload_off + h.comp_len;
+    let ecc_bytes = input.read_vec(ecc_off, h.ecc_len as u64, "chunk ECC", &opts.limits)?;
+    let flags = h.flags;
+    let uncomp_len = h.uncomp_len;
+    let ((crc, sha), mut decoded) = if comp.len() >= (1 << 20) {
+        // SHA-256 on one core; CRC32C then zstd on the other.
+        let (sha, (crc, dec)) = rayon::join(
+            || hex(&Sha256::digest(&comp)),
+            || (crc32c::crc32c(&comp), decode(flags, &comp, uncomp_len)),
+        );
+        ((crc, sha), dec)
+    } else {
+        (hashes(&comp), decode(flags, &comp, uncomp_len))
+    };
+    let mut crc_ok = crc == h.crc32c;
+    let mut sha_ok = sha == e.sha256;
+    let rs = ecc::parse_algo(&e.ecc_algo).and_then(Rs::new);
+    if e.ecc_algo == "none" {
+        st.ecc_status = "none".into();
+        if h.ecc_len != 0 {
+            l.integrity.warning("fold.ecc.unexpected_bytes", Some(ecc_off), format!("chunk {name:?}: ecc_algo \"none\" but {} ECC bytes", h.ecc_len));
+        }
+    } else if rs.is_none() {
+        st.ecc_status = format!("unknown ({})", e.ecc_algo);
+        l.integrity.warning("fold.ecc.unknown_algo", Some(ecc_off), format!("chunk {name:?}: unknown ecc_algo {:?}: ECC not used", e.ecc_algo));
+    }
+    if let Some(rs) = &rs {
+        let k = rs.k() as u64;
+        let expected = h.comp_len.div_ceil(k) * rs.nsym() as u64;
+        let multi = h.comp_len > k;
+        st.ecc_status = format!("rs({}) ok", rs.nsym());
+        if h.ecc_len as u64 != expected {
+            st.ecc_status = format!("rs({}) bad length", rs.nsym());
+            l.integrity.warning(
+                "fold.ecc.bad_len",
+                Some(e.offset + 28),
+                format!("chunk {name:?}: {} ECC bytes, {} expected for {} payload bytes with rs({})", h.ecc_len, expected, h.comp_len, rs.nsym()),
+            );
+        } else if !(crc_ok && sha_ok) {
+            let before = comp.clone();
+            let rep = ecc::repair(rs, &mut comp, &ecc_bytes);
+            let (crc2, sha2) = hashes(&comp);
+            if crc2 == h.crc32c && sha2 == e.sha256 {
+                crc_ok = true;
+                sha_ok = true;
+                st.repaired_bytes = rep.payload_bytes;
+                st.ecc_status = format!("rs({}) repaired {} byte(s)", rs.nsym(), rep.payload_bytes);
+                l.integrity.warning(
+                    "fold.ecc.repaired",
+                    Some(payload_off),
+                    format!("chunk {name:?}: Reed-Solomon corrected {} byte(s) of the stored payload", rep.payload_bytes),
+                );
+                decoded = decode(flags, &comp, uncomp_len);
+                if opts.keep_repairs {
+                    repairs.push((payload_off, comp.clone()));
+                }
+            } else {
+                comp = before;
+                st.ecc_status = format!("rs({}) uncorrectable", rs.nsym());
+                let why = if multi {
+                    format!(" (multi-block pyfolds layout: parity usable for {} of {} blocks)", rep.usable_blocks, rep.blocks)
+                } else {
+                    String::new()
+                };
+                l.integrity.error(
+                    "fold.ecc.ecc_uncorrectable",
+                    Some(payload_off),
+                    format!("chunk {name:?}: payload corrupted beyond what rs({}) can correct{why}", rs.nsym()),
+                );
+            }
+        } else if multi {
+            st.ecc_status = format!("rs({}) quirk", rs.nsym());
+            l.integrity.warning(
+                "fold.ecc.ecc_layout_quirk",
+                Some(ecc_off),
+                format!(
+                    "chunk {name:?}: payload verifies, but its {} payload bytes span several RS blocks and pyfolds stored the tail of the codeword stream instead of the parity: damage could not be repaired",
+                    h.comp_len
+                ),
+            );
+        } else if ecc::pyfolds_ecc(rs, &comp) != ecc_bytes {
+            st.ecc_status = format!("rs({}) parity mismatch", rs.nsym());
+            l.integrity.warning(
+                "fold.ecc.parity_mismatch",
+                Some(ecc_off),
+                format!("chunk {name:?}: payload verifies but the ECC bytes are not its Reed-Solomon parity"),
+            );
+        }
+    }
+    st.crc_ok = Some(crc_ok);
+    st.sha_ok = Some(sha_ok);
+    if !crc_ok {
+        l.integrity.error(
+            "fold.integrity.crc_mismatch",
+            Some(e.offset + 24),
+            format!("chunk {name:?}: CRC32C of the stored payload is {crc:#010x}, header says {:#010x}", h.crc32c),
+        );
+    }
+    if !sha_ok {
+        l.integrity.error(
+            "fold.integrity.sha_mismatch",
+            Some(c.header.index_off),
+            format!("chunk {name:?}: SHA-256 of the stored payload is {sha}, index says {}", e.sha256),
+        );
+    }
+    if let Some(hm) = hashes_meta {
+        match hm.iter().find(|(n, _)| n == name) {
+            Some((_, h2)) if *h2 != e.sha256 => l.integrity.error(
+                "fold.integrity.chunk_hashes_mismatch",
+                Some(c.header.index_off),
+                format!("chunk {name:?}: metadata.chunk_hashes says {h2}, the index entry says {}", e.sha256),
+            ),
+            Some(_) => {}
+            None => l.integrity.warning(
+                "fold.integrity.chunk_hashes_missing",
+                Some(c.header.index_off),
+                format!("chunk {name:?} is not listed in metadata.chunk_hashes"),
+            ),
+        }
+    }
+    if !(crc_ok && sha_ok) {
+        return Ok(st);
+    }
+    // Layer 6: semantics of the decoded payload.
+    let raw: &[u8] = match &decoded {
+        Ok(Some(v)) => v,
+        Ok(None) => &comp,
+        Err((code, msg)) => {
+            if *code != "fold.chunk.bad_flags" {
+                l.semantics.error(*code, Some(payload_off), format!("chunk {name:?}: {msg}"));
+            }
+            return Ok(st);
+        }
+    };
+    st.uncompressed_sha256 = Some(hex(&Sha256::digest(raw)));
+    if opts.keep_payload {
+        st.payload = Some(raw.to_vec());
+    }
+    let keep = opts.content;
+    match e.ctype.as_str() {
+        "JSON" => match pjson::parse(raw, JSON_MAX_DEPTH) {
+            Ok(v) => {
+                st.decoded = true;
+                if keep {
+                    st.content = Content::Json(v);
+                }
+            }
+            Err(err) => l.semantics.error(
+                "fold.payload.bad_json",
+                Some(payload_off),
+                format!("chunk {name:?}: JSON payload invalid at decoded byte {}: {}", err.offset, err.message),
+            ),
+        },
+        "NPZ0" => match npz::describe(raw, &opts.limits) {
+            Ok(arrays) => {
+                st.decoded = true;
+                for a in &arrays {
+                    if let Some(why) = &a.unsupported {
+                        l.semantics.info(
+                            "fold.payload.npz_dtype_unsupported",
+                            Some(payload_off),
+                            format!("chunk {name:?}: array {:?} cannot be decoded by rasterpack: {why}", a.name),
+                        );
+                    }
+                }
+                if keep {
+                    st.content = Content::Npz(arrays);
+                }
+            }
+            Err(err) => l.semantics.error(
+                "fold.payload.bad_npz",
+                Some(payload_off),
+                format!("chunk {name:?}: NPZ0 payload is not a readable .npz archive: {}", err.message),
+            ),
+        },
+        _ => {
+            st.decoded = true;
+            if keep {
+                st.content = match npz::members(raw, &opts.limits) {
+                    Ok(m) if raw.starts_with(b"PK") => Content::Zip(m.into_iter().map(|m| m.name).collect()),
+                    _ => Content::Opaque(raw[..raw.len().min(64)].to_vec()),
+                };
+            }
+        }
+    }
+    Ok(st)
+}
+
+/// Overlaps (invalid), gaps and trailing bytes (warnings) between chunks and the index.
+fn check_layout(c: &Container, spans: &mut [(u64, u64, String)], l: &mut Layers) {
+    spans.sort();
+    let mut cursor = crate::raw::HEADER_LEN;
+    let mut cursor_name = "file header".to_string();
+    for (start, end, name) in spans.iter() {
+        if *start < cursor {
+            l.bounds.error(
+                "fold.bounds.overlap",
+                Some(*start),
+                format!("chunk {name:?} at offset {start} overlaps the {cursor_name} (ends at {cursor})"),
+            );
+        } else if *start > cursor {
+            l.bounds.warning("fold.bounds.gap", Some(cursor), format!("{} unused byte(s) before chunk {name:?}", start - cursor));
+        }
+        if *end > cursor {
+            cursor = *end;
+            cursor_name = format!("chunk {name:?}");
+        }
+    }
+    let idx = c.header.index_off;
+    if idx < cursor {
+        l.bounds.error("fold.bounds.overlap", Some(idx), format!("the index at offset {idx} overlaps the {cursor_name} (ends at {cursor})"));
+    } else if idx > cursor {
+        l.bounds.warning("fold.bounds.gap", Some(cursor), format!("{} unused byte(s) before the index", idx - cursor));
+    }
+    let idx_end = idx.saturating_add(c.header.index_len);
+    if c.file_len > idx_end {
+        l.bounds.warning("fold.bounds.trailing_bytes", Some(idx_end), format!("{} byte(s) after the index", c.file_len - idx_end));
+    }
+}
+
+/// The text pyfolds hashes for `metadata.manifest_hash`.
+pub fn manifest_source(metadata: &Value) -> String {
+    let stripped = match metadata {
+        Value::Object(m) => Value::Object(m.iter().filter(|(k, _)| !k.eq_str("manifest_hash")).cloned().collect()),
+        other => other.clone(),
+    };
+    pjson::dumps(&stripped, true, pjson::Ascii::Escape)
+}
+
+pub fn manifest_hash(metadata: &Value) -> String {
+    hex(&Sha256::digest(manifest_source(metadata).as_bytes()))
+}
+
+fn check_manifest(c: &Container, l: &mut Layers) -> (Option<bool>, Option<String>) {
+    let at = Some(c.header.index_off);
+    let recomputed = manifest_hash(&c.index.metadata);
+    match c.index.metadata.get("manifest_hash") {
+        None => {
+            l.manifest.info("fold.manifest.missing", at, "metadata has no manifest_hash: nothing to verify");
+            (None, Some(recomputed))
+        }
+        Some(Value::Str(s)) if s.eq_str(&recomputed) => (Some(true), Some(recomputed)),
+        Some(v) => {
+            let shown = v.as_str().unwrap_or_else(|| pjson::dumps(v, false, pjson::Ascii::Raw));
+            l.manifest.warning(
+                "fold.manifest.manifest_hash_mismatch",
+                at,
+                format!("metadata.manifest_hash is {shown}, the metadata hashes to {recomputed}"),
+            );
+            (Some(false), Some(recomputed))
+        }
+    }
+}
+
+/// Fully verify one chunk and return its decoded bytes (used by `read_array`).
+pub fn read_chunk(input: &Input, c: &Container, name: &str, limits: &Limits) -> Result<Vec<u8>, Error> {
+    let e = c
+        .index
+        .entries
+        .iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| Error::usage(format!("no chunk named {name:?}")))?;
+    let mut l = Layers::default();
+    let mut spans = Vec::new();
+    let mut repairs = Vec::new();
+    let opts = AnalyzeOptions { limits: *limits, content: false, keep_repairs: false, keep_payload: true };
+    let st = check_chunk(input, c, e, &None, &opts, &mut l, &mut spans, &mut repairs)?;
+    let mut all = l.structure;
+    all.extend(l.limits);
+    all.extend(l.bounds);
+    all.extend(l.integrity);
+    all.extend(l.semantics);
+    if let Some(bad) = all.iter().find(|f| f.severity == rasterpack_common::Severity::Error) {
+        return Err(Error::invalid_at(bad.code.clone(), bad.offset, bad.message.clone()));
+    }
+    st.payload.ok_or_else(|| Error::invalid_at("fold.payload.unreadable", Some(e.offset), format!("chunk {name:?} could not be decoded")))
+}
