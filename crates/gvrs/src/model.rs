@@ -1,0 +1,727 @@
+//! The friendly API: open a GVRS file, look at its header, elements and metadata, and read cells,
+//! rectangles or whole elements. Tiles are read with positioned reads (the file is never loaded
+//! whole) and decoded through [`crate::codec`]; a small LRU cache bounded in bytes keeps recently
+//! used tiles for cell and rectangle access, so memory depends on the cache, not on the grid.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rasterpack_common::{DType, Error, ErrorKind, Input, Limits, NdArray, Result};
+use rayon::prelude::*;
+use serde_json::{json, Map, Value};
+
+use crate::codec::{self, Codec};
+use crate::parse;
+use crate::raw::*;
+
+/// Default size of the decoded-tile cache.
+pub const DEFAULT_CACHE_BYTES: usize = 16 << 20;
+
+/// Grid and tile geometry, all positive (checked at open).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    pub rows: u32,
+    pub cols: u32,
+    pub tile_rows: u32,
+    pub tile_cols: u32,
+    /// Tiles per column / row of the tile grid: ceil(rows / tile_rows), ceil(cols / tile_cols).
+    pub grid_rows: u32,
+    pub grid_cols: u32,
+}
+
+impl Geometry {
+    pub fn from_header(h: &Header) -> Result<Geometry> {
+        let dims = [(h.rows, "rows", 104), (h.cols, "columns", 108), (h.tile_rows, "tile rows", 112), (h.tile_cols, "tile columns", 116)];
+        for (v, what, at) in dims {
+            if v < 1 {
+                return Err(Error::invalid("gvrs.header.grid_size", at, format!("number of {what} is {v}; it must be at least 1")));
+            }
+        }
+        let (rows, cols, tr, tc) = (h.rows as u32, h.cols as u32, h.tile_rows as u32, h.tile_cols as u32);
+        Ok(Geometry { rows, cols, tile_rows: tr, tile_cols: tc, grid_rows: rows.div_ceil(tr), grid_cols: cols.div_ceil(tc) })
+    }
+    pub fn cells_per_tile(&self) -> u64 {
+        self.tile_rows as u64 * self.tile_cols as u64
+    }
+    pub fn tile_count(&self) -> u64 {
+        self.grid_rows as u64 * self.grid_cols as u64
+    }
+    pub fn cells(&self) -> u64 {
+        self.rows as u64 * self.cols as u64
+    }
+}
+
+/// What a decoded element of one tile holds: i32 for Integer, Short (sign-extended) and the
+/// codes of integer-coded floats; f32 for Float.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plane {
+    Int(Vec<i32>),
+    Float(Vec<f32>),
+}
+
+impl Plane {
+    fn bytes(&self) -> usize {
+        match self {
+            Plane::Int(v) => v.len() * 4,
+            Plane::Float(v) => v.len() * 4,
+        }
+    }
+}
+
+/// One cell value, typed as the element is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CellValue {
+    Integer(i32),
+    Short(i16),
+    Float(f32),
+    /// Decoded value and the stored code.
+    IntCodedFloat { value: f32, code: i32 },
+}
+
+/// An element with its friendly accessors.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Element {
+    pub spec: ElementSpec,
+}
+
+impl Element {
+    pub fn name(&self) -> String {
+        self.spec.name.lossy()
+    }
+    pub fn element_type(&self) -> ElementType {
+        self.spec.element_type
+    }
+    /// The dtype `read_array` produces (`codes`: ICF stored codes as int32).
+    pub fn dtype(&self, codes: bool) -> DType {
+        match self.spec.element_type {
+            ElementType::Integer => DType::I32,
+            ElementType::Short => DType::I16,
+            ElementType::Float => DType::F32,
+            ElementType::IntCodedFloat => {
+                if codes {
+                    DType::I32
+                } else {
+                    DType::F32
+                }
+            }
+        }
+    }
+    /// The plane value of a cell no tile covers.
+    fn fill_plane(&self) -> Plane0 {
+        match self.spec.range {
+            ElementRange::Integer { fill, .. } => Plane0::Int(fill),
+            ElementRange::Short { fill, .. } => Plane0::Int(fill as i32),
+            ElementRange::IntCodedFloat { fill_int, .. } => Plane0::Int(fill_int),
+            ElementRange::Float { fill, .. } => Plane0::Float(fill),
+        }
+    }
+    /// Decode an integer-coded float: a fill code gives the fill value, else
+    /// `(f32)code / scale + offset` computed in f32.
+    pub fn icf_value(&self, code: i32) -> f32 {
+        match self.spec.range {
+            ElementRange::IntCodedFloat { fill, scale, offset, fill_int, .. } => {
+                if code == fill_int {
+                    fill
+                } else {
+                    code as f32 / scale + offset
+                }
+            }
+            _ => code as f32,
+        }
+    }
+    fn value_of(&self, p: Plane0) -> CellValue {
+        match (self.spec.element_type, p) {
+            (ElementType::Integer, Plane0::Int(v)) => CellValue::Integer(v),
+            (ElementType::Short, Plane0::Int(v)) => CellValue::Short(v as i16),
+            (ElementType::IntCodedFloat, Plane0::Int(v)) => CellValue::IntCodedFloat { value: self.icf_value(v), code: v },
+            (_, Plane0::Float(v)) => CellValue::Float(v),
+            (_, Plane0::Int(v)) => CellValue::Integer(v),
+        }
+    }
+    /// The element's facts as JSON (sidecar-like keys).
+    pub fn to_json(&self, index: usize) -> Value {
+        use rasterpack_common::json::f64_value;
+        let s = &self.spec;
+        let mut m = Map::new();
+        m.insert("index".into(), json!(index));
+        m.insert("name".into(), json!(s.name.lossy()));
+        m.insert("type".into(), json!(s.element_type.name()));
+        m.insert("type_code".into(), json!(s.element_type as u8));
+        m.insert("continuous".into(), json!(s.continuous != 0));
+        m.insert("label".into(), json!(s.label.lossy()));
+        m.insert("description".into(), json!(s.description.lossy()));
+        m.insert("unit".into(), json!(s.unit.lossy()));
+        match s.range {
+            ElementRange::Integer { min, max, fill } => {
+                m.insert("min".into(), json!(min));
+                m.insert("max".into(), json!(max));
+                m.insert("fill".into(), json!(fill));
+            }
+            ElementRange::Short { min, max, fill } => {
+                m.insert("min".into(), json!(min));
+                m.insert("max".into(), json!(max));
+                m.insert("fill".into(), json!(fill));
+            }
+            ElementRange::Float { min, max, fill } => {
+                for (k, v) in [("min", min), ("max", max), ("fill", fill)] {
+                    m.insert(k.into(), f64_value(v as f64));
+                    m.insert(format!("{k}_bits"), json!(format!("0x{:08x}", v.to_bits())));
+                }
+            }
+            ElementRange::IntCodedFloat { min, max, fill, scale, offset, min_int, max_int, fill_int } => {
+                for (k, v) in [("min", min), ("max", max), ("fill", fill), ("scale", scale), ("offset", offset)] {
+                    m.insert(k.into(), f64_value(v as f64));
+                    m.insert(format!("{k}_bits"), json!(format!("0x{:08x}", v.to_bits())));
+                }
+                m.insert("min_int".into(), json!(min_int));
+                m.insert("max_int".into(), json!(max_int));
+                m.insert("fill_int".into(), json!(fill_int));
+            }
+        }
+        Value::Object(m)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Plane0 {
+    Int(i32),
+    Float(f32),
+}
+
+/// Bounded LRU cache of decoded tile planes, keyed by (tile index, element).
+#[derive(Debug)]
+struct TileCache {
+    capacity: usize,
+    used: usize,
+    clock: u64,
+    map: HashMap<(u64, usize), (Arc<Plane>, u64)>,
+}
+
+impl TileCache {
+    fn get(&mut self, key: (u64, usize)) -> Option<Arc<Plane>> {
+        self.clock += 1;
+        let clock = self.clock;
+        self.map.get_mut(&key).map(|(p, stamp)| {
+            *stamp = clock;
+            Arc::clone(p)
+        })
+    }
+    fn put(&mut self, key: (u64, usize), plane: Arc<Plane>) {
+        let size = plane.bytes();
+        if size > self.capacity {
+            return;
+        }
+        while self.used + size > self.capacity {
+            let Some((&old, _)) = self.map.iter().min_by_key(|(_, (_, s))| *s) else { break };
+            if let Some((p, _)) = self.map.remove(&old) {
+                self.used -= p.bytes();
+            }
+        }
+        self.clock += 1;
+        if let Some((p, _)) = self.map.insert(key, (plane, self.clock)) {
+            self.used -= p.bytes();
+        }
+        self.used += size;
+    }
+}
+
+/// An open GVRS file.
+#[derive(Debug)]
+pub struct GvrsFile {
+    input: Input,
+    pub header: Header,
+    pub geometry: Geometry,
+    pub elements: Vec<Element>,
+    /// The header's codec list mapped to implemented codecs (`None`: unknown name).
+    pub codecs: Vec<Option<Codec>>,
+    pub tile_directory: Option<TileDirectory>,
+    limits: Limits,
+    cache: Mutex<TileCache>,
+}
+
+impl GvrsFile {
+    /// Open for reading: refuses files still opened for writing (as Gridfour does).
+    pub fn open(input: Input, limits: Limits) -> Result<GvrsFile> {
+        let f = Self::open_lenient(input, limits)?;
+        if f.header.time_opened_for_writing != 0 {
+            return Err(Error::invalid(
+                "gvrs.header.opened_for_writing",
+                48,
+                "the file is still opened for writing (or was not closed properly): its content is incomplete",
+            ));
+        }
+        Ok(f)
+    }
+
+    /// Open without refusing an opened-for-writing file (for inspect and validate).
+    pub fn open_lenient(input: Input, limits: Limits) -> Result<GvrsFile> {
+        let header = parse::read_header(&input, &limits)?;
+        let geometry = Geometry::from_header(&header)?;
+        let elements: Vec<Element> = header.elements.iter().cloned().map(|spec| Element { spec }).collect();
+        if elements.is_empty() {
+            return Err(Error::invalid("gvrs.header.element_count", 280, "the file declares no elements"));
+        }
+        let codecs = header.codecs.iter().map(|c| Codec::from_name(&c.lossy())).collect();
+        let mut f = GvrsFile {
+            input,
+            header,
+            geometry,
+            elements,
+            codecs,
+            tile_directory: None,
+            limits,
+            cache: Mutex::new(TileCache { capacity: DEFAULT_CACHE_BYTES, used: 0, clock: 0, map: HashMap::new() }),
+        };
+        f.tile_directory = f.read_tile_directory()?;
+        Ok(f)
+    }
+
+    pub fn input(&self) -> &Input {
+        &self.input
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Change the tile cache's size in bytes (0 disables caching).
+    pub fn set_cache_bytes(&self, bytes: usize) {
+        if let Ok(mut c) = self.cache.lock() {
+            c.capacity = bytes;
+            c.map.clear();
+            c.used = 0;
+        }
+    }
+
+    /// Bytes currently held by the tile cache.
+    pub fn cache_bytes(&self) -> usize {
+        self.cache.lock().map(|c| c.used).unwrap_or(0)
+    }
+
+    /// The largest tile-directory record these dimensions allow.
+    fn read_tile_directory(&self) -> Result<Option<TileDirectory>> {
+        let off = self.header.offset_tile_directory;
+        if off == 0 {
+            return Ok(None);
+        }
+        let start = parse::record_start_of(off, 80, "tile directory")?;
+        let max = 40u64.saturating_add(self.geometry.tile_count().saturating_mul(8)).saturating_add(64);
+        let (rec, bytes) = parse::read_record(&self.input, start, RecordType::TileDirectory, max, &self.limits)?;
+        parse::parse_tile_directory(rec, &bytes, &self.limits).map(Some)
+    }
+
+    /// Uncompressed block size of each element.
+    pub fn block_sizes(&self) -> Vec<u64> {
+        let cells = self.geometry.cells_per_tile();
+        self.elements.iter().map(|e| e.spec.element_type.uncompressed_len(cells).unwrap_or(u64::MAX)).collect()
+    }
+
+    /// The largest legal tile record: prefix, index, each element's length and block, CRC, pad.
+    pub fn max_tile_record_len(&self) -> u64 {
+        let body: u64 = self.block_sizes().iter().fold(12u64, |acc, b| acc.saturating_add(4).saturating_add(*b));
+        body.saturating_add(4).saturating_add(7) & !7
+    }
+
+    pub fn element_index(&self, name: &str) -> Option<usize> {
+        self.elements.iter().position(|e| e.spec.name.bytes == name.as_bytes())
+    }
+
+    /// Content offset of a tile (tile-grid row and column), `None` when the tile is not stored.
+    pub fn tile_offset(&self, tile_row: u32, tile_col: u32) -> Option<i64> {
+        let d = self.tile_directory.as_ref()?;
+        let r = (tile_row as i64).checked_sub(d.row0 as i64)?;
+        let c = (tile_col as i64).checked_sub(d.col0 as i64)?;
+        if r < 0 || c < 0 || r >= d.n_rows as i64 || c >= d.n_cols as i64 {
+            return None;
+        }
+        let v = *d.entries.get((r * d.n_cols as i64 + c) as usize)?;
+        (v != 0).then_some(v)
+    }
+
+    /// Every stored tile: (tile index, content offset), in tile-index order.
+    pub fn stored_tiles(&self) -> Vec<(u64, i64)> {
+        let mut out = Vec::new();
+        let Some(d) = &self.tile_directory else { return out };
+        for (k, &v) in d.entries.iter().enumerate() {
+            if v == 0 || d.n_cols <= 0 {
+                continue;
+            }
+            let tr = d.row0 as i64 + (k / d.n_cols as usize) as i64;
+            let tc = d.col0 as i64 + (k % d.n_cols as usize) as i64;
+            if tr < 0 || tc < 0 {
+                continue;
+            }
+            out.push(((tr * self.geometry.grid_cols as i64 + tc) as u64, v));
+        }
+        out.sort_unstable_by_key(|t| t.0);
+        out
+    }
+
+    /// Read a tile record (whole, bounded by the largest legal size) and parse its layout.
+    pub fn read_tile_record(&self, content_offset: i64) -> Result<(TileRecord, Vec<u8>)> {
+        let start = parse::record_start_of(content_offset, content_offset.max(0) as u64, "tile")?;
+        let (rec, bytes) = parse::read_record(&self.input, start, RecordType::Tile, self.max_tile_record_len(), &self.limits)?;
+        let tr = parse::parse_tile_record(rec, &bytes, &self.block_sizes())?;
+        Ok((tr, bytes))
+    }
+
+    /// Decode one element's block (`block` = the stored bytes, `at` = its absolute offset).
+    pub fn decode_block(&self, element: usize, block: &[u8], at: u64) -> Result<Plane> {
+        let el = &self.elements[element];
+        let cells = self.geometry.cells_per_tile() as usize;
+        let unc = el.spec.element_type.uncompressed_len(cells as u64).unwrap_or(u64::MAX);
+        let (tr, tc) = (self.geometry.tile_rows as usize, self.geometry.tile_cols as usize);
+        if block.len() as u64 == unc {
+            return Ok(match el.spec.element_type {
+                ElementType::Float => {
+                    Plane::Float(block.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+                }
+                ElementType::Short => {
+                    Plane::Int(block.chunks_exact(2).take(cells).map(|c| i16::from_le_bytes([c[0], c[1]]) as i32).collect())
+                }
+                _ => Plane::Int(block.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+            });
+        }
+        let idx = *block.first().ok_or_else(|| Error::invalid("gvrs.tile.block_length", at, "empty tile block"))?;
+        let codec = match self.codecs.get(idx as usize) {
+            None => {
+                return Err(Error::invalid(
+                    "gvrs.tile.codec_index",
+                    at,
+                    format!("compressed block names codec index {idx}, but the header lists {} codec(s)", self.codecs.len()),
+                ))
+            }
+            Some(None) => {
+                return Err(Error::unsupported(
+                    "gvrs.tile.codec_unsupported",
+                    Some(at),
+                    format!("codec {:?} (index {idx}) is not implemented", self.header.codecs[idx as usize].lossy()),
+                ))
+            }
+            Some(Some(c)) => *c,
+        };
+        let shift = |e: Error| {
+            let e = e.shifted(at);
+            if e.code.contains('.') || e.kind == ErrorKind::Unsupported {
+                e
+            } else {
+                e.in_format("gvrs.tile")
+            }
+        };
+        Ok(match el.spec.element_type {
+            ElementType::Float => {
+                let mut out = vec![0f32; cells];
+                codec::decode_float(codec, block, tr, tc, &mut out).map_err(shift)?;
+                Plane::Float(out)
+            }
+            t => {
+                let mut out = vec![0i32; cells];
+                codec::decode_int(codec, block, tr, tc, &mut out).map_err(shift)?;
+                if t == ElementType::Short {
+                    for v in &mut out {
+                        *v = *v as i16 as i32;
+                    }
+                }
+                Plane::Int(out)
+            }
+        })
+    }
+
+    /// Decode one element of a stored tile (no cache).
+    pub fn decode_tile(&self, content_offset: i64, element: usize) -> Result<Plane> {
+        let (tr, bytes) = self.read_tile_record(content_offset)?;
+        let (rel, n) = tr.blocks[element];
+        self.decode_block(element, &bytes[rel..rel + n], tr.record.start + rel as u64)
+    }
+
+    /// One element of a tile through the cache; `None` when the tile is not stored (all fill).
+    pub fn tile_plane(&self, tile_row: u32, tile_col: u32, element: usize) -> Result<Option<Arc<Plane>>> {
+        let Some(off) = self.tile_offset(tile_row, tile_col) else { return Ok(None) };
+        let key = (tile_row as u64 * self.geometry.grid_cols as u64 + tile_col as u64, element);
+        if let Some(p) = self.cache.lock().ok().and_then(|mut c| c.get(key)) {
+            return Ok(Some(p));
+        }
+        let plane = Arc::new(self.decode_tile(off, element)?);
+        if let Ok(mut c) = self.cache.lock() {
+            c.put(key, Arc::clone(&plane));
+        }
+        Ok(Some(plane))
+    }
+
+    fn check_element(&self, element: usize) -> Result<&Element> {
+        self.elements.get(element).ok_or_else(|| Error::usage(format!("element index {element} out of range")))
+    }
+
+    /// The value of one cell.
+    pub fn cell(&self, element: usize, row: u32, col: u32) -> Result<CellValue> {
+        let el = self.check_element(element)?;
+        let g = self.geometry;
+        if row >= g.rows || col >= g.cols {
+            return Err(Error::usage(format!("cell ({row}, {col}) is outside the {} x {} grid", g.rows, g.cols)));
+        }
+        let (tr, tc) = (row / g.tile_rows, col / g.tile_cols);
+        let k = ((row % g.tile_rows) * g.tile_cols + col % g.tile_cols) as usize;
+        let v = match self.tile_plane(tr, tc, element)? {
+            None => el.fill_plane(),
+            Some(p) => match &*p {
+                Plane::Int(v) => Plane0::Int(v[k]),
+                Plane::Float(v) => Plane0::Float(v[k]),
+            },
+        };
+        Ok(el.value_of(v))
+    }
+
+    /// A rectangle of one element as an array of shape `[nrows, ncols]` (dtype as `read_array`).
+    pub fn block(&self, element: usize, row0: u32, col0: u32, nrows: u32, ncols: u32, codes: bool) -> Result<NdArray> {
+        let el = self.check_element(element)?;
+        let g = self.geometry;
+        let (r1, c1) = (row0 as u64 + nrows as u64, col0 as u64 + ncols as u64);
+        if r1 > g.rows as u64 || c1 > g.cols as u64 {
+            return Err(Error::usage(format!(
+                "rectangle rows {row0}..{r1}, columns {col0}..{c1} is outside the {} x {} grid",
+                g.rows, g.cols
+            )));
+        }
+        let dtype = el.dtype(codes);
+        let bytes = nrows as u64 * ncols as u64 * dtype.size() as u64;
+        if bytes > self.limits.max_array_bytes {
+            return Err(Error::limit("limit.array", None, format!("a {nrows} x {ncols} block needs {bytes} bytes")));
+        }
+        let mut out = vec![0u8; bytes as usize];
+        let row_bytes = ncols as usize * dtype.size();
+        if nrows > 0 && ncols > 0 {
+            for tr in row0 / g.tile_rows..=(r1 as u32 - 1) / g.tile_rows {
+                for tc in col0 / g.tile_cols..=(c1 as u32 - 1) / g.tile_cols {
+                    let plane = self.tile_plane(tr, tc, element)?;
+                    let rr0 = (tr * g.tile_rows).max(row0);
+                    let rr1 = ((tr + 1) as u64 * g.tile_rows as u64).min(r1) as u32;
+                    let cc0 = (tc * g.tile_cols).max(col0);
+                    let cc1 = ((tc + 1) as u64 * g.tile_cols as u64).min(c1) as u32;
+                    for r in rr0..rr1 {
+                        let o = (r - row0) as usize * row_bytes + (cc0 - col0) as usize * dtype.size();
+                        let dst = &mut out[o..o + (cc1 - cc0) as usize * dtype.size()];
+                        let k0 = ((r - tr * g.tile_rows) * g.tile_cols + (cc0 - tc * g.tile_cols)) as usize;
+                        put_row(el, plane.as_deref(), k0, dst, codes);
+                    }
+                }
+            }
+        }
+        let mut a = NdArray::new(dtype, vec![nrows as u64, ncols as u64], out)?;
+        a.name = Some(el.name());
+        Ok(a)
+    }
+
+    /// One whole element as `[rows, cols]`, tiles decoded in parallel (one band of tile rows
+    /// per task, no cache: memory is the output plus one tile per thread).
+    pub fn read_element(&self, element: usize, codes: bool) -> Result<NdArray> {
+        let el = self.check_element(element)?;
+        let g = self.geometry;
+        let dtype = el.dtype(codes);
+        let bytes = g.cells().checked_mul(dtype.size() as u64).unwrap_or(u64::MAX);
+        if bytes > self.limits.max_array_bytes {
+            return Err(Error::limit(
+                "limit.array",
+                None,
+                format!("element {:?} needs {bytes} bytes, above the limit of {}", el.name(), self.limits.max_array_bytes),
+            ));
+        }
+        let bytes = usize::try_from(bytes).map_err(|_| Error::limit("limit.array", None, "the element does not fit in memory"))?;
+        let mut out = vec![0u8; bytes];
+        let row_bytes = g.cols as usize * dtype.size();
+        let band = g.tile_rows as usize * row_bytes;
+        out.par_chunks_mut(band).enumerate().try_for_each(|(tr, dst)| -> Result<()> {
+            let tr = tr as u32;
+            for tc in 0..g.grid_cols {
+                let plane = match self.tile_offset(tr, tc) {
+                    None => None,
+                    Some(off) => Some(self.decode_tile(off, element)?),
+                };
+                let c0 = tc * g.tile_cols;
+                let c1 = (c0 + g.tile_cols).min(g.cols);
+                let nr = dst.len() / row_bytes;
+                for r in 0..nr {
+                    let o = r * row_bytes + c0 as usize * dtype.size();
+                    let d = &mut dst[o..o + (c1 - c0) as usize * dtype.size()];
+                    put_row(el, plane.as_ref(), r * g.tile_cols as usize, d, codes);
+                }
+            }
+            Ok(())
+        })?;
+        let mut a = NdArray::new(dtype, vec![g.rows as u64, g.cols as u64], out)?;
+        a.name = Some(el.name());
+        a.attrs = self.element_attrs(element);
+        Ok(a)
+    }
+
+    /// Attributes carried with an element's array into other formats.
+    pub fn element_attrs(&self, element: usize) -> Map<String, Value> {
+        let mut m = Map::new();
+        if let Some(Value::Object(o)) = self.elements.get(element).map(|e| e.to_json(element)) {
+            m = o;
+        }
+        m.insert("source_format".into(), json!("gvrs"));
+        m
+    }
+
+    /// Every metadata record the directory lists, in directory order (errors per record).
+    pub fn metadata(&self) -> Result<Vec<Result<MetadataRecord>>> {
+        let Some(dir) = self.metadata_directory()? else { return Ok(Vec::new()) };
+        Ok(dir.entries.iter().map(|e| self.read_metadata_record(e.content_offset, e.offset)).collect())
+    }
+
+    pub fn metadata_directory(&self) -> Result<Option<MetadataDirectory>> {
+        let off = self.header.offset_metadata_directory;
+        if off == 0 {
+            return Ok(None);
+        }
+        let start = parse::record_start_of(off, 64, "metadata directory")?;
+        let (rec, bytes) =
+            parse::read_record(&self.input, start, RecordType::MetadataDirectory, self.limits.max_text, &self.limits)?;
+        parse::parse_metadata_directory(rec, &bytes, &self.limits).map(Some)
+    }
+
+    pub fn read_metadata_record(&self, content_offset: i64, field: u64) -> Result<MetadataRecord> {
+        let start = parse::record_start_of(content_offset, field, "metadata record")?;
+        let (rec, bytes) = parse::read_record(&self.input, start, RecordType::Metadata, self.limits.max_text, &self.limits)?;
+        parse::parse_metadata_record(rec, &bytes)
+    }
+
+    pub fn file_space_directory(&self) -> Result<Option<FileSpaceDirectory>> {
+        let off = self.header.offset_file_space_directory;
+        if off == 0 {
+            return Ok(None);
+        }
+        let start = parse::record_start_of(off, 56, "file-space directory")?;
+        let (rec, bytes) =
+            parse::read_record(&self.input, start, RecordType::FileSpaceDirectory, self.limits.max_text, &self.limits)?;
+        parse::parse_file_space_directory(rec, &bytes, &self.limits).map(Some)
+    }
+
+    /// The UUID in canonical text (stored as two LE i64, least-significant half first).
+    pub fn uuid(&self) -> String {
+        uuid_text(&self.header.uuid_bytes)
+    }
+
+    /// Model coordinates (x, y) of a grid position (row, column), through the R2M transform.
+    pub fn grid_to_model(&self, row: f64, col: f64) -> (f64, f64) {
+        let t = &self.header.r2m;
+        (t[0] * col + t[1] * row + t[2], t[3] * col + t[4] * row + t[5])
+    }
+
+    /// Grid position (row, column) of model coordinates (x, y), through the M2R transform.
+    pub fn model_to_grid(&self, x: f64, y: f64) -> (f64, f64) {
+        let t = &self.header.m2r;
+        (t[3] * x + t[4] * y + t[5], t[0] * x + t[1] * y + t[2])
+    }
+}
+
+/// Canonical UUID text of the stored bytes.
+pub fn uuid_text(stored: &[u8; 16]) -> String {
+    let mut b = *stored;
+    b.reverse();
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}
+
+/// Write `dst.len() / size` cells of a plane (starting at cell `k0`) or of the fill value.
+fn put_row(el: &Element, plane: Option<&Plane>, k0: usize, dst: &mut [u8], codes: bool) {
+    let t = el.spec.element_type;
+    let n = dst.len() / el.dtype(codes).size();
+    match (t, plane) {
+        (ElementType::Short, _) => {
+            let fill = match el.fill_plane() {
+                Plane0::Int(v) => v,
+                Plane0::Float(_) => 0,
+            };
+            for (i, d) in dst.chunks_exact_mut(2).enumerate() {
+                let v = match plane {
+                    Some(Plane::Int(p)) => p.get(k0 + i).copied().unwrap_or(fill),
+                    _ => fill,
+                };
+                d.copy_from_slice(&(v as i16).to_le_bytes());
+            }
+        }
+        (ElementType::IntCodedFloat, _) if !codes => {
+            let fill_int = match el.fill_plane() {
+                Plane0::Int(v) => v,
+                Plane0::Float(_) => 0,
+            };
+            for (i, d) in dst.chunks_exact_mut(4).enumerate() {
+                let code = match plane {
+                    Some(Plane::Int(p)) => p.get(k0 + i).copied().unwrap_or(fill_int),
+                    _ => fill_int,
+                };
+                d.copy_from_slice(&el.icf_value(code).to_le_bytes());
+            }
+        }
+        (_, Some(Plane::Int(p))) => {
+            for (d, v) in dst.chunks_exact_mut(4).zip(p[k0..k0 + n].iter()) {
+                d.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        (_, Some(Plane::Float(p))) => {
+            for (d, v) in dst.chunks_exact_mut(4).zip(p[k0..k0 + n].iter()) {
+                d.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        (_, None) => {
+            let fill = match el.fill_plane() {
+                Plane0::Int(v) => v.to_le_bytes(),
+                Plane0::Float(v) => v.to_le_bytes(),
+            };
+            for d in dst.chunks_exact_mut(4) {
+                d.copy_from_slice(&fill);
+            }
+        }
+    }
+}
+
+/// Decode a metadata record's content the way Gridfour's API does (errata 7).
+pub fn metadata_value(data_type: u8, content: &[u8]) -> Value {
+    let le4 = |c: &[u8]| [c[0], c[1], c[2], c[3]];
+    match data_type {
+        1 => json!(content.iter().map(|&b| b as i8).collect::<Vec<_>>()),
+        2 | 3 => {
+            let n = content.len() / 4;
+            let vals: Vec<Value> = content
+                .chunks_exact(2)
+                .take(n)
+                .map(|c| if data_type == 2 { json!(i16::from_le_bytes([c[0], c[1]])) } else { json!(u16::from_le_bytes([c[0], c[1]])) })
+                .collect();
+            Value::Array(vals)
+        }
+        4 => json!(content.chunks_exact(4).map(|c| i32::from_le_bytes(le4(c))).collect::<Vec<_>>()),
+        5 => json!(content.chunks_exact(4).map(|c| u32::from_le_bytes(le4(c))).collect::<Vec<_>>()),
+        6 => Value::Array(
+            content.chunks_exact(4).map(|c| rasterpack_common::json::f64_value(f32::from_le_bytes(le4(c)) as f64)).collect(),
+        ),
+        7 => Value::Array(
+            content
+                .chunks_exact(8)
+                .map(|c| {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(c);
+                    rasterpack_common::json::f64_value(f64::from_le_bytes(b))
+                })
+                .collect(),
+        ),
+        8 | 9 => match metadata_text(content) {
+            Some(s) => json!(s),
+            None => Value::Null,
+        },
+        _ => Value::Null,
+    }
+}
+
+/// STRING / ASCII content: i32 byte count, then the bytes (lossy UTF-8). `None` when the count
+/// does not fit the content.
+pub fn metadata_text(content: &[u8]) -> Option<String> {
+    if content.len() < 4 {
+        return None;
+    }
+    let n = i32::from_le_bytes([content[0], content[1], content[2], content[3]]);
+    if n < 0 || n as usize > content.len() - 4 {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&content[4..4 + n as usize]).into_owned())
+}
