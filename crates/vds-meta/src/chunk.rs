@@ -1,0 +1,463 @@
+//! Chunk metadata (hashes, wavelet adaptive levels) and chunk serialization (vds-storage.md
+//! section 5): the DataBlockDescriptor, None / RLE / Zip payloads decoded into buffers of exactly
+//! the size the geometry gives (never more: zlib bombs stop at the expected size), the wavelet
+//! header, and value conversions (U8/U16 dequantization, NoValue, constants).
+
+use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
+use miniz_oxide::inflate::TINFLStatus;
+use rasterpack_common::{Error, Result};
+
+use crate::layout::{Channel, Compression, SampleFormat};
+use crate::raw::{DataBlockDescriptor, RleHeader, WaveletHeader, HASH_CONSTANT_TAG, HASH_NOVALUE, HASH_UNWRITTEN};
+
+/// What a chunk's hash says about it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ChunkStatus {
+    /// Hash 0: never written.
+    Unwritten,
+    /// All voxels NoValue (hash all ones).
+    NoValue,
+    /// Every voxel equals this value (high 32 bits 0x01010101).
+    Constant(f32),
+    /// Stored data.
+    Data,
+}
+
+impl ChunkStatus {
+    pub fn from_hash(h: u64) -> Self {
+        if h == HASH_UNWRITTEN {
+            Self::Unwritten
+        } else if h == HASH_NOVALUE {
+            Self::NoValue
+        } else if (h >> 32) as u32 == HASH_CONSTANT_TAG {
+            Self::Constant(f32::from_bits(h as u32))
+        } else {
+            Self::Data
+        }
+    }
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Unwritten => "unwritten",
+            Self::NoValue => "novalue",
+            Self::Constant(_) => "constant",
+            Self::Data => "data",
+        }
+    }
+}
+
+/// Byte sizes of the wavelet adaptive levels: `size0 = total * L[0] / 255`,
+/// `size_k = size_{k-1} * L[k] / 255`, stopping at the first 0.
+pub fn adaptive_level_sizes(total: u64, levels: &[u8; 16]) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut prev = total;
+    for &l in levels {
+        if l == 0 {
+            break;
+        }
+        prev = prev.saturating_mul(l as u64) / 255;
+        out.push(prev);
+    }
+    out
+}
+
+/// What the geometry says a chunk must look like.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkSpec {
+    pub format: SampleFormat,
+    pub components: u32,
+    /// Number of chunk dims (descriptor dimensionality).
+    pub dims: usize,
+    pub size: [u64; 3],
+    pub compression: Compression,
+}
+
+impl ChunkSpec {
+    pub fn voxels(&self) -> u64 {
+        self.size.iter().product()
+    }
+    /// Serialized payload bytes (1-bit packed per row).
+    pub fn payload_len(&self) -> Option<u64> {
+        if self.format == SampleFormat::Bit1 {
+            self.size[0].div_ceil(8).checked_mul(self.size[1])?.checked_mul(self.size[2])
+        } else {
+            self.voxels().checked_mul(self.format.native_bytes() as u64)?.checked_mul(self.components as u64)
+        }
+    }
+    /// RLE unit: the element size when 1, 2, 4 or 8, else the component size.
+    pub fn rle_unit(&self) -> u64 {
+        if self.format == SampleFormat::Bit1 {
+            return 1;
+        }
+        let e = self.format.native_bytes() as u64 * self.components as u64;
+        if matches!(e, 1 | 2 | 4 | 8) {
+            e
+        } else {
+            self.format.native_bytes() as u64
+        }
+    }
+}
+
+fn rd_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Parse the 24-byte DataBlockDescriptor.
+pub fn parse_descriptor(b: &[u8]) -> Result<DataBlockDescriptor> {
+    if b.len() < 24 {
+        return Err(Error::new(
+            rasterpack_common::ErrorKind::Invalid,
+            "vds.chunk.truncated",
+            Some(0),
+            format!("chunk of {} bytes is shorter than its 24-byte descriptor", b.len()),
+        ));
+    }
+    Ok(DataBlockDescriptor {
+        dimensionality: rd_i32(b, 0),
+        size: [rd_i32(b, 4), rd_i32(b, 8), rd_i32(b, 12)],
+        format: rd_i32(b, 16),
+        components: rd_i32(b, 20),
+    })
+}
+
+/// Check a descriptor against the geometry and the channel.
+pub fn check_descriptor(d: &DataBlockDescriptor, spec: &ChunkSpec) -> Result<()> {
+    let want_size = spec.size.map(|s| s as i64);
+    let got_size = d.size.map(|s| s as i64);
+    if d.dimensionality as i64 != spec.dims as i64 || got_size != want_size {
+        return Err(Error::invalid(
+            "vds.chunk.descriptor_geometry",
+            0,
+            format!(
+                "chunk descriptor says {}-D {:?}, the layer's geometry needs {}-D {:?}",
+                d.dimensionality, d.size, spec.dims, spec.size
+            ),
+        ));
+    }
+    if d.format != spec.format.code() || d.components as i64 != spec.components as i64 {
+        return Err(Error::invalid(
+            "vds.chunk.descriptor_format",
+            16,
+            format!(
+                "chunk descriptor says format {} x{} components, the channel is {} x{}",
+                d.format,
+                d.components,
+                spec.format.name(),
+                spec.components
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Decode a non-wavelet chunk into its serialized payload (1-bit still packed), written into
+/// `out` (resized to exactly the payload size). Returns the payload's start in `bytes` instead
+/// (without copying) for uncompressed chunks.
+pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut Vec<u8>) -> Result<Option<usize>> {
+    if spec.compression.is_wavelet() {
+        return Err(Error::unsupported("vds.wavelet.unsupported", None, "wavelet-compressed chunks cannot be decoded by rasterpack yet"));
+    }
+    let d = parse_descriptor(bytes)?;
+    check_descriptor(&d, spec)?;
+    let want = spec
+        .payload_len()
+        .ok_or_else(|| Error::invalid_at("vds.chunk.size", None, "chunk payload size overflows"))?;
+    if want > max_alloc {
+        return Err(Error::limit("limit.alloc", None, format!("chunk payload of {want} bytes exceeds the limit")));
+    }
+    let body = &bytes[24..];
+    match spec.compression {
+        Compression::None => {
+            if body.len() as u64 != want {
+                return Err(Error::invalid(
+                    "vds.chunk.size",
+                    24,
+                    format!("uncompressed chunk holds {} payload bytes, the descriptor needs {want}", body.len()),
+                ));
+            }
+            Ok(Some(24))
+        }
+        Compression::Zip => {
+            out.clear();
+            out.resize(want as usize, 0);
+            zip_decode(body, out).map_err(|e| e.shifted(24))?;
+            Ok(None)
+        }
+        Compression::RLE => {
+            if body.len() < 12 {
+                return Err(Error::invalid("vds.chunk.rle_header", 24, "RLE chunk shorter than its 12-byte header"));
+            }
+            let h = RleHeader { compressed_size: rd_i32(body, 0), original_size: rd_i32(body, 4), unit_size: rd_i32(body, 8) };
+            if h.compressed_size < 12 || h.compressed_size as u64 != body.len() as u64 {
+                return Err(Error::invalid(
+                    "vds.chunk.rle_header",
+                    24,
+                    format!("RLE compressedSize {} does not match the {} bytes after the descriptor", h.compressed_size, body.len()),
+                ));
+            }
+            if h.original_size as i64 != want as i64 {
+                return Err(Error::invalid(
+                    "vds.chunk.rle_header",
+                    28,
+                    format!("RLE originalSize {} differs from the descriptor's {want} bytes", h.original_size),
+                ));
+            }
+            if h.unit_size as i64 != spec.rle_unit() as i64 {
+                return Err(Error::invalid(
+                    "vds.chunk.rle_header",
+                    32,
+                    format!("RLE unit size {} (expected {} for this format)", h.unit_size, spec.rle_unit()),
+                ));
+            }
+            out.clear();
+            out.resize(want as usize, 0);
+            rle_decode(&body[12..], h.unit_size as usize, out).map_err(|e| e.shifted(36))?;
+            Ok(None)
+        }
+        _ => Err(Error::unsupported("vds.wavelet.unsupported", None, "wavelet")),
+    }
+}
+
+/// Inflate a zlib stream into exactly `out.len()` bytes (an error if it holds more or fewer).
+pub fn zip_decode(src: &[u8], out: &mut [u8]) -> Result<()> {
+    let mut d = Box::<DecompressorOxide>::default();
+    let flags = inflate_flags::TINFL_FLAG_PARSE_ZLIB_HEADER | inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
+    let (status, used_in, used_out) = decompress(&mut d, src, out, 0, flags);
+    match status {
+        TINFLStatus::Done if used_out == out.len() => {
+            if used_in != src.len() {
+                return Err(Error::invalid(
+                    "vds.chunk.zip_trailing",
+                    used_in as u64,
+                    format!("{} bytes after the end of the zlib stream", src.len() - used_in),
+                ));
+            }
+            Ok(())
+        }
+        TINFLStatus::Done => Err(Error::invalid(
+            "vds.chunk.zip_size",
+            0,
+            format!("zlib stream inflates to {used_out} bytes, the descriptor needs {}", out.len()),
+        )),
+        TINFLStatus::HasMoreOutput => Err(Error::invalid(
+            "vds.chunk.zip_size",
+            0,
+            format!("zlib stream inflates to more than the descriptor's {} bytes", out.len()),
+        )),
+        TINFLStatus::NeedsMoreInput | TINFLStatus::FailedCannotMakeProgress => {
+            Err(Error::invalid("vds.chunk.zip_truncated", used_in as u64, "zlib stream ends early"))
+        }
+        s => Err(Error::invalid("vds.chunk.zip_corrupt", used_in as u64, format!("zlib stream is corrupt ({s:?})"))),
+    }
+}
+
+/// Decode RLE runs until `out` is full; a run past the end, a short input or left-over input
+/// is an error.
+pub fn rle_decode(src: &[u8], unit: usize, out: &mut [u8]) -> Result<()> {
+    let mut i = 0usize;
+    let mut o = 0usize;
+    let n = out.len();
+    if unit == 0 {
+        return Err(Error::invalid("vds.chunk.rle_run", 0, "RLE unit size 0"));
+    }
+    while o < n {
+        let Some(&u0) = src.get(i) else {
+            return Err(Error::invalid("vds.chunk.rle_truncated", i as u64, format!("RLE data ends after {o} of {n} bytes")));
+        };
+        i += 1;
+        let mut run = (u0 & 0x3F) as usize;
+        if u0 & 0x80 != 0 {
+            let Some(&u1) = src.get(i) else {
+                return Err(Error::invalid("vds.chunk.rle_truncated", i as u64, "RLE run length cut short"));
+            };
+            i += 1;
+            run |= (u1 as usize) << 6;
+        }
+        run += 1;
+        let bytes = run * unit;
+        if bytes > n - o {
+            return Err(Error::invalid(
+                "vds.chunk.rle_run",
+                (i - 1) as u64,
+                format!("RLE run of {run} units overruns the {n}-byte chunk at {o}"),
+            ));
+        }
+        if u0 & 0x40 != 0 {
+            let Some(lit) = src.get(i..i + bytes) else {
+                return Err(Error::invalid("vds.chunk.rle_truncated", i as u64, "RLE literal run cut short"));
+            };
+            out[o..o + bytes].copy_from_slice(lit);
+            i += bytes;
+        } else {
+            let Some(pat) = src.get(i..i + unit) else {
+                return Err(Error::invalid("vds.chunk.rle_truncated", i as u64, "RLE repeat value cut short"));
+            };
+            let dst = &mut out[o..o + bytes];
+            if unit == 1 {
+                dst.fill(pat[0]);
+            } else {
+                for c in dst.chunks_exact_mut(unit) {
+                    c.copy_from_slice(pat);
+                }
+            }
+            i += unit;
+        }
+        o += bytes;
+    }
+    if i != src.len() {
+        return Err(Error::invalid("vds.chunk.rle_trailing", i as u64, format!("{} bytes after the last RLE run", src.len() - i)));
+    }
+    Ok(())
+}
+
+/// Parse the 24-byte wavelet header.
+pub fn parse_wavelet_header(b: &[u8]) -> Result<WaveletHeader> {
+    if b.len() < 24 {
+        return Err(Error::invalid("vds.chunk.wavelet_header", 0, format!("wavelet chunk of {} bytes is shorter than its header", b.len())));
+    }
+    let w = rd_i32(b, 20);
+    Ok(WaveletHeader {
+        version: rd_i32(b, 0),
+        compressed_size: rd_i32(b, 4),
+        size: [rd_i32(b, 8), rd_i32(b, 12), rd_i32(b, 16)],
+        dimensions: w & 0xFF,
+        integer_info: w >> 8,
+    })
+}
+
+/// Check a wavelet header against its object and the geometry; returns problems as messages.
+pub fn check_wavelet_header(h: &WaveletHeader, object_len: usize, spec: &ChunkSpec) -> Vec<(&'static str, String)> {
+    let mut v = Vec::new();
+    if !(671..=673).contains(&h.version) {
+        v.push(("vds.chunk.wavelet_version", format!("wavelet version {} (expected 671..673)", h.version)));
+    }
+    if h.compressed_size as i64 != object_len as i64 {
+        v.push(("vds.chunk.wavelet_size", format!("wavelet compressedSize {} but the chunk holds {object_len} bytes", h.compressed_size)));
+    }
+    if h.size.iter().any(|&s| !(1..=512).contains(&s)) {
+        v.push(("vds.chunk.wavelet_header", format!("wavelet sizes {:?} out of 1..512", h.size)));
+    }
+    if h.size.map(|s| s as i64) != spec.size.map(|s| s as i64) {
+        v.push(("vds.chunk.wavelet_geometry", format!("wavelet sizes {:?}, the geometry needs {:?}", h.size, spec.size)));
+    }
+    if !(1..=3).contains(&h.dimensions) {
+        v.push(("vds.chunk.wavelet_header", format!("wavelet dimensions {}", h.dimensions)));
+    }
+    v
+}
+
+/// The native value of a constant chunk (vds-storage.md section 5), little-endian bytes.
+pub fn constant_native(ch: &Channel, v: f32) -> Vec<u8> {
+    let one = match ch.format {
+        SampleFormat::Bit1 => vec![u8::from(v >= 0.5)],
+        SampleFormat::U8 => vec![quantize(ch, v) as u8],
+        SampleFormat::U16 => (quantize(ch, v) as u16).to_le_bytes().to_vec(),
+        SampleFormat::R32 => v.to_le_bytes().to_vec(),
+        SampleFormat::R64 => (v as f64).to_le_bytes().to_vec(),
+        SampleFormat::U32 => {
+            let x = v + 0.5;
+            // OpenVDS converts through a float-to-int cast: values at or past 2^32 wrap to 0.
+            let u = if x.is_nan() || x <= 0.0 || x >= 4_294_967_296.0 { 0 } else { x as u32 };
+            u.to_le_bytes().to_vec()
+        }
+        SampleFormat::U64 => {
+            let x = v + 0.5;
+            let u = if x.is_nan() || x <= 0.0 { 0 } else { x as u64 };
+            u.to_le_bytes().to_vec()
+        }
+    };
+    one.repeat(ch.components as usize)
+}
+
+/// The native value of NoValue voxels (NoValue chunks; unwritten chunks of useNoValue channels).
+pub fn novalue_native(ch: &Channel) -> Vec<u8> {
+    match ch.format {
+        SampleFormat::U8 => vec![0xFF; ch.components as usize],
+        SampleFormat::U16 => [0xFFu8, 0xFF].repeat(ch.components as usize),
+        _ => constant_native(&Channel { format: ch.format, ..ch.clone() }, ch.no_value as f32),
+    }
+}
+
+/// U8/U16 code of a float value: `q = (v - offset) * (1 / scale)` in f32, clamped to the buckets
+/// (one fewer with useNoValue), rounded half up.
+pub fn quantize(ch: &Channel, v: f32) -> u32 {
+    let buckets: u32 = match ch.format {
+        SampleFormat::U16 => 65536,
+        _ => 256,
+    } - u32::from(ch.use_no_value);
+    let q = (v - ch.integer_offset as f32) * (1.0f32 / ch.integer_scale as f32);
+    let top = (buckets - 1) as f32;
+    if q.is_nan() || q <= 0.0 {
+        0
+    } else if q >= top {
+        buckets - 1
+    } else {
+        (q + 0.5) as u32
+    }
+}
+
+/// Convert a decoded native payload (1-bit already unpacked to 0/1 bytes) to f32 values.
+pub fn native_to_f32(ch: &Channel, src: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let scale = ch.integer_scale as f32;
+    let offset = ch.integer_offset as f32;
+    let nv = ch.no_value as f32;
+    let unv = ch.use_no_value;
+    // Product rounded, then sum: two f32 roundings, never a fused multiply-add.
+    let deq = |c: u32, max: u32| -> f32 { if unv && c == max { nv } else { offset + scale * c as f32 } };
+    match ch.format {
+        SampleFormat::Bit1 => out.extend(src.iter().flat_map(|&b| (b as f32).to_le_bytes())),
+        SampleFormat::U8 => out.extend(src.iter().flat_map(|&b| deq(b as u32, 255).to_le_bytes())),
+        SampleFormat::U16 => out.extend(src.chunks_exact(2).flat_map(|c| deq(u16::from_le_bytes([c[0], c[1]]) as u32, 65535).to_le_bytes())),
+        SampleFormat::R32 => out.extend_from_slice(src),
+        SampleFormat::U32 => out.extend(src.chunks_exact(4).flat_map(|c| (u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f32).to_le_bytes())),
+        SampleFormat::R64 => out.extend(src.chunks_exact(8).flat_map(|c| (f64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f32).to_le_bytes())),
+        SampleFormat::U64 => out.extend(src.chunks_exact(8).flat_map(|c| (u64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f32).to_le_bytes())),
+    }
+}
+
+/// Unpack 1-bit rows (`ceil(sx/8)` bytes each, LSB first) into one 0/1 byte per voxel.
+pub fn unpack_bits(src: &[u8], size: [u64; 3], out: &mut Vec<u8>) {
+    let sx = size[0] as usize;
+    let row = sx.div_ceil(8);
+    let rows = (size[1] * size[2]) as usize;
+    out.clear();
+    out.reserve(sx * rows);
+    for r in 0..rows {
+        let base = r * row;
+        for x in 0..sx {
+            let byte = src.get(base + x / 8).copied().unwrap_or(0);
+            out.push((byte >> (x % 8)) & 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rle_runs() {
+        // repeat 3 x [1,2], literal 2 x [3,4],[5,6]
+        let src = [0x02, 1, 2, 0x41, 3, 4, 5, 6];
+        let mut out = vec![0u8; 10];
+        rle_decode(&src, 2, &mut out).unwrap();
+        assert_eq!(out, [1, 2, 1, 2, 1, 2, 3, 4, 5, 6]);
+        let mut short = vec![0u8; 8];
+        assert_eq!(rle_decode(&src, 2, &mut short).unwrap_err().code, "vds.chunk.rle_run");
+        let mut long = vec![0u8; 12];
+        assert_eq!(rle_decode(&src, 2, &mut long).unwrap_err().code, "vds.chunk.rle_truncated");
+        // two-byte run length: (0x3F | 1 << 6) + 1 = 128 units
+        let mut big = vec![0u8; 128];
+        rle_decode(&[0xBF, 1, 7], 1, &mut big).unwrap();
+        assert!(big.iter().all(|&b| b == 7));
+    }
+
+    #[test]
+    fn hashes_classify() {
+        assert_eq!(ChunkStatus::from_hash(0), ChunkStatus::Unwritten);
+        assert_eq!(ChunkStatus::from_hash(u64::MAX), ChunkStatus::NoValue);
+        assert_eq!(ChunkStatus::from_hash(0x0101_0101_3f80_0000), ChunkStatus::Constant(1.0));
+        assert_eq!(ChunkStatus::from_hash(0x1234), ChunkStatus::Data);
+        assert_eq!(adaptive_level_sizes(1000, &[128, 128, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), vec![501, 251]);
+    }
+}

@@ -1,0 +1,497 @@
+//! The single-file `.vds` container ("HueDataStore", vds-storage.md section 2): header, file
+//! table, page directories with their copy-on-write revision chain, index pages, and the chunk
+//! extents they point at. Parsing never trusts a size: every offset and count is checked against
+//! the file and the limits before use; problems that leave a file unreadable become findings.
+
+use std::collections::HashSet;
+
+use rasterpack_common::{ByteReader, Error, Findings, Input, Limits, Result};
+use serde_json::{json, Value};
+
+use crate::raw::*;
+use crate::store::ObjectStore;
+
+/// One file of the container with its head revision resolved.
+#[derive(Debug, Clone)]
+pub struct ContainerFile {
+    pub entry: FileEntry,
+    pub page_dir: Option<PageDirectory>,
+    /// `headChunkCount` entries (empty when the page directory is unusable).
+    pub index: Vec<IndexEntry>,
+    /// Parsed layer file metadata (`VDS ` files with 12- or 152-byte metadata).
+    pub layer_meta: Option<LayerFileMetadata>,
+    /// Number of page directories in the revision chain (head included).
+    pub revisions: u32,
+    /// Whether every index page of the head could be read.
+    pub usable: bool,
+}
+
+impl ContainerFile {
+    pub fn is_wavelet_adaptive(&self) -> bool {
+        self.entry.chunk_metadata_length == 24 && self.entry.file_metadata_length == 152
+    }
+    pub fn hash(&self, chunk: usize) -> u64 {
+        self.index.get(chunk).and_then(|e| e.metadata.get(..8)).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).unwrap_or(0)
+    }
+}
+
+/// A parsed `.vds` container.
+#[derive(Debug)]
+pub struct Container {
+    input: Input,
+    limits: Limits,
+    pub header: ContainerHeader,
+    pub files: Vec<ContainerFile>,
+    /// Structural findings met while parsing (all of them, not only the first).
+    pub findings: Findings,
+}
+
+/// Does `head` start with the container magic?
+pub fn is_container(head: &[u8]) -> bool {
+    head.len() >= 12 && &head[..12] == CONTAINER_MAGIC
+}
+
+fn le_i64(b: &[u8], at: usize) -> i64 {
+    b.get(at..at + 8).map(|s| i64::from_le_bytes(s.try_into().unwrap_or([0; 8]))).unwrap_or(0)
+}
+fn le_i32(b: &[u8], at: usize) -> i32 {
+    b.get(at..at + 4).map(|s| i32::from_le_bytes(s.try_into().unwrap_or([0; 4]))).unwrap_or(0)
+}
+
+impl Container {
+    /// Parse the header, file table, head page directories and index pages.
+    pub fn open(input: &Input, limits: &Limits) -> Result<Container> {
+        let len = input.len();
+        let mut f = Findings::new();
+        let hb = input.read_vec(0, HEADER_LEN.min(len), "container header", limits)?;
+        if hb.len() < 12 || &hb[..12] != CONTAINER_MAGIC {
+            return Err(Error::invalid("vds.container.magic", 0, "not a HueDataStore container (magic)"));
+        }
+        if (hb.len() as u64) < HEADER_LEN {
+            return Err(Error::truncated("container header", 0, HEADER_LEN, len).in_format("vds.container"));
+        }
+        let mut r = ByteReader::new(&hb);
+        let header = ContainerHeader {
+            magic: r.array("magic")?,
+            version: r.i32_le("version")?,
+            file_table_offset: r.i64_le("fileTableOffset")?,
+            file_count: r.i32_le("fileCount")?,
+            file_name_length: r.i32_le("fileNameLength")?,
+        };
+        if header.version != CONTAINER_VERSION {
+            f.warning("vds.container.version", Some(12), format!("version {:#x}, expected 0x10000", header.version));
+        }
+        if header.file_count < 0 || header.file_name_length < 0 || header.file_table_offset < HEADER_LEN as i64 {
+            return Err(Error::invalid(
+                "vds.container.file_table",
+                16,
+                format!(
+                    "file table offset {} / count {} / name length {} out of range",
+                    header.file_table_offset, header.file_count, header.file_name_length
+                ),
+            ));
+        }
+        if header.file_name_length % 8 != 0 {
+            f.warning("vds.container.name_length", Some(28), format!("fileNameLength {} is not a multiple of 8", header.file_name_length));
+        }
+        let entry_len = FILE_ENTRY_FIXED + header.file_name_length as u64;
+        let table_len = entry_len
+            .checked_mul(header.file_count as u64)
+            .ok_or_else(|| Error::invalid("vds.container.file_table", 24, "file table size overflows"))?;
+        if header.file_count as u64 > limits.max_entries {
+            return Err(Error::limit("limit.entries", Some(24), format!("{} files in the container", header.file_count)));
+        }
+        let table = input
+            .read_vec(header.file_table_offset as u64, table_len, "file table", limits)
+            .map_err(|e| if e.code == "truncated" { Error { code: "vds.container.file_table".into(), ..e } } else { e })?;
+        let mut files = Vec::new();
+        let mut names = HashSet::new();
+        for i in 0..header.file_count as u64 {
+            let at = (i * entry_len) as usize;
+            let b = &table[at..at + entry_len as usize];
+            let entry_offset = header.file_table_offset as u64 + i * entry_len;
+            let raw_name = &b[32..];
+            let name = raw_name.iter().position(|&c| c == 0).map(|p| &raw_name[..p]).unwrap_or(raw_name).to_vec();
+            let entry = FileEntry {
+                entry_offset,
+                head_page_directory_offset: le_i64(b, 0),
+                head_chunk_count: le_i32(b, 8),
+                head_revision: le_i32(b, 12),
+                index_page_entry_count: le_i32(b, 16),
+                file_type: [b[20], b[21], b[22], b[23]],
+                chunk_metadata_length: le_i32(b, 24),
+                file_metadata_length: le_i32(b, 28),
+                name,
+            };
+            if !names.insert(entry.name.clone()) {
+                f.error("vds.container.duplicate_name", Some(entry_offset + 32), format!("file name {:?} used twice", entry.name_lossy()));
+            }
+            let file = Self::open_file(input, limits, entry, &mut f);
+            files.push(file);
+        }
+        let c = Container { input: input.clone(), limits: *limits, header, files, findings: f };
+        Ok(c)
+    }
+
+    fn open_file(input: &Input, limits: &Limits, entry: FileEntry, f: &mut Findings) -> ContainerFile {
+        let mut file = ContainerFile { entry, page_dir: None, index: Vec::new(), layer_meta: None, revisions: 0, usable: false };
+        let e = &file.entry;
+        let eo = e.entry_offset;
+        let name = e.name_lossy();
+        if e.head_chunk_count < 0 || e.index_page_entry_count < 1 || e.chunk_metadata_length < 0 || e.file_metadata_length < 0 {
+            f.error(
+                "vds.container.file_entry",
+                Some(eo),
+                format!(
+                    "file {name:?}: chunk count {}, index page entries {}, metadata lengths {}/{} out of range",
+                    e.head_chunk_count, e.index_page_entry_count, e.chunk_metadata_length, e.file_metadata_length
+                ),
+            );
+            return file;
+        }
+        if e.head_page_directory_offset == 0 {
+            f.error("vds.container.page_directory", Some(eo), format!("file {name:?} has no page directory (cannot be opened)"));
+            return file;
+        }
+        let count = e.head_chunk_count as u64;
+        if count > limits.max_entries {
+            f.push_error(&Error::limit("limit.entries", Some(eo + 8), format!("file {name:?} declares {count} chunks")));
+            return file;
+        }
+        let per_page = e.index_page_entry_count as u64;
+        let pages = count.div_ceil(per_page);
+        let fml = e.file_metadata_length as u64;
+        let cml = e.chunk_metadata_length as u64;
+        // The revision chain: the head first, then older ones (bounded, cycle-checked).
+        let mut seen = HashSet::new();
+        let mut at = e.head_page_directory_offset;
+        let mut head: Option<PageDirectory> = None;
+        let mut depth = 0u32;
+        while at != 0 {
+            if at < 0 || !seen.insert(at) || depth >= limits.max_depth.max(1) * 16 {
+                f.error("vds.container.revision_chain", Some(eo), format!("file {name:?}: page directory chain loops or is too long at offset {at}"));
+                break;
+            }
+            depth += 1;
+            let is_head = head.is_none();
+            let fixed = match input.read_vec(at as u64, PAGE_DIR_FIXED + fml, "page directory", limits) {
+                Ok(b) => b,
+                Err(err) => {
+                    f.error(
+                        if is_head { "vds.container.page_directory" } else { "vds.container.revision_chain" },
+                        Some(at as u64),
+                        format!("file {name:?}: page directory at {at} is outside the file ({})", err.message),
+                    );
+                    break;
+                }
+            };
+            let pd_prev = le_i64(&fixed, 0);
+            if is_head {
+                let idx_at = at as u64 + PAGE_DIR_FIXED + fml;
+                let offs = match input.read_vec(idx_at, pages * 8, "index page offsets", limits) {
+                    Ok(b) => b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect(),
+                    Err(err) => {
+                        f.error("vds.container.page_directory", Some(idx_at), format!("file {name:?}: index page offsets outside the file ({})", err.message));
+                        break;
+                    }
+                };
+                head = Some(PageDirectory {
+                    offset: at as u64,
+                    prev_page_dir_offset: pd_prev,
+                    prev_chunk_count: le_i32(&fixed, 8),
+                    prev_revision: le_i32(&fixed, 12),
+                    file_metadata: fixed[16..].to_vec(),
+                    index_page_offsets: offs,
+                    index_offsets_at: idx_at,
+                });
+            }
+            at = pd_prev;
+        }
+        file.revisions = depth;
+        let Some(pd) = head else { return file };
+        // Index pages.
+        let entry_len = INDEX_ENTRY_FIXED + cml;
+        let page_len = match entry_len.checked_mul(per_page) {
+            Some(l) => l,
+            None => {
+                f.error("vds.container.index_page", Some(eo), format!("file {name:?}: index page size overflows"));
+                return file;
+            }
+        };
+        let mut index = Vec::with_capacity(count.min(1 << 20) as usize);
+        let mut usable = true;
+        for (p, &po) in pd.index_page_offsets.iter().enumerate() {
+            let first = p as u64 * per_page;
+            let n_here = per_page.min(count - first);
+            let page = if po == 0 {
+                None
+            } else if po < 0 {
+                f.error("vds.container.index_page", Some(pd.index_offsets_at + p as u64 * 8), format!("file {name:?}: index page {p} offset {po} is negative"));
+                usable = false;
+                None
+            } else {
+                match input.read_vec(po as u64, page_len, "index page", limits) {
+                    Ok(b) => Some(b),
+                    Err(err) => {
+                        f.error(
+                            "vds.container.index_page",
+                            Some(pd.index_offsets_at + p as u64 * 8),
+                            format!("file {name:?}: index page {p} at {po} lies outside the file ({})", err.message),
+                        );
+                        usable = false;
+                        None
+                    }
+                }
+            };
+            for k in 0..n_here {
+                let ie = match &page {
+                    None => IndexEntry { metadata: vec![0; cml as usize], ..Default::default() },
+                    Some(b) => {
+                        let s = (k * entry_len) as usize;
+                        IndexEntry {
+                            offset: le_i64(b, s),
+                            length: le_i32(b, s + 8),
+                            reserved: le_i32(b, s + 12),
+                            metadata: b[s + 16..s + entry_len as usize].to_vec(),
+                            entry_offset: po as u64 + k * entry_len,
+                        }
+                    }
+                };
+                index.push(ie);
+            }
+        }
+        if usable {
+            let flen = input.len();
+            for (i, ie) in index.iter().enumerate() {
+                let bad_len = ie.length < 0 || ie.offset < 0 || (ie.length == 0 && ie.offset != 0 && ie.entry_offset != 0);
+                let end = (ie.offset as u64).checked_add(ie.length.max(0) as u64);
+                if bad_len || end.is_none_or(|e| e > flen) || (ie.length > 0 && (ie.offset as u64) < HEADER_LEN) {
+                    f.error(
+                        "vds.container.chunk_extent",
+                        Some(ie.entry_offset),
+                        format!("file {name:?} chunk {i}: extent [{}, +{}) lies outside the file ({flen} bytes)", ie.offset, ie.length),
+                    );
+                    usable = false;
+                }
+                if ie.reserved != 0 {
+                    f.warning("vds.container.reserved", Some(ie.entry_offset + 12), format!("file {name:?} chunk {i}: reserved field is {}", ie.reserved));
+                }
+            }
+        }
+        // Layer file metadata.
+        if e.file_type == FILE_TYPE_VDS {
+            let m = &pd.file_metadata;
+            if m.len() == 12 || m.len() == 152 {
+                let mut lm = LayerFileMetadata {
+                    compression_method: le_i32(m, 0),
+                    tolerance: f32::from_bits(le_i32(m, 4) as u32),
+                    valid_chunk_count: le_i32(m, 8),
+                    uncompressed_size: None,
+                    adaptive_level_sizes: None,
+                };
+                if m.len() == 152 {
+                    lm.uncompressed_size = Some(le_i64(m, 16));
+                    let mut a = [0i64; 16];
+                    for (k, v) in a.iter_mut().enumerate() {
+                        *v = le_i64(m, 24 + 8 * k);
+                    }
+                    lm.adaptive_level_sizes = Some(a);
+                }
+                file.layer_meta = Some(lm);
+            } else {
+                f.error(
+                    "vds.container.layer_metadata",
+                    Some(eo + 28),
+                    format!("layer file {name:?}: file metadata is {} bytes (expected 12, or 152 for wavelet)", m.len()),
+                );
+                usable = false;
+            }
+            if cml != 8 && cml != 24 {
+                f.error("vds.container.layer_metadata", Some(eo + 24), format!("layer file {name:?}: chunk metadata length {cml} (expected 8 or 24)"));
+                usable = false;
+            }
+        }
+        file.page_dir = Some(pd);
+        file.index = index;
+        file.usable = usable;
+        file
+    }
+
+    pub fn file(&self, name: &str) -> Option<&ContainerFile> {
+        self.files.iter().find(|f| f.entry.name == name.as_bytes())
+    }
+
+    pub fn input(&self) -> &Input {
+        &self.input
+    }
+
+    /// Bytes of chunk `i` of `file` (length checked at open).
+    pub fn chunk_bytes(&self, file: &ContainerFile, i: usize) -> Result<Vec<u8>> {
+        let ie = file.index.get(i).ok_or_else(|| Error::invalid_at("vds.container.chunk_extent", None, "chunk index out of range"))?;
+        if ie.length <= 0 {
+            return Ok(Vec::new());
+        }
+        self.input.read_vec(ie.offset as u64, ie.length as u64, "chunk", &self.limits)
+    }
+
+    /// Extents of everything the head revisions reference, for the overlap check:
+    /// `(start, end, what)`.
+    pub fn extents(&self) -> Vec<(u64, u64, String)> {
+        let mut v = vec![(0, HEADER_LEN, "header".to_string())];
+        let entry_len = FILE_ENTRY_FIXED + self.header.file_name_length.max(0) as u64;
+        v.push((
+            self.header.file_table_offset.max(0) as u64,
+            self.header.file_table_offset.max(0) as u64 + entry_len * self.header.file_count.max(0) as u64,
+            "file table".into(),
+        ));
+        for file in &self.files {
+            let name = file.entry.name_lossy();
+            let Some(pd) = &file.page_dir else { continue };
+            v.push((pd.offset, pd.index_offsets_at + 8 * pd.index_page_offsets.len() as u64, format!("page directory of {name}")));
+            let page_len = (INDEX_ENTRY_FIXED + file.entry.chunk_metadata_length.max(0) as u64) * file.entry.index_page_entry_count.max(0) as u64;
+            for (p, &po) in pd.index_page_offsets.iter().enumerate() {
+                if po > 0 {
+                    v.push((po as u64, po as u64 + page_len, format!("index page {p} of {name}")));
+                }
+            }
+            if file.usable {
+                for (i, ie) in file.index.iter().enumerate() {
+                    if ie.length > 0 {
+                        v.push((ie.offset as u64, ie.offset as u64 + ie.length as u64, format!("chunk {i} of {name}")));
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// A LayerStatus document equivalent to what the container's layer files say, so the
+    /// dataset code reads both storage kinds the same way.
+    fn layer_status_json(&self) -> Value {
+        let mut arr = Vec::new();
+        for file in &self.files {
+            if file.entry.file_type != FILE_TYPE_VDS || !file.usable {
+                continue;
+            }
+            let Some(lm) = &file.layer_meta else { continue };
+            let comp = crate::layout::Compression::from_code(lm.compression_method).map(|c| c.name()).unwrap_or("Unknown");
+            let wavelet = file.is_wavelet_adaptive();
+            let mut o = json!({
+                "layerName": file.entry.name_lossy(),
+                "compressionMethod": comp,
+                "compressionTolerance": lm.tolerance as f64,
+                "chunkCount": file.entry.head_chunk_count,
+                "validChunkCount": lm.valid_chunk_count.max(0),
+                "chunkMetadataPageSize": file.entry.index_page_entry_count,
+                "chunkMetadataByteSize": if wavelet { 28 } else { 8 },
+                "hasChunkMetadataPages": true,
+            });
+            if let (Some(u), Some(a)) = (lm.uncompressed_size, lm.adaptive_level_sizes) {
+                o["uncompressedSize"] = json!(u.max(0));
+                o["adaptiveLevelSizes"] = json!(a.to_vec());
+            }
+            arr.push(o);
+        }
+        Value::Array(arr)
+    }
+
+    fn layer_file(&self, layer: &str) -> Result<&ContainerFile> {
+        let f = self
+            .files
+            .iter()
+            .find(|f| f.entry.file_type == FILE_TYPE_VDS && f.entry.name == layer.as_bytes())
+            .ok_or_else(|| Error::invalid_at("vds.container.missing_layer", None, format!("no layer file {layer:?}")))?;
+        if !f.usable {
+            return Err(Error::invalid_at("vds.container.layer_unusable", None, format!("layer file {layer:?} cannot be read")));
+        }
+        Ok(f)
+    }
+}
+
+impl ObjectStore for Container {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        if key == "VolumeDataLayout" {
+            let Some(f) = self.files.iter().find(|f| f.entry.name == b"VolumeDataLayout" && f.entry.file_type == FILE_TYPE_JSON) else {
+                return Ok(None);
+            };
+            if !f.usable || f.index.is_empty() {
+                return Err(Error::invalid_at("vds.container.layout_file", Some(f.entry.entry_offset), "the VolumeDataLayout file cannot be read"));
+            }
+            return self.chunk_bytes(f, 0).map(Some);
+        }
+        if key == "LayerStatus" {
+            return Ok(Some(self.layer_status_json().to_string().into_bytes()));
+        }
+        let Some((layer, rest)) = key.split_once('/') else { return Ok(None) };
+        let file = self.layer_file(layer)?;
+        if let Some(p) = rest.strip_prefix("ChunkMetadata/") {
+            let Ok(p) = p.parse::<u64>() else { return Ok(None) };
+            let per = file.entry.index_page_entry_count as u64;
+            let first = p.saturating_mul(per);
+            if first >= file.index.len() as u64 {
+                return Ok(None);
+            }
+            let pd = file.page_dir.as_ref();
+            if pd.and_then(|pd| pd.index_page_offsets.get(p as usize)).copied().unwrap_or(0) == 0 {
+                return Ok(None);
+            }
+            let wavelet = file.is_wavelet_adaptive();
+            let esz = if wavelet { 28 } else { 8 };
+            let mut page = vec![0u8; (per as usize).saturating_mul(esz)];
+            for k in 0..per as usize {
+                let Some(ie) = file.index.get(first as usize + k) else { break };
+                let o = k * esz;
+                if wavelet {
+                    page[o..o + 4].copy_from_slice(&(ie.length.max(0) as u32).to_le_bytes());
+                    let m = ie.metadata.len().min(24);
+                    page[o + 4..o + 4 + m].copy_from_slice(&ie.metadata[..m]);
+                } else {
+                    let m = ie.metadata.len().min(8);
+                    page[o..o + m].copy_from_slice(&ie.metadata[..m]);
+                }
+            }
+            return Ok(Some(page));
+        }
+        let Ok(i) = rest.parse::<usize>() else { return Ok(None) };
+        if i >= file.index.len() || file.hash(i) == 0 {
+            return Ok(None);
+        }
+        self.chunk_bytes(file, i).map(Some)
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        let mut v: Vec<String> = Vec::new();
+        for f in &self.files {
+            let n = f.entry.name_lossy();
+            if f.entry.file_type == FILE_TYPE_VDS {
+                for i in 0..f.index.len() {
+                    if f.hash(i) != 0 {
+                        v.push(format!("{n}/{i}"));
+                    }
+                }
+            } else {
+                v.push(n);
+            }
+        }
+        v.retain(|k| k.starts_with(prefix));
+        v.sort();
+        Ok(v)
+    }
+
+    fn kind(&self) -> &'static str {
+        "vds-file"
+    }
+
+    fn object_size(&self, key: &str) -> Result<Option<u64>> {
+        if let Some((layer, rest)) = key.split_once('/') {
+            if let Ok(i) = rest.parse::<usize>() {
+                let file = self.layer_file(layer)?;
+                if i >= file.index.len() || file.hash(i) == 0 {
+                    return Ok(None);
+                }
+                return Ok(Some(file.index[i].length.max(0) as u64));
+            }
+        }
+        Ok(self.get(key)?.map(|b| b.len() as u64))
+    }
+}

@@ -1,0 +1,579 @@
+//! The friendly API: open a dataset of either storage kind, list its layers with their
+//! geometry and chunk metadata, and read any box of any layer assembled from bricks.
+
+use rasterpack_common::{Error, ErrorKind, Findings, Input, Limits, Result};
+use rayon::prelude::*;
+use serde_json::Value;
+
+use crate::chunk::{self, ChunkSpec, ChunkStatus};
+use crate::container::Container;
+use crate::geometry::{parse_layer_name, DimKind, LayerGeometry};
+use crate::layout::{parse_json_text, parse_layer_status, parse_layout, Channel, LayerStatus, SampleFormat, VolumeDataLayout};
+use crate::raw::FILE_TYPE_OBJ;
+use crate::store::{DirStore, ObjectStore};
+
+/// Per-chunk metadata from the chunk-metadata pages (or container index pages).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChunkMeta {
+    pub hash: u64,
+    /// Wavelet adaptive levels (zeros for other layers).
+    pub levels: [u8; 16],
+    /// Wavelet entries of object-store pages carry the serialized size.
+    pub serialized_size: Option<u32>,
+}
+
+impl ChunkMeta {
+    pub fn status(&self) -> ChunkStatus {
+        ChunkStatus::from_hash(self.hash)
+    }
+}
+
+/// One stored layer.
+#[derive(Debug, Clone)]
+pub struct Layer {
+    pub status: LayerStatus,
+    /// `None` when the name does not fit the layout (a finding says why).
+    pub geometry: Option<LayerGeometry>,
+    pub chunks: Vec<ChunkMeta>,
+}
+
+impl Layer {
+    pub fn name(&self) -> &str {
+        &self.status.layer_name
+    }
+    pub fn is_wavelet(&self) -> bool {
+        self.status.compression.is_wavelet()
+    }
+}
+
+/// Which values a read produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Values {
+    /// The stored format (U8/U16 codes, 1-bit as 0/1 bytes).
+    Native,
+    /// f32 values (U8/U16 dequantized, NoValue codes -> noValue).
+    Physical,
+}
+
+/// An open VDS dataset.
+pub struct Dataset {
+    store: Box<dyn ObjectStore>,
+    container: Option<std::sync::Arc<Container>>,
+    pub layout: VolumeDataLayout,
+    /// The `VolumeDataLayout` document as read.
+    pub layout_json: Value,
+    pub layers: Vec<Layer>,
+    /// Findings made while opening (container structure, JSON, pages).
+    pub findings: Findings,
+    pub limits: Limits,
+}
+
+/// A container shared between the dataset (as its object store) and validation (structure).
+struct SharedContainer(std::sync::Arc<Container>);
+
+impl ObjectStore for SharedContainer {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.0.get(key)
+    }
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        self.0.list(prefix)
+    }
+    fn kind(&self) -> &'static str {
+        "vds-file"
+    }
+    fn object_size(&self, key: &str) -> Result<Option<u64>> {
+        self.0.object_size(key)
+    }
+}
+
+impl Dataset {
+    /// Open a `.vds` file or an object-store directory.
+    pub fn open(input: &Input, limits: &Limits) -> Result<Dataset> {
+        match input {
+            Input::Dir { path } => {
+                let store = DirStore::open(path, limits)?;
+                Self::open_store(Box::new(store), None, Findings::new(), limits)
+            }
+            _ => {
+                let c = std::sync::Arc::new(Container::open(input, limits)?);
+                let findings = c.findings.clone();
+                if c.file("VolumeDataLayout").is_none() {
+                    if c.files.iter().any(|f| f.entry.file_type == FILE_TYPE_OBJ) {
+                        return Err(Error::unsupported(
+                            "vds.legacy_layout.unsupported",
+                            None,
+                            "legacy container: the layout is only in an 'OBJ ' VDSObject file, which rasterpack does not parse yet",
+                        ));
+                    }
+                    return Err(Error::invalid_at("vds.container.no_layout", None, "the container holds no VolumeDataLayout file"));
+                }
+                Self::open_store(Box::new(SharedContainer(c.clone())), Some(c), findings, limits)
+            }
+        }
+    }
+
+    /// Open a dataset from any object store.
+    pub fn open_store(
+        store: Box<dyn ObjectStore>,
+        container: Option<std::sync::Arc<Container>>,
+        mut findings: Findings,
+        limits: &Limits,
+    ) -> Result<Dataset> {
+        let lbytes = store
+            .get("VolumeDataLayout")?
+            .ok_or_else(|| Error::invalid_at("vds.layout.missing", None, "no VolumeDataLayout object"))?;
+        if lbytes.len() as u64 > limits.max_text {
+            return Err(Error::limit("limit.text", None, "VolumeDataLayout is larger than the text limit"));
+        }
+        let layout_json = parse_json_text(&lbytes, "VolumeDataLayout", limits.max_depth)?;
+        let layout = parse_layout(&layout_json, &mut findings)?;
+        let statuses = match store.get("LayerStatus")? {
+            Some(b) => {
+                if b.len() as u64 > limits.max_text {
+                    return Err(Error::limit("limit.text", None, "LayerStatus is larger than the text limit"));
+                }
+                parse_layer_status(&parse_json_text(&b, "LayerStatus", limits.max_depth)?, &mut findings)?
+            }
+            None => {
+                findings.error("vds.layer_status.missing", None, "no LayerStatus object: no layer can be found");
+                Vec::new()
+            }
+        };
+        let mut layers = Vec::new();
+        for st in statuses {
+            let geometry = match parse_layer_name(&st.layer_name) {
+                None => {
+                    findings.error("vds.layer.name", None, format!("layer name {:?} is not <channel>Dimensions_<dims>LOD<n>", st.layer_name));
+                    None
+                }
+                Some((prefix, group, lod)) => {
+                    let ch = if prefix.is_empty() { Some(0) } else { layout.channel_index(&prefix).filter(|&i| i > 0) };
+                    match ch {
+                        None => {
+                            findings.error("vds.layer.unknown_channel", None, format!("layer {:?} names no channel of the layout", st.layer_name));
+                            None
+                        }
+                        Some(c) => {
+                            if let Some(why) = crate::geometry::layer_allowed(&layout, c, &group, lod) {
+                                findings.error("vds.layer.not_in_layout", None, format!("layer {:?}: {why}", st.layer_name));
+                            }
+                            let g = LayerGeometry::new(&layout, c, &group, lod);
+                            if g.is_none() {
+                                findings.error("vds.layer.geometry", None, format!("layer {:?} has no valid geometry", st.layer_name));
+                            }
+                            g
+                        }
+                    }
+                }
+            };
+            if st.chunk_count > limits.max_entries {
+                return Err(Error::limit("limit.entries", None, format!("layer {:?} declares {} chunks", st.layer_name, st.chunk_count)));
+            }
+            let chunks = load_chunk_meta(store.as_ref(), &st, &mut findings)?;
+            layers.push(Layer { status: st, geometry, chunks });
+        }
+        Ok(Dataset { store, container, layout, layout_json, layers, findings, limits: *limits })
+    }
+
+    pub fn store(&self) -> &dyn ObjectStore {
+        self.store.as_ref()
+    }
+
+    pub fn container(&self) -> Option<&Container> {
+        self.container.as_deref()
+    }
+
+    pub fn storage_kind(&self) -> &'static str {
+        self.store.kind()
+    }
+
+    pub fn layer(&self, name: &str) -> Option<&Layer> {
+        self.layers.iter().find(|l| l.name() == name)
+    }
+
+    /// The LOD0 layer a channel is read from: its geometry exists and its chunk count agrees;
+    /// among several partitionings, the one with most dims (bricks before tiles).
+    pub fn lod0_layer(&self, channel: usize) -> Option<usize> {
+        let mut best: Option<(usize, &LayerGeometry)> = None;
+        for (i, l) in self.layers.iter().enumerate() {
+            let Some(g) = &l.geometry else { continue };
+            if g.channel != channel || g.lod != 0 {
+                continue;
+            }
+            let better = match best {
+                None => true,
+                Some((_, b)) => g.group.len() > b.group.len() || (g.group.len() == b.group.len() && g.group < b.group),
+            };
+            if better {
+                best = Some((i, g));
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+
+    /// The chunk spec (what its descriptor must say) of chunk `index` of a layer.
+    pub fn chunk_spec(&self, layer: &Layer, index: u64) -> Option<ChunkSpec> {
+        let g = layer.geometry.as_ref()?;
+        let ch = self.layout.channels.get(g.channel)?;
+        let ext = g.chunk_extent(index);
+        Some(ChunkSpec {
+            format: ch.format,
+            components: ch.components,
+            dims: g.chunk_dims.len(),
+            size: g.descriptor_size(&ext),
+            compression: layer.status.compression,
+        })
+    }
+
+    /// The stored bytes of a chunk (`None`: no object).
+    pub fn chunk_bytes(&self, layer: &Layer, index: u64) -> Result<Option<Vec<u8>>> {
+        self.store.get(&format!("{}/{index}", layer.name()))
+    }
+
+    /// Decode chunk `index` into its stored box (margins included), in `values` form.
+    /// Returns either a fill element or a buffer laid out X fastest over the chunk dims.
+    fn brick(&self, layer: &Layer, index: u64, values: Values, scratch: &mut Vec<u8>, conv: &mut Vec<u8>) -> Result<Brick> {
+        let g = layer.geometry.as_ref().ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "layer without geometry"))?;
+        let ch = &self.layout.channels[g.channel];
+        let meta = layer.chunks.get(index as usize).copied().unwrap_or_default();
+        let fill = |native: Vec<u8>, phys: f32| -> Brick {
+            match values {
+                Values::Native => Brick::Fill(native),
+                Values::Physical => Brick::Fill(phys.to_le_bytes().repeat(ch.components as usize)),
+            }
+        };
+        match meta.status() {
+            ChunkStatus::Unwritten => {
+                if ch.use_no_value {
+                    Ok(fill(chunk::novalue_native(ch), ch.no_value as f32))
+                } else {
+                    Ok(fill(vec![0u8; ch.format.native_bytes() * ch.components as usize], 0.0))
+                }
+            }
+            ChunkStatus::NoValue => Ok(fill(chunk::novalue_native(ch), ch.no_value as f32)),
+            ChunkStatus::Constant(v) => Ok(fill(chunk::constant_native(ch, v), v)),
+            ChunkStatus::Data => {
+                let bytes = self.chunk_bytes(layer, index)?.ok_or_else(|| {
+                    Error::invalid_at("vds.chunk.missing", None, format!("chunk {index} of {} is written but has no stored object", layer.name()))
+                })?;
+                let spec = self.chunk_spec(layer, index).ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "no chunk spec"))?;
+                let ctx = |e: Error| Error { message: format!("{} chunk {index}: {}", layer.name(), e.message), offset: None, ..e };
+                let start = chunk::decode_payload(&bytes, &spec, self.limits.max_alloc, scratch).map_err(ctx)?;
+                let mut payload: Vec<u8> = match start {
+                    Some(s) => {
+                        if ch.format != SampleFormat::Bit1 && values == Values::Native {
+                            return Ok(Brick::Data(bytes, s));
+                        }
+                        bytes[s..].to_vec()
+                    }
+                    None => std::mem::take(scratch),
+                };
+                if ch.format == SampleFormat::Bit1 {
+                    chunk::unpack_bits(&payload, spec.size, conv);
+                    std::mem::swap(&mut payload, conv);
+                }
+                if values == Values::Physical && ch.format != SampleFormat::R32 {
+                    chunk::native_to_f32(ch, &payload, conv);
+                    std::mem::swap(&mut payload, conv);
+                }
+                Ok(Brick::Data(payload, 0))
+            }
+        }
+    }
+
+    /// Element size of a read.
+    pub fn element_size(&self, channel: &Channel, values: Values) -> usize {
+        match values {
+            Values::Native => channel.format.native_bytes() * channel.components as usize,
+            Values::Physical => 4 * channel.components as usize,
+        }
+    }
+
+    /// Read the box `[min, max)` (in the layer's voxel space, 6 dims) of a layer. The result is
+    /// laid out dim 0 fastest (components interleaved). Memory: the box plus one decoded brick
+    /// per worker thread.
+    pub fn read_box(&self, layer_index: usize, min: [u64; 6], max: [u64; 6], values: Values) -> Result<Vec<u8>> {
+        let layer = self.layers.get(layer_index).ok_or_else(|| Error::usage("no such layer"))?;
+        let g = layer.geometry.as_ref().ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "layer has no valid geometry"))?;
+        let ch = &self.layout.channels[g.channel];
+        if layer.chunks.len() as u64 != g.chunk_count {
+            return Err(Error::invalid_at(
+                "vds.layer.chunk_count",
+                None,
+                format!("layer {} stores {} chunks, its geometry has {}", layer.name(), layer.chunks.len(), g.chunk_count),
+            ));
+        }
+        for d in 0..6 {
+            if min[d] >= max[d] || max[d] > g.shape[d] {
+                return Err(Error::usage(format!("box [{min:?}, {max:?}) is not inside the layer shape {:?}", g.shape)));
+            }
+        }
+        let elem = self.element_size(ch, values);
+        let mut ostride = [0u64; 6];
+        let mut total = elem as u64;
+        for d in 0..6 {
+            ostride[d] = total;
+            total = total.checked_mul(max[d] - min[d]).ok_or_else(|| Error::limit("limit.array", None, "box size overflows"))?;
+        }
+        if total > self.limits.max_array_bytes {
+            return Err(Error::limit("limit.array", None, format!("the box holds {total} bytes, above the array limit")));
+        }
+        let total = self.limits.check_alloc(total, "box", None)?;
+        // Chunk coordinates whose owned part meets the box, per dim.
+        let mut per_dim: Vec<Vec<u64>> = Vec::with_capacity(6);
+        for d in 0..6 {
+            let mut v = Vec::new();
+            match g.kinds[d] {
+                DimKind::PerIndex => v.extend(min[d]..max[d]),
+                DimKind::Bricked => {
+                    for i in 0..g.chunks[d] {
+                        let mut c = [0u64; 6];
+                        c[d] = i;
+                        let e = g.chunk_extent(g.chunk_index(&c));
+                        if e.owned_min[d] < max[d] && e.owned_max[d] > min[d] {
+                            v.push(i);
+                        }
+                    }
+                }
+                _ => v.push(0),
+            }
+            per_dim.push(v);
+        }
+        // Slabs along the slowest dim with more than one voxel: contiguous in the output.
+        let s = (0..6).rev().find(|&d| max[d] - min[d] > 1).unwrap_or(0);
+        let mut out = vec![0u8; total];
+        let mut slabs: Vec<(u64, u64, Vec<u64>)> = Vec::new(); // (lo, hi) in dim s, chunk indices
+        for &cs in &per_dim[s] {
+            let mut idx = Vec::new();
+            let mut coords = [0usize; 6];
+            'odo: loop {
+                let mut c = [0u64; 6];
+                for d in 0..6 {
+                    c[d] = if d == s { cs } else { per_dim[d][coords[d]] };
+                }
+                idx.push(g.chunk_index(&c));
+                for d in 0..6 {
+                    if d == s {
+                        continue;
+                    }
+                    coords[d] += 1;
+                    if coords[d] < per_dim[d].len() {
+                        continue 'odo;
+                    }
+                    coords[d] = 0;
+                }
+                break;
+            }
+            let Some(&first) = idx.first() else { continue };
+            let e = g.chunk_extent(first);
+            let lo = e.owned_min[s].max(min[s]);
+            let hi = e.owned_max[s].min(max[s]);
+            if lo < hi {
+                slabs.push((lo, hi, idx));
+            }
+        }
+        // Split the output into the slabs' disjoint byte ranges.
+        let mut parts: Vec<(&mut [u8], u64, Vec<u64>)> = Vec::new();
+        let mut rest: &mut [u8] = &mut out;
+        let mut pos = 0u64;
+        for (lo, hi, idx) in slabs {
+            let a = (lo - min[s]) * ostride[s];
+            let b = (hi - min[s]) * ostride[s];
+            if a < pos || b as usize > total {
+                return Err(Error::invalid_at("vds.layer.geometry", None, "chunks overlap in the layer"));
+            }
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut((a - pos) as usize);
+            let (mine, tail) = tail.split_at_mut((b - a) as usize);
+            rest = tail;
+            pos = b;
+            parts.push((mine, a, idx));
+        }
+        let few_slabs = parts.len() < rayon::current_num_threads();
+        parts.into_par_iter().try_for_each(|(buf, base, idx)| -> Result<()> {
+            let copy = |buf: &mut [u8], i: u64, brick: &Brick| {
+                let e = g.chunk_extent(i);
+                copy_brick(g, &e, brick, elem, buf, base, &min, &max, &ostride);
+            };
+            if few_slabs && idx.len() > 1 {
+                let bricks: Vec<(u64, Brick)> = idx
+                    .par_iter()
+                    .map(|&i| {
+                        let (mut a, mut b) = (Vec::new(), Vec::new());
+                        self.brick(layer, i, values, &mut a, &mut b).map(|br| (i, br))
+                    })
+                    .collect::<Result<_>>()?;
+                for (i, br) in &bricks {
+                    copy(buf, *i, br);
+                }
+            } else {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                for &i in &idx {
+                    let br = self.brick(layer, i, values, &mut a, &mut b)?;
+                    copy(buf, i, &br);
+                    if let Brick::Data(v, 0) = br {
+                        a = v; // keep the allocation for the next chunk
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The whole layer.
+    pub fn read_layer(&self, layer_index: usize, values: Values) -> Result<Vec<u8>> {
+        let g = self.layers.get(layer_index).and_then(|l| l.geometry.as_ref()).ok_or_else(|| Error::usage("no such layer"))?;
+        let shape = g.shape;
+        self.read_box(layer_index, [0; 6], shape, values)
+    }
+}
+
+/// A decoded brick: one repeated element, or a buffer with the payload starting at an offset.
+enum Brick {
+    Fill(Vec<u8>),
+    Data(Vec<u8>, usize),
+}
+
+#[allow(clippy::too_many_arguments)]
+fn copy_brick(
+    g: &LayerGeometry,
+    e: &crate::geometry::ChunkExtent,
+    brick: &Brick,
+    elem: usize,
+    out: &mut [u8],
+    base: u64,
+    bmin: &[u64; 6],
+    bmax: &[u64; 6],
+    ostride: &[u64; 6],
+) {
+    let mut rmin = [0u64; 6];
+    let mut rmax = [0u64; 6];
+    for d in 0..6 {
+        rmin[d] = e.owned_min[d].max(bmin[d]);
+        rmax[d] = e.owned_max[d].min(bmax[d]);
+        if rmin[d] >= rmax[d] {
+            return;
+        }
+    }
+    // Brick strides: chunk dims in order X, Y, Z; other dims have extent 1.
+    let mut bstride = [0u64; 6];
+    let mut acc = elem as u64;
+    for &d in &g.chunk_dims {
+        bstride[d] = acc;
+        acc *= e.stored_size[d];
+    }
+    let row = (rmax[0] - rmin[0]) as usize;
+    let mut p = rmin;
+    loop {
+        let mut dst = 0u64;
+        let mut src = 0u64;
+        for d in 0..6 {
+            dst += (p[d] - bmin[d]) * ostride[d];
+            src += (p[d] - e.stored_origin[d]) * bstride[d];
+        }
+        let dst = (dst - base) as usize;
+        let dst_row = &mut out[dst..dst + row * elem];
+        match brick {
+            Brick::Fill(v) => {
+                for c in dst_row.chunks_exact_mut(elem) {
+                    c.copy_from_slice(v);
+                }
+            }
+            Brick::Data(buf, start) => {
+                let src = *start + src as usize;
+                if bstride[0] as usize == elem {
+                    dst_row.copy_from_slice(&buf[src..src + row * elem]);
+                } else {
+                    // dim 0 is not a chunk dim: its extent is 1.
+                    dst_row.copy_from_slice(&buf[src..src + elem]);
+                }
+            }
+        }
+        // Next row.
+        let mut d = 1;
+        loop {
+            if d == 6 {
+                return;
+            }
+            p[d] += 1;
+            if p[d] < rmax[d] {
+                break;
+            }
+            p[d] = rmin[d];
+            d += 1;
+        }
+    }
+}
+
+/// Read every chunk-metadata page of a layer.
+fn load_chunk_meta(store: &dyn ObjectStore, st: &LayerStatus, f: &mut Findings) -> Result<Vec<ChunkMeta>> {
+    let n = st.chunk_count;
+    let ps = st.page_size;
+    let esz = st.metadata_byte_size;
+    let pages = if n == 0 { 0 } else { (n - 1) / ps + 1 };
+    if let Some(pd) = &st.page_directory {
+        if pd.len() as u64 != pages {
+            f.error(
+                "vds.layer_status.page_directory",
+                None,
+                format!("layer {}: pageDirectory has {} entries, {} pages expected", st.layer_name, pd.len(), pages),
+            );
+        }
+    }
+    let mut out = vec![ChunkMeta::default(); n as usize];
+    for p in 0..pages {
+        let key_n: i64 = match &st.page_directory {
+            Some(pd) => match pd.get(p as usize) {
+                Some(&k) => k,
+                None => continue,
+            },
+            None => p as i64,
+        };
+        if key_n < 0 {
+            continue;
+        }
+        let key = format!("{}/ChunkMetadata/{key_n}", st.layer_name);
+        let page = match store.get(&key) {
+            Ok(Some(b)) => b,
+            Ok(None) => {
+                if st.page_directory.is_some() {
+                    f.error("vds.layer.metadata_page_missing", None, format!("chunk metadata page {key} is listed but missing"));
+                }
+                continue;
+            }
+            Err(e) if e.kind == ErrorKind::Io || e.kind == ErrorKind::LimitExceeded => return Err(e),
+            Err(e) => {
+                f.push_error(&e);
+                continue;
+            }
+        };
+        if page.len() as u64 != ps * esz {
+            f.error(
+                "vds.layer.metadata_page_size",
+                None,
+                format!("chunk metadata page {key} holds {} bytes, {} x {esz} expected", page.len(), ps),
+            );
+        }
+        for k in 0..ps {
+            let i = p * ps + k;
+            if i >= n {
+                break;
+            }
+            let o = (k * esz) as usize;
+            let Some(e) = page.get(o..o + esz as usize) else { break };
+            let m = if esz == 28 {
+                let mut levels = [0u8; 16];
+                levels.copy_from_slice(&e[12..28]);
+                ChunkMeta {
+                    serialized_size: Some(u32::from_le_bytes([e[0], e[1], e[2], e[3]])),
+                    hash: u64::from_le_bytes(e[4..12].try_into().unwrap_or([0; 8])),
+                    levels,
+                }
+            } else {
+                ChunkMeta { hash: u64::from_le_bytes(e[..8].try_into().unwrap_or([0; 8])), ..Default::default() }
+            };
+            out[i as usize] = m;
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,149 @@
+//! Object access. OpenVDS datasets are a set of named objects (`VolumeDataLayout`,
+//! `LayerStatus`, `<layer>/<chunk>`, `<layer>/ChunkMetadata/<page>`); both storage kinds are
+//! presented through the small [`ObjectStore`] trait so cloud stores can be added later:
+//! [`DirStore`] (an object-store dataset copied to a directory, one file per object) and
+//! [`crate::container::Container`] (the single-file `.vds`, whose files and index pages are
+//! presented as the same objects).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rasterpack_common::{Error, ErrorKind, Limits, Result};
+
+/// Read-only access to the objects of one dataset.
+pub trait ObjectStore: Send + Sync {
+    /// The object's bytes, `None` when there is no such object.
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>>;
+    /// Keys starting with `prefix` (sorted).
+    fn list(&self, prefix: &str) -> Result<Vec<String>>;
+    /// The base64 `x-amz-meta-vdschunkmetadata` (legacy `VDS-Chunk-Metadata`) header of an
+    /// object, when the store keeps object metadata.
+    fn chunk_metadata_header(&self, _key: &str) -> Option<String> {
+        None
+    }
+    /// Whether object metadata headers are known at all (validation compares them only then).
+    fn has_object_metadata(&self) -> bool {
+        false
+    }
+    /// `"object-dir"` or `"vds-file"`.
+    fn kind(&self) -> &'static str;
+    /// Size of an object without reading it when the store can tell.
+    fn object_size(&self, key: &str) -> Result<Option<u64>> {
+        Ok(self.get(key)?.map(|b| b.len() as u64))
+    }
+}
+
+/// An object-store dataset in a directory: key `a/b` is the file `<root>/a/b`. Object metadata
+/// headers come from a `<root>.objmeta.json` sidecar beside the directory when there is one
+/// (`{"objects": {"<key>": {"x-amz-meta-vdschunkmetadata": "<base64>"}}}`).
+#[derive(Debug)]
+pub struct DirStore {
+    root: PathBuf,
+    limits: Limits,
+    headers: Option<BTreeMap<String, String>>,
+}
+
+impl DirStore {
+    pub fn open(root: &Path, limits: &Limits) -> Result<DirStore> {
+        if !root.is_dir() {
+            return Err(Error::usage(format!("{} is not a directory", root.display())));
+        }
+        let mut headers = None;
+        let mut side = root.as_os_str().to_owned();
+        side.push(".objmeta.json");
+        let side = PathBuf::from(side);
+        if let Ok(meta) = std::fs::metadata(&side) {
+            if meta.is_file() && meta.len() <= limits.max_text {
+                if let Ok(text) = std::fs::read(&side) {
+                    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&text) {
+                        let mut map = BTreeMap::new();
+                        if let Some(objs) = v.get("objects").and_then(|o| o.as_object()) {
+                            for (k, h) in objs {
+                                let val = h
+                                    .get("x-amz-meta-vdschunkmetadata")
+                                    .or_else(|| h.get("VDS-Chunk-Metadata"))
+                                    .and_then(|x| x.as_str());
+                                if let Some(val) = val {
+                                    map.insert(k.clone(), val.to_owned());
+                                }
+                            }
+                        }
+                        headers = Some(map);
+                    }
+                }
+            }
+        }
+        Ok(DirStore { root: root.to_path_buf(), limits: *limits, headers })
+    }
+
+    fn path_of(&self, key: &str) -> Result<PathBuf> {
+        if key.is_empty() || key.starts_with('/') || key.split('/').any(|c| c.is_empty() || c == "." || c == ".." || c.contains('\\')) {
+            return Err(Error::invalid_at("vds.store.key", None, format!("object key {key:?} is not a plain relative key")));
+        }
+        Ok(self.root.join(key))
+    }
+}
+
+impl ObjectStore for DirStore {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let path = self.path_of(key)?;
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => m,
+            Ok(_) => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(&path.display().to_string(), &e)),
+        };
+        self.limits.check_alloc(meta.len(), &format!("object {key}"), None)?;
+        std::fs::read(&path).map(Some).map_err(|e| Error::io(&path.display().to_string(), &e))
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        let mut stack: Vec<(PathBuf, String, u32)> = vec![(self.root.clone(), String::new(), 0)];
+        while let Some((dir, rel, depth)) = stack.pop() {
+            // Object keys have at most three parts (`layer/ChunkMetadata/page`).
+            if depth > 3 {
+                continue;
+            }
+            let rd = std::fs::read_dir(&dir).map_err(|e| Error::io(&dir.display().to_string(), &e))?;
+            for ent in rd {
+                let ent = ent.map_err(|e| Error::io(&dir.display().to_string(), &e))?;
+                let name = ent.file_name().to_string_lossy().into_owned();
+                let key = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+                let ft = ent.file_type().map_err(|e| Error::io(&key, &e))?;
+                if ft.is_dir() {
+                    stack.push((ent.path(), key, depth + 1));
+                } else if key.starts_with(prefix) {
+                    out.push(key);
+                    if out.len() as u64 > self.limits.max_entries {
+                        return Err(Error::new(ErrorKind::LimitExceeded, "limit.entries", None, "too many objects"));
+                    }
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn chunk_metadata_header(&self, key: &str) -> Option<String> {
+        self.headers.as_ref().and_then(|h| h.get(key).cloned())
+    }
+
+    fn has_object_metadata(&self) -> bool {
+        self.headers.is_some()
+    }
+
+    fn kind(&self) -> &'static str {
+        "object-dir"
+    }
+
+    fn object_size(&self, key: &str) -> Result<Option<u64>> {
+        let path = self.path_of(key)?;
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => Ok(Some(m.len())),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&path.display().to_string(), &e)),
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! Validation: every rule of vds.md / vds-storage.md / ERRATA this reader knows, collected as
+//! findings (never stopping at the first): container structure and extents, layout model,
+//! layer names and counts against the geometry, chunk metadata, every chunk decoded to exactly
+//! its descriptor's size, and object metadata against the pages.
+
+use rasterpack_common::{Error, ErrorKind, Findings, Report, Severity};
+use rayon::prelude::*;
+
+use crate::chunk::{self, ChunkStatus};
+use crate::dataset::{Dataset, Layer};
+use crate::layout::base64_decode;
+use crate::raw::{FILE_TYPE_JSON, FILE_TYPE_OBJ, FILE_TYPE_VDS};
+
+/// Validate an open dataset; the open-time findings are included.
+pub fn validate_dataset(ds: &Dataset, report: &mut Report) {
+    report.findings.extend(ds.findings.clone());
+    if let Some(c) = ds.container() {
+        container_checks(c, &mut report.findings);
+    }
+    let mut wavelet_layers = 0;
+    for layer in &ds.layers {
+        if layer.is_wavelet() {
+            wavelet_layers += 1;
+        }
+        layer_checks(ds, layer, &mut report.findings);
+    }
+    if ds.lod0_layer(0).is_none() {
+        report.findings.warning("vds.layer.no_primary", None, "no LOD0 layer of the primary channel is stored");
+    }
+    if wavelet_layers > 0 {
+        report.findings.info(
+            "vds.wavelet.structure_only",
+            None,
+            format!("{wavelet_layers} wavelet layer(s): headers and adaptive levels checked, data not decoded (unsupported)"),
+        );
+    }
+}
+
+fn container_checks(c: &crate::container::Container, f: &mut Findings) {
+    let mut ext = c.extents();
+    ext.sort_by_key(|e| (e.0, e.1));
+    // Any two referenced extents that share bytes are a corrupt allocation.
+    let mut reach: Option<(u64, String)> = None;
+    for (s, e, what) in &ext {
+        if s == e {
+            continue;
+        }
+        if let Some((end, owner)) = &reach {
+            if *s < *end {
+                f.error("vds.container.overlap", Some(*s), format!("{what} [{s}, {e}) overlaps {owner} (ends at {end})"));
+            }
+        }
+        if reach.as_ref().is_none_or(|(end, _)| *e > *end) {
+            reach = Some((*e, what.clone()));
+        }
+    }
+    for file in &c.files {
+        let t = file.entry.file_type;
+        let name = file.entry.name_lossy();
+        if t == FILE_TYPE_JSON {
+            if file.entry.head_chunk_count != 1 {
+                f.warning("vds.container.json_file", Some(file.entry.entry_offset + 8), format!("JSON file {name:?} has {} chunks, expected 1", file.entry.head_chunk_count));
+            }
+        } else if t == FILE_TYPE_OBJ {
+            f.info("vds.container.legacy_object", Some(file.entry.entry_offset + 20), format!("legacy 'OBJ ' file {name:?} ignored (a VolumeDataLayout exists)"));
+        } else if t != FILE_TYPE_VDS {
+            f.info("vds.container.unknown_file_type", Some(file.entry.entry_offset + 20), format!("file {name:?} of unknown type {:?} ignored", String::from_utf8_lossy(&t)));
+        }
+        if t == FILE_TYPE_VDS && file.usable {
+            if let Some(lm) = &file.layer_meta {
+                if crate::layout::Compression::from_code(lm.compression_method).is_none() {
+                    f.error(
+                        "vds.container.compression",
+                        file.page_dir.as_ref().map(|p| p.offset + 16),
+                        format!("layer file {name:?}: unknown compression method {}", lm.compression_method),
+                    );
+                }
+            }
+            // Padding entries of the last index page are zero.
+            let written = file.index.iter().filter(|e| e.metadata.iter().any(|&b| b != 0) && e.length == 0).count();
+            let _ = written;
+        }
+    }
+}
+
+fn layer_checks(ds: &Dataset, layer: &Layer, f: &mut Findings) {
+    let name = layer.name().to_owned();
+    let st = &layer.status;
+    let written = layer.chunks.iter().filter(|c| c.hash != 0).count() as u64;
+    if written != st.valid_chunk_count {
+        f.error(
+            "vds.layer.valid_chunk_count",
+            None,
+            format!("layer {name}: validChunkCount {} but {written} chunks have a non-zero hash", st.valid_chunk_count),
+        );
+    }
+    let wavelet_meta = st.metadata_byte_size == 28;
+    if wavelet_meta != layer.is_wavelet() {
+        f.error(
+            "vds.layer.metadata_size",
+            None,
+            format!("layer {name}: {}-byte chunk metadata with {} compression", st.metadata_byte_size, st.compression.name()),
+        );
+    }
+    if let (Some(ch), Some(lod)) = (&st.channel_name, st.lod) {
+        if let Some(g) = &layer.geometry {
+            if ds.layout.channels[g.channel].name != *ch || lod != g.lod as i64 {
+                f.error("vds.layer_status.mismatch", None, format!("layer {name}: LayerStatus says channel {ch:?} LOD {lod}, the name says otherwise"));
+            }
+        }
+    }
+    let Some(g) = &layer.geometry else { return };
+    if st.chunk_count != g.chunk_count || layer.chunks.len() as u64 != g.chunk_count {
+        f.error(
+            "vds.layer.chunk_count",
+            None,
+            format!("layer {name}: {} chunks stored, the geometry has {} ({:?} per dim)", st.chunk_count, g.chunk_count, g.chunks),
+        );
+        return;
+    }
+    let store = ds.store();
+    let check_headers = store.has_object_metadata();
+    let results: Vec<Findings> = (0..layer.chunks.len() as u64)
+        .into_par_iter()
+        .map(|i| {
+            let mut cf = Findings::new();
+            chunk_check(ds, layer, i, check_headers, &mut cf);
+            cf
+        })
+        .collect();
+    for r in results {
+        f.extend(r);
+    }
+    // Objects that no written chunk accounts for (object store only).
+    if store.kind() == "object-dir" {
+        if let Ok(keys) = store.list(&format!("{name}/")) {
+            for k in keys {
+                let rest = &k[name.len() + 1..];
+                if rest.starts_with("ChunkMetadata/") {
+                    continue;
+                }
+                match rest.parse::<u64>() {
+                    Ok(i) if i < layer.chunks.len() as u64 => {
+                        if layer.chunks[i as usize].hash == 0 {
+                            f.warning("vds.chunk.orphan", None, format!("object {k} exists but its chunk is unwritten (hash 0)"));
+                        }
+                    }
+                    _ => f.warning("vds.store.unknown_object", None, format!("object {k} is not a chunk of the layer")),
+                }
+            }
+        }
+    }
+}
+
+fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, check_headers: bool, f: &mut Findings) {
+    let name = layer.name();
+    let meta = layer.chunks[i as usize];
+    let status = meta.status();
+    let key = format!("{name}/{i}");
+    let fail = |f: &mut Findings, e: &Error| {
+        let sev = if e.kind == ErrorKind::Unsupported { Severity::Info } else { Severity::Error };
+        f.push(sev, e.code.to_string(), None, format!("chunk {key}: {}", e.message));
+    };
+    if !layer.is_wavelet() && meta.levels.iter().any(|&b| b != 0) {
+        f.warning("vds.chunk.levels", None, format!("chunk {key}: adaptive levels set in a non-wavelet layer"));
+    }
+    if status == ChunkStatus::Unwritten {
+        return;
+    }
+    let bytes = match ds.chunk_bytes(layer, i) {
+        Ok(b) => b,
+        Err(e) => return fail(f, &e),
+    };
+    if check_headers && bytes.is_some() {
+        match ds.store().chunk_metadata_header(&key) {
+            None => {
+                if status == ChunkStatus::Data {
+                    f.warning("vds.object_metadata.missing", None, format!("chunk {key}: no x-amz-meta-vdschunkmetadata header (the page is used)"));
+                }
+            }
+            Some(h) => match base64_decode(&h) {
+                None => f.error("vds.object_metadata.base64", None, format!("chunk {key}: chunk metadata header is not base64")),
+                Some(b) => {
+                    let mut want = meta.hash.to_le_bytes().to_vec();
+                    if layer.is_wavelet() {
+                        want.extend_from_slice(&meta.levels);
+                    }
+                    if status == ChunkStatus::Data && b != want {
+                        f.error("vds.object_metadata.mismatch", None, format!("chunk {key}: object metadata disagrees with the chunk-metadata page"));
+                    }
+                }
+            },
+        }
+    }
+    match status {
+        ChunkStatus::NoValue | ChunkStatus::Constant(_) => {
+            if let Some(b) = &bytes {
+                if !b.is_empty() {
+                    f.warning("vds.chunk.constant_stored", None, format!("chunk {key} is {} but {} bytes are stored", status.name(), b.len()));
+                }
+            }
+            if status == ChunkStatus::NoValue {
+                let g = layer.geometry.as_ref();
+                if g.is_some_and(|g| !ds.layout.channels[g.channel].use_no_value) {
+                    f.warning("vds.chunk.novalue_unused", None, format!("chunk {key} is all-NoValue in a channel without useNoValue"));
+                }
+            }
+        }
+        ChunkStatus::Data => {
+            let Some(bytes) = bytes else {
+                f.error("vds.chunk.missing", None, format!("chunk {key} is written (hash {:016x}) but no object is stored", meta.hash));
+                return;
+            };
+            let Some(spec) = ds.chunk_spec(layer, i) else { return };
+            if layer.is_wavelet() {
+                match chunk::parse_wavelet_header(&bytes) {
+                    Err(e) => fail(f, &e),
+                    Ok(h) => {
+                        for (code, msg) in chunk::check_wavelet_header(&h, bytes.len(), &spec) {
+                            f.error(code, None, format!("chunk {key}: {msg}"));
+                        }
+                        if let Some(s) = meta.serialized_size {
+                            if s as usize != bytes.len() {
+                                f.error("vds.chunk.serialized_size", None, format!("chunk {key}: metadata says {s} bytes, {} stored", bytes.len()));
+                            }
+                        }
+                        if meta.levels[0] == 0 {
+                            f.warning("vds.chunk.levels", None, format!("chunk {key}: wavelet chunk without adaptive levels"));
+                        }
+                    }
+                }
+            } else {
+                let mut scratch = Vec::new();
+                if let Err(e) = chunk::decode_payload(&bytes, &spec, ds.limits.max_alloc, &mut scratch) {
+                    fail(f, &e);
+                }
+            }
+        }
+        ChunkStatus::Unwritten => {}
+    }
+}
