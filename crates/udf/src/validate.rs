@@ -524,7 +524,8 @@ impl Walker<'_> {
         let (prim_ok, mut ghost_ok) = hint_allows(hint, prim, shape.ghost());
         if !prim_ok {
             self.err(HINT_BAD_PRIM, Some(at + F::TYPE_INFO), format!("{tt}: {} with primitive {}", hint.name(), prim.name()));
-            ok = false;
+            // The ghost-axis rules assume the hint's primitive: judge them only then.
+            return false;
         }
         if shape.gap {
             return false;
