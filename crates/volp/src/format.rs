@@ -44,11 +44,16 @@ fn build_report(data: &[u8], limits: &Limits, decode: bool, all: bool) -> Result
     match (&s.check.header, s.check.compression_ok) {
         (_, false) => report.findings.info("volp.body.not_checked", Some(s.body_offset), "body not checked: its compression is not zstd"),
         (Some(h), true) if decode || h.decoded_len() <= INSPECT_DECODE_MAX => {
-            match limits.check_alloc(h.decoded_len(), "decoded body", Some(s.body_offset)) {
-                Err(e) => report.findings.push_error(&e.in_format("volp")),
-                Ok(n) => {
+            let expected = h.decoded_len();
+            let planned = parse::plan_body(body, s.body_offset, expected).and_then(|frames| {
+                let n = limits.check_alloc(expected, "decoded body", Some(s.body_offset)).map_err(crate::parse::alloc_limit)?;
+                Ok((frames, n))
+            });
+            match planned {
+                Err(e) => report.findings.push_error(&e),
+                Ok((frames, n)) => {
                     let mut out = vec![0u8; n];
-                    match parse::decode_body(body, s.body_offset, &mut out) {
+                    match parse::decode_frames(&frames, s.body_offset, &mut out) {
                         Ok(info) => {
                             body_info = Some(info);
                             volume = Some(Volume { header: h.clone(), data: out });

@@ -44,7 +44,9 @@ pub fn decode(data: &[u8]) -> Result<Volume> {
 pub fn decode_with_limits(data: &[u8], limits: &Limits) -> Result<Volume> {
     let file = read_header(data, limits)?;
     let expected = file.header.decoded_len();
-    let n = limits.check_alloc(expected, "decoded body", Some(file.body_offset)).map_err(|e| e.in_format("volp"))?;
+    let body = data.get(file.body_offset as usize..).unwrap_or(&[]);
+    let frames = parse::plan_body(body, file.body_offset, expected)?;
+    let n = limits.check_alloc(expected, "decoded body", Some(file.body_offset)).map_err(crate::parse::alloc_limit)?;
     if expected > limits.max_array_bytes {
         return Err(Error::new(
             ErrorKind::LimitExceeded,
@@ -53,8 +55,7 @@ pub fn decode_with_limits(data: &[u8], limits: &Limits) -> Result<Volume> {
             format!("decoded body of {expected} bytes exceeds the configured array limit of {} bytes", limits.max_array_bytes),
         ));
     }
-    let body = data.get(file.body_offset as usize..).unwrap_or(&[]);
     let mut out = vec![0u8; n];
-    parse::decode_body(body, file.body_offset, &mut out)?;
+    parse::decode_frames(&frames, file.body_offset, &mut out)?;
     Ok(Volume { header: file.header, data: out })
 }

@@ -8,6 +8,11 @@ use crate::json::{self, JValue, JsonErrorKind, Node};
 use crate::model::{Header, Metadata, VolpFile, DTYPES};
 use crate::raw::*;
 
+/// A caller limit refused a size: give it the VOLP namespace (`volp.limit.alloc`).
+pub fn alloc_limit(e: Error) -> Error {
+    Error::new(e.kind, "volp.limit.alloc", e.offset, e.message)
+}
+
 /// Read and check the 8-byte prefix.
 pub fn parse_prefix(data: &[u8]) -> Result<RawPrefix, Error> {
     let n = data.len().min(4);
@@ -465,7 +470,7 @@ pub fn parse_structure(data: &[u8], limits: &Limits) -> Result<Structure, Error>
 #[derive(Debug, Clone, Copy)]
 pub enum Frame<'a> {
     /// A zstd frame: its bytes and the content size its header declares, if any.
-    Zstd { offset: u64, bytes: &'a [u8], content_size: Option<u64> },
+    Zstd { offset: u64, bytes: &'a [u8], content_size: Option<u64>, max_output: u64 },
     /// A skippable frame (magic 0x184D2A5?): ignored.
     Skippable { offset: u64, len: u64 },
 }
@@ -529,13 +534,72 @@ pub fn frames(body: &[u8], body_offset: u64) -> Result<Vec<Frame<'_>>, Error> {
         if size == 0 || size > rest.len() {
             return Err(Error::invalid("volp.body.decompress", abs, "zstd frame is truncated"));
         }
-        out.push(Frame::Zstd { offset: abs, bytes: &rest[..size], content_size });
+        let bytes = &rest[..size];
+        let max_output = content_size.unwrap_or_else(|| block_bound(bytes));
+        out.push(Frame::Zstd { offset: abs, bytes, content_size, max_output });
         pos += size;
     }
     if !out.iter().any(|f| matches!(f, Frame::Zstd { .. })) {
         return Err(Error::invalid("volp.body.decompress", body_offset, "the body holds only skippable frames, no zstd data"));
     }
     Ok(out)
+}
+
+/// Upper bound of what a zstd frame without a content size can produce, from its block
+/// headers (RFC 8878 3.1.1.2): raw and RLE blocks say their size, a compressed block yields at
+/// most 128 KiB. Only called on frames zstd already measured; any surprise gives `u64::MAX`
+/// (no bound), never a wrong one.
+fn block_bound(frame: &[u8]) -> u64 {
+    let Some(&fhd) = frame.get(4) else { return u64::MAX };
+    let fcs_flag = fhd >> 6;
+    let single = (fhd >> 5) & 1 == 1;
+    let dict_len = [0usize, 1, 2, 4][(fhd & 3) as usize];
+    let fcs_len = match fcs_flag {
+        0 => usize::from(single),
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let mut pos = 5 + usize::from(!single) + dict_len + fcs_len;
+    let mut bound = 0u64;
+    loop {
+        let Some(h) = frame.get(pos..pos + 3) else { return u64::MAX };
+        let h = u32::from_le_bytes([h[0], h[1], h[2], 0]);
+        let (last, kind, size) = (h & 1 == 1, (h >> 1) & 3, (h >> 3) as u64);
+        pos += 3;
+        let (consumed, produced) = match kind {
+            0 => (size, size),
+            1 => (1, size),
+            2 => (size, 128 << 10),
+            _ => return u64::MAX,
+        };
+        bound = bound.saturating_add(produced);
+        pos = match pos.checked_add(consumed as usize) {
+            Some(p) if p <= frame.len() => p,
+            _ => return u64::MAX,
+        };
+        if last {
+            return bound;
+        }
+    }
+}
+
+/// Split the body into frames and check it can produce `expected` bytes at all, before any
+/// output buffer is allocated: a few bytes of body never make rasterpack allocate 256 MiB.
+pub fn plan_body(body: &[u8], body_offset: u64, expected: u64) -> Result<Vec<Frame<'_>>, Error> {
+    let frames = frames(body, body_offset)?;
+    let bound = frames.iter().fold(0u64, |acc, f| match f {
+        Frame::Zstd { max_output, .. } => acc.saturating_add(*max_output),
+        Frame::Skippable { .. } => acc,
+    });
+    if bound < expected {
+        return Err(Error::invalid(
+            "volp.body.size_mismatch",
+            body_offset,
+            format!("body can decode to at most {bound} bytes, shape and dtype require {expected}"),
+        ));
+    }
+    Ok(frames)
 }
 
 /// What decoding the body found.
@@ -549,16 +613,21 @@ pub struct BodyInfo {
 /// produces more than the space left is refused before/while decoding: zstd never writes past
 /// the slice it is given, so no byte beyond the expected size is ever produced or allocated.
 pub fn decode_body(body: &[u8], body_offset: u64, out: &mut [u8]) -> Result<BodyInfo, Error> {
-    let frames = frames(body, body_offset)?;
+    let frames = plan_body(body, body_offset, out.len() as u64)?;
+    decode_frames(&frames, body_offset, out)
+}
+
+/// Decode planned frames into `out` (see [`decode_body`]).
+pub fn decode_frames(frames: &[Frame<'_>], body_offset: u64, out: &mut [u8]) -> Result<BodyInfo, Error> {
     let expected = out.len() as u64;
     let mut dctx = zstd::zstd_safe::DCtx::try_create()
         .ok_or_else(|| Error::new(ErrorKind::Io, "volp.zstd_context", None, "could not create a zstd context"))?;
     let mut written = 0usize;
     let mut info = BodyInfo::default();
     for f in frames {
-        match f {
+        match *f {
             Frame::Skippable { .. } => info.skippable_frames += 1,
-            Frame::Zstd { offset, bytes, content_size } => {
+            Frame::Zstd { offset, bytes, content_size, .. } => {
                 info.zstd_frames += 1;
                 let room = out.len() - written;
                 if let Some(cs) = content_size {
@@ -567,7 +636,7 @@ pub fn decode_body(body: &[u8], body_offset: u64, out: &mut [u8]) -> Result<Body
                             "volp.body.size_mismatch",
                             offset,
                             format!(
-                                "zstd frame declares {cs} decoded bytes but only {room} of the expected {expected} remain \
+                                "zstd frame declares {cs} decoded bytes, more than the {room} left of the expected {expected} \
                                  (refused without decompressing)"
                             ),
                         ));

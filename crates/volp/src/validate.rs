@@ -39,11 +39,15 @@ pub fn validate_full(data: &[u8], limits: &Limits) -> Validation {
         v.findings.info("volp.body.not_checked", Some(s.body_offset), "body not checked: its compression is not zstd");
     } else if let Some(h) = &s.check.header {
         let expected = h.decoded_len();
-        match limits.check_alloc(expected, "decoded body", Some(s.body_offset)) {
-            Err(e) => v.findings.push_error(&e.in_format("volp")),
-            Ok(n) => {
+        let planned = parse::plan_body(body, s.body_offset, expected).and_then(|frames| {
+            let n = limits.check_alloc(expected, "decoded body", Some(s.body_offset)).map_err(crate::parse::alloc_limit)?;
+            Ok((frames, n))
+        });
+        match planned {
+            Err(e) => v.findings.push_error(&e),
+            Ok((frames, n)) => {
                 let mut out = vec![0u8; n];
-                match parse::decode_body(body, s.body_offset, &mut out) {
+                match parse::decode_frames(&frames, s.body_offset, &mut out) {
                     Ok(info) => {
                         v.body = Some(info);
                         if !v.findings.has_errors() {
