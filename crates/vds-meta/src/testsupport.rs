@@ -1,1 +1,455 @@
-//! test writer
+//! A small VDS writer for tests, benchmarks and sample files (feature `testsupport`): one
+//! channel, None / RLE / Zip bricks, optional LODs (by subsampling, not OpenVDS's filter),
+//! written as a `.vds` container or an object-store directory. It follows vds-storage.md but is
+//! not a supported writer: it exists so tests can make datasets of any shape and corrupt them.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::geometry::LayerGeometry;
+use crate::layout::{parse_layout, Compression, SampleFormat, VolumeDataLayout};
+use crate::raw::CONTAINER_MAGIC;
+
+/// What to write.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// Samples per axis (dim 0 first), 1..6 axes.
+    pub dims: Vec<u64>,
+    pub brick_size: u32,
+    pub negative_margin: u32,
+    pub positive_margin: u32,
+    pub lod_levels: u32,
+    pub format: SampleFormat,
+    pub components: u32,
+    pub compression: Compression,
+    pub integer_scale: f64,
+    pub integer_offset: f64,
+    pub use_no_value: bool,
+    pub no_value: f64,
+    /// Index-page / chunk-metadata page entries.
+    pub page_entries: u32,
+    /// Store all-equal chunks as constant hashes (as OpenVDS does).
+    pub detect_constants: bool,
+    /// Chunks (LOD0 indices) to leave unwritten.
+    pub unwritten: Vec<u64>,
+    pub channel_name: String,
+}
+
+impl Default for Spec {
+    fn default() -> Self {
+        Spec {
+            dims: vec![40, 24, 20],
+            brick_size: 32,
+            negative_margin: 0,
+            positive_margin: 0,
+            lod_levels: 0,
+            format: SampleFormat::R32,
+            components: 1,
+            compression: Compression::None,
+            integer_scale: 1.0,
+            integer_offset: 0.0,
+            use_no_value: false,
+            no_value: 0.0,
+            page_entries: 1024,
+            detect_constants: true,
+            unwritten: Vec::new(),
+            channel_name: "Amplitude".into(),
+        }
+    }
+}
+
+impl Spec {
+    /// The `VolumeDataLayout` document.
+    pub fn layout_json(&self) -> Value {
+        let names = ["Sample", "Crossline", "Inline", "Dim3", "Dim4", "Dim5"];
+        let axes: Vec<Value> = self
+            .dims
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| json!({"name": names[i % 6], "unit": "", "numSamples": n, "coordinateMin": 0.0, "coordinateMax": (n - 1) as f64}))
+            .collect();
+        json!({
+            "axisDescriptors": axes,
+            "channelDescriptors": [{
+                "format": self.format.name(),
+                "components": format!("Components_{}", self.components),
+                "name": self.channel_name, "unit": "",
+                "valueRange": [-1.0, 1.0],
+                "channelMapping": "Direct", "mappedValues": 1,
+                "discrete": false, "renderable": true, "allowLossyCompression": true,
+                "useNoValue": self.use_no_value, "noValue": self.no_value,
+                "integerScale": self.integer_scale, "integerOffset": self.integer_offset,
+            }],
+            "layoutDescriptor": {
+                "brickSize": format!("BrickSize_{}", self.brick_size),
+                "negativeMargin": self.negative_margin, "positiveMargin": self.positive_margin,
+                "brickSize2DMultiplier": 4,
+                "lodLevels": if self.lod_levels == 0 { "LODLevels_None".to_string() } else { format!("LODLevels_{}", self.lod_levels) },
+                "create2DLODs": false, "forceFullResolutionDimension": false, "fullResolutionDimension": -1,
+            },
+            "metadata": [
+                {"category": "Test", "name": "Writer", "type": "String", "value": "rasterpack testsupport"},
+                {"category": "Test", "name": "Blob", "type": "BLOB", "value": "AAEC/f7/"},
+                {"category": "Test", "name": "Range", "type": "FloatVector2", "value": [-1.0, 1.0]},
+            ],
+        })
+    }
+
+    fn layout(&self) -> VolumeDataLayout {
+        parse_layout(&self.layout_json(), &mut Default::default()).expect("testsupport layout is valid")
+    }
+
+    fn elem(&self) -> usize {
+        self.format.native_bytes() * self.components as usize
+    }
+}
+
+/// One serialized layer: name, per-chunk `(hash, bytes)` (`None` = nothing stored).
+pub struct WrittenLayer {
+    pub name: String,
+    pub chunks: Vec<(u64, Option<Vec<u8>>)>,
+    pub valid: u64,
+}
+
+fn fnv(b: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &x in b {
+        h ^= x as u64;
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    // Keep clear of the special values.
+    if h == 0 || h == u64::MAX || (h >> 32) as u32 == 0x0101_0101 {
+        h ^= 0x5555_0000_0000_0000;
+    }
+    h
+}
+
+/// Serialize every layer (LOD0..=lod_levels) of `data` (native values, dim 0 fastest).
+pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
+    let layout = spec.layout();
+    let n = spec.dims.len();
+    let group: Vec<usize> = (0..n.min(3)).collect();
+    let elem = spec.elem();
+    let mut full = [1u64; 6];
+    full[..n].copy_from_slice(&spec.dims);
+    assert_eq!(data.len() as u64, full.iter().product::<u64>() * elem as u64, "data size");
+    let mut out = Vec::new();
+    for lod in 0..=spec.lod_levels {
+        let g = LayerGeometry::new(&layout, 0, &group, lod).expect("geometry");
+        let mut chunks = Vec::new();
+        let mut valid = 0;
+        for i in 0..g.chunk_count {
+            if lod == 0 && spec.unwritten.contains(&i) {
+                chunks.push((0, None));
+                continue;
+            }
+            let e = g.chunk_extent(i);
+            // Gather the stored box (LOD voxel v <- LOD0 voxel v << lod in scaled dims).
+            let mut payload = Vec::new();
+            let mut p = e.stored_origin;
+            let end: Vec<u64> = (0..6).map(|d| e.stored_origin[d] + e.stored_size[d]).collect();
+            loop {
+                let mut idx = 0u64;
+                let mut mul = 1u64;
+                for d in 0..6 {
+                    let c = if g.scaled[d] { (p[d] << lod).min(full[d] - 1) } else { p[d] };
+                    idx += c * mul;
+                    mul *= full[d];
+                }
+                let s = idx as usize * elem;
+                payload.extend_from_slice(&data[s..s + elem]);
+                let mut d = 0;
+                while d < 6 {
+                    p[d] += 1;
+                    if p[d] < end[d] {
+                        break;
+                    }
+                    p[d] = e.stored_origin[d];
+                    d += 1;
+                }
+                if d == 6 {
+                    break;
+                }
+            }
+            valid += 1;
+            let first = &payload[..elem];
+            if spec.detect_constants && spec.components == 1 && payload.chunks_exact(elem).all(|c| c == first) {
+                if let Some(v) = constant_value(spec, first) {
+                    chunks.push((0x0101_0101_0000_0000 | v.to_bits() as u64, Some(Vec::new())));
+                    continue;
+                }
+            }
+            let size = g.descriptor_size(&e);
+            let body = if spec.format == SampleFormat::Bit1 { pack_bits(&payload, size) } else { payload };
+            let mut obj = Vec::new();
+            for v in [g.chunk_dims.len() as i32, size[0] as i32, size[1] as i32, size[2] as i32, spec.format.code(), spec.components as i32] {
+                obj.extend_from_slice(&v.to_le_bytes());
+            }
+            match spec.compression {
+                Compression::None => obj.extend_from_slice(&body),
+                Compression::Zip => obj.extend_from_slice(&miniz_oxide::deflate::compress_to_vec_zlib(&body, 6)),
+                Compression::RLE => {
+                    let unit = crate::chunk::ChunkSpec { format: spec.format, components: spec.components, dims: 3, size, compression: Compression::RLE }.rle_unit() as usize;
+                    let runs = rle_encode(&body, unit);
+                    obj.extend_from_slice(&((12 + runs.len()) as i32).to_le_bytes());
+                    obj.extend_from_slice(&(body.len() as i32).to_le_bytes());
+                    obj.extend_from_slice(&(unit as i32).to_le_bytes());
+                    obj.extend_from_slice(&runs);
+                }
+                other => panic!("testsupport cannot write {other:?}"),
+            }
+            chunks.push((fnv(&obj), Some(obj)));
+        }
+        out.push(WrittenLayer { name: g.name.clone(), chunks, valid });
+    }
+    out
+}
+
+/// The f32 a constant chunk stores, for formats where it round-trips.
+fn constant_value(spec: &Spec, v: &[u8]) -> Option<f32> {
+    match spec.format {
+        SampleFormat::R32 => {
+            let x = f32::from_le_bytes(v.try_into().ok()?);
+            // NaN payloads and -0.0 would not survive the hash; store them as data.
+            (x.is_finite() && x.to_bits() != (-0.0f32).to_bits()).then_some(x)
+        }
+        SampleFormat::U8 if !spec.use_no_value => Some(spec.integer_offset as f32 + spec.integer_scale as f32 * v[0] as f32).filter(|x| {
+            let ch = &spec.layout().channels[0];
+            crate::chunk::quantize(ch, *x) == v[0] as u32
+        }),
+        _ => None,
+    }
+}
+
+fn pack_bits(bytes: &[u8], size: [u64; 3]) -> Vec<u8> {
+    let sx = size[0] as usize;
+    let row = sx.div_ceil(8);
+    let rows = (size[1] * size[2]) as usize;
+    let mut out = vec![0u8; row * rows];
+    for r in 0..rows {
+        for x in 0..sx {
+            if bytes[r * sx + x] != 0 {
+                out[r * row + x / 8] |= 1 << (x % 8);
+            }
+        }
+    }
+    out
+}
+
+/// RLE runs (repeat runs for 3+ equal units, literals otherwise; at most 16384 units a run).
+pub fn rle_encode(data: &[u8], unit: usize) -> Vec<u8> {
+    let units = data.len() / unit;
+    let at = |i: usize| &data[i * unit..i * unit + unit];
+    let mut out = Vec::new();
+    let emit = |out: &mut Vec<u8>, literal: bool, run: usize| {
+        let r = run - 1;
+        let mut u0 = (r & 0x3F) as u8;
+        if literal {
+            u0 |= 0x40;
+        }
+        if r >= 64 {
+            out.push(u0 | 0x80);
+            out.push((r >> 6) as u8);
+        } else {
+            out.push(u0);
+        }
+    };
+    let mut i = 0;
+    let mut lit_start = 0;
+    while i < units {
+        let mut j = i + 1;
+        while j < units && j - i < 16384 && at(j) == at(i) {
+            j += 1;
+        }
+        if j - i >= 3 {
+            let mut s = lit_start;
+            while s < i {
+                let n = (i - s).min(16384);
+                emit(&mut out, true, n);
+                out.extend_from_slice(&data[s * unit..(s + n) * unit]);
+                s += n;
+            }
+            emit(&mut out, false, j - i);
+            out.extend_from_slice(at(i));
+            i = j;
+            lit_start = i;
+        } else {
+            i += 1;
+        }
+    }
+    let mut s = lit_start;
+    while s < units {
+        let n = (units - s).min(16384);
+        emit(&mut out, true, n);
+        out.extend_from_slice(&data[s * unit..(s + n) * unit]);
+        s += n;
+    }
+    out
+}
+
+fn compression_code(c: Compression) -> i32 {
+    c.code()
+}
+
+/// A `.vds` container holding the layout and every layer.
+pub fn write_container(spec: &Spec, data: &[u8]) -> Vec<u8> {
+    let layers = layers(spec, data);
+    let json = serde_json::to_vec_pretty(&spec.layout_json()).expect("json");
+    let mut buf = vec![0u8; 32];
+    // Per file: name, type, chunk extents + metadata, page entries, file metadata.
+    struct F {
+        name: String,
+        ftype: [u8; 4],
+        entries: Vec<(i64, i32, Vec<u8>)>,
+        per_page: usize,
+        cml: usize,
+        fmeta: Vec<u8>,
+    }
+    let mut files = Vec::new();
+    let jo = buf.len() as i64;
+    buf.extend_from_slice(&json);
+    files.push(F { name: "VolumeDataLayout".into(), ftype: *b"JSON", entries: vec![(jo, json.len() as i32, Vec::new())], per_page: 1, cml: 0, fmeta: Vec::new() });
+    for l in &layers {
+        let mut entries = Vec::new();
+        for (hash, bytes) in &l.chunks {
+            let (o, n) = match bytes {
+                Some(b) if !b.is_empty() => {
+                    let o = buf.len() as i64;
+                    buf.extend_from_slice(b);
+                    (o, b.len() as i32)
+                }
+                _ => (0, 0),
+            };
+            entries.push((o, n, hash.to_le_bytes().to_vec()));
+        }
+        let mut fmeta = Vec::new();
+        fmeta.extend_from_slice(&compression_code(spec.compression).to_le_bytes());
+        fmeta.extend_from_slice(&0.0f32.to_le_bytes());
+        fmeta.extend_from_slice(&(l.valid as i32).to_le_bytes());
+        files.push(F { name: l.name.clone(), ftype: *b"VDS ", entries, per_page: spec.page_entries as usize, cml: 8, fmeta });
+    }
+    let mut heads = Vec::new();
+    for f in &files {
+        // Index pages (the last zero-padded; a page with no written chunk is left out: offset 0).
+        let mut page_offs = Vec::new();
+        for page in f.entries.chunks(f.per_page) {
+            if page.iter().all(|e| e.2.iter().all(|&b| b == 0) && e.1 == 0) && f.cml > 0 {
+                page_offs.push(0i64);
+                continue;
+            }
+            page_offs.push(buf.len() as i64);
+            for k in 0..f.per_page {
+                match page.get(k) {
+                    Some((o, n, m)) => {
+                        buf.extend_from_slice(&o.to_le_bytes());
+                        buf.extend_from_slice(&n.to_le_bytes());
+                        buf.extend_from_slice(&0i32.to_le_bytes());
+                        buf.extend_from_slice(m);
+                    }
+                    None => buf.extend(std::iter::repeat_n(0u8, 16 + f.cml)),
+                }
+            }
+        }
+        let pd = buf.len() as i64;
+        buf.extend_from_slice(&[0u8; 16]);
+        buf.extend_from_slice(&f.fmeta);
+        for o in page_offs {
+            buf.extend_from_slice(&o.to_le_bytes());
+        }
+        heads.push(pd);
+    }
+    let name_len = files.iter().map(|f| f.name.len()).max().unwrap_or(8).div_ceil(8) * 8;
+    let ft = buf.len() as i64;
+    for (f, pd) in files.iter().zip(&heads) {
+        buf.extend_from_slice(&pd.to_le_bytes());
+        buf.extend_from_slice(&(f.entries.len() as i32).to_le_bytes());
+        buf.extend_from_slice(&0i32.to_le_bytes());
+        buf.extend_from_slice(&(f.per_page as i32).to_le_bytes());
+        buf.extend_from_slice(&f.ftype);
+        buf.extend_from_slice(&(f.cml as i32).to_le_bytes());
+        buf.extend_from_slice(&(f.fmeta.len() as i32).to_le_bytes());
+        let mut name = f.name.as_bytes().to_vec();
+        name.resize(name_len, 0);
+        buf.extend_from_slice(&name);
+    }
+    buf[..12].copy_from_slice(CONTAINER_MAGIC);
+    buf[12..16].copy_from_slice(&0x0001_0000i32.to_le_bytes());
+    buf[16..24].copy_from_slice(&ft.to_le_bytes());
+    buf[24..28].copy_from_slice(&(files.len() as i32).to_le_bytes());
+    buf[28..32].copy_from_slice(&(name_len as i32).to_le_bytes());
+    buf
+}
+
+/// An object-store dataset in directory `dir` (created), with a `<dir>.objmeta.json` sidecar.
+pub fn write_dir(spec: &Spec, data: &[u8], dir: &Path) -> std::io::Result<()> {
+    let layers = layers(spec, data);
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("VolumeDataLayout"), serde_json::to_vec_pretty(&spec.layout_json())?)?;
+    let mut status = Vec::new();
+    let mut objmeta = serde_json::Map::new();
+    for l in &layers {
+        let ld = dir.join(&l.name);
+        std::fs::create_dir_all(ld.join("ChunkMetadata"))?;
+        let ps = spec.page_entries as usize;
+        let mut page_dir = Vec::new();
+        for (p, page) in l.chunks.chunks(ps).enumerate() {
+            let mut b = vec![0u8; ps * 8];
+            for (k, (h, _)) in page.iter().enumerate() {
+                b[k * 8..k * 8 + 8].copy_from_slice(&h.to_le_bytes());
+            }
+            std::fs::write(ld.join("ChunkMetadata").join(p.to_string()), b)?;
+            page_dir.push(p as i64);
+        }
+        for (i, (h, bytes)) in l.chunks.iter().enumerate() {
+            if let Some(b) = bytes {
+                std::fs::write(ld.join(i.to_string()), b)?;
+                objmeta.insert(
+                    format!("{}/{i}", l.name),
+                    json!({"x-amz-meta-vdschunkmetadata": crate::layout::base64_encode(&h.to_le_bytes())}),
+                );
+            }
+        }
+        let lod: u32 = l.name.rsplit("LOD").next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        status.push(json!({
+            "layerName": l.name, "channelName": spec.channel_name, "dimensionGroup": "Dimensions_012", "lod": lod,
+            "produceStatus": "Normal", "compressionMethod": spec.compression.name(), "compressionTolerance": 0.0,
+            "chunkCount": l.chunks.len(), "validChunkCount": l.valid, "chunkMetadataPageSize": ps,
+            "chunkMetadataByteSize": 8, "hasChunkMetadataPages": true, "pageDirectory": page_dir,
+            "serializedSize": 0, "uncompressedSize": 0, "adaptiveLevelSizes": vec![0; 16],
+        }));
+    }
+    std::fs::write(dir.join("LayerStatus"), serde_json::to_vec_pretty(&Value::Array(status))?)?;
+    let mut side = dir.as_os_str().to_owned();
+    side.push(".objmeta.json");
+    std::fs::write(side, serde_json::to_vec_pretty(&json!({"objects": objmeta}))?)?;
+    Ok(())
+}
+
+/// Deterministic pseudo-random native data for `spec` (floats in [-1, 1]).
+pub fn sample_data(spec: &Spec, seed: u64) -> Vec<u8> {
+    let n: u64 = spec.dims.iter().product::<u64>() * spec.components as u64;
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let mut out = Vec::with_capacity(n as usize * spec.format.native_bytes());
+    for i in 0..n {
+        // Smooth-ish values with runs, so RLE has something to do.
+        let r = next();
+        let smooth = ((i as f64) * 0.01).sin() as f32;
+        match spec.format {
+            SampleFormat::Bit1 => out.push((r & 1) as u8),
+            SampleFormat::U8 => out.push(if r % 4 == 0 { 7 } else { (r >> 8) as u8 }),
+            SampleFormat::U16 => out.extend_from_slice(&((r >> 8) as u16).to_le_bytes()),
+            SampleFormat::R32 => out.extend_from_slice(&(if r % 3 == 0 { 0.25 } else { smooth + (r % 1000) as f32 * 1e-4 }).to_le_bytes()),
+            SampleFormat::U32 => out.extend_from_slice(&(r as u32).to_le_bytes()),
+            SampleFormat::R64 => out.extend_from_slice(&((smooth as f64) + (r % 1000) as f64 * 1e-7).to_le_bytes()),
+            SampleFormat::U64 => out.extend_from_slice(&r.to_le_bytes()),
+        }
+    }
+    out
+}
