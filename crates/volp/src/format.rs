@@ -64,7 +64,11 @@ fn build_report(data: &[u8], limits: &Limits, decode: bool, all: bool) -> Result
             }
         }
         _ => {
-            if let Err(e) = parse::frames(body, s.body_offset) {
+            let planned = match &s.check.header {
+                Some(h) => parse::plan_body(body, s.body_offset, h.decoded_len()).map(|_| ()),
+                None => parse::frames(body, s.body_offset).map(|_| ()),
+            };
+            if let Err(e) = planned {
                 report.findings.push_error(&e);
             } else if s.check.header.is_some() {
                 report.findings.info(
