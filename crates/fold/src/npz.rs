@@ -240,7 +240,7 @@ pub fn describe(b: &[u8], limits: &Limits) -> Result<Vec<ArrayInfo>> {
                 }
                 out.push(ArrayInfo {
                     name,
-                    dtype: format!("{}{}", if h.big_endian { ">" } else { "<" }, short_code(h.dtype)),
+                    dtype: descr(h.dtype, h.big_endian),
                     shape: h.shape,
                     unsupported: h.fortran_order.then(|| "Fortran order".to_string()),
                 })
@@ -254,9 +254,14 @@ pub fn describe(b: &[u8], limits: &Limits) -> Result<Vec<ArrayInfo>> {
     Ok(out)
 }
 
-fn short_code(d: rasterpack_common::DType) -> &'static str {
-    // descr without its byte-order character
-    &d.npy_descr()[1..]
+/// numpy's `dtype.str` (`<f4`, `>i2`, `|b1`).
+fn descr(d: rasterpack_common::DType, big_endian: bool) -> String {
+    let le = d.npy_descr();
+    if big_endian && d.size() > 1 {
+        format!(">{}", &le[1..])
+    } else {
+        le.to_string()
+    }
 }
 
 /// Read one array (by array name) out of an archive.

@@ -72,7 +72,6 @@ pub fn open(input: &Input, limits: &Limits, f: &mut Findings) -> Result<Option<C
     let mut hb = [0u8; 28];
     input.read_at(0, &mut hb, "FOLD header")?;
     let header = FileHeader::from_bytes(&hb);
-    let mut ok = true;
     if header.magic != MAGIC {
         f.error(
             "fold.header.bad_magic",
@@ -82,8 +81,8 @@ pub fn open(input: &Input, limits: &Limits, f: &mut Findings) -> Result<Option<C
         return Ok(None);
     }
     if header.header_len as u64 != HEADER_LEN {
+        // Reported, but the rest of the file is still checked: the layout does not depend on it.
         f.error("fold.header.header_len", Some(8), format!("header_len is {}, must be 28", header.header_len));
-        ok = false;
     }
     if header.index_off < HEADER_LEN {
         let why = if header.index_off == 0 { " (the writer never finalized the file)" } else { "" };
@@ -92,9 +91,6 @@ pub fn open(input: &Input, limits: &Limits, f: &mut Findings) -> Result<Option<C
             Some(12),
             format!("index_off {} is inside the 28-byte header{why}", header.index_off),
         );
-        ok = false;
-    }
-    if !ok {
         return Ok(None);
     }
     // Layer 2: anti-DoS limit before anything is allocated.

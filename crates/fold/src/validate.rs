@@ -96,7 +96,8 @@ pub fn analyze(input: &Input, opts: &AnalyzeOptions) -> Result<Analysis, Error> 
         let st = check_chunk(input, &container, entry, &hashes, opts, &mut l, &mut spans, &mut out.repairs)?;
         out.chunks.push(st);
     }
-    check_layout(&container, &mut spans, &mut l);
+    let complete = spans.len() == container.index.entries.len() && container.index.entries.len() == container.index.declared_chunks;
+    check_layout(&container, &mut spans, complete, &mut l);
     let (ok, recomputed) = check_manifest(&container, &mut l);
     out.manifest_ok = ok;
     out.manifest_recomputed = recomputed;
@@ -170,13 +171,19 @@ fn decode(flags: u32, comp: &[u8], uncomp_len: u64) -> Result<Option<Vec<u8>>, (
         }
         FLAG_ZSTD => {
             // A frame header announcing another size is caught before allocating.
-            if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(comp) {
+            let declared = zstd::zstd_safe::get_frame_content_size(comp);
+            if let Ok(Some(size)) = declared {
                 if size > uncomp_len {
                     return Err((
                         "fold.payload.uncomp_len_mismatch",
                         format!("zstd frame declares {size} bytes, uncomp_len says {uncomp_len}"),
                     ));
                 }
+            }
+            if !matches!(declared, Ok(Some(s)) if s == uncomp_len) {
+                // No content size (or several frames): stream, growing the buffer only as data
+                // is produced, never past uncomp_len + 1.
+                return stream_decode(comp, uncomp_len).map(Some);
             }
             let cap = usize::try_from(uncomp_len).map_err(|_| ("fold.limits.chunk_too_large", "uncomp_len too large".to_string()))?;
             let mut buf: Vec<u8> = Vec::with_capacity(cap);
@@ -196,6 +203,26 @@ fn decode(flags: u32, comp: &[u8], uncomp_len: u64) -> Result<Option<Vec<u8>>, (
         }
         _ => Err(("fold.chunk.bad_flags", format!("flags {flags} is neither 0 (none) nor 1 (zstd)"))),
     }
+}
+
+fn stream_decode(comp: &[u8], uncomp_len: u64) -> Result<Vec<u8>, (&'static str, String)> {
+    use std::io::Read;
+    let dec = zstd::stream::read::Decoder::with_buffer(comp).map_err(|e| ("fold.payload.decompress_failed", format!("zstd: {e}")))?;
+    let mut out = Vec::new();
+    dec.take(uncomp_len.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| ("fold.payload.decompress_failed", format!("zstd: {e}")))?;
+    if out.len() as u64 != uncomp_len {
+        return Err((
+            "fold.payload.uncomp_len_mismatch",
+            if out.len() as u64 > uncomp_len {
+                format!("zstd payload decompresses to more than uncomp_len ({uncomp_len}) bytes")
+            } else {
+                format!("zstd payload decompresses to {} bytes, uncomp_len says {uncomp_len}", out.len())
+            },
+        ));
+    }
+    Ok(out)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -384,7 +411,7 @@ fn check_chunk(
                 "fold.ecc.ecc_layout_quirk",
                 Some(ecc_off),
                 format!(
-                    "chunk {name:?}: payload verifies, but its {} payload bytes span several RS blocks and pyfolds stored the tail of the codeword stream instead of the parity: damage could not be repaired",
+                    "chunk {name:?}: payload verifies, but its {} payload bytes span several RS blocks and pyfolds stored the tail of the codeword stream instead of the parity: ECC could not repair damage",
                     h.comp_len
                 ),
             );
@@ -497,7 +524,8 @@ fn check_chunk(
 }
 
 /// Overlaps (invalid), gaps and trailing bytes (warnings) between chunks and the index.
-fn check_layout(c: &Container, spans: &mut [(u64, u64, String)], l: &mut Layers) {
+/// `complete`: every chunk's extent is known; gaps are only meaningful then.
+fn check_layout(c: &Container, spans: &mut [(u64, u64, String)], complete: bool, l: &mut Layers) {
     spans.sort();
     let mut cursor = crate::raw::HEADER_LEN;
     let mut cursor_name = "file header".to_string();
@@ -508,7 +536,7 @@ fn check_layout(c: &Container, spans: &mut [(u64, u64, String)], l: &mut Layers)
                 Some(*start),
                 format!("chunk {name:?} at offset {start} overlaps the {cursor_name} (ends at {cursor})"),
             );
-        } else if *start > cursor {
+        } else if *start > cursor && complete {
             l.bounds.warning("fold.bounds.gap", Some(cursor), format!("{} unused byte(s) before chunk {name:?}", start - cursor));
         }
         if *end > cursor {
@@ -519,7 +547,7 @@ fn check_layout(c: &Container, spans: &mut [(u64, u64, String)], l: &mut Layers)
     let idx = c.header.index_off;
     if idx < cursor {
         l.bounds.error("fold.bounds.overlap", Some(idx), format!("the index at offset {idx} overlaps the {cursor_name} (ends at {cursor})"));
-    } else if idx > cursor {
+    } else if idx > cursor && complete {
         l.bounds.warning("fold.bounds.gap", Some(cursor), format!("{} unused byte(s) before the index", idx - cursor));
     }
     let idx_end = idx.saturating_add(c.header.index_len);

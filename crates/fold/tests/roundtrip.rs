@@ -1,0 +1,200 @@
+//! Writer round trips: every chunk kind, codec and ECC setting the writer supports, every
+//! dtype with extreme values, NaN payloads and -0.0; JSON with Python-only values.
+
+use rasterpack_common::{ArrayRequest, DType, ErrorKind, Format, Input, NdArray, ValidateOptions, WriteOptions};
+use rasterpack_fold::pjson::{self, Value};
+use rasterpack_fold::{analyze, AnalyzeOptions, ChunkOptions, Compression, Content, FoldBuilder, FoldFormat};
+
+fn arrays() -> Vec<NdArray> {
+    let mut out = Vec::new();
+    let mk = |dtype: DType, shape: Vec<u64>, data: Vec<u8>| NdArray::new(dtype, shape, data).unwrap();
+    out.push(mk(DType::Bool, vec![3], vec![0, 1, 1]));
+    out.push(mk(DType::U8, vec![2, 2], vec![0, 255, 1, 128]));
+    out.push(mk(DType::I8, vec![2], vec![0x80, 0x7f]));
+    out.push(mk(DType::U16, vec![2], [0u16, u16::MAX].iter().flat_map(|v| v.to_le_bytes()).collect()));
+    out.push(mk(DType::I16, vec![2], [i16::MIN, i16::MAX].iter().flat_map(|v| v.to_le_bytes()).collect()));
+    out.push(mk(DType::U32, vec![2], [0u32, u32::MAX].iter().flat_map(|v| v.to_le_bytes()).collect()));
+    out.push(mk(DType::I32, vec![2], [i32::MIN, i32::MAX].iter().flat_map(|v| v.to_le_bytes()).collect()));
+    out.push(mk(DType::U64, vec![2], [0u64, u64::MAX].iter().flat_map(|v| v.to_le_bytes()).collect()));
+    out.push(mk(DType::I64, vec![2], [i64::MIN, i64::MAX].iter().flat_map(|v| v.to_le_bytes()).collect()));
+    let f32s = [0.0f32, -0.0, f32::MIN_POSITIVE, f32::MAX, f32::INFINITY, f32::NEG_INFINITY, f32::from_bits(0x7fc0_1234), 1e-45];
+    out.push(mk(DType::F32, vec![2, 4], f32s.iter().flat_map(|v| v.to_le_bytes()).collect()));
+    let f64s = [0.0f64, -0.0, f64::MAX, f64::from_bits(0xfff8_0000_dead_beef), 5e-324, f64::NEG_INFINITY];
+    out.push(mk(DType::F64, vec![3, 2], f64s.iter().flat_map(|v| v.to_le_bytes()).collect()));
+    out.push(mk(DType::F32, vec![0, 3], Vec::new()));
+    out
+}
+
+fn doc() -> Value {
+    pjson::parse(
+        "{\"name\":\"caf\u{e9} \u{1F600}\",\"nan\":NaN,\"inf\":[Infinity,-Infinity],\"neg0\":-0.0,\"big\":123456789012345678901234567890,\"tiny\":1e-07,\"ctl\":\"a\\u0001\\n\\\"\",\"nested\":{\"z\":1,\"a\":[true,false,null]}}"
+            .as_bytes(),
+        64,
+    )
+    .unwrap()
+}
+
+#[test]
+fn every_codec_and_ecc_round_trips() {
+    let arrs = arrays();
+    for compression in [Compression::None, Compression::Zstd(3)] {
+        for ecc in [None, Some(16u8), Some(32), Some(64)] {
+            let opts = ChunkOptions { compression, ecc };
+            let mut b = FoldBuilder::new();
+            b.created_at_unix = 1767225600.5;
+            b.metadata("model_type", Value::str("Test\u{e9}")).unwrap();
+            b.metadata("scale", Value::Float(0.1)).unwrap();
+            b.metadata("odd", doc()).unwrap();
+            b.add_json("llm_manifest", &doc(), opts).unwrap();
+            let named: Vec<(String, &NdArray)> = arrs.iter().enumerate().map(|(i, a)| (format!("a{i}"), a)).collect();
+            let refs: Vec<(&str, &NdArray)> = named.iter().map(|(n, a)| (n.as_str(), *a)).collect();
+            b.add_npz("nuclear_arrays", &refs, opts).unwrap();
+            b.add_chunk("blob", "BLOB", &[1, 2, 3, 0, 255], opts).unwrap();
+            b.add_chunk("empty", "RAW0", &[], opts).unwrap();
+            let bytes = b.to_bytes().unwrap();
+            let input = Input::from_bytes("rt.fold", bytes);
+            let r = FoldFormat.validate(&input, &ValidateOptions::default());
+            assert!(r.is_valid(true), "{compression:?}/{ecc:?}: {:?}", r.findings);
+            let a = analyze(&input, &AnalyzeOptions { content: true, ..Default::default() }).unwrap();
+            assert_eq!(a.manifest_ok, Some(true));
+            let json = a.chunks.iter().find(|c| c.entry.name == "llm_manifest").unwrap();
+            match &json.content {
+                Content::Json(v) => assert_eq!(
+                    pjson::dumps(v, true, pjson::Ascii::Escape),
+                    pjson::dumps(&doc(), true, pjson::Ascii::Escape)
+                ),
+                other => panic!("{other:?}"),
+            }
+            for (i, want) in arrs.iter().enumerate() {
+                let req = ArrayRequest { element: Some(format!("nuclear_arrays/a{i}")), ..Default::default() };
+                let got = FoldFormat.read_array(&input, &req).unwrap();
+                assert_eq!((got.dtype, &got.shape, &got.data), (want.dtype, &want.shape, &want.data), "a{i}");
+            }
+            // ECC is kept for payloads that fit one block, dropped (with a note) otherwise.
+            for st in &a.chunks {
+                let fits = ecc.is_some_and(|n| st.entry.comp_len <= 255 - n as u64) && st.entry.comp_len > 0;
+                if fits {
+                    assert_eq!(st.entry.ecc_algo, format!("rs({})", ecc.unwrap()));
+                } else if ecc.is_some() && st.entry.comp_len > 0 {
+                    assert_eq!(st.entry.ecc_algo, "none");
+                }
+            }
+            if ecc.is_some() {
+                assert!(!b.notes.is_empty());
+            }
+        }
+    }
+}
+
+#[test]
+fn ecc_repairs_what_it_can_and_detects_the_rest() {
+    for n in [16u8, 32, 64] {
+        let mut b = FoldBuilder::new();
+        let payload: Vec<u8> = (0..(255 - n as usize)).map(|i| (i * 7) as u8).collect();
+        b.add_chunk("data", "BLOB", &payload, ChunkOptions { compression: Compression::None, ecc: Some(n) }).unwrap();
+        let good = b.to_bytes().unwrap();
+        let start = 28 + 32;
+        let mut seed = n as u64;
+        let mut rnd = |m: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) as usize) % m
+        };
+        for nerr in 1..=(n as usize / 2 + 1) {
+            for _trial in 0..3 {
+                let mut bad = good.clone();
+                let mut pos = Vec::new();
+                while pos.len() < nerr {
+                    let p = start + rnd(payload.len());
+                    if !pos.contains(&p) {
+                        pos.push(p);
+                    }
+                }
+                for &p in &pos {
+                    bad[p] ^= 1 + rnd(255) as u8;
+                }
+                let input = Input::from_bytes("bad", bad);
+                let r = FoldFormat.validate(&input, &ValidateOptions::default());
+                if nerr <= n as usize / 2 {
+                    assert!(r.is_valid(false) && r.findings.has_code("fold.ecc.repaired"), "{n}/{nerr}: {:?}", r.findings);
+                    let mut out = Vec::new();
+                    FoldFormat
+                        .convert_special(&input, &FoldFormat, &ArrayRequest::default(), &WriteOptions::default(), &mut out)
+                        .unwrap()
+                        .unwrap();
+                    assert_eq!(out, good);
+                } else {
+                    assert!(!r.is_valid(false), "{n}/{nerr}: must be detected");
+                    assert!(r.findings.has_code("fold.ecc.ecc_uncorrectable"));
+                    let mut out = Vec::new();
+                    let res = FoldFormat
+                        .convert_special(&input, &FoldFormat, &ArrayRequest::default(), &WriteOptions::default(), &mut out)
+                        .unwrap();
+                    assert!(res.is_err());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn write_array_and_element_selection() {
+    let mut arr = NdArray::new(DType::F32, vec![2, 3], (0..24).collect()).unwrap();
+    arr.name = Some("temperature".into());
+    let mut out = Vec::new();
+    FoldFormat.write_array(&arr, &WriteOptions::default(), &mut out).unwrap();
+    assert!(FoldFormat.detect(&out[..64.min(out.len())]));
+    let input = Input::from_bytes("w.fold", out);
+    assert!(FoldFormat.validate(&input, &ValidateOptions::default()).is_valid(true));
+    let back = FoldFormat.read_array(&input, &ArrayRequest::default()).unwrap();
+    assert_eq!(back.data, arr.data);
+    assert_eq!(back.name.as_deref(), Some("temperature"));
+
+    // Two NPZ0 chunks holding the same array name: ambiguous without CHUNK/ARRAY.
+    let mut b = FoldBuilder::new();
+    b.add_npz("one", &[("x", &arr)], ChunkOptions::default()).unwrap();
+    b.add_npz("two", &[("x", &arr), ("y", &arr)], ChunkOptions::default()).unwrap();
+    let input = Input::from_bytes("two.fold", b.to_bytes().unwrap());
+    let err = FoldFormat.read_array(&input, &ArrayRequest::default()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Usage);
+    assert!(err.message.contains("one/x") && err.message.contains("two/y"), "{}", err.message);
+    let err = FoldFormat.read_array(&input, &ArrayRequest { element: Some("x".into()), ..Default::default() }).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Usage);
+    let y = FoldFormat.read_array(&input, &ArrayRequest { element: Some("y".into()), ..Default::default() }).unwrap();
+    assert_eq!(y.data, arr.data);
+    let x = FoldFormat.read_array(&input, &ArrayRequest { element: Some("two/x".into()), ..Default::default() }).unwrap();
+    assert_eq!(x.data, arr.data);
+}
+
+#[test]
+fn manifest_hash_is_python_exact() {
+    // Values checked with CPython 3.11:
+    // hashlib.sha256(json.dumps({"chunk_hashes":{},"b":1.0,"a":"\u00e9","c":[1e-07,1e+16,-0.0]},
+    //     sort_keys=True, separators=(",",":")).encode()).hexdigest()
+    let meta = pjson::parse(r#"{"chunk_hashes":{},"b":1.0,"a":"é","c":[1e-07,1e16,-0.0]}"#.as_bytes(), 64).unwrap();
+    assert_eq!(
+        rasterpack_fold::validate::manifest_source(&meta),
+        r#"{"a":"\u00e9","b":1.0,"c":[1e-07,1e+16,-0.0],"chunk_hashes":{}}"#
+    );
+}
+
+#[test]
+fn hand_edited_files_are_flagged() {
+    let mut b = FoldBuilder::new();
+    b.add_json("m", &doc(), ChunkOptions::default()).unwrap();
+    let good = b.to_bytes().unwrap();
+    // Trailing bytes: warning only.
+    let mut t = good.clone();
+    t.extend_from_slice(b"junk");
+    let r = FoldFormat.validate(&Input::from_bytes("t", t), &ValidateOptions::default());
+    assert!(r.is_valid(false) && r.findings.has_code("fold.bounds.trailing_bytes"));
+    // Unknown flags: invalid.
+    let mut t = good.clone();
+    t[28 + 7] = 5;
+    let r = FoldFormat.validate(&Input::from_bytes("t", t), &ValidateOptions::default());
+    assert!(r.findings.has_code("fold.chunk.bad_flags"));
+    // Never finalized header.
+    let mut t = good.clone();
+    t[12..28].fill(0);
+    let r = FoldFormat.validate(&Input::from_bytes("t", t), &ValidateOptions::default());
+    assert!(r.findings.has_code("fold.header.index_off_lt_header"));
+}
