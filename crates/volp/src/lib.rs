@@ -12,6 +12,8 @@ pub mod json;
 pub mod model;
 pub mod parse;
 pub mod raw;
+#[doc(hidden)]
+pub mod samples;
 pub mod validate;
 pub mod write;
 
