@@ -408,6 +408,13 @@ pub fn py_float_repr(x: f64) -> String {
     }
     // Rust's `{:e}` prints the shortest round-trip digits, like Python's repr.
     let e = format!("{:e}", x.abs());
+    let (mant, _) = e.split_once('e').unwrap_or((&e, "0"));
+    let n = mant.chars().filter(|c| c.is_ascii_digit()).count();
+    // When two n-digit strings round-trip equally close (x is an exact tie), Python's dtoa
+    // picks the even one; exact formatting at n digits rounds half to even, so prefer it when
+    // it still round-trips.
+    let exact = format!("{:.*e}", n.saturating_sub(1), x.abs());
+    let e = if exact.parse::<f64>().ok() == Some(x.abs()) { exact } else { e };
     let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
@@ -566,6 +573,9 @@ mod tests {
             (1.7976931348623157e308, "1.7976931348623157e+308"),
             (0.3333333333333333, "0.3333333333333333"),
             (1234.5678, "1234.5678"),
+            // exact ties between two shortest candidates: Python rounds half to even
+            (f64::from_bits(0xc30f_a36f_d398_d412), "-1113178120592002.2"),
+            (f64::from_bits(0x42d9_636d_0366_5f08), "111659285584252.12"),
         ];
         for (x, want) in cases {
             assert_eq!(py_float_repr(*x), *want, "{x:e}");
