@@ -7,10 +7,10 @@ pub fn formats() -> Vec<&'static dyn Format> {
     vec![
         &rasterpack_common::npy_format::NpyFormat,
         // FORMAT OWNERS: uncomment your line once your crate exports the type.
-        // &rasterpack_volp::VolpFormat,
+        &rasterpack_volp::VolpFormat,
         &rasterpack_gvrs::GvrsFormat,
         &rasterpack_udf::UdfFormat,
         // &rasterpack_fold::FoldFormat,
-        // &rasterpack_vds_meta::VdsFormat,
+        &rasterpack_vds_meta::VdsFormat,
     ]
 }
