@@ -221,8 +221,10 @@ fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
     if h.checksums > 1 {
         ctx.warn("gvrs.header.flag_value", Some(128), format!("checksum flag is {}, expected 0 or 1", h.checksums));
     }
-    // CRC over [16, 16 + length - 4).
-    if let Ok(bytes) = input.read_vec(16, len, "header record", limits) {
+    // CRC over [16, 16 + length - 4). A file never closed has a zero or stale header CRC
+    // (errata 17): the opened-for-writing finding already says so.
+    if h.time_opened_for_writing != 0 {
+    } else if let Ok(bytes) = input.read_vec(16, len, "header record", limits) {
         let rec = RecordHeader { start: 16, ..h.record };
         // Alignment of the header start is fixed (16): check only length/CRC here.
         let mut tmp = Ctx { f: Findings::new(), checksums: ctx.checksums, extents: Vec::new(), unsupported: BTreeMap::new() };
