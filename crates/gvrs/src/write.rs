@@ -1,12 +1,803 @@
-//! GVRS writer (owned by the codec/writer work). INTERFACE STUB.
+//! GVRS 1.4 writer: files Gridfour reads, laid out as the errata describe.
+//!
+//! File layout written here (records reached only through the header's directory references,
+//! so their order is free): identification, header record, metadata records, metadata
+//! directory, tile directory, tile records. Every record is a multiple of 8 bytes and starts at
+//! a multiple of 8; its CRC32C (or 0 with checksums off) is its last 4 bytes. The header's
+//! time-opened-for-writing is 0 (a closed file) and no file-space directory is needed (the
+//! file has no free space). Tiles whose cells all equal the fill value (bitwise for floats) are
+//! not stored. Each element of a tile is stored compressed only when the block is strictly
+//! smaller than the uncompressed one, so a reader can tell them apart by length.
+//!
+//! The whole file is assembled before the first byte is written: tile blocks are encoded (in
+//! parallel with rayon) and kept in memory, then offsets are known and the output needs no
+//! seeking.
 
 use std::io::Write;
 
-use rasterpack_common::{Error, NdArray, Result, WriteOptions};
+use rayon::prelude::*;
+
+use crate::codec::{self, Codec, EncodeOptions};
+use rasterpack_common::{DType, Error, NdArray, Result, WriteOptions};
+
+/// Record type codes (spec Table 1).
+const REC_METADATA: u8 = 1;
+const REC_TILE: u8 = 2;
+const REC_METADATA_DIRECTORY: u8 = 4;
+const REC_TILE_DIRECTORY: u8 = 5;
+const REC_HEADER: u8 = 6;
+
+/// Gridfour's default codec list.
+pub const DEFAULT_CODECS: [Codec; 3] = [Codec::Huffman, Codec::Deflate, Codec::Float];
+
+/// The value range and fill of one element, by type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElementKind {
+    Integer { min: i32, max: i32, fill: i32 },
+    Short { min: i16, max: i16, fill: i16 },
+    Float { min: f32, max: f32, fill: f32 },
+    /// Integer-coded float: value = `(f32)code / scale + offset`; `fill_int` codes `fill`.
+    IntCodedFloat { min: f32, max: f32, fill: f32, scale: f32, offset: f32, min_int: i32, max_int: i32, fill_int: i32 },
+}
+
+impl ElementKind {
+    fn type_code(&self) -> u8 {
+        match self {
+            ElementKind::Integer { .. } => 0,
+            ElementKind::IntCodedFloat { .. } => 1,
+            ElementKind::Float { .. } => 2,
+            ElementKind::Short { .. } => 3,
+        }
+    }
+
+    /// Gridfour's defaults for a type: full range, fill = the type's minimum (NaN for floats).
+    pub fn integer() -> Self {
+        ElementKind::Integer { min: i32::MIN + 1, max: i32::MAX, fill: i32::MIN }
+    }
+    pub fn short() -> Self {
+        ElementKind::Short { min: i16::MIN + 1, max: i16::MAX, fill: i16::MIN }
+    }
+    pub fn float() -> Self {
+        ElementKind::Float { min: f32::NEG_INFINITY, max: f32::INFINITY, fill: f32::NAN }
+    }
+    /// An integer-coded float with `scale` and `offset`; fill NaN coded as `i32::MIN`.
+    pub fn int_coded_float(scale: f32, offset: f32) -> Self {
+        let min_int = i32::MIN + 1;
+        let max_int = i32::MAX;
+        ElementKind::IntCodedFloat {
+            min: min_int as f32 / scale + offset,
+            max: max_int as f32 / scale + offset,
+            fill: f32::NAN,
+            scale,
+            offset,
+            min_int,
+            max_int,
+            fill_int: i32::MIN,
+        }
+    }
+}
+
+/// One element (a value per cell) of the raster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ElementSpec {
+    /// Identifier: ASCII letter first, then letters, digits or `_`; at most 32 characters.
+    pub name: String,
+    pub kind: ElementKind,
+    pub continuous: bool,
+    pub label: String,
+    pub description: String,
+    pub unit: String,
+}
+
+impl ElementSpec {
+    pub fn new(name: &str, kind: ElementKind) -> Self {
+        ElementSpec { name: name.to_string(), kind, continuous: true, label: String::new(), description: String::new(), unit: String::new() }
+    }
+}
+
+/// Model coordinates of the grid: the centres of cell (0, 0) and of the last row/column.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Coordinates {
+    /// Raster coordinates only (Gridfour stores x0 = y0 = 0, x1 = cols - 1, y1 = rows - 1).
+    Unspecified,
+    Cartesian { x0: f64, y0: f64, x1: f64, y1: f64 },
+    Geographic { lon0: f64, lat0: f64, lon1: f64, lat1: f64 },
+}
+
+/// Raster space code (header byte 129).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RasterSpace {
+    Unspecified = 0,
+    Point = 1,
+    Area = 2,
+}
+
+/// Metadata content types (spec Table 20).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetadataType {
+    Unspecified = 0,
+    Byte = 1,
+    Short = 2,
+    UnsignedShort = 3,
+    Integer = 4,
+    UnsignedInteger = 5,
+    Float = 6,
+    Double = 7,
+    String = 8,
+    Ascii = 9,
+}
+
+/// A metadata record. Use the constructors for Gridfour's content layouts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metadata {
+    pub name: String,
+    pub record_id: i32,
+    pub kind: MetadataType,
+    /// Content bytes exactly as stored.
+    pub content: Vec<u8>,
+    pub description: String,
+}
+
+impl Metadata {
+    /// STRING (UTF-8) or ASCII: i32 byte count, then the bytes (Gridfour's layout).
+    pub fn text(name: &str, record_id: i32, text: &str, ascii: bool) -> Self {
+        let mut content = (text.len() as i32).to_le_bytes().to_vec();
+        content.extend_from_slice(text.as_bytes());
+        let kind = if ascii { MetadataType::Ascii } else { MetadataType::String };
+        Metadata { name: name.into(), record_id, kind, content, description: String::new() }
+    }
+    pub fn integers(name: &str, record_id: i32, values: &[i32]) -> Self {
+        let content = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        Metadata { name: name.into(), record_id, kind: MetadataType::Integer, content, description: String::new() }
+    }
+    pub fn doubles(name: &str, record_id: i32, values: &[f64]) -> Self {
+        let content = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        Metadata { name: name.into(), record_id, kind: MetadataType::Double, content, description: String::new() }
+    }
+    /// SHORT: Gridfour stores 4 bytes per value (the n shorts, then 2n zero bytes).
+    pub fn shorts(name: &str, record_id: i32, values: &[i16]) -> Self {
+        let mut content: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        content.resize(values.len() * 4, 0);
+        Metadata { name: name.into(), record_id, kind: MetadataType::Short, content, description: String::new() }
+    }
+    pub fn with_description(mut self, d: &str) -> Self {
+        self.description = d.into();
+        self
+    }
+}
+
+/// Everything about a file except the cell values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GvrsSpec {
+    pub rows: u32,
+    pub cols: u32,
+    pub tile_rows: u32,
+    pub tile_cols: u32,
+    pub elements: Vec<ElementSpec>,
+    /// The header's codec list; empty = compression off. Block byte 0 indexes this list.
+    /// LSOP12 may be listed (Gridfour can decode it) but rasterpack does not encode it.
+    pub codecs: Vec<Codec>,
+    pub checksums: bool,
+    pub raster_space: RasterSpace,
+    pub coordinates: Coordinates,
+    pub product_label: String,
+    pub metadata: Vec<Metadata>,
+    /// Write Gridfour's `GvrsJavaCodecs` / `GvrsCompressionCodecs` ASCII records (for the codec
+    /// list, or Gridfour's default list when compression is off), as Gridfour itself does.
+    pub java_codec_records: bool,
+    /// The 16 UUID bytes as stored (two LE i64, least-significant half first); `None` = random v4.
+    pub uuid: Option<[u8; 16]>,
+    /// Time modified, ms since 1970; `None` = now.
+    pub time_modified_ms: Option<i64>,
+    pub encode: EncodeOptions,
+}
+
+impl GvrsSpec {
+    /// A one-element raster with Gridfour's defaults (default codec list, checksums on).
+    pub fn new(rows: u32, cols: u32, tile_rows: u32, tile_cols: u32, element: ElementSpec) -> Self {
+        GvrsSpec {
+            rows,
+            cols,
+            tile_rows,
+            tile_cols,
+            elements: vec![element],
+            codecs: DEFAULT_CODECS.to_vec(),
+            checksums: true,
+            raster_space: RasterSpace::Unspecified,
+            coordinates: Coordinates::Unspecified,
+            product_label: String::new(),
+            metadata: Vec::new(),
+            java_codec_records: true,
+            uuid: None,
+            time_modified_ms: None,
+            encode: EncodeOptions::default(),
+        }
+    }
+}
+
+/// The cell values of one element, `rows * cols` in row-major order.
+#[derive(Debug, Clone, Copy)]
+pub enum ElementValues<'a> {
+    Int(&'a [i32]),
+    Short(&'a [i16]),
+    Float(&'a [f32]),
+    /// Integer-coded float given as the stored integer codes.
+    Codes(&'a [i32]),
+    /// Integer-coded float given as values, coded with Gridfour's rounding (errata 5).
+    IcfValues(&'a [f32]),
+}
+
+/// Gridfour's integer coding of a float: `(v - offset) * scale` in f32, + 0.5 and floor in f64,
+/// saturating cast; the fill value (NaN matches NaN) codes to `fill_int`.
+pub fn icf_encode(v: f32, scale: f32, offset: f32, fill: f32, fill_int: i32) -> i32 {
+    if v == fill || (v.is_nan() && fill.is_nan()) {
+        return fill_int;
+    }
+    let s = (v - offset) * scale;
+    (f64::from(s) + 0.5).floor() as i32
+}
+
+/// Gridfour's decoding of an integer code.
+pub fn icf_decode(code: i32, scale: f32, offset: f32, fill: f32, fill_int: i32) -> f32 {
+    if code == fill_int {
+        fill
+    } else {
+        code as f32 / scale + offset
+    }
+}
+
+fn usage(msg: impl Into<String>) -> Error {
+    Error::usage(msg)
+}
+
+fn check_identifier(name: &str, what: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 32
+        && name.as_bytes()[0].is_ascii_alphabetic()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(usage(format!("{what} {name:?} is not a GVRS identifier (ASCII letter, then letters, digits or '_', at most 32)")))
+    }
+}
+
+/// Little-endian byte builder with GVRS strings.
+struct Buf(Vec<u8>);
+
+impl Buf {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn i16(&mut self, v: i16) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn i32(&mut self, v: i32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn i64(&mut self, v: i64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn f32(&mut self, v: f32) {
+        self.0.extend_from_slice(&v.to_bits().to_le_bytes());
+    }
+    fn f64(&mut self, v: f64) {
+        self.0.extend_from_slice(&v.to_bits().to_le_bytes());
+    }
+    fn zeros(&mut self, n: usize) {
+        self.0.resize(self.0.len() + n, 0);
+    }
+    /// u16 byte count + UTF-8 bytes.
+    fn string(&mut self, s: &str) -> Result<()> {
+        let n = u16::try_from(s.len()).map_err(|_| usage(format!("string of {} bytes is longer than 65535", s.len())))?;
+        self.0.extend_from_slice(&n.to_le_bytes());
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+    /// Zero padding until `base + len` is a multiple of `m` (a power of two; absolute file
+    /// alignment).
+    fn align(&mut self, base: usize, m: usize) {
+        while (base + self.0.len()) & (m - 1) != 0 {
+            self.0.push(0);
+        }
+    }
+}
+
+/// Frame a record: `[length][type][0 0 0] content [padding] [CRC]`, length a multiple of 8.
+fn record(kind: u8, content: &[u8], checksums: bool) -> Vec<u8> {
+    let len = (8 + content.len() + 4).div_ceil(8) * 8;
+    let mut r = Vec::with_capacity(len);
+    r.extend_from_slice(&(len as i32).to_le_bytes());
+    r.extend_from_slice(&[kind, 0, 0, 0]);
+    r.extend_from_slice(content);
+    r.resize(len - 4, 0);
+    let crc = if checksums { crc32c::crc32c(&r) } else { 0 };
+    r.extend_from_slice(&crc.to_le_bytes());
+    r
+}
+
+fn random_uuid() -> [u8; 16] {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    let mut canonical = [0u8; 16];
+    for (i, chunk) in canonical.chunks_mut(8).enumerate() {
+        let mut h = RandomState::new().build_hasher();
+        h.write_usize(i);
+        h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+        chunk.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    canonical[6] = (canonical[6] & 0x0F) | 0x40;
+    canonical[8] = (canonical[8] & 0x3F) | 0x80;
+    // Stored as two little-endian i64, least-significant half first = canonical bytes reversed.
+    canonical.reverse();
+    canonical
+}
+
+fn java_codec_text(codecs: &[Codec]) -> (String, String) {
+    let mut java = String::new();
+    for c in codecs {
+        let (enc, dec) = match c {
+            Codec::Huffman => ("org.gridfour.compress.CodecHuffman", "org.gridfour.compress.CodecHuffman"),
+            Codec::Deflate => ("org.gridfour.compress.CodecDeflate", "org.gridfour.compress.CodecDeflate"),
+            Codec::Float => ("org.gridfour.compress.CodecFloat", "org.gridfour.compress.CodecFloat"),
+            Codec::Lsop12 => ("org.gridfour.lsop.LsEncoder12", "org.gridfour.lsop.LsDecoder12"),
+        };
+        java.push_str(&format!("{},{enc},{dec}\n", c.name()));
+    }
+    let names: Vec<&str> = codecs.iter().map(|c| c.name()).collect();
+    (java, names.join("|"))
+}
+
+/// The header record (starting at file offset 16) with the given directory offsets.
+fn header_record(spec: &GvrsSpec, uuid: &[u8; 16], time_ms: i64, metadata_dir: i64, tile_dir: i64) -> Result<Vec<u8>> {
+    let mut b = Buf(Vec::with_capacity(512));
+    // Offsets below are absolute; the buffer starts at 16.
+    b.i32(0); // 16 length, patched
+    b.u8(REC_HEADER);
+    b.zeros(3);
+    b.0.extend_from_slice(uuid); // 24
+    b.i64(time_ms); // 40
+    b.i64(0); // 48 time opened for writing: 0 = closed
+    b.i64(0); // 56 file-space directory: none
+    b.i64(metadata_dir); // 64
+    b.i16(1); // 72 number of levels
+    b.zeros(6); // 74..80
+    b.i64(tile_dir); // 80
+    b.zeros(16); // 88..104
+    b.i32(spec.rows as i32); // 104
+    b.i32(spec.cols as i32);
+    b.i32(spec.tile_rows as i32);
+    b.i32(spec.tile_cols as i32);
+    b.zeros(8); // 120..128
+    b.u8(u8::from(spec.checksums)); // 128
+    b.u8(spec.raster_space as u8);
+    let (cs, x0, y0, x1, y1) = match spec.coordinates {
+        Coordinates::Unspecified => (0u8, 0.0, 0.0, f64::from(spec.cols) - 1.0, f64::from(spec.rows) - 1.0),
+        Coordinates::Cartesian { x0, y0, x1, y1 } => (1, x0, y0, x1, y1),
+        Coordinates::Geographic { lon0, lat0, lon1, lat1 } => (2, lon0, lat0, lon1, lat1),
+    };
+    b.u8(cs); // 130
+    b.zeros(5); // 131..136
+    let cx = if spec.cols > 1 { (x1 - x0) / (f64::from(spec.cols) - 1.0) } else { 1.0 };
+    let cy = if spec.rows > 1 { (y1 - y0) / (f64::from(spec.rows) - 1.0) } else { 1.0 };
+    for v in [x0, y0, x1, y1, cx, cy] {
+        b.f64(v); // 136..184
+    }
+    // Model -> raster: col = (x - x0) / cx, row = (y - y0) / cy; raster -> model the inverse.
+    for v in [1.0 / cx, 0.0, -x0 / cx, 0.0, 1.0 / cy, -y0 / cy] {
+        b.f64(v); // 184..232
+    }
+    for v in [cx, 0.0, x0, 0.0, cy, y0] {
+        b.f64(v); // 232..280
+    }
+    b.i32(spec.elements.len() as i32); // 280
+    for e in &spec.elements {
+        b.u8(e.kind.type_code());
+        b.u8(u8::from(e.continuous));
+        b.zeros(6);
+        b.string(&e.name)?;
+        match e.kind {
+            ElementKind::Integer { min, max, fill } => {
+                b.align(16, 4);
+                b.i32(min);
+                b.i32(max);
+                b.i32(fill);
+            }
+            ElementKind::Float { min, max, fill } => {
+                b.align(16, 4);
+                b.f32(min);
+                b.f32(max);
+                b.f32(fill);
+            }
+            ElementKind::IntCodedFloat { min, max, fill, scale, offset, min_int, max_int, fill_int } => {
+                b.align(16, 4);
+                for v in [min, max, fill, scale, offset] {
+                    b.f32(v);
+                }
+                b.i32(min_int);
+                b.i32(max_int);
+                b.i32(fill_int);
+            }
+            // Short ranges are not aligned and the label follows immediately (errata 5).
+            ElementKind::Short { min, max, fill } => {
+                b.i16(min);
+                b.i16(max);
+                b.i16(fill);
+            }
+        }
+        b.string(&e.label)?;
+        b.string(&e.description)?;
+        b.string(&e.unit)?;
+        b.align(16, 4);
+    }
+    b.i32(spec.codecs.len() as i32);
+    for c in &spec.codecs {
+        b.string(c.name())?;
+    }
+    b.string(&spec.product_label)?;
+    b.zeros(8);
+    // Pad so that the length (16 .. CRC end) is a multiple of 8.
+    while (b.0.len() + 4) & 7 != 0 {
+        b.u8(0);
+    }
+    let len = b.0.len() + 4;
+    b.0[0..4].copy_from_slice(&(len as i32).to_le_bytes());
+    let crc = if spec.checksums { crc32c::crc32c(&b.0) } else { 0 };
+    b.0.extend_from_slice(&crc.to_le_bytes());
+    Ok(b.0)
+}
+
+fn metadata_content(m: &Metadata) -> Result<Vec<u8>> {
+    let mut b = Buf(Vec::new());
+    b.string(&m.name)?;
+    b.i32(m.record_id);
+    b.u8(m.kind as u8);
+    b.zeros(3);
+    let n = i32::try_from(m.content.len()).map_err(|_| usage("metadata content too large"))?;
+    b.i32(n);
+    b.0.extend_from_slice(&m.content);
+    b.string(&m.description)?;
+    Ok(b.0)
+}
+
+/// Per-element storage of one tile's cells (edge tiles padded with fill).
+enum TileCells {
+    Int(Vec<i32>),
+    Short(Vec<i16>),
+    Float(Vec<f32>),
+}
+
+fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
+    if spec.rows == 0 || spec.cols == 0 || spec.tile_rows == 0 || spec.tile_cols == 0 {
+        return Err(usage("rows, columns and tile sizes must be positive"));
+    }
+    if spec.rows > i32::MAX as u32 || spec.cols > i32::MAX as u32 || spec.tile_rows > spec.rows || spec.tile_cols > spec.cols {
+        return Err(usage(format!(
+            "tile {}x{} must fit in the {}x{} grid",
+            spec.tile_rows, spec.tile_cols, spec.rows, spec.cols
+        )));
+    }
+    let tile_cells = (spec.tile_rows as usize).checked_mul(spec.tile_cols as usize).filter(|&n| n <= (i32::MAX as usize) / 4);
+    let tile_cells = tile_cells.ok_or_else(|| usage("tile too large: a block's byte length must fit an i32"))?;
+    if spec.elements.is_empty() {
+        return Err(usage("a GVRS file needs at least one element"));
+    }
+    if spec.elements.len() != values.len() {
+        return Err(usage(format!("{} element specs but {} value arrays", spec.elements.len(), values.len())));
+    }
+    for (i, c) in spec.codecs.iter().enumerate() {
+        if spec.codecs[..i].contains(c) {
+            return Err(usage(format!("codec {} listed twice", c.name())));
+        }
+    }
+    if spec.codecs.len() > 255 {
+        return Err(usage("too many codecs"));
+    }
+    let cells = (spec.rows as usize).checked_mul(spec.cols as usize).ok_or_else(|| usage("grid too large"))?;
+    for (e, v) in spec.elements.iter().zip(values) {
+        check_identifier(&e.name, "element name")?;
+        let (ok, len) = match (&e.kind, v) {
+            (ElementKind::Integer { .. }, ElementValues::Int(x)) => (true, x.len()),
+            (ElementKind::Short { .. }, ElementValues::Short(x)) => (true, x.len()),
+            (ElementKind::Float { .. }, ElementValues::Float(x)) => (true, x.len()),
+            (ElementKind::IntCodedFloat { .. }, ElementValues::Codes(x)) => (true, x.len()),
+            (ElementKind::IntCodedFloat { .. }, ElementValues::IcfValues(x)) => (true, x.len()),
+            _ => (false, 0),
+        };
+        if !ok {
+            return Err(usage(format!("values for element {} do not match its type", e.name)));
+        }
+        if len != cells {
+            return Err(usage(format!("element {} has {len} values, the grid has {cells} cells", e.name)));
+        }
+    }
+    for m in &spec.metadata {
+        check_identifier(&m.name, "metadata name")?;
+    }
+    Ok(tile_cells)
+}
+
+/// Encode one element of one tile: compressed when strictly smaller, else uncompressed.
+fn encode_tile(spec: &GvrsSpec, cells: &TileCells, codecs: &[(u8, Codec)]) -> Vec<u8> {
+    let (tr, tc) = (spec.tile_rows as usize, spec.tile_cols as usize);
+    match cells {
+        TileCells::Int(v) => {
+            let raw = v.len() * 4;
+            if !codecs.is_empty() {
+                if let Some(b) = codec::encode_int_with(v, tr, tc, codecs, &spec.encode).filter(|b| b.len() < raw) {
+                    return b;
+                }
+            }
+            v.iter().flat_map(|x| x.to_le_bytes()).collect()
+        }
+        TileCells::Short(v) => {
+            let raw = (v.len() * 2 + 3) & !3;
+            if !codecs.is_empty() {
+                let wide: Vec<i32> = v.iter().map(|&x| i32::from(x)).collect();
+                if let Some(b) = codec::encode_int_with(&wide, tr, tc, codecs, &spec.encode).filter(|b| b.len() < raw) {
+                    return b;
+                }
+            }
+            let mut b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            b.resize(raw, 0);
+            b
+        }
+        TileCells::Float(v) => {
+            if !codecs.is_empty() {
+                if let Some(b) = codec::encode_float_with(v, tr, tc, codecs, &spec.encode) {
+                    return b;
+                }
+            }
+            v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect()
+        }
+    }
+}
+
+/// Gather tile `(trow, tcol)` of every element; `None` when all cells of all elements are fill.
+fn gather(spec: &GvrsSpec, values: &[ElementValues], trow: usize, tcol: usize) -> Option<Vec<TileCells>> {
+    let (rows, cols) = (spec.rows as usize, spec.cols as usize);
+    let (tr, tc) = (spec.tile_rows as usize, spec.tile_cols as usize);
+    let (r0, c0) = (trow * tr, tcol * tc);
+    let h = tr.min(rows - r0);
+    let w = tc.min(cols - c0);
+    let mut any = false;
+    let mut out = Vec::with_capacity(values.len());
+    #[allow(clippy::too_many_arguments)]
+    fn cut<T: Copy, U: Copy>(src: &[T], fill: U, f: impl Fn(T) -> U, rows: (usize, usize), cols: (usize, usize), grid_cols: usize, tc: usize, tr: usize) -> Vec<U> {
+        let mut t = vec![fill; tr * tc];
+        for r in 0..rows.1 {
+            let s = &src[(rows.0 + r) * grid_cols + cols.0..(rows.0 + r) * grid_cols + cols.0 + cols.1];
+            for (d, &x) in t[r * tc..r * tc + cols.1].iter_mut().zip(s) {
+                *d = f(x);
+            }
+        }
+        t
+    }
+    for (e, v) in spec.elements.iter().zip(values) {
+        let cells = match (&e.kind, v) {
+            (ElementKind::Integer { fill, .. }, ElementValues::Int(x)) => {
+                let t = cut(x, *fill, |a| a, (r0, h), (c0, w), cols, tc, tr);
+                any |= t.iter().any(|a| a != fill);
+                TileCells::Int(t)
+            }
+            (ElementKind::Short { fill, .. }, ElementValues::Short(x)) => {
+                let t = cut(x, *fill, |a| a, (r0, h), (c0, w), cols, tc, tr);
+                any |= t.iter().any(|a| a != fill);
+                TileCells::Short(t)
+            }
+            (ElementKind::Float { fill, .. }, ElementValues::Float(x)) => {
+                let t = cut(x, *fill, |a| a, (r0, h), (c0, w), cols, tc, tr);
+                any |= t.iter().any(|a| a.to_bits() != fill.to_bits());
+                TileCells::Float(t)
+            }
+            (ElementKind::IntCodedFloat { fill_int, .. }, ElementValues::Codes(x)) => {
+                let t = cut(x, *fill_int, |a| a, (r0, h), (c0, w), cols, tc, tr);
+                any |= t.iter().any(|a| a != fill_int);
+                TileCells::Int(t)
+            }
+            (ElementKind::IntCodedFloat { fill, scale, offset, fill_int, .. }, ElementValues::IcfValues(x)) => {
+                let (fill, scale, offset, fill_int) = (*fill, *scale, *offset, *fill_int);
+                let t = cut(x, fill_int, |a| icf_encode(a, scale, offset, fill, fill_int), (r0, h), (c0, w), cols, tc, tr);
+                any |= t.iter().any(|&a| a != fill_int);
+                TileCells::Int(t)
+            }
+            // validate() rejected mismatches.
+            _ => return None,
+        };
+        out.push(cells);
+    }
+    any.then_some(out)
+}
+
+/// Encode every stored tile: (tile index, tile record content).
+fn encode_tiles(spec: &GvrsSpec, values: &[ElementValues]) -> Vec<(usize, Vec<u8>)> {
+    let grid_rows = (spec.rows as usize).div_ceil(spec.tile_rows as usize);
+    let grid_cols = (spec.cols as usize).div_ceil(spec.tile_cols as usize);
+    // Integer codecs for integer elements, GvrsFloat for float elements (errata 11).
+    let int_codecs: Vec<(u8, Codec)> =
+        spec.codecs.iter().enumerate().filter(|(_, c)| matches!(c, Codec::Huffman | Codec::Deflate)).map(|(i, c)| (i as u8, *c)).collect();
+    let float_codecs: Vec<(u8, Codec)> = spec.codecs.iter().enumerate().filter(|(_, c)| **c == Codec::Float).map(|(i, c)| (i as u8, *c)).collect();
+    (0..grid_rows * grid_cols)
+        .into_par_iter()
+        .with_min_len(4)
+        .filter_map(|index| {
+            let cells = gather(spec, values, index / grid_cols, index % grid_cols)?;
+            let mut content = Vec::new();
+            content.extend_from_slice(&(index as i32).to_le_bytes());
+            for c in &cells {
+                let list = if matches!(c, TileCells::Float(_)) { &float_codecs } else { &int_codecs };
+                let block = encode_tile(spec, c, list);
+                content.extend_from_slice(&(block.len() as i32).to_le_bytes());
+                content.extend_from_slice(&block);
+            }
+            Some((index, content))
+        })
+        .collect()
+}
+
+/// Write a complete GVRS file.
+pub fn write_gvrs(spec: &GvrsSpec, values: &[ElementValues], out: &mut dyn Write) -> Result<()> {
+    let bytes = to_bytes(spec, values)?;
+    out.write_all(&bytes).map_err(|e| Error::io("writing GVRS output", &e))
+}
+
+/// Build a complete GVRS file in memory.
+pub fn to_bytes(spec: &GvrsSpec, values: &[ElementValues]) -> Result<Vec<u8>> {
+    validate(spec, values)?;
+    let uuid = spec.uuid.unwrap_or_else(random_uuid);
+    let time_ms = spec.time_modified_ms.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    });
+
+    let mut metadata = spec.metadata.clone();
+    if spec.java_codec_records {
+        let list: &[Codec] = if spec.codecs.is_empty() { &DEFAULT_CODECS } else { &spec.codecs };
+        let (java, names) = java_codec_text(list);
+        metadata.insert(0, Metadata::text("GvrsJavaCodecs", 0, &java, true).with_description("Class paths for Java compressors"));
+        metadata.insert(1, Metadata::text("GvrsCompressionCodecs", 0, &names, true).with_description("Compession codecs"));
+    }
+
+    let header_len = header_record(spec, &uuid, time_ms, 0, 0)?.len();
+    let mut pos = 16 + header_len;
+    // Metadata records.
+    let mut meta_records = Vec::with_capacity(metadata.len());
+    let mut meta_dir = Buf(Vec::new());
+    meta_dir.i32(metadata.len() as i32);
+    for m in &metadata {
+        let r = record(REC_METADATA, &metadata_content(m)?, spec.checksums);
+        meta_dir.i64((pos + 8) as i64);
+        meta_dir.string(&m.name)?;
+        meta_dir.i32(m.record_id);
+        meta_dir.u8(m.kind as u8);
+        pos += r.len();
+        meta_records.push(r);
+    }
+    let meta_dir = record(REC_METADATA_DIRECTORY, &meta_dir.0, spec.checksums);
+    let meta_dir_offset = pos + 8;
+    pos += meta_dir.len();
+
+    // Tiles, laid out after the tile directory, whose size depends only on the tile count.
+    let tiles = encode_tiles(spec, values);
+    let grid_cols = (spec.cols as usize).div_ceil(spec.tile_cols as usize);
+    let (mut rmin, mut rmax, mut cmin, mut cmax) = (usize::MAX, 0, usize::MAX, 0);
+    for (index, _) in &tiles {
+        let (r, c) = (index / grid_cols, index % grid_cols);
+        rmin = rmin.min(r);
+        rmax = rmax.max(r);
+        cmin = cmin.min(c);
+        cmax = cmax.max(c);
+    }
+    let (row0, col0, n_rows, n_cols) = if tiles.is_empty() { (0, 0, 0, 0) } else { (rmin, cmin, rmax - rmin + 1, cmax - cmin + 1) };
+    let dir_content_len = 24 + 4 * n_rows * n_cols;
+    let tile_dir_len = (8 + dir_content_len + 4).div_ceil(8) * 8;
+    let tile_dir_offset = pos + 8;
+    pos += tile_dir_len;
+    let mut entries = vec![0u32; n_rows * n_cols];
+    let mut tile_records = Vec::with_capacity(tiles.len());
+    let mut large = false;
+    for (index, content) in &tiles {
+        let r = record(REC_TILE, content, spec.checksums);
+        let compact = (pos + 8) / 8;
+        if compact > u32::MAX as usize {
+            large = true;
+        }
+        let (tr, tc) = (index / grid_cols - row0, index % grid_cols - col0);
+        entries[tr * n_cols + tc] = compact as u32;
+        pos += r.len();
+        tile_records.push(r);
+    }
+    if large {
+        return Err(Error::unsupported("gvrs.write.too_large", None, "files beyond 32 GiB (standard tile references) are not written"));
+    }
+    let mut dir = Buf(Vec::with_capacity(dir_content_len));
+    dir.u8(0); // format
+    dir.u8(0); // compact references
+    dir.zeros(6);
+    dir.i32(row0 as i32);
+    dir.i32(col0 as i32);
+    dir.i32(n_rows as i32);
+    dir.i32(n_cols as i32);
+    for e in &entries {
+        dir.0.extend_from_slice(&e.to_le_bytes());
+    }
+    let tile_dir = record(REC_TILE_DIRECTORY, &dir.0, spec.checksums);
+    debug_assert_eq!(tile_dir.len(), tile_dir_len);
+
+    let header = header_record(spec, &uuid, time_ms, meta_dir_offset as i64, tile_dir_offset as i64)?;
+    let mut file = Vec::with_capacity(pos);
+    file.extend_from_slice(b"gvrs raster\0");
+    file.extend_from_slice(&[1, 4, 0, 0]);
+    file.extend_from_slice(&header);
+    for r in &meta_records {
+        file.extend_from_slice(r);
+    }
+    file.extend_from_slice(&meta_dir);
+    file.extend_from_slice(&tile_dir);
+    for r in &tile_records {
+        file.extend_from_slice(r);
+    }
+    debug_assert_eq!(file.len(), pos);
+    Ok(file)
+}
+
+/// Tile size used by [`write_ndarray`] when `opts.tile` is not given: 128 x 128, clipped to
+/// the grid (a small grid is one tile).
+pub const DEFAULT_TILE: u32 = 128;
 
 /// Write `array` (2-D `[rows, cols]`, int32 / int16 / float32) as a one-element GVRS file,
 /// honouring `opts.tile` and `opts.compress` (`none`, `deflate`, `huffman`, `float`, `all`).
+///
+/// int32 -> Integer, int16 -> Short, float32 -> Float; fill values are Gridfour's defaults
+/// (i32::MIN, i16::MIN, NaN). Default compression (`None` or `all`) = Gridfour's default codec
+/// list GvrsHuffman, GvrsDeflate, GvrsFloat; checksums are on. The element is named after the
+/// array (`name`, made an identifier) or `z`.
 pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) -> Result<()> {
-    let _ = (array, opts, out);
-    Err(Error::unsupported("gvrs.write.unsupported", None, "the GVRS writer is not implemented yet"))
+    let (rows, cols) = match array.shape.as_slice() {
+        [r, c] => (*r, *c),
+        s => return Err(usage(format!("GVRS holds 2-D grids; the array has shape {s:?}"))),
+    };
+    let rows = u32::try_from(rows).ok().filter(|&r| r > 0 && r <= i32::MAX as u32).ok_or_else(|| usage("row count out of range for GVRS"))?;
+    let cols = u32::try_from(cols).ok().filter(|&c| c > 0 && c <= i32::MAX as u32).ok_or_else(|| usage("column count out of range for GVRS"))?;
+    let (tr, tc) = opts.tile.unwrap_or((DEFAULT_TILE.min(rows), DEFAULT_TILE.min(cols)));
+    let codecs = match opts.compress.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None | Some("all") | Some("default") => DEFAULT_CODECS.to_vec(),
+        Some("none") => Vec::new(),
+        Some("deflate") => vec![Codec::Deflate],
+        Some("huffman") => vec![Codec::Huffman],
+        Some("float") => vec![Codec::Float],
+        Some(other) => return Err(usage(format!("unknown GVRS compression {other:?} (none, deflate, huffman, float, all)"))),
+    };
+    let name = element_name(array.name.as_deref());
+    let expected = (rows as usize).checked_mul(cols as usize).and_then(|n| n.checked_mul(array.dtype.size()));
+    if expected != Some(array.data.len()) {
+        return Err(usage("array data length does not match its shape"));
+    }
+    let build = |kind: ElementKind| {
+        let mut s = GvrsSpec::new(rows, cols, tr, tc, ElementSpec::new(&name, kind));
+        s.codecs = codecs.clone();
+        s
+    };
+    match array.dtype {
+        DType::I32 => {
+            let v: Vec<i32> = array.data.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            write_gvrs(&build(ElementKind::integer()), &[ElementValues::Int(&v)], out)
+        }
+        DType::I16 => {
+            let v: Vec<i16> = array.data.chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]])).collect();
+            write_gvrs(&build(ElementKind::short()), &[ElementValues::Short(&v)], out)
+        }
+        DType::F32 => {
+            let v: Vec<f32> = array.data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            write_gvrs(&build(ElementKind::float()), &[ElementValues::Float(&v)], out)
+        }
+        d => Err(usage(format!("GVRS stores int32, int16 or float32 grids, not {}", d.name()))),
+    }
+}
+
+fn element_name(name: Option<&str>) -> String {
+    let mut s: String = name.unwrap_or("").chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).take(32).collect();
+    if !s.as_bytes().first().is_some_and(|b| b.is_ascii_alphabetic()) {
+        s = "z".to_string();
+    }
+    s
 }

@@ -13,7 +13,7 @@ pub struct FloatError {
     pub message: String,
 }
 
-fn section<'a>(block: &'a [u8], at: usize, out: &mut [u8], what: &str) -> Result<usize, FloatError> {
+fn section(block: &[u8], at: usize, out: &mut [u8], what: &str) -> Result<usize, FloatError> {
     let Some(len_bytes) = block.get(at..at + 4) else {
         return Err(FloatError { code: "gvrs.codec.truncated", offset: at, message: format!("GvrsFloat block ends before the {what} section length") });
     };

@@ -160,40 +160,128 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
         }
     }
 
-    let mask = (size - 1) as u64;
-    let limit = r.bit_len();
-    let data_pos = &mut r.pos;
-    let data = r.data;
-    let view = |pos: usize| -> u64 { BitReader { data, pos }.peek() };
-    for slot in out.iter_mut() {
-        let bits = view(*data_pos);
-        let e = table[(bits & mask) as usize];
-        if e & LONG == 0 {
-            *data_pos += (e >> 16) as usize;
-            *slot = e as u8;
+    // Pair table: when the first code leaves room for a whole second code within TABLE_BITS,
+    // one lookup yields both symbols (residual codes of smooth data are mostly 2..5 bits).
+    let mut pairs = vec![0u32; size];
+    for (i, p) in pairs.iter_mut().enumerate() {
+        let e = table[i];
+        if e & LONG != 0 {
+            *p = 0;
+            continue;
+        }
+        let l1 = e >> 16;
+        let e2 = table[i >> l1];
+        let l2 = e2 >> 16;
+        *p = if e2 & LONG == 0 && l1 + l2 <= TABLE_BITS {
+            // [sym1 | sym2 << 8 | total length << 16 | 1 << 24 (pair)]
+            (e & 0xFF) | ((e2 & 0xFF) << 8) | ((l1 + l2) << 16) | (1 << 24)
         } else {
-            *data_pos += TABLE_BITS as usize;
-            let mut ni = (e & !LONG) as usize;
-            // Codes are at most 2N - 1 deep; refill the bit window as we go.
+            (e & 0xFF) | (l1 << 16)
+        };
+    }
+
+    let mask = (size - 1) as u64;
+    let data = r.data;
+    let mut fr = FastBits::new(data, r.pos);
+    let n = out.len();
+    let mut k = 0;
+    while k < n {
+        fr.refill();
+        let idx = (fr.buf & mask) as usize;
+        let p = pairs[idx];
+        if p != 0 || table[idx] & LONG == 0 {
+            let len = (p >> 16) & 0xFF;
+            if p & (1 << 24) != 0 && k + 1 < n {
+                out[k] = p as u8;
+                out[k + 1] = (p >> 8) as u8;
+                k += 2;
+                fr.consume(len);
+            } else {
+                let e = table[idx];
+                out[k] = e as u8;
+                k += 1;
+                fr.consume(e >> 16);
+            }
+        } else {
+            fr.consume(TABLE_BITS);
+            let mut ni = (table[idx] & !LONG) as usize;
             loop {
-                let b = (view(*data_pos) & 1) as usize;
-                *data_pos += 1;
+                if fr.nbits == 0 {
+                    fr.refill();
+                }
+                let b = (fr.buf & 1) as usize;
+                fr.consume(1);
                 ni = nodes[ni].child[b] as usize;
                 let node = nodes[ni];
                 if node.sym < 256 {
-                    *slot = node.sym as u8;
+                    out[k] = node.sym as u8;
+                    k += 1;
                     break;
                 }
-                if *data_pos > limit {
+                if fr.consumed() > r.bit_len() {
                     return Err(HuffmanError::Truncated);
                 }
             }
         }
-        if *data_pos > limit {
-            return Err(HuffmanError::Truncated);
-        }
+    }
+    r.pos = fr.consumed();
+    if r.pos > r.bit_len() {
+        return Err(HuffmanError::Truncated);
     }
     Ok(())
+}
+
+/// Bit buffer kept in a register and refilled 8 bytes at a time (zeros past the end).
+struct FastBits<'a> {
+    data: &'a [u8],
+    /// Next byte to load into `buf`.
+    next: usize,
+    buf: u64,
+    nbits: u32,
+}
+
+impl<'a> FastBits<'a> {
+    fn new(data: &'a [u8], bit_pos: usize) -> Self {
+        let mut f = FastBits { data, next: bit_pos >> 3, buf: 0, nbits: 0 };
+        f.refill();
+        let skip = (bit_pos & 7) as u32;
+        f.consume(skip);
+        f
+    }
+
+    /// Bits consumed from the start of `data`.
+    fn consumed(&self) -> usize {
+        self.next * 8 - self.nbits as usize
+    }
+
+    #[inline(always)]
+    fn consume(&mut self, n: u32) {
+        self.buf >>= n;
+        self.nbits -= n;
+    }
+
+    /// Ensure at least 56 bits are buffered.
+    #[inline(always)]
+    fn refill(&mut self) {
+        if self.nbits >= 56 {
+            return;
+        }
+        if let Some(chunk) = self.data.get(self.next..self.next + 8) {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(chunk);
+            self.buf |= u64::from_le_bytes(a) << self.nbits;
+            let bytes = (63 - self.nbits) >> 3;
+            self.next += bytes as usize;
+            self.nbits += bytes * 8;
+        } else {
+            while self.nbits <= 56 {
+                let b = self.data.get(self.next).copied().unwrap_or(0);
+                self.buf |= u64::from(b) << self.nbits;
+                self.next += 1;
+                self.nbits += 8;
+            }
+        }
+    }
 }
 
 /// LSB-first bit writer.
@@ -373,7 +461,7 @@ mod tests {
         // Skewed distribution: deep codes beyond the table width.
         let mut v = Vec::new();
         for i in 0..30u32 {
-            for _ in 0..(1u64 << (i.min(20) / 1)).min(5000) {
+            for _ in 0..(1u64 << i.min(20)).min(5000) {
                 v.push(i as u8);
             }
         }

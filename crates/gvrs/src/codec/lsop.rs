@@ -46,7 +46,7 @@ fn m32_all(codes: &[u8], n: usize, out: &mut Vec<i32>, at: usize, what: &str) ->
     out.reserve(n);
     let mut r = M32Reader::new(codes);
     for _ in 0..n {
-        match r.next() {
+        match r.next_value() {
             Ok(v) => out.push(v),
             Err(e) => return Err(err(e.code(), at, format!("LSOP12 {what} stream: {e:?}"))),
         }
@@ -142,10 +142,10 @@ fn reconstruct(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32],
     let mut k = 0;
     v[0] = seed;
     let mut p = seed;
-    for c in 1..nc {
+    for cell in &mut v[1..nc] {
         p = p.wrapping_add(init[k]);
         k += 1;
-        v[c] = p;
+        *cell = p;
     }
     p = seed;
     for r in 1..rows {
@@ -166,56 +166,101 @@ fn reconstruct(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32],
     }
     let tail = k;
     // Interior rows are processed as a wavefront over groups of LANES rows: row r+1 trails row
-    // r by 3 columns (a cell needs the row above up to c + 2), so the serial float chains of
+    // r by LAG columns (a cell needs the row above up to c + 2), so the serial float chains of
     // the rows in a group are independent and the CPU overlaps them. The arithmetic per cell
     // is exactly Gridfour's (f32, left to right), so the result does not depend on the order.
-    const LANES: usize = 4;
-    const LAG: usize = 3;
     let interior_w = nc - 4;
+    // A float copy of the values: each cell is converted once instead of once per neighbour use.
+    let mut vf: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+    let vf = &mut vf[..];
+    let ctx = Ctx { u, nc, init, tail, interior, interior_w };
     let mut r0 = 2;
     while r0 < rows {
         let g = LANES.min(rows - r0);
         let steps = nc + LAG * (g - 1);
-        for t in 2..steps {
-            for j in 0..g {
-                let Some(c) = t.checked_sub(LAG * j) else { break };
-                if c < 2 {
-                    break;
-                }
-                if c >= nc {
-                    continue;
-                }
-                let r = r0 + j;
-                let i = r * nc + c;
-                if c < nc - 2 {
-                    let est = predict(u, v, i, nc);
-                    v[i] = est.wrapping_add(interior[(r - 2) * interior_w + (c - 2)]);
-                } else {
-                    v[i] = init[tail + 2 * (r - 2) + (c + 2 - nc)].wrapping_add(tri(v, i));
+        // Steady state: every lane of a full group on an interior column (2..=nc-3).
+        let (s0, s1) = if g == LANES && nc >= 3 + 2 + LAG * (LANES - 1) { (2 + LAG * (LANES - 1), nc - 2) } else { (steps, steps) };
+        for t in 2..s0.min(steps) {
+            generic_step(&ctx, v, vf, r0, g, t);
+        }
+        if s0 < s1 {
+            let mut last = [0i32; LANES];
+            for (j, l) in last.iter_mut().enumerate() {
+                *l = v[(r0 + j) * nc + s0 - LAG * j - 1];
+            }
+            for t in s0..s1 {
+                for (j, l) in last.iter_mut().enumerate() {
+                    let r = r0 + j;
+                    let c = t - LAG * j;
+                    let i = r * nc + c;
+                    let val = predict(u, vf, i, nc, *l).wrapping_add(interior[(r - 2) * interior_w + (c - 2)]);
+                    v[i] = val;
+                    vf[i] = val as f32;
+                    *l = val;
                 }
             }
+        }
+        for t in s1.max(s0)..steps {
+            generic_step(&ctx, v, vf, r0, g, t);
         }
         r0 += g;
     }
 }
 
+const LANES: usize = 8;
+const LAG: usize = 3;
+
+struct Ctx<'a> {
+    u: &'a [f32; 12],
+    nc: usize,
+    init: &'a [i32],
+    tail: usize,
+    interior: &'a [i32],
+    interior_w: usize,
+}
+
+/// One wavefront step for every lane of the group whose column is inside the tile.
+fn generic_step(x: &Ctx, v: &mut [i32], vf: &mut [f32], r0: usize, g: usize, t: usize) {
+    let nc = x.nc;
+    for j in 0..g {
+        let Some(c) = t.checked_sub(LAG * j) else { break };
+        if c < 2 {
+            break;
+        }
+        if c >= nc {
+            continue;
+        }
+        let r = r0 + j;
+        let i = r * nc + c;
+        if c < nc - 2 {
+            let est = predict(x.u, vf, i, nc, v[i - 1]);
+            v[i] = est.wrapping_add(x.interior[(r - 2) * x.interior_w + (c - 2)]);
+        } else {
+            let tri = v[i - 1].wrapping_add(v[i - nc]).wrapping_sub(v[i - nc - 1]);
+            v[i] = x.init[x.tail + 2 * (r - 2) + (c + 2 - nc)].wrapping_add(tri);
+        }
+        vf[i] = v[i] as f32;
+    }
+}
+
+/// Gridfour's 12-neighbour estimate for cell `i`; `left` is the value at `i - 1` (z1), passed
+/// in a register to keep the just-stored value off the critical path.
 #[inline(always)]
-fn predict(u: &[f32; 12], v: &[i32], i: usize, nc: usize) -> i32 {
+fn predict(u: &[f32; 12], v: &[f32], i: usize, nc: usize, left: i32) -> i32 {
     let a = &v[i - 2 * nc - 2..i - 2 * nc + 3];
     let b = &v[i - nc - 2..i - nc + 3];
-    let c = &v[i - 2..i];
-    let z1 = c[1] as f32;
-    let z2 = b[1] as f32;
-    let z3 = b[2] as f32;
-    let z4 = b[3] as f32;
-    let z5 = b[4] as f32;
-    let z6 = c[0] as f32;
-    let z7 = b[0] as f32;
-    let z8 = a[0] as f32;
-    let z9 = a[1] as f32;
-    let z10 = a[2] as f32;
-    let z11 = a[3] as f32;
-    let z12 = a[4] as f32;
+    let z1 = left as f32;
+    let z2 = b[1];
+    let z3 = b[2];
+    let z4 = b[3];
+    let z5 = b[4];
+    let z6 = v[i - 2];
+    let z7 = b[0];
+    let z8 = a[0];
+    let z9 = a[1];
+    let z10 = a[2];
+    let z11 = a[3];
+    let z12 = a[4];
     let p = u[0] * z1 + u[1] * z2 + u[2] * z3 + u[3] * z4 + u[4] * z5 + u[5] * z6 + u[6] * z7 + u[7] * z8 + u[8] * z9 + u[9] * z10 + u[10] * z11
         + u[11] * z12;
     java_round(p)

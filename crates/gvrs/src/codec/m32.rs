@@ -54,7 +54,7 @@ impl<'a> M32Reader<'a> {
     }
 
     #[inline(always)]
-    pub fn next(&mut self) -> Result<i32, M32Error> {
+    pub fn next_value(&mut self) -> Result<i32, M32Error> {
         let Some(&b) = self.buf.get(self.pos) else { return Err(M32Error::Truncated) };
         self.pos += 1;
         let s = b as i8;
@@ -155,17 +155,17 @@ mod tests {
         for v in vals {
             let e = enc(v);
             let mut r = M32Reader::new(&e);
-            assert_eq!(r.next(), Ok(v), "{v}");
+            assert_eq!(r.next_value(), Ok(v), "{v}");
             assert!(r.finish().is_ok());
         }
     }
 
     #[test]
     fn malformed() {
-        assert_eq!(M32Reader::new(&[0x7F]).next(), Err(M32Error::Truncated));
-        assert_eq!(M32Reader::new(&[0x7F, 0x80]).next(), Err(M32Error::Truncated));
-        assert_eq!(M32Reader::new(&[0x7F, 0x80, 0x80, 0x80, 0x80, 0x80, 0]).next(), Err(M32Error::Malformed));
-        assert_eq!(M32Reader::new(&[0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F]).next(), Err(M32Error::Malformed));
-        assert_eq!(M32Reader::new(&[]).next(), Err(M32Error::Truncated));
+        assert_eq!(M32Reader::new(&[0x7F]).next_value(), Err(M32Error::Truncated));
+        assert_eq!(M32Reader::new(&[0x7F, 0x80]).next_value(), Err(M32Error::Truncated));
+        assert_eq!(M32Reader::new(&[0x7F, 0x80, 0x80, 0x80, 0x80, 0x80, 0]).next_value(), Err(M32Error::Malformed));
+        assert_eq!(M32Reader::new(&[0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F]).next_value(), Err(M32Error::Malformed));
+        assert_eq!(M32Reader::new(&[]).next_value(), Err(M32Error::Truncated));
     }
 }

@@ -145,7 +145,7 @@ pub fn decode_float(codec: Codec, block: &[u8], rows: usize, cols: usize, out: &
 }
 
 /// Encoder settings for [`encode_int_with`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EncodeOptions {
     /// zlib level for GvrsDeflate (Gridfour uses 6).
     pub deflate_level: u8,

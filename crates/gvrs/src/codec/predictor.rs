@@ -77,11 +77,11 @@ pub fn decode(
 fn decode_differencing(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: &mut [i32]) -> Result<(), M32Error> {
     let mut above = seed;
     for (r, row) in out.chunks_exact_mut(cols).enumerate() {
-        let mut prior = if r == 0 { seed } else { above.wrapping_add(m.next()?) };
+        let mut prior = if r == 0 { seed } else { above.wrapping_add(m.next_value()?) };
         row[0] = prior;
         above = prior;
         for cell in &mut row[1..] {
-            prior = prior.wrapping_add(m.next()?);
+            prior = prior.wrapping_add(m.next_value()?);
             *cell = prior;
         }
     }
@@ -94,18 +94,18 @@ fn decode_linear(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: &m
         return Err(PredictError::Shape);
     }
     out[0] = seed;
-    out[1] = seed.wrapping_add(m.next()?);
+    out[1] = seed.wrapping_add(m.next_value()?);
     let mut prior = seed;
     for r in 1..rows {
         let i = r * cols;
-        prior = prior.wrapping_add(m.next()?);
+        prior = prior.wrapping_add(m.next_value()?);
         out[i] = prior;
-        out[i + 1] = prior.wrapping_add(m.next()?);
+        out[i + 1] = prior.wrapping_add(m.next_value()?);
     }
     for row in out.chunks_exact_mut(cols) {
         let (mut a, mut b) = (row[0], row[1]);
         for cell in &mut row[2..] {
-            let c = b.wrapping_mul(2).wrapping_sub(a).wrapping_add(m.next()?);
+            let c = b.wrapping_mul(2).wrapping_sub(a).wrapping_add(m.next_value()?);
             *cell = c;
             a = b;
             b = c;
@@ -118,12 +118,12 @@ fn decode_triangle(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: 
     out[0] = seed;
     let mut prior = seed;
     for cell in &mut out[1..cols] {
-        prior = prior.wrapping_add(m.next()?);
+        prior = prior.wrapping_add(m.next_value()?);
         *cell = prior;
     }
     prior = seed;
     for r in 1..rows {
-        prior = prior.wrapping_add(m.next()?);
+        prior = prior.wrapping_add(m.next_value()?);
         out[r * cols] = prior;
     }
     for r in 1..rows {
@@ -132,7 +132,7 @@ fn decode_triangle(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: 
         let cur = &mut bottom[..cols];
         let mut left = cur[0];
         for c in 1..cols {
-            let v = left.wrapping_add(up[c]).wrapping_sub(up[c - 1]).wrapping_add(m.next()?);
+            let v = left.wrapping_add(up[c]).wrapping_sub(up[c - 1]).wrapping_add(m.next_value()?);
             cur[c] = v;
             left = v;
         }
@@ -146,7 +146,7 @@ fn decode_nulls(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: &mu
     for r in 0..rows {
         let row = &mut out[r * cols..(r + 1) * cols];
         for cell in row.iter_mut() {
-            let t = m.next()?;
+            let t = m.next_value()?;
             if t == NULL {
                 null_flag = true;
                 *cell = NULL;
