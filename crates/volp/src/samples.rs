@@ -33,7 +33,7 @@ pub fn temperature() -> Vec<u8> {
             for x in 0..nlon {
                 let lon = -10.0 + 40.0 * x as f64 / (nlon - 1) as f64;
                 let wave = 3.0 * ((lon / 8.0 + l as f64).sin() * (lat / 6.0).cos());
-                let t = base - 0.6 * (lat - 35.0) + wave + 0.3 * noise.next();
+                let t = base - 0.6 * (lat - 35.0) + wave + 0.05 * noise.next();
                 let stored = ((t - 250.0) / 0.01).round() as i16;
                 data.extend_from_slice(&stored.to_le_bytes());
             }
@@ -41,7 +41,7 @@ pub fn temperature() -> Vec<u8> {
     }
     let mut meta = Map::new();
     meta.insert("bbox".into(), json!({"west": -10, "south": 35, "east": 30, "north": 70, "bottom": 1000, "top": 250}));
-    meta.insert("levels".into(), json!(levels));
+    meta.insert("levels".into(), json!([1000, 850, 500, 250]));
     meta.insert("variable".into(), json!("air_temperature"));
     meta.insert("valid_time".into(), json!("2026-01-15T12:00:00Z"));
     meta.insert("units".into(), json!("K"));
