@@ -453,3 +453,80 @@ pub fn sample_data(spec: &Spec, seed: u64) -> Vec<u8> {
     }
     out
 }
+
+/// Deterministic, platform-independent native data (integer arithmetic only): a ramp with
+/// plateaus, for sample files whose content tests can recompute.
+pub fn ramp_data(spec: &Spec) -> Vec<u8> {
+    let mut full = [1u64; 6];
+    full[..spec.dims.len()].copy_from_slice(&spec.dims);
+    let mut out = Vec::new();
+    let total: u64 = full.iter().product();
+    for i in 0..total {
+        let x = i % full[0];
+        let y = (i / full[0]) % full[1];
+        let z = i / (full[0] * full[1]);
+        let k = (x * 7 + y * 3 + z * 5) % 64;
+        let k = if (x / 4 + y) % 5 == 0 { 32 } else { k };
+        for _ in 0..spec.components {
+            match spec.format {
+                SampleFormat::Bit1 => out.push((k & 1) as u8),
+                SampleFormat::U8 => out.push(k as u8 * 3),
+                SampleFormat::U16 => out.extend_from_slice(&(k as u16 * 1000).to_le_bytes()),
+                SampleFormat::R32 => out.extend_from_slice(&(k as f32 / 32.0 - 1.0).to_le_bytes()),
+                SampleFormat::U32 => out.extend_from_slice(&(k as u32 * 65537).to_le_bytes()),
+                SampleFormat::R64 => out.extend_from_slice(&(k as f64 / 32.0 - 1.0).to_le_bytes()),
+                SampleFormat::U64 => out.extend_from_slice(&(k << 40).to_le_bytes()),
+            }
+        }
+    }
+    out
+}
+
+/// The sample files of `testdata/vds`: `(file name, bytes)`. Directory datasets are written by
+/// [`write_testdata`].
+pub fn testdata_specs() -> Vec<(&'static str, Spec)> {
+    vec![
+        ("small_r32_zip.vds", Spec { dims: vec![20, 12, 8], compression: Compression::Zip, page_entries: 4, ..Default::default() }),
+        (
+            "small_u8_rle_novalue.vds",
+            Spec {
+                dims: vec![40, 10, 6],
+                format: SampleFormat::U8,
+                compression: Compression::RLE,
+                integer_scale: 0.01,
+                integer_offset: -1.0,
+                use_no_value: true,
+                no_value: -999.25,
+                unwritten: vec![1],
+                page_entries: 4,
+                ..Default::default()
+            },
+        ),
+        (
+            "small_4d_r32_none_lod1.vds",
+            Spec { dims: vec![36, 3, 4, 2], lod_levels: 1, negative_margin: 2, positive_margin: 2, page_entries: 2, ..Default::default() },
+        ),
+    ]
+}
+
+/// Write every sample of `testdata/vds` into `dir`.
+pub fn write_testdata(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (name, spec) in testdata_specs() {
+        std::fs::write(dir.join(name), write_container(&spec, &ramp_data(&spec)))?;
+    }
+    // An invalid one: the first RLE run of chunk 0 overruns the chunk.
+    let (_, spec) = &testdata_specs()[1];
+    let mut bad = write_container(spec, &ramp_data(spec));
+    let c = crate::container::Container::open(&rasterpack_common::Input::from_bytes("x", bad.clone()), &Default::default())
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let f = c.files.iter().find(|f| f.entry.file_type == *b"VDS ").ok_or_else(|| std::io::Error::other("no layer"))?;
+    let o = f.index[0].offset as usize;
+    bad[o + 36] = 0xBF;
+    bad[o + 37] = 0xFF;
+    std::fs::write(dir.join("invalid_rle_overrun.vds"), bad)?;
+    let spec = Spec { dims: vec![20, 8, 6], compression: Compression::None, page_entries: 4, ..Default::default() };
+    let d = dir.join("small_objdir");
+    let _ = std::fs::remove_dir_all(&d);
+    write_dir(&spec, &ramp_data(&spec), &d)
+}
