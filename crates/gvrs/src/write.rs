@@ -102,6 +102,10 @@ pub enum Coordinates {
     Unspecified,
     Cartesian { x0: f64, y0: f64, x1: f64, y1: f64 },
     Geographic { lon0: f64, lat0: f64, lon1: f64, lat1: f64 },
+    /// Cartesian from the first cell centre and the cell spacing (x1 = x0 + dx * (cols - 1)).
+    CartesianSpacing { x0: f64, y0: f64, dx: f64, dy: f64 },
+    /// Geographic from the first cell centre and the cell spacing in degrees.
+    GeographicSpacing { lon0: f64, lat0: f64, dlon: f64, dlat: f64 },
 }
 
 /// Raster space code (header byte 129).
@@ -371,23 +375,27 @@ fn header_record(spec: &GvrsSpec, uuid: &[u8; 16], time_ms: i64, metadata_dir: i
     b.zeros(8); // 120..128
     b.u8(u8::from(spec.checksums)); // 128
     b.u8(spec.raster_space as u8);
-    let (cs, x0, y0, x1, y1) = match spec.coordinates {
-        Coordinates::Unspecified => (0u8, 0.0, 0.0, f64::from(spec.cols) - 1.0, f64::from(spec.rows) - 1.0),
-        Coordinates::Cartesian { x0, y0, x1, y1 } => (1, x0, y0, x1, y1),
-        Coordinates::Geographic { lon0, lat0, lon1, lat1 } => (2, lon0, lat0, lon1, lat1),
+    let (nc, nr) = (f64::from(spec.cols) - 1.0, f64::from(spec.rows) - 1.0);
+    let span = |a: f64, b: f64, n: f64| if n > 0.0 { (b - a) / n } else { 1.0 };
+    let (cs, x0, y0, x1, y1, cx, cy) = match spec.coordinates {
+        Coordinates::Unspecified => (0u8, 0.0, 0.0, nc, nr, 1.0, 1.0),
+        Coordinates::Cartesian { x0, y0, x1, y1 } => (1, x0, y0, x1, y1, span(x0, x1, nc), span(y0, y1, nr)),
+        Coordinates::Geographic { lon0, lat0, lon1, lat1 } => (2, lon0, lat0, lon1, lat1, span(lon0, lon1, nc), span(lat0, lat1, nr)),
+        Coordinates::CartesianSpacing { x0, y0, dx, dy } => (1, x0, y0, x0 + dx * nc, y0 + dy * nr, dx, dy),
+        Coordinates::GeographicSpacing { lon0, lat0, dlon, dlat } => (2, lon0, lat0, lon0 + dlon * nc, lat0 + dlat * nr, dlon, dlat),
     };
     b.u8(cs); // 130
     b.zeros(5); // 131..136
-    let cx = if spec.cols > 1 { (x1 - x0) / (f64::from(spec.cols) - 1.0) } else { 1.0 };
-    let cy = if spec.rows > 1 { (y1 - y0) / (f64::from(spec.rows) - 1.0) } else { 1.0 };
     for v in [x0, y0, x1, y1, cx, cy] {
         b.f64(v); // 136..184
     }
-    // Model -> raster: col = (x - x0) / cx, row = (y - y0) / cy; raster -> model the inverse.
-    for v in [1.0 / cx, 0.0, -x0 / cx, 0.0, 1.0 / cy, -y0 / cy] {
+    // Model -> raster: col = (x - x0) / cx, row = (y - y0) / cy. Raster -> model is that
+    // matrix inverted, as Gridfour computes it (so R2M02 may differ from x0 in the last bit).
+    let m2r = [1.0 / cx, 0.0, -x0 / cx, 0.0, 1.0 / cy, -y0 / cy];
+    for v in m2r {
         b.f64(v); // 184..232
     }
-    for v in [cx, 0.0, x0, 0.0, cy, y0] {
+    for v in [cx, 0.0, -m2r[2] / m2r[0], 0.0, cy, -m2r[5] / m2r[4]] {
         b.f64(v); // 232..280
     }
     b.i32(spec.elements.len() as i32); // 280
@@ -418,8 +426,9 @@ fn header_record(spec: &GvrsSpec, uuid: &[u8; 16], time_ms: i64, metadata_dir: i
                 b.i32(max_int);
                 b.i32(fill_int);
             }
-            // Short ranges are not aligned and the label follows immediately (errata 5).
+            // Short ranges are aligned too, but the label follows them immediately (errata 5).
             ElementKind::Short { min, max, fill } => {
+                b.align(16, 4);
                 b.i16(min);
                 b.i16(max);
                 b.i16(fill);

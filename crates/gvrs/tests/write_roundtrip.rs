@@ -1,0 +1,299 @@
+//! Writer round trips: write with `rasterpack_gvrs::write`, then read back through the reader
+//! (`GvrsFile`, which decodes with the codecs) and validate; every element type and codec list,
+//! edge tiles, fill tiles, extreme values, NaN payloads and -0.0.
+
+use rasterpack_common::{DType, Format, Input, Limits, NdArray, ValidateOptions, WriteOptions};
+use rasterpack_gvrs::codec::Codec;
+use rasterpack_gvrs::write::{self, Coordinates, ElementKind, ElementSpec, ElementValues, GvrsSpec, Metadata, RasterSpace};
+use rasterpack_gvrs::{GvrsFile, GvrsFormat};
+
+const ROWS: u32 = 37;
+const COLS: u32 = 53;
+
+fn open(bytes: &[u8]) -> GvrsFile {
+    GvrsFile::open(Input::from_bytes("mem.gvrs", bytes.to_vec()), Limits::default()).expect("reader opens the written file")
+}
+
+fn assert_valid(bytes: &[u8], what: &str) {
+    let report = GvrsFormat.validate(&Input::from_bytes("mem.gvrs", bytes.to_vec()), &ValidateOptions::default());
+    assert!(report.is_valid(true), "{what}: {:#?}", report.findings);
+}
+
+/// Values with a smooth part, extremes, and an all-fill block covering tile (1, 0) of 16x20 tiles.
+fn ints(fill: i32, lo: i32, hi: i32) -> Vec<i32> {
+    (0..ROWS * COLS)
+        .map(|i| {
+            let (r, c) = (i / COLS, i % COLS);
+            if (16..32).contains(&r) && c < 20 {
+                fill
+            } else if i % 97 == 0 {
+                lo
+            } else if i % 89 == 0 {
+                hi
+            } else {
+                (r as i32 * 31 - c as i32 * 17) + (i % 5) as i32
+            }
+        })
+        .collect()
+}
+
+fn floats() -> Vec<f32> {
+    let specials = [-0.0f32, 0.0, f32::INFINITY, f32::NEG_INFINITY, f32::from_bits(1), f32::MAX, f32::MIN, f32::from_bits(0x7FC0_0001), f32::from_bits(0xFFBF_FFFF)];
+    (0..ROWS * COLS)
+        .map(|i| {
+            let (r, c) = (i / COLS, i % COLS);
+            if (16..32).contains(&r) && c < 20 {
+                f32::NAN
+            } else if i % 13 == 0 {
+                specials[(i / 13) as usize % specials.len()]
+            } else {
+                (r as f32 * 0.25).sin() * 100.0 + c as f32 * 0.5
+            }
+        })
+        .collect()
+}
+
+fn codec_lists() -> Vec<Vec<Codec>> {
+    vec![
+        vec![],
+        write::DEFAULT_CODECS.to_vec(),
+        vec![Codec::Deflate],
+        vec![Codec::Huffman],
+        vec![Codec::Float],
+        vec![Codec::Float, Codec::Deflate, Codec::Huffman],
+        vec![Codec::Huffman, Codec::Deflate, Codec::Float, Codec::Lsop12],
+    ]
+}
+
+fn spec(kind: ElementKind, codecs: &[Codec], checksums: bool) -> GvrsSpec {
+    let mut s = GvrsSpec::new(ROWS, COLS, 16, 20, ElementSpec::new("v", kind));
+    s.codecs = codecs.to_vec();
+    s.checksums = checksums;
+    s
+}
+
+fn i32s(a: &NdArray) -> Vec<i32> {
+    a.data.chunks_exact(4).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect()
+}
+
+#[test]
+fn every_type_and_codec_round_trips() {
+    for (k, codecs) in codec_lists().iter().enumerate() {
+        let checksums = k % 2 == 0;
+        // Integer.
+        let v = ints(i32::MIN, i32::MIN + 1, i32::MAX);
+        let b = write::to_bytes(&spec(ElementKind::integer(), codecs, checksums), &[ElementValues::Int(&v)]).unwrap();
+        assert_valid(&b, &format!("int {codecs:?}"));
+        let a = open(&b).read_element(0, false).unwrap();
+        assert_eq!((a.dtype, &a.shape), (DType::I32, &vec![ROWS as u64, COLS as u64]));
+        assert_eq!(i32s(&a), v, "int {codecs:?}");
+        // Integer with a non-minimum fill and INT_MIN as data (DifferencingWithNulls).
+        let mut v2 = ints(-9999, i32::MIN, i32::MAX);
+        v2[5] = i32::MIN;
+        let kind = ElementKind::Integer { min: i32::MIN, max: i32::MAX, fill: -9999 };
+        let b = write::to_bytes(&spec(kind, codecs, checksums), &[ElementValues::Int(&v2)]).unwrap();
+        assert_valid(&b, &format!("int fill {codecs:?}"));
+        assert_eq!(i32s(&open(&b).read_element(0, false).unwrap()), v2);
+        // Short.
+        let s: Vec<i16> = ints(i16::MIN as i32, i16::MIN as i32 + 1, i16::MAX as i32).iter().map(|&x| x as i16).collect();
+        let b = write::to_bytes(&spec(ElementKind::short(), codecs, checksums), &[ElementValues::Short(&s)]).unwrap();
+        assert_valid(&b, &format!("short {codecs:?}"));
+        let a = open(&b).read_element(0, false).unwrap();
+        assert_eq!(a.dtype, DType::I16);
+        let got: Vec<i16> = a.data.chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]])).collect();
+        assert_eq!(got, s, "short {codecs:?}");
+        // Float: bit patterns, NaN payloads and -0.0 included.
+        let f = floats();
+        let b = write::to_bytes(&spec(ElementKind::float(), codecs, checksums), &[ElementValues::Float(&f)]).unwrap();
+        assert_valid(&b, &format!("float {codecs:?}"));
+        let a = open(&b).read_element(0, false).unwrap();
+        assert_eq!(a.dtype, DType::F32);
+        let got: Vec<u32> = a.data.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
+        let want: Vec<u32> = f.iter().map(|x| x.to_bits()).collect();
+        assert_eq!(got, want, "float {codecs:?}");
+        // Integer-coded float, as codes and as values.
+        let kind = ElementKind::int_coded_float(100.0, -50.0);
+        let codes = ints(i32::MIN, i32::MIN + 1, i32::MAX);
+        let b = write::to_bytes(&spec(kind.clone(), codecs, checksums), &[ElementValues::Codes(&codes)]).unwrap();
+        assert_valid(&b, &format!("icf {codecs:?}"));
+        assert_eq!(i32s(&open(&b).read_element(0, true).unwrap()), codes, "icf codes {codecs:?}");
+        let vals: Vec<f32> = (0..ROWS * COLS).map(|i| if i % 11 == 0 { f32::NAN } else { (i as f32).sqrt() - 20.0 }).collect();
+        let b = write::to_bytes(&spec(kind, codecs, checksums), &[ElementValues::IcfValues(&vals)]).unwrap();
+        let a = open(&b).read_element(0, true).unwrap();
+        let want: Vec<i32> = vals.iter().map(|&x| write::icf_encode(x, 100.0, -50.0, f32::NAN, i32::MIN)).collect();
+        assert_eq!(i32s(&a), want);
+        let dec = open(&b).read_element(0, false).unwrap();
+        for (i, ch) in dec.data.chunks_exact(4).enumerate() {
+            let got = f32::from_le_bytes(ch.try_into().unwrap());
+            let exp = write::icf_decode(want[i], 100.0, -50.0, f32::NAN, i32::MIN);
+            assert!(got.to_bits() == exp.to_bits(), "icf value {i}: {got} vs {exp}");
+        }
+    }
+}
+
+#[test]
+fn icf_rounding_follows_gridfour() {
+    // Errata 5: + 0.5 and floor in f64 (an all-f32 formula would give 1 and 8388610).
+    assert_eq!(write::icf_encode(0.49999997, 1.0, 0.0, f32::NAN, i32::MIN), 0);
+    assert_eq!(write::icf_encode(8388609.0, 1.0, 0.0, f32::NAN, i32::MIN), 8388609);
+    assert_eq!(write::icf_encode(f32::NAN, 1.0, 0.0, f32::NAN, -7), -7);
+    assert_eq!(write::icf_encode(1e30, 1.0, 0.0, f32::NAN, 0), i32::MAX);
+}
+
+#[test]
+fn several_elements_metadata_and_coordinates() {
+    let elements = vec![
+        ElementSpec { label: "Depth".into(), description: "Tiefe über NN".into(), unit: "m".into(), ..ElementSpec::new("depth", ElementKind::integer()) },
+        ElementSpec { continuous: false, ..ElementSpec::new("class_code", ElementKind::Short { min: -5, max: 5000, fill: -999 }) },
+        ElementSpec::new("temp", ElementKind::float()),
+        ElementSpec::new("elev", ElementKind::int_coded_float(10.0, 0.0)),
+    ];
+    let mut s = GvrsSpec::new(ROWS, COLS, 16, 20, elements[0].clone());
+    s.elements = elements;
+    s.raster_space = RasterSpace::Area;
+    s.coordinates = Coordinates::Geographic { lon0: 170.0, lat0: 45.0, lon1: 196.0, lat1: 27.0 };
+    s.product_label = "rasterpack test ✓".into();
+    s.metadata = vec![
+        Metadata::text("Author", 1, "Ada", false).with_description("who"),
+        Metadata::text("Author", 2, "Grace", false),
+        Metadata::integers("Counts", 0, &[1, -2, 3]),
+        Metadata::doubles("Weights", 0, &[0.5, f64::NAN]),
+        Metadata::shorts("Codes", 0, &[7, -7]),
+        Metadata::text("Empty", 0, "", true),
+    ];
+    let i = ints(i32::MIN, -5, 5);
+    let sh: Vec<i16> = i.iter().map(|&x| if x == i32::MIN { -999 } else { (x % 5000) as i16 }).collect();
+    let f = floats();
+    let c: Vec<i32> = i.iter().map(|&x| x.wrapping_mul(3)).collect();
+    let values = [ElementValues::Int(&i), ElementValues::Short(&sh), ElementValues::Float(&f), ElementValues::Codes(&c)];
+    let b = write::to_bytes(&s, &values).unwrap();
+    assert_valid(&b, "four elements");
+    let file = open(&b);
+    assert_eq!(i32s(&file.read_element(0, false).unwrap()), i);
+    let got: Vec<i16> = file.read_element(1, false).unwrap().data.chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]])).collect();
+    assert_eq!(got, sh);
+    let got: Vec<u32> = file.read_element(2, false).unwrap().data.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
+    assert_eq!(got, f.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    assert_eq!(i32s(&file.read_element(3, true).unwrap()), c);
+    let meta: Vec<_> = file.metadata().unwrap().into_iter().map(|m| m.unwrap()).collect();
+    let names: Vec<String> = meta.iter().map(|m| String::from_utf8_lossy(&m.name.bytes).into_owned()).collect();
+    for n in ["GvrsJavaCodecs", "GvrsCompressionCodecs", "Author", "Counts", "Weights", "Codes", "Empty"] {
+        assert!(names.iter().any(|x| x == n), "metadata {n} missing from {names:?}");
+    }
+    let counts = meta.iter().find(|m| m.name.bytes == b"Counts").unwrap();
+    assert_eq!(counts.content, [1i32, -2, 3].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+    let codecs = meta.iter().find(|m| m.name.bytes == b"GvrsCompressionCodecs").unwrap();
+    assert_eq!(&codecs.content[4..], b"GvrsHuffman|GvrsDeflate|GvrsFloat");
+    // Geographic transform: cell (0,0) centre and the last cell.
+    let (x, y) = file.grid_to_model(0.0, 0.0);
+    assert_eq!((x, y), (170.0, 45.0));
+    let (x, y) = file.grid_to_model(f64::from(ROWS - 1), f64::from(COLS - 1));
+    assert!((x - 196.0).abs() < 1e-9 && (y - 27.0).abs() < 1e-9, "{x} {y}");
+}
+
+#[test]
+fn closed_file_layout() {
+    let v = ints(i32::MIN, 0, 1);
+    let b = write::to_bytes(&spec(ElementKind::integer(), &write::DEFAULT_CODECS, true), &[ElementValues::Int(&v)]).unwrap();
+    assert_eq!(&b[..16], b"gvrs raster\0\x01\x04\0\0");
+    assert_eq!(i64::from_le_bytes(b[48..56].try_into().unwrap()), 0, "time opened for writing");
+    assert_eq!(i16::from_le_bytes([b[72], b[73]]), 1, "levels");
+    let len = i32::from_le_bytes(b[16..20].try_into().unwrap()) as usize;
+    assert_eq!(len % 8, 0);
+    let crc = u32::from_le_bytes(b[16 + len - 4..16 + len].try_into().unwrap());
+    assert_eq!(crc, crc32c::crc32c(&b[16..16 + len - 4]));
+    assert_eq!(b.len() % 8, 0);
+    // The all-fill tile (1, 0) is not stored: 3x3 tiles, 8 stored.
+    let file = open(&b);
+    assert_eq!(file.stored_tiles().len(), 8);
+    assert_eq!(file.tile_offset(1, 0), None);
+}
+
+#[test]
+fn all_fill_grid_stores_no_tiles() {
+    let v = vec![i16::MIN; (ROWS * COLS) as usize];
+    let b = write::to_bytes(&spec(ElementKind::short(), &write::DEFAULT_CODECS, true), &[ElementValues::Short(&v)]).unwrap();
+    assert_valid(&b, "all fill");
+    let file = open(&b);
+    assert!(file.stored_tiles().is_empty());
+    let a = file.read_element(0, false).unwrap();
+    assert!(a.data.chunks_exact(2).all(|x| i16::from_le_bytes([x[0], x[1]]) == i16::MIN));
+}
+
+#[test]
+fn one_by_one_and_single_tile_grids() {
+    for (rows, cols) in [(1u32, 1u32), (1, 9), (9, 1), (2, 2), (5, 7)] {
+        let v: Vec<i32> = (0..rows * cols).map(|i| i as i32 * 1000).collect();
+        for codecs in codec_lists() {
+            let s = {
+                let mut s = GvrsSpec::new(rows, cols, rows, cols, ElementSpec::new("z", ElementKind::integer()));
+                s.codecs = codecs.clone();
+                s
+            };
+            let b = write::to_bytes(&s, &[ElementValues::Int(&v)]).unwrap();
+            assert_valid(&b, &format!("{rows}x{cols} {codecs:?}"));
+            assert_eq!(i32s(&open(&b).read_element(0, false).unwrap()), v);
+        }
+    }
+}
+
+#[test]
+fn write_ndarray_maps_dtypes() {
+    let mk = |dtype: DType, shape: Vec<u64>, data: Vec<u8>| NdArray::new(dtype, shape, data).unwrap();
+    let i: Vec<i32> = (0..300 * 200).map(|k| (k % 200) * 3 + k / 200).collect();
+    let arr = mk(DType::I32, vec![300, 200], i.iter().flat_map(|x| x.to_le_bytes()).collect());
+    for compress in [None, Some("none"), Some("deflate"), Some("huffman"), Some("float"), Some("all")] {
+        let opts = WriteOptions { compress: compress.map(String::from), ..Default::default() };
+        let mut out = Vec::new();
+        write::write_ndarray(&arr, &opts, &mut out).unwrap();
+        assert_valid(&out, &format!("{compress:?}"));
+        let f = open(&out);
+        assert_eq!(i32s(&f.read_element(0, false).unwrap()), i);
+        assert_eq!(f.stored_tiles().len(), 6, "128x128 default tiles");
+    }
+    let opts = WriteOptions { tile: Some((50, 40)), ..Default::default() };
+    let sh = mk(DType::I16, vec![7, 11], (0..77i16).flat_map(|x| x.to_le_bytes()).collect());
+    let mut out = Vec::new();
+    write::write_ndarray(&sh, &WriteOptions::default(), &mut out).unwrap();
+    assert_eq!(open(&out).read_element(0, false).unwrap().data, sh.data);
+    let fl = mk(DType::F32, vec![60, 50], (0..3000).flat_map(|x| (x as f32 * 0.5).to_le_bytes()).collect());
+    let mut out = Vec::new();
+    write::write_ndarray(&fl, &opts, &mut out).unwrap();
+    assert_eq!(open(&out).read_element(0, false).unwrap().data, fl.data);
+    // Refusals are usage errors.
+    let bad = [
+        (mk(DType::F64, vec![2, 2], vec![0; 32]), WriteOptions::default()),
+        (mk(DType::I32, vec![2, 2, 2], vec![0; 32]), WriteOptions::default()),
+        (mk(DType::I32, vec![2, 2], vec![0; 16]), WriteOptions { compress: Some("zstd".into()), ..Default::default() }),
+        (mk(DType::I32, vec![2, 2], vec![0; 16]), WriteOptions { tile: Some((3, 1)), ..Default::default() }),
+    ];
+    for (a, o) in bad {
+        let e = write::write_ndarray(&a, &o, &mut Vec::new()).unwrap_err();
+        assert_eq!(e.kind, rasterpack_common::ErrorKind::Usage, "{e:?}");
+    }
+}
+
+/// The header the writer produces for the parameters of the corpus file `float_cartesian.gvrs`
+/// (Gridfour-written) is byte-identical from offset 104 to the header CRC.
+#[test]
+fn header_matches_gridfour() {
+    let Ok(root) = std::env::var("RASTERPACK_CORPUS") else {
+        eprintln!("RASTERPACK_CORPUS not set: skipping");
+        return;
+    };
+    let gf = std::fs::read(std::path::Path::new(&root).join("gvrs/float_cartesian.gvrs")).expect("corpus file");
+    let e = ElementSpec {
+        label: "Temperature".into(),
+        description: "Float with special values: NaN (fill), +/-Inf, -0.0, subnormals".into(),
+        unit: "degC".into(),
+        ..ElementSpec::new("temperature", ElementKind::float())
+    };
+    let mut s = GvrsSpec::new(64, 48, 16, 16, e);
+    s.codecs = vec![];
+    s.coordinates = Coordinates::Cartesian { x0: 500000.0, y0: 4100000.0, x1: 501410.0, y1: 4098110.0 };
+    let v = vec![1.0f32; 64 * 48];
+    let b = write::to_bytes(&s, &[ElementValues::Float(&v)]).unwrap();
+    let len = i32::from_le_bytes(gf[16..20].try_into().unwrap()) as usize;
+    assert_eq!(i32::from_le_bytes(b[16..20].try_into().unwrap()) as usize, len);
+    assert_eq!(&b[104..16 + len - 4], &gf[104..16 + len - 4]);
+}
