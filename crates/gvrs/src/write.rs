@@ -749,6 +749,15 @@ pub fn to_bytes(spec: &GvrsSpec, values: &[ElementValues]) -> Result<Vec<u8>> {
     Ok(file)
 }
 
+/// Identification block plus header record for `spec` (directory offsets 0): what [`to_bytes`]
+/// writes before the first record, useful to compare headers with other writers'.
+pub fn header_bytes(spec: &GvrsSpec) -> Result<Vec<u8>> {
+    let uuid = spec.uuid.unwrap_or([0; 16]);
+    let mut file = b"gvrs raster\0\x01\x04\0\0".to_vec();
+    file.extend_from_slice(&header_record(spec, &uuid, spec.time_modified_ms.unwrap_or(0), 0, 0)?);
+    Ok(file)
+}
+
 /// Tile size used by [`write_ndarray`] when `opts.tile` is not given: 128 x 128, clipped to
 /// the grid (a small grid is one tile).
 pub const DEFAULT_TILE: u32 = 128;

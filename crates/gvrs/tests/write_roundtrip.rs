@@ -297,3 +297,94 @@ fn header_matches_gridfour() {
     assert_eq!(i32::from_le_bytes(b[16..20].try_into().unwrap()) as usize, len);
     assert_eq!(&b[104..16 + len - 4], &gf[104..16 + len - 4]);
 }
+
+fn bits32(v: &serde_json::Value) -> f32 {
+    f32::from_bits(u32::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap())
+}
+
+fn bits64(v: &serde_json::Value) -> f64 {
+    f64::from_bits(u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap())
+}
+
+/// For every valid corpus file, a spec rebuilt from its sidecar yields a header identical to
+/// Gridfour's from offset 104 (grid size) to the header CRC: element specs, codec list, product
+/// label, padding, coordinates and both transforms.
+#[test]
+fn headers_match_every_corpus_file() {
+    let Ok(root) = std::env::var("RASTERPACK_CORPUS") else {
+        eprintln!("RASTERPACK_CORPUS not set: skipping");
+        return;
+    };
+    let dir = std::path::Path::new(&root).join("gvrs");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if !name.ends_with(".truth.json") {
+            continue;
+        }
+        let t: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join(&name)).unwrap()).unwrap();
+        if t["expected_verdict"] != "valid" {
+            continue;
+        }
+        let gf = std::fs::read(dir.join(t["file"].as_str().unwrap())).unwrap();
+        let elements: Vec<ElementSpec> = t["elements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let i = |k: &str| e[k].as_i64().unwrap();
+                let kind = match e["type"].as_str().unwrap() {
+                    "INTEGER" => ElementKind::Integer { min: i("min") as i32, max: i("max") as i32, fill: i("fill") as i32 },
+                    "SHORT" => ElementKind::Short { min: i("min") as i16, max: i("max") as i16, fill: i("fill") as i16 },
+                    "FLOAT" => ElementKind::Float { min: bits32(&e["min_bits"]), max: bits32(&e["max_bits"]), fill: bits32(&e["fill_bits"]) },
+                    _ => ElementKind::IntCodedFloat {
+                        min: bits32(&e["min_bits"]),
+                        max: bits32(&e["max_bits"]),
+                        fill: bits32(&e["fill_bits"]),
+                        scale: bits32(&e["scale_bits"]),
+                        offset: bits32(&e["offset_bits"]),
+                        min_int: i("min_int") as i32,
+                        max_int: i("max_int") as i32,
+                        fill_int: i("fill_int") as i32,
+                    },
+                };
+                ElementSpec {
+                    continuous: e["continuous"].as_bool().unwrap(),
+                    label: e["label"].as_str().unwrap().into(),
+                    description: e["description"].as_str().unwrap().into(),
+                    unit: e["unit"].as_str().unwrap().into(),
+                    ..ElementSpec::new(e["name"].as_str().unwrap(), kind)
+                }
+            })
+            .collect();
+        let u = |k: &str| t[k].as_u64().unwrap() as u32;
+        let mut s = GvrsSpec::new(u("rows"), u("cols"), u("tile_rows"), u("tile_cols"), elements[0].clone());
+        s.elements = elements;
+        s.codecs = t["codecs"].as_array().unwrap().iter().map(|c| Codec::from_name(c.as_str().unwrap()).unwrap()).collect();
+        s.checksums = t["checksums_enabled"].as_bool().unwrap();
+        s.product_label = t["product_label"].as_str().unwrap().into();
+        s.raster_space = match t["raster_space"]["code"].as_u64().unwrap() {
+            1 => RasterSpace::Point,
+            2 => RasterSpace::Area,
+            _ => RasterSpace::Unspecified,
+        };
+        let c = &t["coordinate_system"];
+        let (x0, y0, dx, dy) = (bits64(&c["x0_bits"]), bits64(&c["y0_bits"]), bits64(&c["cell_size_x_bits"]), bits64(&c["cell_size_y_bits"]));
+        let (x1, y1) = (bits64(&c["x1_bits"]), bits64(&c["y1_bits"]));
+        // Files were made from corners or from a spacing; rebuild them the same way.
+        let corners = (x1 - x0) / f64::from(s.cols - 1) == dx && (y1 - y0) / f64::from(s.rows - 1) == dy;
+        s.coordinates = match (c["code"].as_u64().unwrap(), corners) {
+            (1, true) => Coordinates::Cartesian { x0, y0, x1, y1 },
+            (1, false) => Coordinates::CartesianSpacing { x0, y0, dx, dy },
+            (2, true) => Coordinates::Geographic { lon0: x0, lat0: y0, lon1: x1, lat1: y1 },
+            (2, false) => Coordinates::GeographicSpacing { lon0: x0, lat0: y0, dlon: dx, dlat: dy },
+            _ => Coordinates::Unspecified,
+        };
+        let b = write::header_bytes(&s).unwrap();
+        let len = i32::from_le_bytes(gf[16..20].try_into().unwrap()) as usize;
+        assert_eq!(b.len(), 16 + len, "{name}: header length");
+        assert_eq!(&b[104..16 + len - 4], &gf[104..16 + len - 4], "{name}: header bytes");
+        checked += 1;
+    }
+    assert!(checked >= 25, "{checked}");
+}
