@@ -225,6 +225,8 @@ impl Rs {
         }
         // Formal derivative in characteristic 2: only odd powers survive.
         let deriv: Vec<u8> = lambda.iter().enumerate().skip(1).map(|(i, &c)| if i % 2 == 1 { c } else { 0 }).collect();
+        // Work on a copy: a failed correction leaves the caller's bytes untouched.
+        let mut fixed = cw.to_vec();
         for &j in &positions {
             let power = (n - 1 - j) as i64;
             let x = pow_alpha(power);
@@ -234,11 +236,15 @@ impl Rs {
                 return Err(EccError::TooManyErrors);
             }
             let mag = mul(x, div(eval_lo_first(&omega, xinv), den));
-            cw[j] ^= mag;
+            if mag == 0 {
+                return Err(EccError::TooManyErrors);
+            }
+            fixed[j] ^= mag;
         }
-        if self.syndromes(cw).iter().any(|&s| s != 0) {
+        if self.syndromes(&fixed).iter().any(|&s| s != 0) {
             return Err(EccError::TooManyErrors);
         }
+        cw.copy_from_slice(&fixed);
         Ok(nerr)
     }
 }

@@ -168,6 +168,12 @@ pub fn members(b: &[u8], limits: &Limits) -> Result<Vec<Member>> {
 
 /// The decompressed content of one member, CRC-checked, bounded by its declared size.
 pub fn member_data(b: &[u8], m: &Member, limits: &Limits) -> Result<Vec<u8>> {
+    member_bytes(b, m, limits).map(|c| c.into_owned())
+}
+
+/// Like [`member_data`], borrowing stored members instead of copying them.
+pub fn member_bytes<'a>(b: &'a [u8], m: &Member, limits: &Limits) -> Result<std::borrow::Cow<'a, [u8]>> {
+    use std::borrow::Cow;
     let lo = usize::try_from(m.local_offset).map_err(|_| bad(0, "member offset out of range"))?;
     if le32(b, lo) != Some(LOCAL_SIG) {
         return Err(bad(m.local_offset, format!("member {:?}: bad local header", m.name)));
@@ -185,7 +191,7 @@ pub fn member_data(b: &[u8], m: &Member, limits: &Limits) -> Result<Vec<u8>> {
             if m.comp_size != m.uncomp_size {
                 return Err(bad(start, format!("member {:?}: stored sizes differ", m.name)));
             }
-            src.to_vec()
+            Cow::Borrowed(src)
         }
         8 => {
             let d = miniz_oxide::inflate::decompress_to_vec_with_limit(src, size)
@@ -193,7 +199,7 @@ pub fn member_data(b: &[u8], m: &Member, limits: &Limits) -> Result<Vec<u8>> {
             if d.len() != size {
                 return Err(bad(start, format!("member {:?}: inflates to {} bytes, {} declared", m.name, d.len(), size)));
             }
-            d
+            Cow::Owned(d)
         }
         other => {
             return Err(Error::unsupported(
@@ -230,7 +236,7 @@ pub fn array_name(member: &str) -> &str {
 pub fn describe(b: &[u8], limits: &Limits) -> Result<Vec<ArrayInfo>> {
     let mut out = Vec::new();
     for m in members(b, limits)? {
-        let data = member_data(b, &m, limits)?;
+        let data = member_bytes(b, &m, limits)?;
         let name = array_name(&m.name).to_string();
         match npy::parse_header(&data) {
             Ok(h) => {

@@ -469,7 +469,10 @@ fn check_chunk(
             return Ok(st);
         }
     };
-    st.uncompressed_sha256 = Some(hex(&Sha256::digest(raw)));
+    if opts.content {
+        // Only reports show it; plain validation skips a second full SHA-256 pass.
+        st.uncompressed_sha256 = Some(hex(&Sha256::digest(raw)));
+    }
     if opts.keep_payload {
         st.payload = Some(raw.to_vec());
     }
