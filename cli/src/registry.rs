@@ -10,7 +10,7 @@ pub fn formats() -> Vec<&'static dyn Format> {
         &rasterpack_volp::VolpFormat,
         &rasterpack_gvrs::GvrsFormat,
         &rasterpack_udf::UdfFormat,
-        // &rasterpack_fold::FoldFormat,
+        &rasterpack_fold::FoldFormat,
         &rasterpack_vds_meta::VdsFormat,
     ]
 }
