@@ -28,10 +28,7 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 }
 
 fn id_at(b: &[u8], o: usize) -> [u8; 4] {
-    match b.get(o..o + 4).and_then(|s| <[u8; 4]>::try_from(s).ok()) {
-        Some(a) => a,
-        None => [0; 4],
-    }
+    b.get(o..o + 4).and_then(|s| <[u8; 4]>::try_from(s).ok()).unwrap_or_default()
 }
 
 /// Decode the `0x40`-byte file header (`b` must hold at least that many bytes).

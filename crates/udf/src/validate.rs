@@ -115,7 +115,7 @@ impl Walker<'_> {
             self.err(OFFSET_NULL_WITH_SIZE, Some(at), format!("{what}: offset 0 with size {}", fo.size));
             return false;
         }
-        if fo.offset % 16 != 0 || fo.size % 16 != 0 {
+        if fo.offset & 15 != 0 || fo.size & 15 != 0 {
             self.err(OFFSET_MISALIGNED, Some(at), format!("{what}: {:#x}:{:#x} not 16-aligned", fo.offset, fo.size));
             return false;
         }
@@ -219,7 +219,7 @@ impl Walker<'_> {
             + LOOKUP_SIZE as u64 * h.lookup_len as u64
             + h.string_len as u64;
         let mut data_ok = true;
-        if hs % 8 != 0 {
+        if hs & 7 != 0 {
             self.err(DATASET_HEADER_SIZE_ALIGN, Some(loc.offset + 0xC), format!("{tag}: header_size {hs} is not a multiple of 8"));
             data_ok = false;
         }
@@ -236,10 +236,10 @@ impl Walker<'_> {
         if hs < needed {
             self.err(DATASET_HEADER_SIZE_SMALL, Some(loc.offset + 0xC), format!("{tag}: header_size {hs} < {needed}"));
             data_ok = false;
-        } else if hs > needed.div_ceil(8) * 8 && hs % 8 == 0 {
+        } else if hs > needed.div_ceil(8) * 8 && hs & 7 == 0 {
             self.err(DATASET_HEADER_SLACK, Some(loc.offset + 0xC), format!("{tag}: header_size {hs} larger than the {needed} bytes used"));
         }
-        if h.string_len % 8 != 0 {
+        if h.string_len & 7 != 0 {
             self.err(DATASET_STRING_LEN_ALIGN, Some(loc.offset + 0x12), format!("{tag}: string_len {} is not a multiple of 8", h.string_len));
         }
         if data_ok {
