@@ -122,7 +122,7 @@ pub struct HeaderCheck {
 enum Integral {
     Value { negative: bool, magnitude: u64 },
     TooLarge { negative: bool },
-    NotIntegral,
+    Fraction,
 }
 
 fn integral(raw: &str) -> Integral {
@@ -162,7 +162,7 @@ fn integral(raw: &str) -> Integral {
         return Integral::Value { negative, magnitude: 0 };
     }
     if e < 0 {
-        return Integral::NotIntegral;
+        return Integral::Fraction;
     }
     if sig.len() as i64 + e > 20 {
         return Integral::TooLarge { negative };
@@ -207,7 +207,7 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
                     c.notes.info("volp.version.defaulted", Some(at(n)), format!("version {raw} is below 1: read as version 1"))
                 }
                 Integral::TooLarge { negative: false } => version = u64::MAX,
-                Integral::NotIntegral => c.errors.push(Error::invalid(
+                Integral::Fraction => c.errors.push(Error::invalid(
                     "volp.version.invalid",
                     at(n),
                     format!("\"version\" must be an integer, found {raw}"),
@@ -263,7 +263,7 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
                             }
                             Integral::Value { .. } | Integral::TooLarge { negative: true } => Some(format!("{raw} is below 1")),
                             Integral::TooLarge { negative: false } => Some(format!("{raw} does not fit in 64 bits")),
-                            Integral::NotIntegral => Some(format!("{raw} is not an integer")),
+                            Integral::Fraction => Some(format!("{raw} is not an integer")),
                         },
                         other => Some(format!("found {}", other.type_name())),
                     };
@@ -694,9 +694,9 @@ mod tests {
         assert_eq!(int("18446744073709551615"), Some(u64::MAX));
         assert!(matches!(integral("18446744073709551616"), Integral::TooLarge { negative: false }));
         assert!(matches!(integral("1e999999999999999999999"), Integral::TooLarge { negative: false }));
-        assert!(matches!(integral("2.5"), Integral::NotIntegral));
-        assert!(matches!(integral("1.0000000000000000001"), Integral::NotIntegral));
-        assert!(matches!(integral("1e-400"), Integral::NotIntegral));
+        assert!(matches!(integral("2.5"), Integral::Fraction));
+        assert!(matches!(integral("1.0000000000000000001"), Integral::Fraction));
+        assert!(matches!(integral("1e-400"), Integral::Fraction));
         assert!(matches!(integral("-3"), Integral::Value { negative: true, magnitude: 3 }));
         assert!(matches!(integral("0e5"), Integral::Value { magnitude: 0, .. }));
     }

@@ -23,7 +23,7 @@ impl Noise {
 pub fn temperature() -> Vec<u8> {
     let levels = [1000.0, 850.0, 500.0, 250.0];
     let (nlat, nlon) = (32usize, 32usize);
-    let mut noise = Noise(0x5EED_0F_7E4D);
+    let mut noise = Noise(0x005E_ED0F_7E4D);
     let mut data = Vec::with_capacity(4 * nlat * nlon * 2);
     for (l, p) in levels.iter().enumerate() {
         // Colder aloft: ~288 K at 1000 hPa down to ~220 K at 250 hPa.
