@@ -84,6 +84,9 @@ impl ObjectStore for SharedContainer {
     fn object_size(&self, key: &str) -> Result<Option<u64>> {
         self.0.object_size(key)
     }
+    fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
+        self.0.get_into(key, buf)
+    }
 }
 
 impl Dataset {
@@ -230,9 +233,10 @@ impl Dataset {
         self.store.get(&format!("{}/{index}", layer.name()))
     }
 
-    /// Decode chunk `index` into its stored box (margins included), in `values` form.
-    /// Returns either a fill element or a buffer laid out X fastest over the chunk dims.
-    fn brick(&self, layer: &Layer, index: u64, values: Values, scratch: &mut Vec<u8>, conv: &mut Vec<u8>) -> Result<Brick> {
+    /// Decode chunk `index` into its stored box (margins included), in `values` form, using
+    /// the worker's reusable buffers. Returns where the result is: a fill element or one of
+    /// the buffers, laid out X fastest over the chunk dims.
+    fn brick(&self, layer: &Layer, index: u64, values: Values, bufs: &mut Bufs) -> Result<Brick> {
         let g = layer.geometry.as_ref().ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "layer without geometry"))?;
         let ch = &self.layout.channels[g.channel];
         let meta = layer.chunks.get(index as usize).copied().unwrap_or_default();
@@ -253,30 +257,42 @@ impl Dataset {
             ChunkStatus::NoValue => Ok(fill(chunk::novalue_native(ch), ch.no_value as f32)),
             ChunkStatus::Constant(v) => Ok(fill(chunk::constant_native(ch, v), v)),
             ChunkStatus::Data => {
-                let bytes = self.chunk_bytes(layer, index)?.ok_or_else(|| {
-                    Error::invalid_at("vds.chunk.missing", None, format!("chunk {index} of {} is written but has no stored object", layer.name()))
-                })?;
+                let key = format!("{}/{index}", layer.name());
+                if !self.store.get_into(&key, &mut bufs.io)? {
+                    return Err(Error::invalid_at(
+                        "vds.chunk.missing",
+                        None,
+                        format!("chunk {index} of {} is written but has no stored object", layer.name()),
+                    ));
+                }
                 let spec = self.chunk_spec(layer, index).ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "no chunk spec"))?;
                 let ctx = |e: Error| Error { message: format!("{} chunk {index}: {}", layer.name(), e.message), offset: None, ..e };
-                let start = chunk::decode_payload(&bytes, &spec, self.limits.max_alloc, scratch).map_err(ctx)?;
-                let mut payload: Vec<u8> = match start {
-                    Some(s) => {
-                        if ch.format != SampleFormat::Bit1 && values == Values::Native {
-                            return Ok(Brick::Data(bytes, s));
-                        }
-                        bytes[s..].to_vec()
-                    }
-                    None => std::mem::take(scratch),
+                let start = chunk::decode_payload(&bufs.io, &spec, self.limits.max_alloc, &mut bufs.scratch).map_err(ctx)?;
+                let mut at = match start {
+                    Some(s) => Brick::Io(s),
+                    None => Brick::Scratch,
                 };
                 if ch.format == SampleFormat::Bit1 {
-                    chunk::unpack_bits(&payload, spec.size, conv);
-                    std::mem::swap(&mut payload, conv);
+                    let mut conv = std::mem::take(&mut bufs.conv);
+                    chunk::unpack_bits(bufs.slice(&at), spec.size, &mut conv);
+                    bufs.conv = conv;
+                    at = Brick::Conv;
                 }
                 if values == Values::Physical && ch.format != SampleFormat::R32 {
-                    chunk::native_to_f32(ch, &payload, conv);
-                    std::mem::swap(&mut payload, conv);
+                    let (dst_is_conv, mut dst) = match at {
+                        Brick::Conv => (false, std::mem::take(&mut bufs.scratch)),
+                        _ => (true, std::mem::take(&mut bufs.conv)),
+                    };
+                    chunk::native_to_f32(ch, bufs.slice(&at), &mut dst);
+                    if dst_is_conv {
+                        bufs.conv = dst;
+                        at = Brick::Conv;
+                    } else {
+                        bufs.scratch = dst;
+                        at = Brick::Scratch;
+                    }
                 }
-                Ok(Brick::Data(payload, 0))
+                Ok(at)
             }
         }
     }
@@ -390,28 +406,34 @@ impl Dataset {
         }
         let few_slabs = parts.len() < rayon::current_num_threads();
         parts.into_par_iter().try_for_each(|(buf, base, idx)| -> Result<()> {
-            let copy = |buf: &mut [u8], i: u64, brick: &Brick| {
+            let copy = |buf: &mut [u8], i: u64, src: Option<&[u8]>, fill: Option<&[u8]>| {
                 let e = g.chunk_extent(i);
-                copy_brick(g, &e, brick, elem, buf, base, &min, &max, &ostride);
+                copy_brick(g, &e, src, fill, elem, buf, base, &min, &max, &ostride);
             };
             if few_slabs && idx.len() > 1 {
-                let bricks: Vec<(u64, Brick)> = idx
+                // Too few slabs to keep every thread busy: decode this slab's bricks in parallel.
+                let bricks: Vec<(u64, Vec<u8>, bool)> = idx
                     .par_iter()
-                    .map(|&i| {
-                        let (mut a, mut b) = (Vec::new(), Vec::new());
-                        self.brick(layer, i, values, &mut a, &mut b).map(|br| (i, br))
+                    .map_init(Bufs::default, |bufs, &i| {
+                        self.brick(layer, i, values, bufs).map(|br| match br {
+                            Brick::Fill(v) => (i, v, true),
+                            other => (i, bufs.slice(&other).to_vec(), false),
+                        })
                     })
                     .collect::<Result<_>>()?;
-                for (i, br) in &bricks {
-                    copy(buf, *i, br);
+                for (i, v, is_fill) in &bricks {
+                    if *is_fill {
+                        copy(buf, *i, None, Some(v));
+                    } else {
+                        copy(buf, *i, Some(v), None);
+                    }
                 }
             } else {
-                let (mut a, mut b) = (Vec::new(), Vec::new());
+                let mut bufs = Bufs::default();
                 for &i in &idx {
-                    let br = self.brick(layer, i, values, &mut a, &mut b)?;
-                    copy(buf, i, &br);
-                    if let Brick::Data(v, 0) = br {
-                        a = v; // keep the allocation for the next chunk
+                    match self.brick(layer, i, values, &mut bufs)? {
+                        Brick::Fill(v) => copy(buf, i, None, Some(&v)),
+                        other => copy(buf, i, Some(bufs.slice(&other)), None),
                     }
                 }
             }
@@ -428,17 +450,40 @@ impl Dataset {
     }
 }
 
-/// A decoded brick: one repeated element, or a buffer with the payload starting at an offset.
+/// Where a decoded brick is: one repeated element, or in one of the worker's buffers.
 enum Brick {
     Fill(Vec<u8>),
-    Data(Vec<u8>, usize),
+    /// The raw object, payload from this offset (uncompressed chunks: no copy).
+    Io(usize),
+    Scratch,
+    Conv,
+}
+
+/// Per-worker buffers, reused from brick to brick so large chunks cost no new allocations.
+#[derive(Default)]
+struct Bufs {
+    io: Vec<u8>,
+    scratch: Vec<u8>,
+    conv: Vec<u8>,
+}
+
+impl Bufs {
+    fn slice<'a>(&'a self, b: &'a Brick) -> &'a [u8] {
+        match b {
+            Brick::Io(s) => self.io.get(*s..).unwrap_or(&[]),
+            Brick::Scratch => &self.scratch,
+            Brick::Conv => &self.conv,
+            Brick::Fill(v) => v,
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
 fn copy_brick(
     g: &LayerGeometry,
     e: &crate::geometry::ChunkExtent,
-    brick: &Brick,
+    src_buf: Option<&[u8]>,
+    fill: Option<&[u8]>,
     elem: usize,
     out: &mut [u8],
     base: u64,
@@ -473,20 +518,17 @@ fn copy_brick(
         }
         let dst = (dst - base) as usize;
         let dst_row = &mut out[dst..dst + row * elem];
-        match brick {
-            Brick::Fill(v) => {
-                for c in dst_row.chunks_exact_mut(elem) {
-                    c.copy_from_slice(v);
-                }
+        if let Some(v) = fill {
+            for c in dst_row.chunks_exact_mut(elem) {
+                c.copy_from_slice(v);
             }
-            Brick::Data(buf, start) => {
-                let src = *start + src as usize;
-                if bstride[0] as usize == elem {
-                    dst_row.copy_from_slice(&buf[src..src + row * elem]);
-                } else {
-                    // dim 0 is not a chunk dim: its extent is 1.
-                    dst_row.copy_from_slice(&buf[src..src + elem]);
-                }
+        } else if let Some(buf) = src_buf {
+            let src = src as usize;
+            if bstride[0] as usize == elem {
+                dst_row.copy_from_slice(&buf[src..src + row * elem]);
+            } else {
+                // dim 0 is not a chunk dim: its extent is 1.
+                dst_row.copy_from_slice(&buf[src..src + elem]);
             }
         }
         // Next row.

@@ -27,6 +27,16 @@ pub trait ObjectStore: Send + Sync {
     }
     /// `"object-dir"` or `"vds-file"`.
     fn kind(&self) -> &'static str;
+    /// Read an object into `buf` (reusing its allocation); `false` when there is no object.
+    fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
+        match self.get(key)? {
+            Some(v) => {
+                *buf = v;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
     /// Size of an object without reading it when the store can tell.
     fn object_size(&self, key: &str) -> Result<Option<u64>> {
         Ok(self.get(key)?.map(|b| b.len() as u64))
@@ -95,6 +105,25 @@ impl ObjectStore for DirStore {
         };
         self.limits.check_alloc(meta.len(), &format!("object {key}"), None)?;
         std::fs::read(&path).map(Some).map_err(|e| Error::io(&path.display().to_string(), &e))
+    }
+
+    fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
+        use std::io::Read;
+        let path = self.path_of(key)?;
+        let mut file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(Error::io(&path.display().to_string(), &e)),
+        };
+        let len = file.metadata().map_err(|e| Error::io(&path.display().to_string(), &e))?.len();
+        if !file.metadata().map(|m| m.is_file()).unwrap_or(false) {
+            return Ok(false);
+        }
+        self.limits.check_alloc(len, &format!("object {key}"), None)?;
+        buf.clear();
+        // Bounded by the size checked above even if the file grows meanwhile.
+        (&mut file).take(len).read_to_end(buf).map_err(|e| Error::io(&path.display().to_string(), &e))?;
+        Ok(true)
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
