@@ -70,6 +70,7 @@ pub const CODES: &[(&str, Severity, Option<&str>)] = &[
     (RELATED_MISSING, Severity::Error, Some("RELATED_MISSING")),
     (RELATED_SHAPE, Severity::Error, Some("RELATED_SHAPE")),
     (IO, Severity::Error, Some("IO")),
+    (LIMIT_WORK, Severity::Error, Some("LIMIT")),
 ];
 
 pub const TRUNCATED: &str = "udf.header.truncated";
@@ -130,6 +131,7 @@ pub const RANGE_OUT_OF_RANGE: &str = "udf.range.out_of_range";
 pub const RELATED_MISSING: &str = "udf.related.missing";
 pub const RELATED_SHAPE: &str = "udf.related.shape_mismatch";
 pub const IO: &str = "udf.io";
+pub const LIMIT_WORK: &str = "udf.limit.work";
 
 /// The corpus sidecar code of a finding code (`None` for warnings, infos and unknown codes).
 pub fn sidecar_code(code: &str) -> Option<&'static str> {

@@ -37,7 +37,7 @@ pub fn validate(input: &Input, limits: &Limits) -> Document {
 
 /// The structural walk: everything but the content of non-DATASET tables.
 pub fn walk(input: &Input, limits: &Limits) -> Document {
-    let mut w = Walker { input, limits, file_len: input.len(), doc: Document::default(), by_loc: HashMap::new(), edges: 0 };
+    let mut w = Walker { input, limits, file_len: input.len(), doc: Document::default(), by_loc: HashMap::new(), edges: 0, header_bytes: 0 };
     w.doc.file_len = w.file_len;
     w.run();
     w.doc
@@ -50,6 +50,7 @@ struct Walker<'a> {
     doc: Document,
     by_loc: HashMap<FileOffset, usize>,
     edges: u64,
+    header_bytes: u64,
 }
 
 /// The file id: printable ASCII, NUL padded (no printable byte after a NUL).
@@ -99,7 +100,7 @@ impl Walker<'_> {
         if let Some(i) = h.reserved.iter().position(|&r| r != 0) {
             self.err(HEADER_RESERVED, Some(0x20 + 8 * i as u64), format!("file header reserved {:?} must be zero", h.reserved));
         }
-        if self.check_offset(h.root, 0x10, "root") {
+        if self.check_offset(h.root, 0x10, || "root".to_string()) {
             self.bfs(h.root);
         }
         self.find_cycles();
@@ -107,10 +108,11 @@ impl Walker<'_> {
     }
 
     /// Rules of a file offset; true when it points at a dataset worth reading.
-    fn check_offset(&mut self, fo: FileOffset, at: u64, what: &str) -> bool {
+    fn check_offset(&mut self, fo: FileOffset, at: u64, what: impl Fn() -> String) -> bool {
         if fo.is_null() {
             return false;
         }
+        let what = what();
         if fo.offset == 0 {
             self.err(OFFSET_NULL_WITH_SIZE, Some(at), format!("{what}: offset 0 with size {}", fo.size));
             return false;
@@ -248,6 +250,11 @@ impl Walker<'_> {
         if needed > loc.size {
             return;
         }
+        self.header_bytes = self.header_bytes.saturating_add(needed);
+        if self.header_bytes > budget(self.file_len) {
+            self.err(LIMIT_WORK, Some(loc.offset), format!("{tag}: dataset headers read exceed the work budget; not read"));
+            return;
+        }
         // Bounded by the u16 counts: at most ~3.7 MiB.
         let body = match self.input.read_vec(loc.offset + DATASET_STATIC_SIZE as u64, needed - DATASET_STATIC_SIZE as u64, "dataset header", self.limits) {
             Ok(b) => b,
@@ -336,14 +343,23 @@ impl Walker<'_> {
 
     fn read_links(&mut self, tag: &str, t: &Table, out: &mut Vec<ChildLink>) {
         let Some(base) = t.data_offset else { return };
+        self.header_bytes = self.header_bytes.saturating_add(t.data_size);
+        if self.header_bytes > budget(self.file_len) {
+            self.err(LIMIT_WORK, Some(base), format!("{tag}.table[{}]: DATASET tables read exceed the work budget; not followed", t.index));
+            return;
+        }
         let mut entry = 0u64;
         let mut links = Vec::new();
+        let cap = self.limits.max_entries.min(MAX_LINKS);
+        if t.data_size / 16 > cap {
+            self.err(DATASET_TOO_MANY, Some(base), format!("{tag}.table[{}]: more than {cap} dataset links; the rest are not followed", t.index));
+        }
         let res = for_each_chunk(self.input, base, t.data_size, 16, |_, chunk| {
             for c in chunk.chunks_exact(16) {
                 links.push((entry, parse::file_offset(c, 0)));
                 entry += 1;
-                // Bounded: stop collecting beyond the entry limit.
-                if links.len() as u64 > MAX_LINKS {
+                // Bounded: stop collecting beyond the link limit.
+                if links.len() as u64 >= cap {
                     return false;
                 }
             }
@@ -355,12 +371,11 @@ impl Walker<'_> {
         for (entry, fo) in links {
             let at = entry_offset(base, entry).unwrap_or(base);
             self.edges += 1;
-            if self.edges > self.limits.max_entries {
-                self.err(DATASET_TOO_MANY, Some(at), format!("more than {} dataset links", self.limits.max_entries));
+            if self.edges > self.limits.max_entries.min(MAX_LINKS) {
+                self.err(DATASET_TOO_MANY, Some(at), format!("more than {} dataset links in the file", self.limits.max_entries.min(MAX_LINKS)));
                 return;
             }
-            let what = format!("{tag}.table[{}][{entry}]", t.index);
-            let ok = self.check_offset(fo, at, &what);
+            let ok = self.check_offset(fo, at, || format!("{tag}.table[{}][{entry}]", t.index));
             out.push(ChildLink { table: t.index, entry, location: fo, entry_offset: at, target: None });
             if !ok {
                 // Null or invalid: not followed (target stays None, location kept for display).
@@ -648,7 +663,13 @@ impl Walker<'_> {
     }
 }
 
-const MAX_LINKS: u64 = 1 << 24;
+const MAX_LINKS: u64 = 1 << 20;
+
+/// Work budget for reads (dataset headers; table contents): overlapping datasets could make
+/// a small file demand quadratic work, so reads beyond 4x the file size plus 64 MiB stop.
+fn budget(file_len: u64) -> u64 {
+    file_len.saturating_mul(4).saturating_add(64 << 20)
+}
 
 /// Does `hint` allow primitive `prim` and these ghost axes? `(prim ok, ghost axes ok)`.
 /// (TRANSFORM's single 6 / 12 axis, a warning, is left to the caller.)
@@ -731,6 +752,7 @@ pub fn for_each_chunk(
 /// Content checks of every readable table: text, JSON, INDEX and RANGE values; the other
 /// tables are read through once so an unreadable file shows.
 pub fn check_contents(input: &Input, limits: &Limits, doc: &Document, f: &mut Findings) {
+    let mut spent = 0u64;
     for ds in &doc.datasets {
         let tag = format!("dataset@{:#x}", ds.location.offset);
         for t in &ds.tables {
@@ -739,6 +761,11 @@ pub fn check_contents(input: &Input, limits: &Limits, doc: &Document, f: &mut Fi
             }
             let Some(base) = t.data_offset else { continue };
             let tt = format!("{tag}.table[{}] ({})", t.index, t.display_name());
+            spent = spent.saturating_add(t.data_size);
+            if spent > budget(doc.file_len) {
+                push(f, LIMIT_WORK, Some(base), format!("{tt}: table contents read exceed the work budget; the rest is not checked"));
+                return;
+            }
             let r = match t.hint {
                 Hint::Text if t.hint_ok => check_text(input, t, base, &tt, f),
                 Hint::Json if t.hint_ok => {

@@ -120,7 +120,7 @@ fn text_encodings_are_strict() {
 #[test]
 fn big_scalar_text_streams_across_chunks() {
     // 5 MiB of 3-byte characters: chunk boundaries split characters; still valid.
-    let s: String = "\u{2713}".repeat(5 << 20 / 3);
+    let s: String = "\u{2713}".repeat((5 << 20) / 3);
     let bytes = build(vec![TableSpec::text("t", &s, Encoding::Utf8)]);
     let path = std::env::temp_dir().join(format!("udf-bigtext-{}.udf", std::process::id()));
     std::fs::write(&path, &bytes).unwrap();

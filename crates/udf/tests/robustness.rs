@@ -127,3 +127,27 @@ fn huge_declared_sizes_do_not_allocate() {
     assert!(doc.findings.has_errors());
     exercise(bytes);
 }
+
+#[test]
+fn overlapping_datasets_stay_within_the_work_budget() {
+    // The root links 4096 times to itself-with-another-size: each is a distinct dataset whose
+    // 1 MiB table would be re-read. The budget stops it (and the links make cycles).
+    let mut w = UdfWriter::new("DOS").unwrap();
+    let root = w.add_dataset("ROOT").unwrap();
+    w.set_root(root);
+    w.add(root, TableSpec::links("l", &vec![None; 4096])).unwrap();
+    w.add(root, TableSpec::array("big", &[1 << 20], &vec![7u8; 1 << 20])).unwrap();
+    let mut bytes = w.to_bytes().unwrap();
+    let f = UdfFile::open(&Input::from_bytes("d", bytes.clone()), &Limits::default()).unwrap();
+    let loc = f.root().unwrap().location;
+    let base = f.find("l").unwrap().1.data_offset.unwrap() as usize;
+    for k in 0..4096usize {
+        let e = base + 16 * k;
+        bytes[e..e + 8].copy_from_slice(&loc.offset.to_le_bytes());
+        bytes[e + 8..e + 16].copy_from_slice(&(loc.size - 16 * k as u64).to_le_bytes());
+    }
+    let t = std::time::Instant::now();
+    let doc = validate::validate(&Input::from_bytes("d", bytes), &Limits::default());
+    assert!(doc.findings.has_code(codes::LIMIT_WORK), "{:?}", &doc.findings.0[..3]);
+    assert!(t.elapsed().as_secs() < 20);
+}
