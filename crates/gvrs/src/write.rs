@@ -193,6 +193,7 @@ pub struct GvrsSpec {
     pub uuid: Option<[u8; 16]>,
     /// Time modified, ms since 1970; `None` = now.
     pub time_modified_ms: Option<i64>,
+    /// Encoder settings (default [`EncodeOptions::fast`]).
     pub encode: EncodeOptions,
 }
 
@@ -214,7 +215,7 @@ impl GvrsSpec {
             java_codec_records: true,
             uuid: None,
             time_modified_ms: None,
-            encode: EncodeOptions::default(),
+            encode: EncodeOptions::fast(),
         }
     }
 }

@@ -145,17 +145,30 @@ pub fn decode_float(codec: Codec, block: &[u8], rows: usize, cols: usize, out: &
 }
 
 /// Encoder settings for [`encode_int_with`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EncodeOptions {
     /// zlib level for GvrsDeflate (Gridfour uses 6).
     pub deflate_level: u8,
     /// zlib level for GvrsFloat sections (Gridfour uses 9; 6 is nearly as small and faster).
     pub float_level: u8,
+    /// `None`: deflate the residuals of every predictor and keep the smallest (Gridfour's
+    /// exhaustive search). `Some(m)`: deflate only the predictors whose exact Huffman size is
+    /// within a fraction `m` of the smallest one (Huffman and Deflate sizes rank predictors
+    /// alike; this skips most deflate calls, which dominate writing time).
+    pub deflate_margin: Option<f32>,
 }
 
 impl Default for EncodeOptions {
     fn default() -> Self {
-        EncodeOptions { deflate_level: 6, float_level: 6 }
+        EncodeOptions { deflate_level: 6, float_level: 6, deflate_margin: None }
+    }
+}
+
+impl EncodeOptions {
+    /// The writer's default: exhaustive Huffman, Deflate for predictors within 3 % of the best
+    /// Huffman size.
+    pub fn fast() -> Self {
+        EncodeOptions { deflate_margin: Some(0.03), ..EncodeOptions::default() }
     }
 }
 
@@ -172,6 +185,13 @@ fn predictor_block(index: u8, p: Predictor, seed: i32, n: usize, cap: usize) -> 
 /// that index), or `None` when no block is strictly smaller than the uncompressed `cells * 4`.
 pub fn encode_int(values: &[i32], rows: usize, cols: usize, codecs: &[(u8, Codec)]) -> Option<Vec<u8>> {
     encode_int_with(values, rows, cols, codecs, &EncodeOptions::default())
+}
+
+struct Trial {
+    p: Predictor,
+    seed: i32,
+    codes: Vec<u8>,
+    huffman: Option<(huffman::Code, u64)>,
 }
 
 /// As [`encode_int`] with explicit settings. Every applicable predictor is tried with every
@@ -194,32 +214,58 @@ pub fn encode_int_with(values: &[i32], rows: usize, cols: usize, codecs: &[(u8, 
     } else {
         &[Predictor::Differencing, Predictor::Linear, Predictor::Triangle]
     };
-    let mut best: Option<Vec<u8>> = None;
-    let mut codes = Vec::with_capacity(cells + cells / 4);
+    let mut trials: Vec<Trial> = Vec::with_capacity(preds.len());
     for &p in preds {
-        codes.clear();
+        let mut codes = Vec::with_capacity(cells + cells / 4);
         let Some(seed) = predictor::encode(p, rows, cols, values, &mut codes) else { continue };
-        let n = codes.len();
-        if let Some(index) = huff {
-            let hist = huffman::histogram(&codes);
-            if let Some(code) = huffman::Code::build(&hist).filter(|c| c.usable()) {
-                let size = PREDICTOR_HEADER_LEN as u64 + code.bit_size(&hist).div_ceil(8);
-                if size < best.as_ref().map_or(limit, |b| b.len()) as u64 {
-                    let mut w = huffman::BitWriter::new(predictor_block(index, p, seed, n, size as usize + 8));
-                    code.write(&codes, &mut w);
-                    best = Some(w.finish());
+        // The exact Huffman size ranks predictors for both codecs.
+        let hist = huffman::histogram(&codes);
+        let huffman = huffman::Code::build(&hist)
+            .filter(|c| c.usable())
+            .map(|c| {
+                let size = PREDICTOR_HEADER_LEN as u64 + c.bit_size(&hist).div_ceil(8);
+                (c, size)
+            });
+        trials.push(Trial { p, seed, codes, huffman });
+    }
+    let best_h = trials.iter().filter_map(|t| t.huffman.as_ref().map(|h| h.1)).min();
+    // (size, which trial, is_huffman)
+    let mut best: Option<(usize, usize, bool)> = None;
+    let mut best_deflated: Option<Vec<u8>> = None;
+    if huff.is_some() {
+        for (i, t) in trials.iter().enumerate() {
+            if let Some((_, size)) = &t.huffman {
+                if (*size as usize) < best.map_or(limit, |b| b.0) {
+                    best = Some((*size as usize, i, true));
                 }
             }
         }
-        if let Some(index) = defl {
-            let mut b = predictor_block(index, p, seed, n, n / 2 + 32);
-            zlib::deflate_into(&codes, opts.deflate_level, &mut b);
-            if b.len() < best.as_ref().map_or(limit, |x| x.len()) {
-                best = Some(b);
+    }
+    if let Some(index) = defl {
+        for (i, t) in trials.iter().enumerate() {
+            if let (Some(m), Some(bh), Some((_, h))) = (opts.deflate_margin, best_h, &t.huffman) {
+                if *h as f64 > bh as f64 * (1.0 + f64::from(m)) {
+                    continue;
+                }
+            }
+            let mut b = predictor_block(index, t.p, t.seed, t.codes.len(), t.codes.len() / 2 + 32);
+            zlib::deflate_into(&t.codes, opts.deflate_level, &mut b);
+            if b.len() < best.map_or(limit, |x| x.0) {
+                best = Some((b.len(), i, false));
+                best_deflated = Some(b);
             }
         }
     }
-    best
+    let (size, i, is_huffman) = best?;
+    if !is_huffman {
+        return best_deflated;
+    }
+    let t = &trials[i];
+    let (code, _) = t.huffman.as_ref()?;
+    let index = huff?;
+    let mut w = huffman::BitWriter::new(predictor_block(index, t.p, t.seed, t.codes.len(), size + 8));
+    code.write(&t.codes, &mut w);
+    Some(w.finish())
 }
 
 /// As [`encode_int`] for float elements: GvrsFloat is the only Gridfour codec for floats.
