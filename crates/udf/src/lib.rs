@@ -160,6 +160,8 @@ pub fn array_writer(array: &NdArray) -> Result<UdfWriter> {
 }
 
 const PREVIEW: usize = 8;
+/// Text and JSON tables larger than this are not decoded by `inspect` unless `--all`.
+const PREVIEW_TEXT_MAX: u64 = 1 << 20;
 
 fn preview_values(file: &UdfFile, t: &Table, max: usize) -> (Value, String) {
     let Some(sz) = t.prim.size() else { return (Value::Null, format!("{} bytes", t.data_size)) };
@@ -256,6 +258,9 @@ fn describe(file: &UdfFile, all: bool, report: &mut Report) {
             }
             let preview = if !t.readable() {
                 if t.compressed { "(compressed)".to_string() } else { "(unreadable)".to_string() }
+            } else if matches!(t.hint, Hint::Text | Hint::Json) && t.data_size > PREVIEW_TEXT_MAX && !all {
+                // Large documents are shown with --all only.
+                format!("({} bytes; --all shows it)", t.data_size)
             } else {
                 match t.hint {
                     Hint::Text if t.hint_ok => match file.text(t) {
