@@ -257,6 +257,18 @@ impl GvrsFile {
     pub fn open_lenient(input: Input, limits: Limits) -> Result<GvrsFile> {
         let header = parse::read_header(&input, &limits)?;
         let geometry = Geometry::from_header(&header)?;
+        // Decoding a tile allocates its cells: a declared tile size is checked before any read.
+        let tile_bytes = geometry.cells_per_tile().saturating_mul(4);
+        if tile_bytes > limits.max_alloc {
+            return Err(Error::limit(
+                "gvrs.header.tile_size",
+                Some(112),
+                format!(
+                    "a {} x {} tile decodes to {tile_bytes} bytes, above the limit of {} bytes",
+                    geometry.tile_rows, geometry.tile_cols, limits.max_alloc
+                ),
+            ));
+        }
         let elements: Vec<Element> = header.elements.iter().cloned().map(|spec| Element { spec }).collect();
         if elements.is_empty() {
             return Err(Error::invalid("gvrs.header.element_count", 280, "the file declares no elements"));

@@ -392,3 +392,22 @@ fn hostile_sizes_are_refused_before_allocating() {
     b[td + 16..td + 24].copy_from_slice(&[0xff, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff, 0x7f]);
     assert!(!validate(&b).is_valid(false));
 }
+
+/// Fuzz finding (gvrs_parse): a tile declared far larger than the grid, with a stored tile,
+/// made a whole-element read allocate the tile's cells (tens of GB). Tile sizes are now checked
+/// against `Limits::max_alloc` when the file is opened.
+#[test]
+fn regression_huge_tile_with_small_grid() {
+    let mut c = Craft::new(2, 2, 2, 2, vec![El::int("v", 0)]);
+    c.fill_tiles(|_, r, col| (r * 2 + col) as i64);
+    let mut b = c.build();
+    b[112..116].copy_from_slice(&50i32.to_le_bytes());
+    b[116..120].copy_from_slice(&0x004d_26d7i32.to_le_bytes());
+    c.seal_header(&mut b);
+    let limits = Limits { max_alloc: 64 << 20, max_array_bytes: 16 << 20, ..Limits::default() };
+    let input = Input::from_bytes("t", b.clone());
+    let err = GvrsFile::open(input.clone(), limits).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::LimitExceeded);
+    assert!(!GvrsFormat.validate(&input, &ValidateOptions { limits }).is_valid(false));
+    exercise(&b);
+}
