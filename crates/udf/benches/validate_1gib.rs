@@ -22,13 +22,30 @@ fn generate(path: &Path) {
     let root = w.add_dataset("ROOT").unwrap();
     w.set_root(root);
     let values: Vec<f32> = (0..VALUES).map(|i| i as f32 * 0.25).collect();
-    w.add(root, TableSpec::array("values", &[VALUES], &values)).unwrap();
+    w.add(root, TableSpec::array("values", &[VALUES], &values))
+        .unwrap();
     drop(values);
-    let idx: Vec<u32> = (0..INDICES).map(|i| i.wrapping_mul(2654435761) % VALUES).collect();
-    w.add(root, TableSpec::array("indices", &[INDICES], &idx).with_hint(Hint::Index, &[]).index_into("values")).unwrap();
+    let idx: Vec<u32> = (0..INDICES)
+        .map(|i| i.wrapping_mul(2654435761) % VALUES)
+        .collect();
+    w.add(
+        root,
+        TableSpec::array("indices", &[INDICES], &idx)
+            .with_hint(Hint::Index, &[])
+            .index_into("values"),
+    )
+    .unwrap();
     drop(idx);
-    let ranges: Vec<u64> = (0..RANGES as u64).flat_map(|i| [i * 2, i * 2 + 3]).collect();
-    w.add(root, TableSpec::array("ranges", &[RANGES], &ranges).with_hint(Hint::Range, &[2]).index_into("values")).unwrap();
+    let ranges: Vec<u64> = (0..RANGES as u64)
+        .flat_map(|i| [i * 2, i * 2 + 3])
+        .collect();
+    w.add(
+        root,
+        TableSpec::array("ranges", &[RANGES], &ranges)
+            .with_hint(Hint::Range, &[2])
+            .index_into("values"),
+    )
+    .unwrap();
     drop(ranges);
     let f = std::fs::File::create(path).unwrap();
     let mut out = std::io::BufWriter::with_capacity(8 << 20, f);
@@ -39,7 +56,11 @@ fn generate(path: &Path) {
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -49,7 +70,8 @@ fn main() {
         generate(Path::new(&args[p + 1]));
         return;
     }
-    let path: PathBuf = std::env::temp_dir().join(format!("rasterpack-udf-bench-{}.udf", std::process::id()));
+    let path: PathBuf =
+        std::env::temp_dir().join(format!("rasterpack-udf-bench-{}.udf", std::process::id()));
     let t = Instant::now();
     let status = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--generate")
@@ -58,7 +80,11 @@ fn main() {
         .unwrap();
     assert!(status.success());
     let len = std::fs::metadata(&path).unwrap().len();
-    println!("generated {} bytes in {:.1} s", len, t.elapsed().as_secs_f64());
+    println!(
+        "generated {} bytes in {:.1} s",
+        len,
+        t.elapsed().as_secs_f64()
+    );
     let mut rates = Vec::new();
     for run in 0..3 {
         let input = Input::open(&path).unwrap();
@@ -71,6 +97,10 @@ fn main() {
         rates.push(gbs);
     }
     rates.sort_by(f64::total_cmp);
-    println!("median {:.2} GB/s; peak RSS of the validating process {} MiB", rates[1], peak_rss_kib() / 1024);
+    println!(
+        "median {:.2} GB/s; peak RSS of the validating process {} MiB",
+        rates[1],
+        peak_rss_kib() / 1024
+    );
     let _ = std::fs::remove_file(&path);
 }

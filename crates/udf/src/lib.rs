@@ -22,7 +22,8 @@ use std::io::Write;
 
 use rasterpack_common::json::f64_value;
 use rasterpack_common::{
-    ArrayRequest, DType, Error, Format, Input, InspectOptions, NdArray, Report, Result, ValidateOptions, WriteOptions,
+    ArrayRequest, DType, Error, Format, Input, InspectOptions, NdArray, Report, Result,
+    ValidateOptions, WriteOptions,
 };
 use serde_json::{json, Map, Value};
 
@@ -81,7 +82,9 @@ impl Format for UdfFormat {
                     .datasets()
                     .iter()
                     .flat_map(|d| d.tables.iter().map(move |t| (d, t)))
-                    .filter(|(_, t)| t.dtype().is_some() && t.hint != Hint::Dataset && t.hint != Hint::Text)
+                    .filter(|(_, t)| {
+                        t.dtype().is_some() && t.hint != Hint::Dataset && t.hint != Hint::Text
+                    })
                     .collect();
                 if arrays.len() == 1 {
                     arrays[0]
@@ -97,7 +100,12 @@ impl Format for UdfFormat {
         file.array(ds, t)
     }
 
-    fn write_array(&self, array: &NdArray, _opts: &WriteOptions, out: &mut dyn Write) -> Result<()> {
+    fn write_array(
+        &self,
+        array: &NdArray,
+        _opts: &WriteOptions,
+        out: &mut dyn Write,
+    ) -> Result<()> {
         let w = array_writer(array)?;
         w.write_to(out)?;
         Ok(())
@@ -123,18 +131,22 @@ pub fn array_writer(array: &NdArray) -> Result<UdfWriter> {
         DType::F64 => Prim::F64,
     };
     if array.data.len() as u64 > u32::MAX as u64 {
-        return Err(Error::usage(format!("a UDF datatable holds at most 4 GiB; this array has {} bytes", array.data.len())));
+        return Err(Error::usage(format!(
+            "a UDF datatable holds at most 4 GiB; this array has {} bytes",
+            array.data.len()
+        )));
     }
     let name = match array.name.as_deref() {
-        Some(n) if !n.is_empty() && n != ATTRS_TABLE && !n.contains('/') && n.len() < 256 => n.to_string(),
+        Some(n) if !n.is_empty() && n != ATTRS_TABLE && !n.contains('/') && n.len() < 256 => {
+            n.to_string()
+        }
         _ => "data".to_string(),
     };
-    let fits = array.shape.len() <= 3
-        && array.shape.iter().all(|&a| a <= u32::MAX as u64)
-        && {
-            let axes: Vec<u32> = array.shape.iter().map(|&a| a as u32).collect();
-            parse::Shape::encode(&axes).is_some_and(|p| parse::Shape::decode(axes.len() as u8, p).axes == axes)
-        };
+    let fits = array.shape.len() <= 3 && array.shape.iter().all(|&a| a <= u32::MAX as u64) && {
+        let axes: Vec<u32> = array.shape.iter().map(|&a| a as u32).collect();
+        parse::Shape::encode(&axes)
+            .is_some_and(|p| parse::Shape::decode(axes.len() as u8, p).axes == axes)
+    };
     let mut spec = if fits {
         let axes: Vec<u32> = array.shape.iter().map(|&a| a as u32).collect();
         TableSpec::raw(&name, prim, Hint::None, &axes, &[], array.data.clone())
@@ -143,18 +155,30 @@ pub fn array_writer(array: &NdArray) -> Result<UdfWriter> {
         // keep the real shape in type_name, which read_array honours.
         let n = array.len();
         if n > u32::MAX as u64 {
-            return Err(Error::usage("array has more than 2^32 elements".to_string()));
+            return Err(Error::usage(
+                "array has more than 2^32 elements".to_string(),
+            ));
         }
         let shape: Vec<String> = array.shape.iter().map(|a| a.to_string()).collect();
-        TableSpec::raw(&name, prim, Hint::None, &[n as u32], &[], array.data.clone())
-            .type_name(&format!("ndarray:{}", shape.join("x")))
+        TableSpec::raw(
+            &name,
+            prim,
+            Hint::None,
+            &[n as u32],
+            &[],
+            array.data.clone(),
+        )
+        .type_name(&format!("ndarray:{}", shape.join("x")))
     };
     if array.dtype == DType::Bool && spec.type_name.is_none() {
         spec = spec.type_name("bool");
     }
     w.add(root, spec)?;
     if !array.attrs.is_empty() {
-        w.add(root, TableSpec::json(ATTRS_TABLE, &Value::Object(array.attrs.clone())))?;
+        w.add(
+            root,
+            TableSpec::json(ATTRS_TABLE, &Value::Object(array.attrs.clone())),
+        )?;
     }
     Ok(w)
 }
@@ -164,7 +188,9 @@ const PREVIEW: usize = 8;
 const PREVIEW_TEXT_MAX: u64 = 1 << 20;
 
 fn preview_values(file: &UdfFile, t: &Table, max: usize) -> (Value, String) {
-    let Some(sz) = t.prim.size() else { return (Value::Null, format!("{} bytes", t.data_size)) };
+    let Some(sz) = t.prim.size() else {
+        return (Value::Null, format!("{} bytes", t.data_size));
+    };
     let n = (t.data_size / sz) as usize;
     let take = n.min(max);
     let bytes = match file.bytes_prefix(t, take as u64 * sz) {
@@ -216,17 +242,31 @@ fn describe(file: &UdfFile, all: bool, report: &mut Report) {
         summary.insert("next".into(), Value::from(h.next));
         summary.insert(
             "root".into(),
-            if h.root.is_null() { Value::Null } else { json!({"offset": h.root.offset, "size": h.root.size}) },
+            if h.root.is_null() {
+                Value::Null
+            } else {
+                json!({"offset": h.root.offset, "size": h.root.size})
+            },
         );
         report.fields(
             "UDF file",
             vec![
-                ("magic".into(), String::from_utf8_lossy(&h.magic).into_owned()),
+                (
+                    "magic".into(),
+                    String::from_utf8_lossy(&h.magic).into_owned(),
+                ),
                 ("id".into(), model::id_string(&h.id)),
-                ("size".into(), rasterpack_common::json::fmt_bytes(file.doc.file_len)),
+                (
+                    "size".into(),
+                    rasterpack_common::json::fmt_bytes(file.doc.file_len),
+                ),
                 (
                     "root".into(),
-                    if h.root.is_null() { "null".into() } else { format!("{:#x} ({} bytes)", h.root.offset, h.root.size) },
+                    if h.root.is_null() {
+                        "null".into()
+                    } else {
+                        format!("{:#x} ({} bytes)", h.root.offset, h.root.size)
+                    },
                 ),
                 ("datasets".into(), file.datasets().len().to_string()),
             ],
@@ -239,16 +279,26 @@ fn describe(file: &UdfFile, all: bool, report: &mut Report) {
         let mut tables = Vec::new();
         for t in &ds.tables {
             let mut tj = Map::new();
-            tj.insert("name".into(), t.name.clone().map_or(Value::Null, Value::from));
+            tj.insert(
+                "name".into(),
+                t.name.clone().map_or(Value::Null, Value::from),
+            );
             tj.insert("prim".into(), Value::from(t.prim.name()));
             tj.insert("dims".into(), Value::from(t.shape.dims));
             tj.insert("hint".into(), Value::from(t.hint.name()));
             tj.insert("shape".into(), Value::from(t.shape.axes.clone()));
             tj.insert("real_shape".into(), Value::from(t.shape.real().to_vec()));
             tj.insert("ghost_shape".into(), Value::from(t.shape.ghost().to_vec()));
-            tj.insert("data_offset".into(), t.data_offset.map_or(Value::Null, Value::from));
+            tj.insert(
+                "data_offset".into(),
+                t.data_offset.map_or(Value::Null, Value::from),
+            );
             tj.insert("data_size".into(), Value::from(t.data_size));
-            for (k, v) in [("index_name", &t.index_name), ("related_name", &t.related_name), ("type_name", &t.type_name)] {
+            for (k, v) in [
+                ("index_name", &t.index_name),
+                ("related_name", &t.related_name),
+                ("type_name", &t.type_name),
+            ] {
                 if let Some(v) = v {
                     tj.insert(k.into(), Value::from(v.as_str()));
                 }
@@ -257,8 +307,15 @@ fn describe(file: &UdfFile, all: bool, report: &mut Report) {
                 tj.insert("compress_info".into(), Value::from(t.desc.compress_info));
             }
             let preview = if !t.readable() {
-                if t.compressed { "(compressed)".to_string() } else { "(unreadable)".to_string() }
-            } else if matches!(t.hint, Hint::Text | Hint::Json) && t.data_size > PREVIEW_TEXT_MAX && !all {
+                if t.compressed {
+                    "(compressed)".to_string()
+                } else {
+                    "(unreadable)".to_string()
+                }
+            } else if matches!(t.hint, Hint::Text | Hint::Json)
+                && t.data_size > PREVIEW_TEXT_MAX
+                && !all
+            {
                 // Large documents are shown with --all only.
                 format!("({} bytes; --all shows it)", t.data_size)
             } else {
@@ -270,7 +327,11 @@ fn describe(file: &UdfFile, all: bool, report: &mut Report) {
                                 Text::List(v) => format!("{v:?}"),
                             };
                             tj.insert("text".into(), x.to_json());
-                            if all { s } else { shorten(&s, 60) }
+                            if all {
+                                s
+                            } else {
+                                shorten(&s, 60)
+                            }
                         }
                         Err(e) => format!("({})", e.message),
                     },
@@ -278,7 +339,11 @@ fn describe(file: &UdfFile, all: bool, report: &mut Report) {
                         Ok(v) => {
                             let s = v.to_string();
                             tj.insert("json".into(), v);
-                            if all { s } else { shorten(&s, 60) }
+                            if all {
+                                s
+                            } else {
+                                shorten(&s, 60)
+                            }
                         }
                         Err(e) => format!("({})", e.message),
                     },
@@ -334,7 +399,13 @@ fn describe(file: &UdfFile, all: bool, report: &mut Report) {
             tables.push(Value::Object(tj));
         }
         report.table(
-            format!("dataset {} (id {:?}, {:#x}, {} bytes)", ds.path, ds.id(), ds.location.offset, ds.location.size),
+            format!(
+                "dataset {} (id {:?}, {:#x}, {} bytes)",
+                ds.path,
+                ds.id(),
+                ds.location.offset,
+                ds.location.size
+            ),
             &["table", "type", "hint", "shape", "preview"],
             rows,
         );
@@ -362,18 +433,46 @@ pub mod samples {
         let root = w.add_dataset("ROOT")?;
         let child = w.add_dataset("CHLD")?;
         w.set_root(root);
-        w.add(root, TableSpec::text("title", "rasterpack UDF sample \u{2713}", Encoding::Utf8))?;
-        w.add(root, TableSpec::json("meta", &json!({"source": "rasterpack", "version": 1, "tags": ["demo", "udf"]})))?;
+        w.add(
+            root,
+            TableSpec::text("title", "rasterpack UDF sample \u{2713}", Encoding::Utf8),
+        )?;
+        w.add(
+            root,
+            TableSpec::json(
+                "meta",
+                &json!({"source": "rasterpack", "version": 1, "tags": ["demo", "udf"]}),
+            ),
+        )?;
         let grid: Vec<f32> = (0..12).map(|i| i as f32 * 0.5 - 1.0).collect();
         w.add(root, TableSpec::array("grid", &[3, 4], &grid))?;
         w.add(root, TableSpec::link("child", Some(child)))?;
-        w.add(child, TableSpec::array("temps", &[5], &[12.5f64, 13.0, -2.25, 0.0, 40.125]))?;
-        w.add(child, TableSpec::text_list("names", &["alpha", "beta", "", "gamma"], Encoding::Utf16))?;
+        w.add(
+            child,
+            TableSpec::array("temps", &[5], &[12.5f64, 13.0, -2.25, 0.0, 40.125]),
+        )?;
+        w.add(
+            child,
+            TableSpec::text_list("names", &["alpha", "beta", "", "gamma"], Encoding::Utf16),
+        )?;
         let verts: [f32; 12] = [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0];
-        w.add(child, TableSpec::array("vertices", &[4], &verts).with_hint(Hint::Coord, &[3]))?;
-        w.add(child, TableSpec::array("indices", &[6], &[0u16, 1, 2, 2, 3, 0]).with_hint(Hint::Index, &[]).index_into("vertices"))?;
+        w.add(
+            child,
+            TableSpec::array("vertices", &[4], &verts).with_hint(Hint::Coord, &[3]),
+        )?;
+        w.add(
+            child,
+            TableSpec::array("indices", &[6], &[0u16, 1, 2, 2, 3, 0])
+                .with_hint(Hint::Index, &[])
+                .index_into("vertices"),
+        )?;
         let rgb: [u8; 12] = [255, 0, 0, 0, 255, 0, 0, 0, 255, 9, 9, 9];
-        w.add(child, TableSpec::array("colors", &[4], &rgb).with_hint(Hint::Rgb, &[3]).related("vertices"))?;
+        w.add(
+            child,
+            TableSpec::array("colors", &[4], &rgb)
+                .with_hint(Hint::Rgb, &[3])
+                .related("vertices"),
+        )?;
         Ok(w)
     }
 }

@@ -78,7 +78,16 @@ impl Dataset {
 
 pub(crate) fn id_string(id: &[u8; 4]) -> String {
     let end = id.iter().position(|&b| b == 0).unwrap_or(4);
-    id[..end].iter().map(|&b| if b.is_ascii_graphic() || b == b' ' { b as char } else { '?' }).collect()
+    id[..end]
+        .iter()
+        .map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                b as char
+            } else {
+                '?'
+            }
+        })
+        .collect()
 }
 
 /// One datatable descriptor, decoded and resolved.
@@ -225,27 +234,53 @@ impl UdfFile {
     /// [`crate::validate::validate`] to see them all).
     pub fn open(input: &Input, limits: &Limits) -> Result<UdfFile> {
         let doc = validate::walk(input, limits);
-        if let Some(f) = doc.findings.iter().find(|f| f.severity == rasterpack_common::Severity::Error) {
-            let kind = if f.code == codes::TRUNCATED { ErrorKind::Truncated } else { ErrorKind::Invalid };
-            return Err(Error::new(kind, f.code.clone(), f.offset, f.message.clone()));
+        if let Some(f) = doc
+            .findings
+            .iter()
+            .find(|f| f.severity == rasterpack_common::Severity::Error)
+        {
+            let kind = if f.code == codes::TRUNCATED {
+                ErrorKind::Truncated
+            } else {
+                ErrorKind::Invalid
+            };
+            return Err(Error::new(
+                kind,
+                f.code.clone(),
+                f.offset,
+                f.message.clone(),
+            ));
         }
-        Ok(UdfFile { input: input.clone(), limits: *limits, doc })
+        Ok(UdfFile {
+            input: input.clone(),
+            limits: *limits,
+            doc,
+        })
     }
 
     /// Walk the structure and keep whatever could be read, errors or not.
     pub fn open_lenient(input: &Input, limits: &Limits) -> UdfFile {
-        UdfFile { input: input.clone(), limits: *limits, doc: validate::walk(input, limits) }
+        UdfFile {
+            input: input.clone(),
+            limits: *limits,
+            doc: validate::walk(input, limits),
+        }
     }
 
     /// Wrap a document already walked (e.g. by [`crate::validate::validate`]).
     pub fn from_document(input: &Input, limits: &Limits, doc: Document) -> UdfFile {
-        UdfFile { input: input.clone(), limits: *limits, doc }
+        UdfFile {
+            input: input.clone(),
+            limits: *limits,
+            doc,
+        }
     }
 
     /// The first `n` bytes of a table's data (for previews).
     pub fn bytes_prefix(&self, t: &Table, n: u64) -> Result<Vec<u8>> {
         let off = self.require_readable(t)?;
-        self.input.read_vec(off, n.min(t.data_size), "table data", &self.limits)
+        self.input
+            .read_vec(off, n.min(t.data_size), "table data", &self.limits)
     }
 
     pub fn header(&self) -> Option<&FileHeader> {
@@ -275,7 +310,10 @@ impl UdfFile {
     /// name when only one table in the file has it.
     pub fn find(&self, element: &str) -> Result<(&Dataset, &Table)> {
         for ds in &self.doc.datasets {
-            if let Some(rest) = element.strip_prefix(ds.path.as_str()).and_then(|r| r.strip_prefix('/')) {
+            if let Some(rest) = element
+                .strip_prefix(ds.path.as_str())
+                .and_then(|r| r.strip_prefix('/'))
+            {
                 if let Some(t) = ds.tables.iter().find(|t| t.display_name() == rest) {
                     return Ok((ds, t));
                 }
@@ -296,7 +334,10 @@ impl UdfFile {
             ))),
             _ => Err(Error::usage(format!(
                 "datatable name {element:?} is ambiguous; choose one of: {}",
-                hits.iter().map(|(d, t)| format!("{}/{}", d.path, t.display_name())).collect::<Vec<_>>().join(", ")
+                hits.iter()
+                    .map(|(d, t)| format!("{}/{}", d.path, t.display_name()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))),
         }
     }
@@ -306,7 +347,11 @@ impl UdfFile {
             return Err(Error::unsupported(
                 "udf.table.compressed",
                 Some(t.desc_offset + 6),
-                format!("table {} is compressed (compress_info {}), which UDF does not specify", t.display_name(), t.desc.compress_info),
+                format!(
+                    "table {} is compressed (compress_info {}), which UDF does not specify",
+                    t.display_name(),
+                    t.desc.compress_info
+                ),
             ));
         }
         match t.data_offset {
@@ -314,7 +359,10 @@ impl UdfFile {
             _ => Err(Error::invalid(
                 codes::TABLE_OUT_OF_BOUNDS,
                 t.desc_offset,
-                format!("table {} has no readable data (see validate)", t.display_name()),
+                format!(
+                    "table {} has no readable data (see validate)",
+                    t.display_name()
+                ),
             )),
         }
     }
@@ -326,7 +374,12 @@ impl UdfFile {
             let s = rasterpack_common::slice_at(all, off, t.data_size, "table data")?;
             return Ok(Cow::Borrowed(s));
         }
-        Ok(Cow::Owned(self.input.read_vec(off, t.data_size, "table data", &self.limits)?))
+        Ok(Cow::Owned(self.input.read_vec(
+            off,
+            t.data_size,
+            "table data",
+            &self.limits,
+        )?))
     }
 
     /// The values as `T` (which must match the table's primitive), in C order over all axes.
@@ -359,14 +412,22 @@ impl UdfFile {
             Prim::F64 => Values::F64(self.values(t)?),
             Prim::Custom => Values::Custom(self.bytes(t)?.into_owned()),
             Prim::Reserved(b) => {
-                return Err(Error::invalid(codes::TABLE_RESERVED_PRIM, t.desc_offset + 4, format!("reserved primitive 0x{b:x}")))
+                return Err(Error::invalid(
+                    codes::TABLE_RESERVED_PRIM,
+                    t.desc_offset + 4,
+                    format!("reserved primitive 0x{b:x}"),
+                ))
             }
         })
     }
 
     fn check_text_size(&self, t: &Table) -> Result<()> {
         if t.data_size > self.limits.max_text {
-            return Err(Error::limit("limit.text", Some(t.desc_offset), format!("text table of {} bytes", t.data_size)));
+            return Err(Error::limit(
+                "limit.text",
+                Some(t.desc_offset),
+                format!("text table of {} bytes", t.data_size),
+            ));
         }
         Ok(())
     }
@@ -374,33 +435,52 @@ impl UdfFile {
     /// Decode a TEXT table.
     pub fn text(&self, t: &Table) -> Result<Text> {
         if t.hint != Hint::Text || !t.hint_ok {
-            return Err(Error::usage(format!("table {} is not a valid TEXT table", t.display_name())));
+            return Err(Error::usage(format!(
+                "table {} is not a valid TEXT table",
+                t.display_name()
+            )));
         }
         self.check_text_size(t)?;
         let b = self.bytes(t)?;
         let base = t.data_offset.unwrap_or(0);
-        crate::validate::decode_text(t, &b).map_err(|(rel, msg)| Error::invalid(codes::TEXT_INVALID, base + rel, msg))
+        crate::validate::decode_text(t, &b)
+            .map_err(|(rel, msg)| Error::invalid(codes::TEXT_INVALID, base + rel, msg))
     }
 
     /// Parse a JSON table.
     pub fn json(&self, t: &Table) -> Result<Value> {
         if t.hint != Hint::Json || !t.hint_ok {
-            return Err(Error::usage(format!("table {} is not a valid JSON table", t.display_name())));
+            return Err(Error::usage(format!(
+                "table {} is not a valid JSON table",
+                t.display_name()
+            )));
         }
         self.check_text_size(t)?;
         let b = self.bytes(t)?;
         serde_json::from_slice(&b).map_err(|e| {
-            Error::invalid(codes::JSON_INVALID, t.data_offset.unwrap_or(0), format!("JSON of table {}: {e}", t.display_name()))
+            Error::invalid(
+                codes::JSON_INVALID,
+                t.data_offset.unwrap_or(0),
+                format!("JSON of table {}: {e}", t.display_name()),
+            )
         })
     }
 
     /// The file offsets of a DATASET table.
     pub fn file_offsets(&self, t: &Table) -> Result<Vec<FileOffset>> {
         if t.hint != Hint::Dataset || !t.hint_ok {
-            return Err(Error::usage(format!("table {} is not a valid DATASET table", t.display_name())));
+            return Err(Error::usage(format!(
+                "table {} is not a valid DATASET table",
+                t.display_name()
+            )));
         }
         let v: Vec<u64> = self.values(t)?;
-        Ok(v.chunks_exact(2).map(|c| FileOffset { offset: c[0], size: c[1] }).collect())
+        Ok(v.chunks_exact(2)
+            .map(|c| FileOffset {
+                offset: c[0],
+                size: c[1],
+            })
+            .collect())
     }
 
     /// The table as an array: its primitive dtype, shape = real axes then ghost axes, C order
@@ -410,11 +490,19 @@ impl UdfFile {
             Error::unsupported(
                 "udf.table.custom_prim",
                 Some(t.desc_offset + 4),
-                format!("table {} has primitive {}, which has no array dtype", t.display_name(), t.prim.name()),
+                format!(
+                    "table {} has primitive {}, which has no array dtype",
+                    t.display_name(),
+                    t.prim.name()
+                ),
             )
         })?;
         if t.data_size > self.limits.max_array_bytes {
-            return Err(Error::limit("limit.array", Some(t.desc_offset), format!("table of {} bytes", t.data_size)));
+            return Err(Error::limit(
+                "limit.array",
+                Some(t.desc_offset),
+                format!("table of {} bytes", t.data_size),
+            ));
         }
         let data = self.bytes(t)?.into_owned();
         let mut shape: Vec<u64> = t.shape.axes.iter().map(|&a| a as u64).collect();
@@ -436,7 +524,10 @@ impl UdfFile {
             }
         }
         let mut udf = serde_json::Map::new();
-        udf.insert("path".into(), Value::from(format!("{}/{}", ds.path, t.display_name())));
+        udf.insert(
+            "path".into(),
+            Value::from(format!("{}/{}", ds.path, t.display_name())),
+        );
         udf.insert("hint".into(), Value::from(t.hint.name()));
         udf.insert("real_shape".into(), Value::from(t.shape.real().to_vec()));
         udf.insert("ghost_shape".into(), Value::from(t.shape.ghost().to_vec()));

@@ -2,8 +2,8 @@
 //! callers check lengths against the file first), so nothing here can read out of bounds.
 
 use crate::raw::{
-    type_bits, DatasetHeader, Descriptor, FileHeader, FileOffset, Hint, LookupEntry, Prim, DATASET_STATIC_SIZE,
-    DESCRIPTOR_SIZE, FILE_HEADER_SIZE, LOOKUP_SIZE,
+    type_bits, DatasetHeader, Descriptor, FileHeader, FileOffset, Hint, LookupEntry, Prim,
+    DATASET_STATIC_SIZE, FILE_HEADER_SIZE,
 };
 
 fn u16_at(b: &[u8], o: usize) -> u16 {
@@ -28,7 +28,9 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 }
 
 fn id_at(b: &[u8], o: usize) -> [u8; 4] {
-    b.get(o..o + 4).and_then(|s| <[u8; 4]>::try_from(s).ok()).unwrap_or_default()
+    b.get(o..o + 4)
+        .and_then(|s| <[u8; 4]>::try_from(s).ok())
+        .unwrap_or_default()
 }
 
 /// Decode the `0x40`-byte file header (`b` must hold at least that many bytes).
@@ -38,13 +40,21 @@ pub fn file_header(b: &[u8; FILE_HEADER_SIZE]) -> FileHeader {
         id: id_at(b, 4),
         next: u64_at(b, 8),
         root: file_offset(b, 0x10),
-        reserved: [u64_at(b, 0x20), u64_at(b, 0x28), u64_at(b, 0x30), u64_at(b, 0x38)],
+        reserved: [
+            u64_at(b, 0x20),
+            u64_at(b, 0x28),
+            u64_at(b, 0x30),
+            u64_at(b, 0x38),
+        ],
     }
 }
 
 /// A [`FileOffset`] at `o` in `b`.
 pub fn file_offset(b: &[u8], o: usize) -> FileOffset {
-    FileOffset { offset: u64_at(b, o), size: u64_at(b, o + 8) }
+    FileOffset {
+        offset: u64_at(b, o),
+        size: u64_at(b, o + 8),
+    }
 }
 
 /// Decode the static dataset header.
@@ -61,9 +71,8 @@ pub fn dataset_header(b: &[u8; DATASET_STATIC_SIZE]) -> DatasetHeader {
     }
 }
 
-/// Decode one descriptor (`b` holds [`DESCRIPTOR_SIZE`] bytes).
+/// Decode one descriptor (`b` holds 0x30 bytes; missing bytes read as 0).
 pub fn descriptor(b: &[u8]) -> Descriptor {
-    debug_assert!(b.len() >= DESCRIPTOR_SIZE);
     Descriptor {
         key_name: u32_at(b, 0),
         type_info: u16_at(b, 4),
@@ -80,10 +89,13 @@ pub fn descriptor(b: &[u8]) -> Descriptor {
     }
 }
 
-/// Decode one lookup entry (`b` holds [`LOOKUP_SIZE`] bytes).
+/// Decode one lookup entry (`b` holds 8 bytes; missing bytes read as 0).
 pub fn lookup(b: &[u8]) -> LookupEntry {
-    debug_assert!(b.len() >= LOOKUP_SIZE);
-    LookupEntry { hash: u32_at(b, 0), offset: u16_at(b, 4), len: u16_at(b, 6) }
+    LookupEntry {
+        hash: u32_at(b, 0),
+        offset: u16_at(b, 4),
+        len: u16_at(b, 6),
+    }
 }
 
 /// `type_info` split into its fields.
@@ -99,7 +111,10 @@ pub struct TypeInfo {
 
 pub fn type_info(t: u16) -> TypeInfo {
     TypeInfo {
-        prim: Prim::from_bits((t & type_bits::PRIM_MASK) as u8, t & type_bits::EXT_BIT != 0),
+        prim: Prim::from_bits(
+            (t & type_bits::PRIM_MASK) as u8,
+            t & type_bits::EXT_BIT != 0,
+        ),
         dims: ((t & type_bits::DIM_MASK) >> 4) as u8,
         hint: Hint::from_value(((t & type_bits::HINT_MASK) >> 8) as u8),
         reserved_bits: t & (type_bits::RESERVED_BIT6 | type_bits::RESERVED_HIGH),
@@ -130,7 +145,11 @@ impl Shape {
         let n = last.max(dims.min(3) as usize);
         let axes = v[..n].to_vec();
         let gap = axes.iter().skip(dims as usize).any(|&a| a == 0);
-        Shape { dims: dims.min(3), axes, gap }
+        Shape {
+            dims: dims.min(3),
+            axes,
+            gap,
+        }
     }
 
     /// Pack real and ghost axes; `None` when they do not fit (`y` < 2^24, `z` < 2^8, <= 3 axes).
@@ -158,12 +177,16 @@ impl Shape {
     /// Number of elements over every axis (1 for a scalar without ghost axes).
     pub fn elements(&self) -> u64 {
         // At most 2^32 * 2^24 * 2^8 = 2^64: saturate the one overflowing case.
-        self.axes.iter().fold(1u64, |acc, &a| acc.saturating_mul(a as u64))
+        self.axes
+            .iter()
+            .fold(1u64, |acc, &a| acc.saturating_mul(a as u64))
     }
 
     /// Number of records over the real axes (1 for a scalar).
     pub fn records(&self) -> u64 {
-        self.real().iter().fold(1u64, |acc, &a| acc.saturating_mul(a as u64))
+        self.real()
+            .iter()
+            .fold(1u64, |acc, &a| acc.saturating_mul(a as u64))
     }
 }
 

@@ -14,8 +14,8 @@ use crate::codes::{self, *};
 use crate::model::{ChildLink, Dataset, Document, Lookup, Table, Text};
 use crate::parse::{self, Shape};
 use crate::raw::{
-    desc_field as F, FileOffset, Hint, Prim, DATASET_CHECK, DATASET_STATIC_SIZE, DESCRIPTOR_SIZE, FILE_HEADER_SIZE,
-    LOOKUP_SIZE, MAGIC,
+    desc_field as F, FileOffset, Hint, Prim, DATASET_CHECK, DATASET_STATIC_SIZE, DESCRIPTOR_SIZE,
+    FILE_HEADER_SIZE, LOOKUP_SIZE, MAGIC,
 };
 
 /// Chunk size for streamed table reads.
@@ -37,7 +37,15 @@ pub fn validate(input: &Input, limits: &Limits) -> Document {
 
 /// The structural walk: everything but the content of non-DATASET tables.
 pub fn walk(input: &Input, limits: &Limits) -> Document {
-    let mut w = Walker { input, limits, file_len: input.len(), doc: Document::default(), by_loc: HashMap::new(), edges: 0, header_bytes: 0 };
+    let mut w = Walker {
+        input,
+        limits,
+        file_len: input.len(),
+        doc: Document::default(),
+        by_loc: HashMap::new(),
+        edges: 0,
+        header_bytes: 0,
+    };
     w.doc.file_len = w.file_len;
     w.run();
     w.doc
@@ -78,27 +86,56 @@ impl Walker<'_> {
                 self.err(
                     UNSUPPORTED_REVISION,
                     Some(0),
-                    format!("magic {:?}: a later UDF revision; rasterpack reads UDF0 only", String::from_utf8_lossy(&head[..4])),
+                    format!(
+                        "magic {:?}: a later UDF revision; rasterpack reads UDF0 only",
+                        String::from_utf8_lossy(&head[..4])
+                    ),
                 );
             } else {
-                self.err(BAD_MAGIC, Some(0), format!("magic {:02x?} is not \"UDF0\"", &head[..4]));
+                self.err(
+                    BAD_MAGIC,
+                    Some(0),
+                    format!("magic {:02x?} is not \"UDF0\"", &head[..4]),
+                );
             }
             return;
         }
         let Ok(hb) = <[u8; FILE_HEADER_SIZE]>::try_from(head.as_slice()) else {
-            self.err(TRUNCATED, Some(0), format!("file is {} bytes, the UDF header needs 64", self.file_len));
+            self.err(
+                TRUNCATED,
+                Some(0),
+                format!("file is {} bytes, the UDF header needs 64", self.file_len),
+            );
             return;
         };
         let h = parse::file_header(&hb);
         self.doc.header = Some(h);
         if !id_ok(&h.id) {
-            self.err(HEADER_BAD_ID, Some(4), format!("file id {:02x?} is not printable ASCII padded with NULs", h.id));
+            self.err(
+                HEADER_BAD_ID,
+                Some(4),
+                format!(
+                    "file id {:02x?} is not printable ASCII padded with NULs",
+                    h.id
+                ),
+            );
         }
         if h.next != 0 {
-            self.err(HEADER_NEXT, Some(8), format!("reserved field next = {:#x} (not marked must-be-zero)", h.next));
+            self.err(
+                HEADER_NEXT,
+                Some(8),
+                format!(
+                    "reserved field next = {:#x} (not marked must-be-zero)",
+                    h.next
+                ),
+            );
         }
         if let Some(i) = h.reserved.iter().position(|&r| r != 0) {
-            self.err(HEADER_RESERVED, Some(0x20 + 8 * i as u64), format!("file header reserved {:?} must be zero", h.reserved));
+            self.err(
+                HEADER_RESERVED,
+                Some(0x20 + 8 * i as u64),
+                format!("file header reserved {:?} must be zero", h.reserved),
+            );
         }
         if self.check_offset(h.root, 0x10, || "root".to_string()) {
             self.bfs(h.root);
@@ -114,11 +151,19 @@ impl Walker<'_> {
         }
         let what = what();
         if fo.offset == 0 {
-            self.err(OFFSET_NULL_WITH_SIZE, Some(at), format!("{what}: offset 0 with size {}", fo.size));
+            self.err(
+                OFFSET_NULL_WITH_SIZE,
+                Some(at),
+                format!("{what}: offset 0 with size {}", fo.size),
+            );
             return false;
         }
         if fo.offset & 15 != 0 || fo.size & 15 != 0 {
-            self.err(OFFSET_MISALIGNED, Some(at), format!("{what}: {:#x}:{:#x} not 16-aligned", fo.offset, fo.size));
+            self.err(
+                OFFSET_MISALIGNED,
+                Some(at),
+                format!("{what}: {:#x}:{:#x} not 16-aligned", fo.offset, fo.size),
+            );
             return false;
         }
         let end = fo.offset.checked_add(fo.size);
@@ -142,7 +187,9 @@ impl Walker<'_> {
     fn bfs(&mut self, root: FileOffset) {
         let mut queue = VecDeque::new();
         self.by_loc.insert(root, 0);
-        self.doc.datasets.push(blank_dataset(root, "root".into(), None, 0));
+        self.doc
+            .datasets
+            .push(blank_dataset(root, "root".into(), None, 0));
         queue.push_back(0usize);
         while let Some(i) = queue.pop_front() {
             self.load_dataset(i);
@@ -171,17 +218,30 @@ impl Walker<'_> {
                     None => {
                         if depth > self.limits.max_depth {
                             let at = self.doc.datasets[i].children[k].entry_offset;
-                            self.err(DATASET_TOO_DEEP, Some(at), format!("{path}: dataset graph deeper than {}", self.limits.max_depth));
+                            self.err(
+                                DATASET_TOO_DEEP,
+                                Some(at),
+                                format!(
+                                    "{path}: dataset graph deeper than {}",
+                                    self.limits.max_depth
+                                ),
+                            );
                             continue;
                         }
                         if self.doc.datasets.len() as u64 >= self.limits.max_entries {
                             let at = self.doc.datasets[i].children[k].entry_offset;
-                            self.err(DATASET_TOO_MANY, Some(at), format!("more than {} datasets", self.limits.max_entries));
+                            self.err(
+                                DATASET_TOO_MANY,
+                                Some(at),
+                                format!("more than {} datasets", self.limits.max_entries),
+                            );
                             return;
                         }
                         let t = self.doc.datasets.len();
                         self.by_loc.insert(loc, t);
-                        self.doc.datasets.push(blank_dataset(loc, path, Some(i), depth));
+                        self.doc
+                            .datasets
+                            .push(blank_dataset(loc, path, Some(i), depth));
                         queue.push_back(t);
                         t
                     }
@@ -202,18 +262,40 @@ impl Walker<'_> {
         let h = parse::dataset_header(&sb);
         self.doc.datasets[i].header = h;
         if h.check != DATASET_CHECK {
-            self.err(DATASET_BAD_CHECK, Some(loc.offset), format!("{tag}: check {:#010x}, expected {DATASET_CHECK:#010x}", h.check));
+            self.err(
+                DATASET_BAD_CHECK,
+                Some(loc.offset),
+                format!(
+                    "{tag}: check {:#010x}, expected {DATASET_CHECK:#010x}",
+                    h.check
+                ),
+            );
             return;
         }
         self.doc.datasets[i].check_ok = true;
         if h.checksum != 0 {
-            self.err(DATASET_CHECKSUM, Some(loc.offset + 4), format!("{tag}: header checksum {:#x} not verified (algorithm unspecified)", h.checksum));
+            self.err(
+                DATASET_CHECKSUM,
+                Some(loc.offset + 4),
+                format!(
+                    "{tag}: header checksum {:#x} not verified (algorithm unspecified)",
+                    h.checksum
+                ),
+            );
         }
         if !id_ok(&h.id) {
-            self.err(DATASET_BAD_ID, Some(loc.offset + 8), format!("{tag}: id {:02x?} is not printable ASCII", h.id));
+            self.err(
+                DATASET_BAD_ID,
+                Some(loc.offset + 8),
+                format!("{tag}: id {:02x?} is not printable ASCII", h.id),
+            );
         }
         if h.reserved != [0, 0] {
-            self.err(DATASET_RESERVED, Some(loc.offset + 0x14), format!("{tag}: reserved {:?} non-zero", h.reserved));
+            self.err(
+                DATASET_RESERVED,
+                Some(loc.offset + 0x14),
+                format!("{tag}: reserved {:?} non-zero", h.reserved),
+            );
         }
         let hs = h.header_size as u64;
         let needed = DATASET_STATIC_SIZE as u64
@@ -222,27 +304,50 @@ impl Walker<'_> {
             + h.string_len as u64;
         let mut data_ok = true;
         if hs & 7 != 0 {
-            self.err(DATASET_HEADER_SIZE_ALIGN, Some(loc.offset + 0xC), format!("{tag}: header_size {hs} is not a multiple of 8"));
+            self.err(
+                DATASET_HEADER_SIZE_ALIGN,
+                Some(loc.offset + 0xC),
+                format!("{tag}: header_size {hs} is not a multiple of 8"),
+            );
             data_ok = false;
         }
         if hs > loc.size {
-            self.err(DATASET_HEADER_OUT_OF_BOUNDS, Some(loc.offset + 0xC), format!("{tag}: header_size {hs} > size {}", loc.size));
+            self.err(
+                DATASET_HEADER_OUT_OF_BOUNDS,
+                Some(loc.offset + 0xC),
+                format!("{tag}: header_size {hs} > size {}", loc.size),
+            );
             data_ok = false;
         } else if needed > loc.size {
             self.err(
                 DATASET_HEADER_OUT_OF_BOUNDS,
                 Some(loc.offset + 0xE),
-                format!("{tag}: descriptors, lookups and strings need {needed} bytes > size {}", loc.size),
+                format!(
+                    "{tag}: descriptors, lookups and strings need {needed} bytes > size {}",
+                    loc.size
+                ),
             );
         }
         if hs < needed {
-            self.err(DATASET_HEADER_SIZE_SMALL, Some(loc.offset + 0xC), format!("{tag}: header_size {hs} < {needed}"));
+            self.err(
+                DATASET_HEADER_SIZE_SMALL,
+                Some(loc.offset + 0xC),
+                format!("{tag}: header_size {hs} < {needed}"),
+            );
             data_ok = false;
         } else if hs > needed.div_ceil(8) * 8 && hs & 7 == 0 {
-            self.err(DATASET_HEADER_SLACK, Some(loc.offset + 0xC), format!("{tag}: header_size {hs} larger than the {needed} bytes used"));
+            self.err(
+                DATASET_HEADER_SLACK,
+                Some(loc.offset + 0xC),
+                format!("{tag}: header_size {hs} larger than the {needed} bytes used"),
+            );
         }
         if h.string_len & 7 != 0 {
-            self.err(DATASET_STRING_LEN_ALIGN, Some(loc.offset + 0x12), format!("{tag}: string_len {} is not a multiple of 8", h.string_len));
+            self.err(
+                DATASET_STRING_LEN_ALIGN,
+                Some(loc.offset + 0x12),
+                format!("{tag}: string_len {} is not a multiple of 8", h.string_len),
+            );
         }
         if data_ok {
             self.doc.datasets[i].data_base = Some(loc.offset + hs);
@@ -252,11 +357,20 @@ impl Walker<'_> {
         }
         self.header_bytes = self.header_bytes.saturating_add(needed);
         if self.header_bytes > budget(self.file_len) {
-            self.err(LIMIT_WORK, Some(loc.offset), format!("{tag}: dataset headers read exceed the work budget; not read"));
+            self.err(
+                LIMIT_WORK,
+                Some(loc.offset),
+                format!("{tag}: dataset headers read exceed the work budget; not read"),
+            );
             return;
         }
         // Bounded by the u16 counts: at most ~3.7 MiB.
-        let body = match self.input.read_vec(loc.offset + DATASET_STATIC_SIZE as u64, needed - DATASET_STATIC_SIZE as u64, "dataset header", self.limits) {
+        let body = match self.input.read_vec(
+            loc.offset + DATASET_STATIC_SIZE as u64,
+            needed - DATASET_STATIC_SIZE as u64,
+            "dataset header",
+            self.limits,
+        ) {
             Ok(b) => b,
             Err(e) => {
                 self.err(IO, Some(loc.offset), format!("{tag}: {e}"));
@@ -274,9 +388,20 @@ impl Walker<'_> {
             let at = lookup_base + (k * LOOKUP_SIZE) as u64;
             let e = parse::lookup(body.get(descs_end + k * LOOKUP_SIZE..).unwrap_or(&[]));
             if e.hash == 0 {
-                self.err(LOOKUP_HASH_ZERO, Some(at), format!("{tag}: lookup[{k}] hash 0"));
+                self.err(
+                    LOOKUP_HASH_ZERO,
+                    Some(at),
+                    format!("{tag}: lookup[{k}] hash 0"),
+                );
             } else if let Some(&prev) = seen.get(&e.hash) {
-                self.err(LOOKUP_DUPLICATE_HASH, Some(at), format!("{tag}: lookup[{k}] hash {:#x} repeats lookup[{prev}]", e.hash));
+                self.err(
+                    LOOKUP_DUPLICATE_HASH,
+                    Some(at),
+                    format!(
+                        "{tag}: lookup[{k}] hash {:#x} repeats lookup[{prev}]",
+                        e.hash
+                    ),
+                );
             } else {
                 seen.insert(e.hash, k);
             }
@@ -285,19 +410,32 @@ impl Walker<'_> {
                 self.err(
                     LOOKUP_OUT_OF_BOUNDS,
                     Some(at + 4),
-                    format!("{tag}: lookup[{k}] {}+{} > string_len {}", e.offset, e.len, h.string_len),
+                    format!(
+                        "{tag}: lookup[{k}] {}+{} > string_len {}",
+                        e.offset, e.len, h.string_len
+                    ),
                 );
                 None
             } else {
                 match strings.get(e.offset as usize..end).map(std::str::from_utf8) {
                     Some(Ok(s)) => Some(s.to_string()),
                     _ => {
-                        self.err(LOOKUP_BAD_UTF8, Some(at + 4), format!("{tag}: lookup[{k}] string is not UTF-8"));
+                        self.err(
+                            LOOKUP_BAD_UTF8,
+                            Some(at + 4),
+                            format!("{tag}: lookup[{k}] string is not UTF-8"),
+                        );
                         None
                     }
                 }
             };
-            lookups.push(Lookup { hash: e.hash, offset: e.offset, len: e.len, string, entry_offset: at });
+            lookups.push(Lookup {
+                hash: e.hash,
+                offset: e.offset,
+                len: e.len,
+                string,
+                entry_offset: at,
+            });
         }
         // First entry wins for duplicate hashes (already an error).
         let mut names: HashMap<u32, Option<String>> = HashMap::new();
@@ -321,7 +459,10 @@ impl Walker<'_> {
         for t in &tables {
             if let Some(n) = &t.name {
                 if let Some(&prev) = by_name.get(n.as_str()) {
-                    dups.push((t.desc_offset, format!("{tag}.table[{}]: name {n:?} repeats table[{prev}]", t.index)));
+                    dups.push((
+                        t.desc_offset,
+                        format!("{tag}.table[{}]: name {n:?} repeats table[{prev}]", t.index),
+                    ));
                 } else {
                     by_name.insert(n, t.index);
                 }
@@ -345,14 +486,28 @@ impl Walker<'_> {
         let Some(base) = t.data_offset else { return };
         self.header_bytes = self.header_bytes.saturating_add(t.data_size);
         if self.header_bytes > budget(self.file_len) {
-            self.err(LIMIT_WORK, Some(base), format!("{tag}.table[{}]: DATASET tables read exceed the work budget; not followed", t.index));
+            self.err(
+                LIMIT_WORK,
+                Some(base),
+                format!(
+                    "{tag}.table[{}]: DATASET tables read exceed the work budget; not followed",
+                    t.index
+                ),
+            );
             return;
         }
         let mut entry = 0u64;
         let mut links = Vec::new();
         let cap = self.limits.max_entries.min(MAX_LINKS);
         if t.data_size / 16 > cap {
-            self.err(DATASET_TOO_MANY, Some(base), format!("{tag}.table[{}]: more than {cap} dataset links; the rest are not followed", t.index));
+            self.err(
+                DATASET_TOO_MANY,
+                Some(base),
+                format!(
+                    "{tag}.table[{}]: more than {cap} dataset links; the rest are not followed",
+                    t.index
+                ),
+            );
         }
         let res = for_each_chunk(self.input, base, t.data_size, 16, |_, chunk| {
             for c in chunk.chunks_exact(16) {
@@ -372,11 +527,24 @@ impl Walker<'_> {
             let at = entry_offset(base, entry).unwrap_or(base);
             self.edges += 1;
             if self.edges > self.limits.max_entries.min(MAX_LINKS) {
-                self.err(DATASET_TOO_MANY, Some(at), format!("more than {} dataset links in the file", self.limits.max_entries.min(MAX_LINKS)));
+                self.err(
+                    DATASET_TOO_MANY,
+                    Some(at),
+                    format!(
+                        "more than {} dataset links in the file",
+                        self.limits.max_entries.min(MAX_LINKS)
+                    ),
+                );
                 return;
             }
             let ok = self.check_offset(fo, at, || format!("{tag}.table[{}][{entry}]", t.index));
-            out.push(ChildLink { table: t.index, entry, location: fo, entry_offset: at, target: None });
+            out.push(ChildLink {
+                table: t.index,
+                entry,
+                location: fo,
+                entry_offset: at,
+                target: None,
+            });
             if !ok {
                 // Null or invalid: not followed (target stays None, location kept for display).
                 if !fo.is_null() {
@@ -407,13 +575,21 @@ impl Walker<'_> {
             match names.get(&key) {
                 Some(s) => s.clone(),
                 None => {
-                    w.err(TABLE_NAME_NOT_FOUND, Some(at + field), format!("{tt}: {what} {key:#x} not in the string lookup"));
+                    w.err(
+                        TABLE_NAME_NOT_FOUND,
+                        Some(at + field),
+                        format!("{tt}: {what} {key:#x} not in the string lookup"),
+                    );
                     None
                 }
             }
         };
         if d.key_name == 0 {
-            self.err(TABLE_NULL_KEY, Some(at + F::KEY_NAME), format!("{tt}: key_name is null"));
+            self.err(
+                TABLE_NULL_KEY,
+                Some(at + F::KEY_NAME),
+                format!("{tt}: key_name is null"),
+            );
         }
         let name = resolve(self, d.key_name, F::KEY_NAME, "key_name");
         let index_name = resolve(self, d.index_name, F::INDEX_NAME, "index_name");
@@ -425,17 +601,35 @@ impl Walker<'_> {
         };
         let ti = parse::type_info(d.type_info);
         if ti.reserved_bits != 0 {
-            self.err(TABLE_RESERVED_BITS, Some(at + F::TYPE_INFO), format!("{tt}: type_info {:#06x} sets reserved bits", d.type_info));
+            self.err(
+                TABLE_RESERVED_BITS,
+                Some(at + F::TYPE_INFO),
+                format!("{tt}: type_info {:#06x} sets reserved bits", d.type_info),
+            );
         }
         if let Prim::Reserved(p) = ti.prim {
-            self.err(TABLE_RESERVED_PRIM, Some(at + F::TYPE_INFO), format!("{tt}: primitive {p:#x} is reserved"));
+            self.err(
+                TABLE_RESERVED_PRIM,
+                Some(at + F::TYPE_INFO),
+                format!("{tt}: primitive {p:#x} is reserved"),
+            );
         }
         match ti.hint {
-            Hint::Reserved(v) => self.err(TABLE_RESERVED_HINT, Some(at + F::TYPE_INFO + 1), format!("{tt}: hint {v} is reserved")),
-            Hint::Custom(32) => {
-                self.err(TABLE_HINT_32, Some(at + F::TYPE_INFO + 1), format!("{tt}: hint 32 (custom hints are those above 32)"))
-            }
-            Hint::Line => self.err(HINT_LINE, Some(at + F::TYPE_INFO + 1), format!("{tt}: LINE hint is unspecified (TODO in the spec)")),
+            Hint::Reserved(v) => self.err(
+                TABLE_RESERVED_HINT,
+                Some(at + F::TYPE_INFO + 1),
+                format!("{tt}: hint {v} is reserved"),
+            ),
+            Hint::Custom(32) => self.err(
+                TABLE_HINT_32,
+                Some(at + F::TYPE_INFO + 1),
+                format!("{tt}: hint 32 (custom hints are those above 32)"),
+            ),
+            Hint::Line => self.err(
+                HINT_LINE,
+                Some(at + F::TYPE_INFO + 1),
+                format!("{tt}: LINE hint is unspecified (TODO in the spec)"),
+            ),
             _ => {}
         }
         let compressed = d.compress_info != 0;
@@ -443,18 +637,36 @@ impl Walker<'_> {
             self.err(
                 TABLE_COMPRESSED,
                 Some(at + F::COMPRESS_INFO),
-                format!("{tt}: compress_info {} (no compression is specified); data not decodable", d.compress_info),
+                format!(
+                    "{tt}: compress_info {} (no compression is specified); data not decodable",
+                    d.compress_info
+                ),
             );
         }
         if d.checksum != 0 {
-            self.err(TABLE_CHECKSUM, Some(at + F::CHECKSUM), format!("{tt}: checksum {:#x} not verified (algorithm unspecified)", d.checksum));
+            self.err(
+                TABLE_CHECKSUM,
+                Some(at + F::CHECKSUM),
+                format!(
+                    "{tt}: checksum {:#x} not verified (algorithm unspecified)",
+                    d.checksum
+                ),
+            );
         }
         if d.reserved != 0 {
-            self.err(TABLE_RESERVED, Some(at + F::RESERVED), format!("{tt}: reserved {:#x} non-zero", d.reserved));
+            self.err(
+                TABLE_RESERVED,
+                Some(at + F::RESERVED),
+                format!("{tt}: reserved {:#x} non-zero", d.reserved),
+            );
         }
         let shape = Shape::decode(ti.dims, d.data_shape);
         if shape.gap {
-            self.err(SHAPE_GHOST_GAP, Some(at + F::DATA_SHAPE), format!("{tt}: ghost axes {:?} contain 0", shape.ghost()));
+            self.err(
+                SHAPE_GHOST_GAP,
+                Some(at + F::DATA_SHAPE),
+                format!("{tt}: ghost axes {:?} contain 0", shape.ghost()),
+            );
         }
         // Memory range and bounds.
         let mut layout_ok = true;
@@ -464,7 +676,10 @@ impl Walker<'_> {
                 self.err(
                     TABLE_MEM_RANGE,
                     Some(at + F::MEM_START),
-                    format!("{tt}: mem {}..{} ends before it starts (data_size {})", d.mem_start, d.mem_end, d.data_size),
+                    format!(
+                        "{tt}: mem {}..{} ends before it starts (data_size {})",
+                        d.mem_start, d.mem_end, d.data_size
+                    ),
                 );
                 layout_ok = false;
             }
@@ -472,7 +687,13 @@ impl Walker<'_> {
                 self.err(
                     TABLE_DATA_EXCEEDS_MEM,
                     Some(at + F::DATA_SIZE),
-                    format!("{tt}: data_size {} > {} bytes of mem {}..{}", d.data_size, s * 8, d.mem_start, d.mem_end),
+                    format!(
+                        "{tt}: data_size {} > {} bytes of mem {}..{}",
+                        d.data_size,
+                        s * 8,
+                        d.mem_start,
+                        d.mem_end
+                    ),
                 );
                 layout_ok = false;
             }
@@ -484,7 +705,11 @@ impl Walker<'_> {
                 let hs = b - loc.offset;
                 let end = hs + d.mem_end as u64 * 8;
                 if layout_ok && end > loc.size {
-                    self.err(TABLE_OUT_OF_BOUNDS, Some(at + F::MEM_END), format!("{tt}: data end {end} > dataset size {}", loc.size));
+                    self.err(
+                        TABLE_OUT_OF_BOUNDS,
+                        Some(at + F::MEM_END),
+                        format!("{tt}: data end {end} > dataset size {}", loc.size),
+                    );
                     layout_ok = false;
                 }
                 data_offset = Some(b + d.mem_start as u64 * 8);
@@ -499,7 +724,10 @@ impl Walker<'_> {
                 self.err(
                     TABLE_SHAPE_SIZE,
                     Some(at + F::DATA_SIZE),
-                    format!("{tt}: shape {:?} x {sz} != data_size {}", shape.axes, d.data_size),
+                    format!(
+                        "{tt}: shape {:?} x {sz} != data_size {}",
+                        shape.axes, d.data_size
+                    ),
                 );
                 size_ok = false;
             }
@@ -527,18 +755,38 @@ impl Walker<'_> {
     }
 
     /// Primitive, ghost-axis and index_name rules of the hint; true when they all hold.
-    fn hint_rules(&mut self, tt: &str, at: u64, d: &crate::raw::Descriptor, prim: Prim, hint: Hint, shape: &Shape) -> bool {
+    fn hint_rules(
+        &mut self,
+        tt: &str,
+        at: u64,
+        d: &crate::raw::Descriptor,
+        prim: Prim,
+        hint: Hint,
+        shape: &Shape,
+    ) -> bool {
         let mut ok = true;
         let indexing = matches!(hint, Hint::Index | Hint::Range);
         if indexing && d.index_name == 0 {
-            self.err(INDEX_NAME_REQUIRED, Some(at + F::INDEX_NAME), format!("{tt}: {} needs index_name", hint.name()));
+            self.err(
+                INDEX_NAME_REQUIRED,
+                Some(at + F::INDEX_NAME),
+                format!("{tt}: {} needs index_name", hint.name()),
+            );
             ok = false;
         } else if !indexing && d.index_name != 0 {
-            self.err(INDEX_NAME_NOT_ALLOWED, Some(at + F::INDEX_NAME), format!("{tt}: index_name on hint {}", hint.value()));
+            self.err(
+                INDEX_NAME_NOT_ALLOWED,
+                Some(at + F::INDEX_NAME),
+                format!("{tt}: index_name on hint {}", hint.value()),
+            );
         }
         let (prim_ok, mut ghost_ok) = hint_allows(hint, prim, shape.ghost());
         if !prim_ok {
-            self.err(HINT_BAD_PRIM, Some(at + F::TYPE_INFO), format!("{tt}: {} with primitive {}", hint.name(), prim.name()));
+            self.err(
+                HINT_BAD_PRIM,
+                Some(at + F::TYPE_INFO),
+                format!("{tt}: {} with primitive {}", hint.name(), prim.name()),
+            );
             // The ghost-axis rules assume the hint's primitive: judge them only then.
             return false;
         }
@@ -555,7 +803,11 @@ impl Walker<'_> {
             ghost_ok = true;
         }
         if !ghost_ok {
-            self.err(HINT_GHOST_DIMS, Some(at + F::DATA_SHAPE), format!("{tt}: {} with ghost axes {g:?}", hint.name()));
+            self.err(
+                HINT_GHOST_DIMS,
+                Some(at + F::DATA_SHAPE),
+                format!("{tt}: {} with ghost axes {g:?}", hint.name()),
+            );
             ok = false;
         }
         ok
@@ -583,7 +835,11 @@ impl Walker<'_> {
                             state[t] = 1;
                             stack.push((t, 0));
                         }
-                        1 => found.push((c.entry_offset, self.doc.datasets[node].path.clone(), self.doc.datasets[t].path.clone())),
+                        1 => found.push((
+                            c.entry_offset,
+                            self.doc.datasets[node].path.clone(),
+                            self.doc.datasets[t].path.clone(),
+                        )),
                         _ => {}
                     }
                 }
@@ -593,7 +849,11 @@ impl Walker<'_> {
             }
         }
         for (at, from, to) in found {
-            self.err(DATASET_CYCLE, Some(at), format!("{from}: DATASET link back to {to} makes a cycle"));
+            self.err(
+                DATASET_CYCLE,
+                Some(at),
+                format!("{from}: DATASET link back to {to} makes a cycle"),
+            );
         }
     }
 
@@ -607,20 +867,30 @@ impl Walker<'_> {
                 let tt = format!("{tag}.table[{}]", t.index);
                 if let Some(r) = &t.related_name {
                     match ds.table(r) {
-                        None => errs.push((RELATED_MISSING, t.desc_offset + F::RELATED_NAME, format!("{tt}: related table {r:?} not found"))),
+                        None => errs.push((
+                            RELATED_MISSING,
+                            t.desc_offset + F::RELATED_NAME,
+                            format!("{tt}: related table {r:?} not found"),
+                        )),
                         Some(o) => {
                             if o.shape.dims != t.shape.dims || o.shape.real() != t.shape.real() {
                                 errs.push((
                                     RELATED_SHAPE,
                                     t.desc_offset + F::RELATED_NAME,
-                                    format!("{tt}: related {r:?} has real shape {:?}, this table {:?}", o.shape.real(), t.shape.real()),
+                                    format!(
+                                        "{tt}: related {r:?} has real shape {:?}, this table {:?}",
+                                        o.shape.real(),
+                                        t.shape.real()
+                                    ),
                                 ));
                             }
                         }
                     }
                 }
                 if matches!(t.hint, Hint::Index | Hint::Range) && t.hint_ok {
-                    let Some(target) = &t.index_name else { continue };
+                    let Some(target) = &t.index_name else {
+                        continue;
+                    };
                     // The same dataset first, then the parents on the path from the root.
                     let mut cur = Some(di);
                     let mut hit = None;
@@ -637,14 +907,21 @@ impl Walker<'_> {
                         }
                     }
                     match hit {
-                        None => errs.push((INDEX_TARGET_MISSING, t.desc_offset + F::INDEX_NAME, format!("{tt}: target {target:?} not found"))),
+                        None => errs.push((
+                            INDEX_TARGET_MISSING,
+                            t.desc_offset + F::INDEX_NAME,
+                            format!("{tt}: target {target:?} not found"),
+                        )),
                         Some((c, o)) => {
                             let ot = &self.doc.datasets[c].tables[o];
                             if ot.shape.dims != 1 {
                                 errs.push((
                                     INDEX_TARGET_DIM,
                                     t.desc_offset + F::INDEX_NAME,
-                                    format!("{tt}: target {target:?} is {}-D, must be 1-D", ot.shape.dims),
+                                    format!(
+                                        "{tt}: target {target:?} is {}-D, must be 1-D",
+                                        ot.shape.dims
+                                    ),
                                 ));
                             } else {
                                 targets.push((di, t.index, (c, o)));
@@ -763,22 +1040,41 @@ pub fn check_contents(input: &Input, limits: &Limits, doc: &Document, f: &mut Fi
             let tt = format!("{tag}.table[{}] ({})", t.index, t.display_name());
             spent = spent.saturating_add(t.data_size);
             if spent > budget(doc.file_len) {
-                push(f, LIMIT_WORK, Some(base), format!("{tt}: table contents read exceed the work budget; the rest is not checked"));
+                push(
+                    f,
+                    LIMIT_WORK,
+                    Some(base),
+                    format!(
+                        "{tt}: table contents read exceed the work budget; the rest is not checked"
+                    ),
+                );
                 return;
             }
             let r = match t.hint {
                 Hint::Text if t.hint_ok => check_text(input, t, base, &tt, f),
                 Hint::Json if t.hint_ok => {
                     if t.data_size > limits.max_text {
-                        push(f, JSON_TOO_LARGE, Some(base), format!("{tt}: JSON of {} bytes exceeds the text limit", t.data_size));
+                        push(
+                            f,
+                            JSON_TOO_LARGE,
+                            Some(base),
+                            format!("{tt}: JSON of {} bytes exceeds the text limit", t.data_size),
+                        );
                         Ok(())
                     } else {
-                        input.read_vec(base, t.data_size, "json", limits).map(|b| check_json(t, &b, base, &tt, f))
+                        input
+                            .read_vec(base, t.data_size, "json", limits)
+                            .map(|b| check_json(t, &b, base, &tt, f))
                     }
                 }
                 Hint::Index | Hint::Range if t.hint_ok => match t.index_target {
                     Some((d, o)) => {
-                        let len = doc.datasets[d].tables[o].shape.axes.first().copied().unwrap_or(0) as u64;
+                        let len = doc.datasets[d].tables[o]
+                            .shape
+                            .axes
+                            .first()
+                            .copied()
+                            .unwrap_or(0) as u64;
                         check_indices(input, t, base, len, &tt, f)
                     }
                     None => Ok(()),
@@ -798,11 +1094,21 @@ fn read_uint(prim: Prim, b: &[u8]) -> u64 {
         Prim::U8 => b[0] as u64,
         Prim::U16 => u16::from_le_bytes([b[0], b[1]]) as u64,
         Prim::U32 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64,
-        _ => b.get(..8).and_then(|s| <[u8; 8]>::try_from(s).ok()).map_or(0, u64::from_le_bytes),
+        _ => b
+            .get(..8)
+            .and_then(|s| <[u8; 8]>::try_from(s).ok())
+            .map_or(0, u64::from_le_bytes),
     }
 }
 
-fn check_indices(input: &Input, t: &Table, base: u64, target_len: u64, tt: &str, f: &mut Findings) -> rasterpack_common::Result<()> {
+fn check_indices(
+    input: &Input,
+    t: &Table,
+    base: u64,
+    target_len: u64,
+    tt: &str,
+    f: &mut Findings,
+) -> rasterpack_common::Result<()> {
     let sz = t.prim.size().unwrap_or(1) as usize;
     let range = t.hint == Hint::Range;
     let rec = if range { 2 * sz } else { sz };
@@ -813,9 +1119,21 @@ fn check_indices(input: &Input, t: &Table, base: u64, target_len: u64, tt: &str,
             // Fast path: the maximum first, details only when something is out of range.
             let max = match t.prim {
                 Prim::U8 => chunk.iter().copied().max().unwrap_or(0) as u64,
-                Prim::U16 => chunk.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).max().unwrap_or(0) as u64,
-                Prim::U32 => chunk.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).max().unwrap_or(0) as u64,
-                _ => chunk.chunks_exact(8).map(|c| read_uint(Prim::U64, c)).max().unwrap_or(0),
+                Prim::U16 => chunk
+                    .chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                    .max()
+                    .unwrap_or(0) as u64,
+                Prim::U32 => chunk
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .max()
+                    .unwrap_or(0) as u64,
+                _ => chunk
+                    .chunks_exact(8)
+                    .map(|c| read_uint(Prim::U64, c))
+                    .max()
+                    .unwrap_or(0),
             };
             if max >= target_len {
                 for (k, c) in chunk.chunks_exact(sz).enumerate() {
@@ -843,32 +1161,59 @@ fn check_indices(input: &Input, t: &Table, base: u64, target_len: u64, tt: &str,
         true
     })?;
     if let Some((at, v)) = bad_index {
-        push(f, INDEX_OUT_OF_RANGE, Some(at), format!("{tt}: {n_bad} index value(s) >= target length {target_len}, first {v}"));
+        push(
+            f,
+            INDEX_OUT_OF_RANGE,
+            Some(at),
+            format!("{tt}: {n_bad} index value(s) >= target length {target_len}, first {v}"),
+        );
     }
     if let Some((at, s, e)) = inverted {
-        push(f, RANGE_INVERTED, Some(at), format!("{tt}: {n_inv} range(s) with start > end, first ({s},{e})"));
+        push(
+            f,
+            RANGE_INVERTED,
+            Some(at),
+            format!("{tt}: {n_inv} range(s) with start > end, first ({s},{e})"),
+        );
     }
     if let Some((at, s, e)) = beyond {
-        push(f, RANGE_OUT_OF_RANGE, Some(at), format!("{tt}: {n_beyond} range(s) beyond target length {target_len}, first ({s},{e})"));
+        push(
+            f,
+            RANGE_OUT_OF_RANGE,
+            Some(at),
+            format!("{tt}: {n_beyond} range(s) beyond target length {target_len}, first ({s},{e})"),
+        );
     }
     Ok(())
 }
 
 /// Text validation, one string at a time (scalars stream; list rows are checked row by row).
-fn check_text(input: &Input, t: &Table, base: u64, tt: &str, f: &mut Findings) -> rasterpack_common::Result<()> {
+fn check_text(
+    input: &Input,
+    t: &Table,
+    base: u64,
+    tt: &str,
+    f: &mut Findings,
+) -> rasterpack_common::Result<()> {
     let unit = t.prim.size().unwrap_or(1) as usize;
     let scalar = t.shape.real().is_empty();
     let width = t.shape.ghost().first().copied().unwrap_or(0) as usize * unit;
     let mut bad: Option<(u64, String)> = None;
     if scalar {
         let mut v = TextCheck::new(t.prim);
-        for_each_chunk(input, base, t.data_size, unit.max(1), |off, chunk| match v.feed(chunk) {
-            Ok(()) => true,
-            Err((rel, m)) => {
-                bad = Some((off + rel, m));
-                false
-            }
-        })?;
+        for_each_chunk(
+            input,
+            base,
+            t.data_size,
+            unit.max(1),
+            |off, chunk| match v.feed(chunk) {
+                Ok(()) => true,
+                Err((rel, m)) => {
+                    bad = Some((off + rel, m));
+                    false
+                }
+            },
+        )?;
         if bad.is_none() {
             if let Err((_, m)) = v.finish() {
                 bad = Some((base + t.data_size, m));
@@ -878,7 +1223,9 @@ fn check_text(input: &Input, t: &Table, base: u64, tt: &str, f: &mut Findings) -
         for_each_chunk(input, base, t.data_size, width, |off, chunk| {
             for (k, row) in chunk.chunks(width).enumerate() {
                 let mut v = TextCheck::new(t.prim);
-                let r = v.feed(row).and_then(|_| v.finish().map_err(|(_, m)| (row.len() as u64, m)));
+                let r = v
+                    .feed(row)
+                    .and_then(|_| v.finish().map_err(|(_, m)| (row.len() as u64, m)));
                 if let Err((rel, m)) = r {
                     bad = Some((off + (k * width) as u64 + rel, m));
                     return false;
@@ -904,7 +1251,12 @@ pub(crate) struct TextCheck {
 
 impl TextCheck {
     pub(crate) fn new(prim: Prim) -> Self {
-        TextCheck { prim, carry: Vec::new(), high: false, pos: 0 }
+        TextCheck {
+            prim,
+            carry: Vec::new(),
+            high: false,
+            pos: 0,
+        }
     }
 
     /// Errors carry the offset relative to the start of this feed.
@@ -931,7 +1283,10 @@ impl TextCheck {
                         }
                         Some(_) => Err((
                             (e.valid_up_to() as u64).saturating_sub(back),
-                            format!("invalid UTF-8 at byte {}", start + e.valid_up_to() as u64 - back),
+                            format!(
+                                "invalid UTF-8 at byte {}",
+                                start + e.valid_up_to() as u64 - back
+                            ),
                         )),
                     },
                 }
@@ -949,7 +1304,10 @@ impl TextCheck {
                         }
                         0xDC00..=0xDFFF => {
                             if !self.high {
-                                return Err((rel, format!("unpaired UTF-16 low surrogate {u:#06x}")));
+                                return Err((
+                                    rel,
+                                    format!("unpaired UTF-16 low surrogate {u:#06x}"),
+                                ));
                             }
                             self.high = false;
                         }
@@ -966,7 +1324,10 @@ impl TextCheck {
                 for (k, c) in b.chunks_exact(4).enumerate() {
                     let u = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                     if char::from_u32(u).is_none() {
-                        return Err(((k * 4) as u64, format!("{u:#x} is not a Unicode scalar value")));
+                        return Err((
+                            (k * 4) as u64,
+                            format!("{u:#x} is not a Unicode scalar value"),
+                        ));
                     }
                 }
                 Ok(())
@@ -993,7 +1354,10 @@ fn decode_one(prim: Prim, b: &[u8]) -> Result<String, (u64, String)> {
             .map(str::to_string)
             .map_err(|e| (e.valid_up_to() as u64, format!("invalid UTF-8: {e}"))),
         Prim::U16 => {
-            let units: Vec<u16> = b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+            let units: Vec<u16> = b
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect();
             let mut s = String::with_capacity(units.len());
             let mut pos = 0u64;
             for r in char::decode_utf16(units.iter().copied()) {
@@ -1002,7 +1366,12 @@ fn decode_one(prim: Prim, b: &[u8]) -> Result<String, (u64, String)> {
                         pos += 2 * c.len_utf16() as u64;
                         s.push(c);
                     }
-                    Err(e) => return Err((pos, format!("unpaired UTF-16 surrogate {:#06x}", e.unpaired_surrogate()))),
+                    Err(e) => {
+                        return Err((
+                            pos,
+                            format!("unpaired UTF-16 surrogate {:#06x}", e.unpaired_surrogate()),
+                        ))
+                    }
                 }
             }
             Ok(s)
@@ -1013,7 +1382,12 @@ fn decode_one(prim: Prim, b: &[u8]) -> Result<String, (u64, String)> {
                 let u = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                 match char::from_u32(u) {
                     Some(ch) => s.push(ch),
-                    None => return Err(((k * 4) as u64, format!("{u:#x} is not a Unicode scalar value"))),
+                    None => {
+                        return Err((
+                            (k * 4) as u64,
+                            format!("{u:#x} is not a Unicode scalar value"),
+                        ))
+                    }
                 }
             }
             Ok(s)
@@ -1040,7 +1414,9 @@ pub(crate) fn decode_text(t: &Table, b: &[u8]) -> Result<Text, (u64, String)> {
         while end >= unit && row[end - unit..end].iter().all(|&x| x == 0) {
             end -= unit;
         }
-        out.push(decode_one(t.prim, &row[..end]).map_err(|(rel, m)| ((k * width) as u64 + rel, m))?);
+        out.push(
+            decode_one(t.prim, &row[..end]).map_err(|(rel, m)| ((k * width) as u64 + rel, m))?,
+        );
     }
     Ok(Text::List(out))
 }
@@ -1060,10 +1436,17 @@ fn check_json(t: &Table, b: &[u8], base: u64, tt: &str, f: &mut Findings) {
 }
 
 pub(crate) fn json_shape(v: &Value, shape: &[u32]) -> Result<(), String> {
-    let Some((&n, rest)) = shape.split_first() else { return Ok(()) };
+    let Some((&n, rest)) = shape.split_first() else {
+        return Ok(());
+    };
     match v {
-        Value::Array(a) if a.len() as u64 == n as u64 => a.iter().try_for_each(|x| json_shape(x, rest)),
-        Value::Array(a) => Err(format!("JSON array of {} items where the shape wants {n}", a.len())),
+        Value::Array(a) if a.len() as u64 == n as u64 => {
+            a.iter().try_for_each(|x| json_shape(x, rest))
+        }
+        Value::Array(a) => Err(format!(
+            "JSON array of {} items where the shape wants {n}",
+            a.len()
+        )),
         _ => Err(format!("JSON value where the shape wants an array of {n}")),
     }
 }

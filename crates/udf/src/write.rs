@@ -10,7 +10,10 @@ use serde_json::Value;
 
 use crate::model::Element;
 use crate::parse::{encode_type_info, Shape};
-use crate::raw::{name_hash, Hint, Prim, DATASET_CHECK, DATASET_STATIC_SIZE, DESCRIPTOR_SIZE, FILE_HEADER_SIZE, LOOKUP_SIZE, MAGIC};
+use crate::raw::{
+    name_hash, Hint, Prim, DATASET_CHECK, DATASET_STATIC_SIZE, DESCRIPTOR_SIZE, FILE_HEADER_SIZE,
+    LOOKUP_SIZE, MAGIC,
+};
 
 /// Handle of a dataset inside a [`UdfWriter`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -90,7 +93,14 @@ pub struct TableSpec {
 
 impl TableSpec {
     /// Any primitive and hint from raw little-endian bytes.
-    pub fn raw(name: &str, prim: Prim, hint: Hint, real: &[u32], ghost: &[u32], bytes: Vec<u8>) -> TableSpec {
+    pub fn raw(
+        name: &str,
+        prim: Prim,
+        hint: Hint,
+        real: &[u32],
+        ghost: &[u32],
+        bytes: Vec<u8>,
+    ) -> TableSpec {
         TableSpec {
             name: name.into(),
             prim,
@@ -143,17 +153,38 @@ impl TableSpec {
             b.extend_from_slice(&bytes);
             b.resize(row + width * unit, 0);
         }
-        Self::raw(name, enc.prim(), Hint::Text, &[items.len() as u32], &[width as u32], b)
+        Self::raw(
+            name,
+            enc.prim(),
+            Hint::Text,
+            &[items.len() as u32],
+            &[width as u32],
+            b,
+        )
     }
 
     /// A scalar JSON document (any JSON value).
     pub fn json(name: &str, value: &Value) -> TableSpec {
-        Self::raw(name, Prim::Custom, Hint::Json, &[], &[], value.to_string().into_bytes())
+        Self::raw(
+            name,
+            Prim::Custom,
+            Hint::Json,
+            &[],
+            &[],
+            value.to_string().into_bytes(),
+        )
     }
 
     /// A JSON document of nested arrays with the given shape (checked when added).
     pub fn json_shaped(name: &str, value: &Value, real: &[u32]) -> TableSpec {
-        Self::raw(name, Prim::Custom, Hint::Json, real, &[], value.to_string().into_bytes())
+        Self::raw(
+            name,
+            Prim::Custom,
+            Hint::Json,
+            real,
+            &[],
+            value.to_string().into_bytes(),
+        )
     }
 
     /// A scalar DATASET link.
@@ -165,7 +196,14 @@ impl TableSpec {
 
     /// A 1-D DATASET table (`None` entries are null links).
     pub fn links(name: &str, children: &[Option<DatasetId>]) -> TableSpec {
-        let mut t = Self::raw(name, Prim::U64, Hint::Dataset, &[children.len() as u32], &[2], Vec::new());
+        let mut t = Self::raw(
+            name,
+            Prim::U64,
+            Hint::Dataset,
+            &[children.len() as u32],
+            &[2],
+            Vec::new(),
+        );
         t.payload = Payload::Links(children.to_vec());
         t
     }
@@ -220,7 +258,9 @@ fn usage(m: String) -> Error {
 fn make_id(id: &str) -> Result<[u8; 4]> {
     let b = id.as_bytes();
     if b.len() > 4 || !b.iter().all(|&c| (0x20..=0x7e).contains(&c)) {
-        return Err(usage(format!("UDF id {id:?} must be at most 4 printable ASCII characters")));
+        return Err(usage(format!(
+            "UDF id {id:?} must be at most 4 printable ASCII characters"
+        )));
     }
     let mut out = [0u8; 4];
     out[..b.len()].copy_from_slice(b);
@@ -230,11 +270,18 @@ fn make_id(id: &str) -> Result<[u8; 4]> {
 impl UdfWriter {
     /// A new file with the given file id (up to 4 printable ASCII characters).
     pub fn new(id: &str) -> Result<UdfWriter> {
-        Ok(UdfWriter { id: make_id(id)?, datasets: Vec::new(), root: None })
+        Ok(UdfWriter {
+            id: make_id(id)?,
+            datasets: Vec::new(),
+            root: None,
+        })
     }
 
     pub fn add_dataset(&mut self, id: &str) -> Result<DatasetId> {
-        self.datasets.push(DatasetSpec { id: make_id(id)?, tables: Vec::new() });
+        self.datasets.push(DatasetSpec {
+            id: make_id(id)?,
+            tables: Vec::new(),
+        });
         Ok(DatasetId(self.datasets.len() - 1))
     }
 
@@ -248,12 +295,21 @@ impl UdfWriter {
         let n = self.datasets.len();
         if let Payload::Links(l) = &t.payload {
             if l.iter().flatten().any(|d| d.0 >= n) {
-                return Err(usage(format!("table {}: link to an unknown dataset", t.name)));
+                return Err(usage(format!(
+                    "table {}: link to an unknown dataset",
+                    t.name
+                )));
             }
         }
-        let d = self.datasets.get_mut(ds.0).ok_or_else(|| usage("unknown dataset".into()))?;
+        let d = self
+            .datasets
+            .get_mut(ds.0)
+            .ok_or_else(|| usage("unknown dataset".into()))?;
         if d.tables.iter().any(|o| o.name == t.name) {
-            return Err(usage(format!("table name {:?} used twice in one dataset", t.name)));
+            return Err(usage(format!(
+                "table name {:?} used twice in one dataset",
+                t.name
+            )));
         }
         d.tables.push(t);
         Ok(())
@@ -265,11 +321,21 @@ impl UdfWriter {
         self.write_to(&mut out)?;
         let input = Input::from_bytes("written", out);
         let doc = crate::validate::validate(&input, &Limits::unlimited());
-        if let Some(f) = doc.findings.iter().find(|f| f.severity == rasterpack_common::Severity::Error) {
-            return Err(Error::invalid_at(f.code.clone(), f.offset, format!("the writer produced an invalid file: {}", f.message)));
+        if let Some(f) = doc
+            .findings
+            .iter()
+            .find(|f| f.severity == rasterpack_common::Severity::Error)
+        {
+            return Err(Error::invalid_at(
+                f.code.clone(),
+                f.offset,
+                format!("the writer produced an invalid file: {}", f.message),
+            ));
         }
         match input {
-            Input::Bytes { data, .. } => Ok(std::sync::Arc::try_unwrap(data).unwrap_or_else(|a| (*a).clone())),
+            Input::Bytes { data, .. } => {
+                Ok(std::sync::Arc::try_unwrap(data).unwrap_or_else(|a| (*a).clone()))
+            }
             _ => Err(usage("internal: written bytes lost".into())),
         }
     }
@@ -282,7 +348,9 @@ impl UdfWriter {
         let mut pos = FILE_HEADER_SIZE as u64;
         for l in &layouts {
             offsets.push(pos);
-            pos = pos.checked_add(l.size).ok_or_else(|| usage("file too large".into()))?;
+            pos = pos
+                .checked_add(l.size)
+                .ok_or_else(|| usage("file too large".into()))?;
         }
         let io = |e: std::io::Error| Error::io("writing UDF", &e);
         let mut h = Vec::with_capacity(FILE_HEADER_SIZE);
@@ -324,7 +392,8 @@ impl UdfWriter {
                 }
                 written = at + t.len();
             }
-            out.write_all(&vec![0u8; (l.size - written) as usize]).map_err(io)?;
+            out.write_all(&vec![0u8; (l.size - written) as usize])
+                .map_err(io)?;
             let _ = k;
         }
         Ok(pos)
@@ -389,24 +458,39 @@ impl UdfWriter {
         for (di, d) in self.datasets.iter().enumerate() {
             for t in &d.tables {
                 if let Some(r) = &t.related_name {
-                    let o = d.tables.iter().find(|o| &o.name == r).ok_or_else(|| usage(format!("table {}: related {r:?} missing", t.name)))?;
+                    let o =
+                        d.tables.iter().find(|o| &o.name == r).ok_or_else(|| {
+                            usage(format!("table {}: related {r:?} missing", t.name))
+                        })?;
                     if o.real != t.real {
-                        return Err(usage(format!("table {}: related {r:?} has another real shape", t.name)));
+                        return Err(usage(format!(
+                            "table {}: related {r:?} has another real shape",
+                            t.name
+                        )));
                     }
                 }
                 if let Some(target) = &t.index_name {
                     let mut cur = Some(di);
                     let mut found = None;
                     while let Some(c) = cur {
-                        if let Some(o) = self.datasets[c].tables.iter().find(|o| &o.name == target) {
+                        if let Some(o) = self.datasets[c].tables.iter().find(|o| &o.name == target)
+                        {
                             found = Some(o);
                             break;
                         }
                         cur = parent[c];
                     }
-                    let o = found.ok_or_else(|| usage(format!("table {}: index target {target:?} not found", t.name)))?;
+                    let o = found.ok_or_else(|| {
+                        usage(format!(
+                            "table {}: index target {target:?} not found",
+                            t.name
+                        ))
+                    })?;
                     if o.real.len() != 1 {
-                        return Err(usage(format!("table {}: index target {target:?} must be 1-D", t.name)));
+                        return Err(usage(format!(
+                            "table {}: index target {target:?} must be 1-D",
+                            t.name
+                        )));
                     }
                     let len = o.real[0] as u64;
                     if let Payload::Bytes(b) = &t.payload {
@@ -421,12 +505,18 @@ impl UdfWriter {
                             .collect();
                         if t.hint == Hint::Index {
                             if let Some(v) = vals.iter().find(|&&v| v >= len) {
-                                return Err(usage(format!("table {}: index {v} >= target length {len}", t.name)));
+                                return Err(usage(format!(
+                                    "table {}: index {v} >= target length {len}",
+                                    t.name
+                                )));
                             }
                         } else {
                             for p in vals.chunks_exact(2) {
                                 if p[0] > p[1] || p[1] > len {
-                                    return Err(usage(format!("table {}: range ({},{}) invalid for target length {len}", t.name, p[0], p[1])));
+                                    return Err(usage(format!(
+                                        "table {}: range ({},{}) invalid for target length {len}",
+                                        t.name, p[0], p[1]
+                                    )));
                                 }
                             }
                         }
@@ -442,7 +532,15 @@ impl UdfWriter {
 /// and JSON content.
 fn check_spec(t: &TableSpec) -> Result<()> {
     let bad = |m: String| Err(usage(format!("table {:?}: {m}", t.name)));
-    for n in [Some(&t.name), t.index_name.as_ref(), t.related_name.as_ref(), t.type_name.as_ref()].into_iter().flatten() {
+    for n in [
+        Some(&t.name),
+        t.index_name.as_ref(),
+        t.related_name.as_ref(),
+        t.type_name.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
         if n.is_empty() || n.len() > 0xFFFF {
             return bad(format!("name {n:?} must be 1..=65535 bytes"));
         }
@@ -455,14 +553,17 @@ fn check_spec(t: &TableSpec) -> Result<()> {
         return bad("ghost axes must be >= 1".into());
     }
     let Some(packed) = Shape::encode(&axes) else {
-        return bad(format!("shape {axes:?} does not fit (<= 3 axes, y < 2^24, z < 256)"));
+        return bad(format!(
+            "shape {axes:?} does not fit (<= 3 axes, y < 2^24, z < 256)"
+        ));
     };
     // The packed form must decode to the same axes (trailing zero real axes are fine).
     let dec = Shape::decode(t.real.len() as u8, packed);
     if dec.axes != axes {
         return bad(format!("shape {axes:?} is ambiguous when packed"));
     }
-    if matches!(t.prim, Prim::Reserved(_)) || matches!(t.hint, Hint::Reserved(_) | Hint::Custom(32)) {
+    if matches!(t.prim, Prim::Reserved(_)) || matches!(t.hint, Hint::Reserved(_) | Hint::Custom(32))
+    {
         return bad("reserved primitive or hint".into());
     }
     if t.hint == Hint::Line {
@@ -471,7 +572,11 @@ fn check_spec(t: &TableSpec) -> Result<()> {
     if let Some(sz) = t.prim.size() {
         let want = dec.elements() as u128 * sz as u128;
         if want != t.len() as u128 {
-            return bad(format!("{} bytes of data for shape {axes:?} of {}", t.len(), t.prim.name()));
+            return bad(format!(
+                "{} bytes of data for shape {axes:?} of {}",
+                t.len(),
+                t.prim.name()
+            ));
         }
     }
     if t.len() > u32::MAX as u64 {
@@ -482,7 +587,12 @@ fn check_spec(t: &TableSpec) -> Result<()> {
     }
     let (prims_ok, ghost_ok) = crate::validate::hint_allows(t.hint, t.prim, &t.ghost);
     if !prims_ok || !ghost_ok {
-        return bad(format!("hint {} does not allow primitive {} with ghost axes {:?}", t.hint.name(), t.prim.name(), t.ghost));
+        return bad(format!(
+            "hint {} does not allow primitive {} with ghost axes {:?}",
+            t.hint.name(),
+            t.prim.name(),
+            t.ghost
+        ));
     }
     if t.hint == Hint::Transform && t.ghost.len() != 2 {
         return bad("TRANSFORM needs two ghost axes".into());
@@ -490,13 +600,16 @@ fn check_spec(t: &TableSpec) -> Result<()> {
     if let Payload::Bytes(b) = &t.payload {
         match t.hint {
             Hint::Json => {
-                let v: Value = serde_json::from_slice(b).map_err(|e| usage(format!("table {:?}: JSON: {e}", t.name)))?;
-                crate::validate::json_shape(&v, &t.real).map_err(|m| usage(format!("table {:?}: {m}", t.name)))?;
+                let v: Value = serde_json::from_slice(b)
+                    .map_err(|e| usage(format!("table {:?}: JSON: {e}", t.name)))?;
+                crate::validate::json_shape(&v, &t.real)
+                    .map_err(|m| usage(format!("table {:?}: {m}", t.name)))?;
             }
             Hint::Text => {
                 let shape = Shape::decode(t.real.len() as u8, packed);
                 let tab = dummy_table(t.prim, shape);
-                crate::validate::decode_text(&tab, b).map_err(|(_, m)| usage(format!("table {:?}: {m}", t.name)))?;
+                crate::validate::decode_text(&tab, b)
+                    .map_err(|(_, m)| usage(format!("table {:?}: {m}", t.name)))?;
             }
             Hint::Dataset => return bad("DATASET tables are made with TableSpec::link(s)".into()),
             _ => {}
@@ -539,7 +652,15 @@ fn layout(d: &DatasetSpec) -> Result<Layout> {
     let mut keys: HashMap<&str, u32> = HashMap::new();
     let mut used: BTreeMap<u32, &str> = BTreeMap::new();
     for t in &d.tables {
-        for n in [Some(&t.name), t.index_name.as_ref(), t.related_name.as_ref(), t.type_name.as_ref()].into_iter().flatten() {
+        for n in [
+            Some(&t.name),
+            t.index_name.as_ref(),
+            t.related_name.as_ref(),
+            t.type_name.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        {
             if keys.contains_key(n.as_str()) {
                 continue;
             }
@@ -562,10 +683,14 @@ fn layout(d: &DatasetSpec) -> Result<Layout> {
         lookups.push((h, off as u16, s.len() as u16));
     }
     strings.resize(strings.len().div_ceil(8) * 8, 0);
-    let header_size =
-        DATASET_STATIC_SIZE + DESCRIPTOR_SIZE * d.tables.len() + LOOKUP_SIZE * lookups.len() + strings.len();
+    let header_size = DATASET_STATIC_SIZE
+        + DESCRIPTOR_SIZE * d.tables.len()
+        + LOOKUP_SIZE * lookups.len()
+        + strings.len();
     if header_size > 0xFFF8 || d.tables.len() > 0xFFFF {
-        return Err(usage(format!("dataset header of {header_size} bytes exceeds the 16-bit header_size")));
+        return Err(usage(format!(
+            "dataset header of {header_size} bytes exceeds the 16-bit header_size"
+        )));
     }
     let mut mem = Vec::with_capacity(d.tables.len());
     let mut cursor = 0u64; // in blocks
@@ -596,7 +721,13 @@ fn layout(d: &DatasetSpec) -> Result<Layout> {
     for (t, &(ms, me)) in d.tables.iter().zip(&mem) {
         let axes = t.axes();
         let packed = Shape::encode(&axes).unwrap_or([0, 0]);
-        h.extend_from_slice(&keys.get(t.name.as_str()).copied().unwrap_or(0).to_le_bytes());
+        h.extend_from_slice(
+            &keys
+                .get(t.name.as_str())
+                .copied()
+                .unwrap_or(0)
+                .to_le_bytes(),
+        );
         h.extend_from_slice(&encode_type_info(t.prim, t.real.len() as u8, t.hint).to_le_bytes());
         h.extend_from_slice(&0u16.to_le_bytes());
         h.extend_from_slice(&ms.to_le_bytes());
@@ -615,5 +746,9 @@ fn layout(d: &DatasetSpec) -> Result<Layout> {
         h.extend_from_slice(&len.to_le_bytes());
     }
     h.extend_from_slice(&strings);
-    Ok(Layout { header: h, mem, size })
+    Ok(Layout {
+        header: h,
+        mem,
+        size,
+    })
 }

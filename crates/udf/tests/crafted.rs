@@ -26,7 +26,10 @@ fn data(bytes: &[u8], name: &str) -> usize {
 
 fn codes_of(bytes: Vec<u8>) -> Vec<(String, Severity)> {
     let doc = validate::validate(&Input::from_bytes("x", bytes), &Limits::default());
-    doc.findings.iter().map(|f| (f.code.clone(), f.severity)).collect()
+    doc.findings
+        .iter()
+        .map(|f| (f.code.clone(), f.severity))
+        .collect()
 }
 
 fn set_u16(b: &mut [u8], at: usize, v: u16) {
@@ -39,18 +42,32 @@ fn set_u32(b: &mut [u8], at: usize, v: u32) {
 
 #[test]
 fn hints_reserved_32_line_and_flat_transform() {
-    let base = build(vec![TableSpec::array("m", &[], &[0f32; 6]).with_hint(Hint::Custom(40), &[6])]);
+    let base = build(vec![
+        TableSpec::array("m", &[], &[0f32; 6]).with_hint(Hint::Custom(40), &[6])
+    ]);
     let d = desc(&base, "m");
     let ti = |hint: u16, b: &[u8]| {
         let mut b = b.to_vec();
         set_u16(&mut b, d + 4, (hint << 8) | Prim::F32.bits());
         b
     };
-    assert_eq!(codes_of(ti(10, &base)), vec![(codes::TABLE_RESERVED_HINT.into(), Severity::Error)]);
-    assert_eq!(codes_of(ti(32, &base)), vec![(codes::TABLE_HINT_32.into(), Severity::Warning)]);
-    assert_eq!(codes_of(ti(7, &base)), vec![(codes::HINT_LINE.into(), Severity::Warning)]);
+    assert_eq!(
+        codes_of(ti(10, &base)),
+        vec![(codes::TABLE_RESERVED_HINT.into(), Severity::Error)]
+    );
+    assert_eq!(
+        codes_of(ti(32, &base)),
+        vec![(codes::TABLE_HINT_32.into(), Severity::Warning)]
+    );
+    assert_eq!(
+        codes_of(ti(7, &base)),
+        vec![(codes::HINT_LINE.into(), Severity::Warning)]
+    );
     // TRANSFORM with one ghost axis of 6 (the reference crate's form): a warning.
-    assert_eq!(codes_of(ti(8, &base)), vec![(codes::HINT_TRANSFORM_FLAT.into(), Severity::Warning)]);
+    assert_eq!(
+        codes_of(ti(8, &base)),
+        vec![(codes::HINT_TRANSFORM_FLAT.into(), Severity::Warning)]
+    );
 }
 
 #[test]
@@ -63,12 +80,22 @@ fn json_shape_duplicates_compression_checksums() {
     // JSON: shape [3] for a 2-element array.
     let mut b = base.clone();
     set_u32(&mut b, desc(&base, "j") + 0x14, 3);
-    assert_eq!(codes_of(b), vec![(codes::JSON_SHAPE.into(), Severity::Error)]);
+    assert_eq!(
+        codes_of(b),
+        vec![(codes::JSON_SHAPE.into(), Severity::Error)]
+    );
     // Two tables named "a": b's key_name := a's key_name.
     let mut b = base.clone();
-    let ka = u32::from_le_bytes(base[desc(&base, "a")..desc(&base, "a") + 4].try_into().unwrap());
+    let ka = u32::from_le_bytes(
+        base[desc(&base, "a")..desc(&base, "a") + 4]
+            .try_into()
+            .unwrap(),
+    );
     set_u32(&mut b, desc(&base, "b"), ka);
-    assert_eq!(codes_of(b), vec![(codes::TABLE_DUPLICATE_NAME.into(), Severity::Error)]);
+    assert_eq!(
+        codes_of(b),
+        vec![(codes::TABLE_DUPLICATE_NAME.into(), Severity::Error)]
+    );
     // compress_info, checksum and reserved.
     let mut b = base.clone();
     let da = desc(&base, "a");
@@ -82,15 +109,21 @@ fn json_shape_duplicates_compression_checksums() {
     assert!(c.iter().all(|x| x.1 != Severity::Error), "{c:?}");
     // Reading the compressed table is unsupported.
     let input = Input::from_bytes("c", b);
-    let req = rasterpack_common::ArrayRequest { element: Some("root/a".into()), ..Default::default() };
-    let e = rasterpack_common::Format::read_array(&rasterpack_udf::UdfFormat, &input, &req).unwrap_err();
+    let req = rasterpack_common::ArrayRequest {
+        element: Some("root/a".into()),
+        ..Default::default()
+    };
+    let e = rasterpack_common::Format::read_array(&rasterpack_udf::UdfFormat, &input, &req)
+        .unwrap_err();
     assert_eq!(e.kind, rasterpack_common::ErrorKind::Unsupported);
     // Duplicate lookup hash.
     let mut b = base.clone();
     let lk = 0x40 + 0x18 + 3 * 0x30;
     let h0 = u32::from_le_bytes(b[lk..lk + 4].try_into().unwrap());
     set_u32(&mut b, lk + 8, h0);
-    assert!(codes_of(b).iter().any(|c| c.0 == codes::LOOKUP_DUPLICATE_HASH));
+    assert!(codes_of(b)
+        .iter()
+        .any(|c| c.0 == codes::LOOKUP_DUPLICATE_HASH));
 }
 
 #[test]
@@ -102,19 +135,31 @@ fn text_encodings_are_strict() {
     ]);
     let mut b = base.clone();
     set_u16(&mut b, data(&base, "u16"), 0xD800); // unpaired high surrogate
-    assert_eq!(codes_of(b), vec![(codes::TEXT_INVALID.into(), Severity::Error)]);
+    assert_eq!(
+        codes_of(b),
+        vec![(codes::TEXT_INVALID.into(), Severity::Error)]
+    );
     let mut b = base.clone();
     set_u32(&mut b, data(&base, "u32") + 4, 0xDC00); // a surrogate is not a scalar value
-    assert_eq!(codes_of(b), vec![(codes::TEXT_INVALID.into(), Severity::Error)]);
+    assert_eq!(
+        codes_of(b),
+        vec![(codes::TEXT_INVALID.into(), Severity::Error)]
+    );
     let mut b = base.clone();
     set_u32(&mut b, data(&base, "u32"), 0x11_0000);
-    assert_eq!(codes_of(b), vec![(codes::TEXT_INVALID.into(), Severity::Error)]);
+    assert_eq!(
+        codes_of(b),
+        vec![(codes::TEXT_INVALID.into(), Severity::Error)]
+    );
     // A multi-byte sequence split across two list rows is invalid (rows decode separately).
     let mut b = base.clone();
     let d = data(&base, "l8");
     b[d + 1] = 0xC3;
     b[d + 2] = 0xA9;
-    assert_eq!(codes_of(b), vec![(codes::TEXT_INVALID.into(), Severity::Error)]);
+    assert_eq!(
+        codes_of(b),
+        vec![(codes::TEXT_INVALID.into(), Severity::Error)]
+    );
 }
 
 #[test]
@@ -145,10 +190,17 @@ fn index_target_must_be_1d_and_found_in_parents() {
     let r = w.add_dataset("ROOT").unwrap();
     let c = w.add_dataset("C").unwrap();
     w.set_root(r);
-    w.add(r, TableSpec::array("grid", &[2, 2], &[0u8; 4])).unwrap();
+    w.add(r, TableSpec::array("grid", &[2, 2], &[0u8; 4]))
+        .unwrap();
     w.add(r, TableSpec::array("line", &[3], &[0u8; 3])).unwrap();
     w.add(r, TableSpec::link("c", Some(c))).unwrap();
-    w.add(c, TableSpec::array("i", &[2], &[0u8, 2]).with_hint(Hint::Index, &[]).index_into("line")).unwrap();
+    w.add(
+        c,
+        TableSpec::array("i", &[2], &[0u8, 2])
+            .with_hint(Hint::Index, &[])
+            .index_into("line"),
+    )
+    .unwrap();
     let base = w.to_bytes().unwrap();
     // Point the index at the 2-D grid: key of "grid" into index_name.
     let mut b = base.clone();
@@ -160,5 +212,8 @@ fn index_target_must_be_1d_and_found_in_parents() {
     b[pos..pos + 4].copy_from_slice(b"grid");
     // Its hash in the child lookup need not be the string hash.
     let _ = kg;
-    assert_eq!(codes_of(b), vec![(codes::INDEX_TARGET_DIM.into(), Severity::Error)]);
+    assert_eq!(
+        codes_of(b),
+        vec![(codes::INDEX_TARGET_DIM.into(), Severity::Error)]
+    );
 }

@@ -3,18 +3,29 @@
 
 use rasterpack_common::{DType, Format, Input, Limits, NdArray, WriteOptions};
 use rasterpack_udf::model::Element;
-use rasterpack_udf::{validate, Encoding, Hint, Prim, TableSpec, Text, UdfFile, UdfFormat, UdfWriter, Values};
+use rasterpack_udf::{
+    validate, Encoding, Hint, Prim, TableSpec, Text, UdfFile, UdfFormat, UdfWriter, Values,
+};
 use serde_json::json;
 
 fn open(bytes: Vec<u8>) -> UdfFile {
     let input = Input::from_bytes("rt", bytes);
     let doc = validate::validate(&input, &Limits::default());
-    assert!(doc.findings.is_empty(), "writer output has findings: {:?}", doc.findings);
+    assert!(
+        doc.findings.is_empty(),
+        "writer output has findings: {:?}",
+        doc.findings
+    );
     UdfFile::open(&input, &Limits::default()).unwrap()
 }
 
 fn round<T: Element + std::fmt::Debug>(vals: &[T], bits: impl Fn(&T) -> u64) {
-    let shapes: [&[u32]; 4] = [&[], &[vals.len() as u32], &[1, vals.len() as u32], &[1, 1, vals.len() as u32]];
+    let shapes: [&[u32]; 4] = [
+        &[],
+        &[vals.len() as u32],
+        &[1, vals.len() as u32],
+        &[1, 1, vals.len() as u32],
+    ];
     for shape in shapes {
         let data: &[T] = if shape.is_empty() { &vals[..1] } else { vals };
         let mut w = UdfWriter::new("RT").unwrap();
@@ -27,9 +38,15 @@ fn round<T: Element + std::fmt::Debug>(vals: &[T], bits: impl Fn(&T) -> u64) {
         assert_eq!(t.prim, T::PRIM);
         assert_eq!(t.shape.real(), shape);
         let got: Vec<T> = f.values(t).unwrap();
-        assert_eq!(got.iter().map(&bits).collect::<Vec<_>>(), data.iter().map(&bits).collect::<Vec<_>>());
+        assert_eq!(
+            got.iter().map(&bits).collect::<Vec<_>>(),
+            data.iter().map(&bits).collect::<Vec<_>>()
+        );
         let arr = f.array(ds, t).unwrap();
-        assert_eq!(arr.shape, shape.iter().map(|&a| a as u64).collect::<Vec<_>>());
+        assert_eq!(
+            arr.shape,
+            shape.iter().map(|&a| a as u64).collect::<Vec<_>>()
+        );
     }
 }
 
@@ -44,11 +61,32 @@ fn every_primitive_and_dimension() {
     round(&[0u64, 1, u64::MAX], |v| *v);
     round(&[i64::MIN, -1, i64::MAX], |v| *v as u64);
     let nan_payload = f32::from_bits(0x7fc0_1234);
-    round(&[0.0f32, -0.0, f32::INFINITY, f32::NEG_INFINITY, nan_payload, f32::MIN_POSITIVE, f32::MAX, 1e-45], |v| {
-        v.to_bits() as u64
-    });
+    round(
+        &[
+            0.0f32,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            nan_payload,
+            f32::MIN_POSITIVE,
+            f32::MAX,
+            1e-45,
+        ],
+        |v| v.to_bits() as u64,
+    );
     let nan64 = f64::from_bits(0xfff8_0000_dead_beef);
-    round(&[0.0f64, -0.0, f64::INFINITY, f64::NEG_INFINITY, nan64, 5e-324, f64::MAX], |v| v.to_bits());
+    round(
+        &[
+            0.0f64,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            nan64,
+            5e-324,
+            f64::MAX,
+        ],
+        |v| v.to_bits(),
+    );
 }
 
 #[test]
@@ -57,24 +95,55 @@ fn three_d_with_full_z_and_empty_tables() {
     let mut w = UdfWriter::new("RT").unwrap();
     let r = w.add_dataset("ROOT").unwrap();
     w.set_root(r);
-    w.add(r, TableSpec::array("cube", &[2, 3, 255], &vals)).unwrap();
-    w.add(r, TableSpec::array::<f64>("empty", &[0], &[])).unwrap();
-    w.add(r, TableSpec::array::<i16>("empty2d", &[3, 0], &[])).unwrap();
-    w.add(r, TableSpec::raw("blob", Prim::Custom, Hint::None, &[5], &[], vec![1, 2, 3, 4, 5])).unwrap();
-    w.add(r, TableSpec::array("custom_hint", &[2], &[7u16, 8]).with_hint(Hint::Custom(40), &[])).unwrap();
-    w.add(r, TableSpec::array("typed", &[2], &[1u8, 2]).type_name("my.Type<u8>")).unwrap();
+    w.add(r, TableSpec::array("cube", &[2, 3, 255], &vals))
+        .unwrap();
+    w.add(r, TableSpec::array::<f64>("empty", &[0], &[]))
+        .unwrap();
+    w.add(r, TableSpec::array::<i16>("empty2d", &[3, 0], &[]))
+        .unwrap();
+    w.add(
+        r,
+        TableSpec::raw(
+            "blob",
+            Prim::Custom,
+            Hint::None,
+            &[5],
+            &[],
+            vec![1, 2, 3, 4, 5],
+        ),
+    )
+    .unwrap();
+    w.add(
+        r,
+        TableSpec::array("custom_hint", &[2], &[7u16, 8]).with_hint(Hint::Custom(40), &[]),
+    )
+    .unwrap();
+    w.add(
+        r,
+        TableSpec::array("typed", &[2], &[1u8, 2]).type_name("my.Type<u8>"),
+    )
+    .unwrap();
     let f = open(w.to_bytes().unwrap());
     let ds = f.root().unwrap();
     let cube = ds.table("cube").unwrap();
     assert_eq!(cube.shape.axes, vec![2, 3, 255]);
     assert_eq!(f.values::<u8>(cube).unwrap(), vals);
     let e = ds.table("empty").unwrap();
-    assert_eq!((e.desc.mem_start, e.desc.mem_end, e.shape.axes.clone()), (0, 0, vec![0]));
+    assert_eq!(
+        (e.desc.mem_start, e.desc.mem_end, e.shape.axes.clone()),
+        (0, 0, vec![0])
+    );
     assert!(f.values::<f64>(e).unwrap().is_empty());
     assert_eq!(ds.table("empty2d").unwrap().shape.axes, vec![3, 0]);
-    assert_eq!(f.typed_values(ds.table("blob").unwrap()).unwrap(), Values::Custom(vec![1, 2, 3, 4, 5]));
+    assert_eq!(
+        f.typed_values(ds.table("blob").unwrap()).unwrap(),
+        Values::Custom(vec![1, 2, 3, 4, 5])
+    );
     assert_eq!(ds.table("custom_hint").unwrap().hint, Hint::Custom(40));
-    assert_eq!(ds.table("typed").unwrap().type_name.as_deref(), Some("my.Type<u8>"));
+    assert_eq!(
+        ds.table("typed").unwrap().type_name.as_deref(),
+        Some("my.Type<u8>")
+    );
 }
 
 #[test]
@@ -86,29 +155,111 @@ fn every_hint() {
     let leaf = w.add_dataset("LEAF").unwrap();
     w.set_root(root);
     let s = "Hello, UDF! \u{2713} \u{fc}n\u{ef}c\u{f6}d\u{e9} \u{1F642}";
-    for (n, e) in [("t8", Encoding::Utf8), ("ti8", Encoding::Utf8Signed), ("t16", Encoding::Utf16), ("t32", Encoding::Utf32)] {
+    for (n, e) in [
+        ("t8", Encoding::Utf8),
+        ("ti8", Encoding::Utf8Signed),
+        ("t16", Encoding::Utf16),
+        ("t32", Encoding::Utf32),
+    ] {
         w.add(root, TableSpec::text(n, s, e)).unwrap();
-        w.add(root, TableSpec::text_list(&format!("l{n}"), &["alpha", "\u{3b2}eta", "", "gamma\u{1F642}"], e)).unwrap();
-    }
-    w.add(root, TableSpec::text("nul", "a\0b\0", Encoding::Utf8)).unwrap();
-    w.add(root, TableSpec::json("meta", &json!({"name": "udf", "n": 3, "nested": {"a": [1, 2.5, null, true]}}))).unwrap();
-    w.add(root, TableSpec::json_shaped("list", &json!([1, "two", {"three": 3}]), &[3])).unwrap();
-    w.add(root, TableSpec::json_shaped("grid", &json!([[1, 2], [3, 4]]), &[2, 2])).unwrap();
-    let verts: Vec<f32> = vec![0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0];
-    w.add(root, TableSpec::array("vertices", &[4], &verts).with_hint(Hint::Coord, &[3])).unwrap();
-    w.add(root, TableSpec::array("grid_xy", &[2, 3], &(0..12).map(|i| i as i16).collect::<Vec<_>>()).with_hint(Hint::Coord, &[2]))
+        w.add(
+            root,
+            TableSpec::text_list(
+                &format!("l{n}"),
+                &["alpha", "\u{3b2}eta", "", "gamma\u{1F642}"],
+                e,
+            ),
+        )
         .unwrap();
-    w.add(root, TableSpec::array("xform", &[], &[1f32; 12]).with_hint(Hint::Transform, &[3, 4])).unwrap();
-    w.add(root, TableSpec::array("xforms", &[2], &[0.5f64; 32]).with_hint(Hint::Transform, &[4, 4])).unwrap();
-    w.add(root, TableSpec::array("image", &[2, 2], &[9u8; 12]).with_hint(Hint::Rgb, &[3])).unwrap();
-    w.add(root, TableSpec::array("palette", &[2], &[0.5f32; 8]).with_hint(Hint::Rgb, &[4])).unwrap();
-    w.add(root, TableSpec::array("colors", &[4], &[1u8; 12]).with_hint(Hint::Rgb, &[3]).related("vertices")).unwrap();
-    w.add(root, TableSpec::links("kids", &[Some(a), None, Some(b)])).unwrap();
+    }
+    w.add(root, TableSpec::text("nul", "a\0b\0", Encoding::Utf8))
+        .unwrap();
+    w.add(
+        root,
+        TableSpec::json(
+            "meta",
+            &json!({"name": "udf", "n": 3, "nested": {"a": [1, 2.5, null, true]}}),
+        ),
+    )
+    .unwrap();
+    w.add(
+        root,
+        TableSpec::json_shaped("list", &json!([1, "two", {"three": 3}]), &[3]),
+    )
+    .unwrap();
+    w.add(
+        root,
+        TableSpec::json_shaped("grid", &json!([[1, 2], [3, 4]]), &[2, 2]),
+    )
+    .unwrap();
+    let verts: Vec<f32> = vec![0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0];
+    w.add(
+        root,
+        TableSpec::array("vertices", &[4], &verts).with_hint(Hint::Coord, &[3]),
+    )
+    .unwrap();
+    w.add(
+        root,
+        TableSpec::array(
+            "grid_xy",
+            &[2, 3],
+            &(0..12).map(|i| i as i16).collect::<Vec<_>>(),
+        )
+        .with_hint(Hint::Coord, &[2]),
+    )
+    .unwrap();
+    w.add(
+        root,
+        TableSpec::array("xform", &[], &[1f32; 12]).with_hint(Hint::Transform, &[3, 4]),
+    )
+    .unwrap();
+    w.add(
+        root,
+        TableSpec::array("xforms", &[2], &[0.5f64; 32]).with_hint(Hint::Transform, &[4, 4]),
+    )
+    .unwrap();
+    w.add(
+        root,
+        TableSpec::array("image", &[2, 2], &[9u8; 12]).with_hint(Hint::Rgb, &[3]),
+    )
+    .unwrap();
+    w.add(
+        root,
+        TableSpec::array("palette", &[2], &[0.5f32; 8]).with_hint(Hint::Rgb, &[4]),
+    )
+    .unwrap();
+    w.add(
+        root,
+        TableSpec::array("colors", &[4], &[1u8; 12])
+            .with_hint(Hint::Rgb, &[3])
+            .related("vertices"),
+    )
+    .unwrap();
+    w.add(root, TableSpec::links("kids", &[Some(a), None, Some(b)]))
+        .unwrap();
     w.add(root, TableSpec::link("first", Some(a))).unwrap();
     // INDEX / RANGE into the parent's vertices (looked up through the parents).
-    w.add(a, TableSpec::array("indices", &[6], &[0u16, 1, 2, 2, 3, 0]).with_hint(Hint::Index, &[]).index_into("vertices")).unwrap();
-    w.add(a, TableSpec::array("faces", &[2], &[0u32, 3, 3, 6]).with_hint(Hint::Range, &[2]).index_into("indices")).unwrap();
-    w.add(a, TableSpec::array("edges", &[3], &[0u64, 1, 1, 2, 2, 3]).with_hint(Hint::Index, &[2]).index_into("vertices")).unwrap();
+    w.add(
+        a,
+        TableSpec::array("indices", &[6], &[0u16, 1, 2, 2, 3, 0])
+            .with_hint(Hint::Index, &[])
+            .index_into("vertices"),
+    )
+    .unwrap();
+    w.add(
+        a,
+        TableSpec::array("faces", &[2], &[0u32, 3, 3, 6])
+            .with_hint(Hint::Range, &[2])
+            .index_into("indices"),
+    )
+    .unwrap();
+    w.add(
+        a,
+        TableSpec::array("edges", &[3], &[0u64, 1, 1, 2, 2, 3])
+            .with_hint(Hint::Index, &[2])
+            .index_into("vertices"),
+    )
+    .unwrap();
     w.add(a, TableSpec::link("leaf", Some(leaf))).unwrap();
     w.add(b, TableSpec::link("leaf", Some(leaf))).unwrap(); // a DAG: leaf shared
     w.add(leaf, TableSpec::scalar("depth", 2u8)).unwrap();
@@ -116,16 +267,36 @@ fn every_hint() {
     assert_eq!(f.datasets().len(), 4);
     let ds = f.root().unwrap();
     for n in ["t8", "ti8", "t16", "t32"] {
-        assert_eq!(f.text(ds.table(n).unwrap()).unwrap(), Text::Scalar(s.into()));
+        assert_eq!(
+            f.text(ds.table(n).unwrap()).unwrap(),
+            Text::Scalar(s.into())
+        );
         assert_eq!(
             f.text(ds.table(&format!("l{n}")).unwrap()).unwrap(),
-            Text::List(vec!["alpha".into(), "\u{3b2}eta".into(), "".into(), "gamma\u{1F642}".into()])
+            Text::List(vec![
+                "alpha".into(),
+                "\u{3b2}eta".into(),
+                "".into(),
+                "gamma\u{1F642}".into()
+            ])
         );
     }
-    assert_eq!(f.text(ds.table("nul").unwrap()).unwrap(), Text::Scalar("a\0b\0".into()));
-    assert_eq!(f.json(ds.table("meta").unwrap()).unwrap()["nested"]["a"][1], json!(2.5));
-    assert_eq!(f.json(ds.table("grid").unwrap()).unwrap(), json!([[1, 2], [3, 4]]));
-    assert_eq!(f.values::<f32>(ds.table("vertices").unwrap()).unwrap(), verts);
+    assert_eq!(
+        f.text(ds.table("nul").unwrap()).unwrap(),
+        Text::Scalar("a\0b\0".into())
+    );
+    assert_eq!(
+        f.json(ds.table("meta").unwrap()).unwrap()["nested"]["a"][1],
+        json!(2.5)
+    );
+    assert_eq!(
+        f.json(ds.table("grid").unwrap()).unwrap(),
+        json!([[1, 2], [3, 4]])
+    );
+    assert_eq!(
+        f.values::<f32>(ds.table("vertices").unwrap()).unwrap(),
+        verts
+    );
     assert_eq!(ds.table("xforms").unwrap().shape.axes, vec![2, 4, 4]);
     assert_eq!(ds.table("image").unwrap().shape.axes, vec![2, 2, 3]);
     let links = f.file_offsets(ds.table("kids").unwrap()).unwrap();
@@ -135,7 +306,12 @@ fn every_hint() {
     let (_, faces) = f.find("faces").unwrap();
     assert_eq!(faces.index_target.map(|(d, _)| d), Some(1));
     // Inspect shows all of it without failing.
-    let r = UdfFormat.inspect(&Input::from_bytes("x", w.to_bytes().unwrap()), &Default::default()).unwrap();
+    let r = UdfFormat
+        .inspect(
+            &Input::from_bytes("x", w.to_bytes().unwrap()),
+            &Default::default(),
+        )
+        .unwrap();
     assert!(r.findings.is_empty());
     assert_eq!(r.summary["datasets"].as_array().unwrap().len(), 4);
 }
@@ -148,17 +324,52 @@ fn writer_refuses_invalid() {
     w.set_root(r);
     assert!(UdfWriter::new("TOOLONG").is_err());
     assert!(w.add(r, TableSpec::array("v", &[3], &[1u8, 2])).is_err()); // size
-    assert!(w.add(r, TableSpec::array("v", &[2], &[1u8; 4]).with_hint(Hint::None, &[2])).is_err()); // ghost on NONE
-    assert!(w.add(r, TableSpec::array("v", &[1], &[1u16; 3]).with_hint(Hint::Rgb, &[3])).is_err()); // prim
-    assert!(w.add(r, TableSpec::array("v", &[1], &[1f32; 4]).with_hint(Hint::Rgb, &[4]).index_into("x")).is_err());
-    assert!(w.add(r, TableSpec::array("v", &[2, 3, 256], &[0u8; 1536])).is_err()); // z too large
-    assert!(w.add(r, TableSpec::raw("j", Prim::Custom, Hint::Json, &[2], &[], b"[1]".to_vec())).is_err());
-    assert!(w.add(r, TableSpec::raw("t", Prim::U8, Hint::Text, &[], &[2], vec![0xc3, 0x28])).is_err());
+    assert!(w
+        .add(
+            r,
+            TableSpec::array("v", &[2], &[1u8; 4]).with_hint(Hint::None, &[2])
+        )
+        .is_err()); // ghost on NONE
+    assert!(w
+        .add(
+            r,
+            TableSpec::array("v", &[1], &[1u16; 3]).with_hint(Hint::Rgb, &[3])
+        )
+        .is_err()); // prim
+    assert!(w
+        .add(
+            r,
+            TableSpec::array("v", &[1], &[1f32; 4])
+                .with_hint(Hint::Rgb, &[4])
+                .index_into("x")
+        )
+        .is_err());
+    assert!(w
+        .add(r, TableSpec::array("v", &[2, 3, 256], &[0u8; 1536]))
+        .is_err()); // z too large
+    assert!(w
+        .add(
+            r,
+            TableSpec::raw("j", Prim::Custom, Hint::Json, &[2], &[], b"[1]".to_vec())
+        )
+        .is_err());
+    assert!(w
+        .add(
+            r,
+            TableSpec::raw("t", Prim::U8, Hint::Text, &[], &[2], vec![0xc3, 0x28])
+        )
+        .is_err());
     w.add(r, TableSpec::array("v", &[2], &[1u8, 2])).unwrap();
     assert!(w.add(r, TableSpec::array("v", &[2], &[1u8, 2])).is_err()); // duplicate name
-    // Index out of range and cycles are refused when writing.
+                                                                        // Index out of range and cycles are refused when writing.
     let mut w2 = w.clone();
-    w2.add(r, TableSpec::array("i", &[1], &[2u8]).with_hint(Hint::Index, &[]).index_into("v")).unwrap();
+    w2.add(
+        r,
+        TableSpec::array("i", &[1], &[2u8])
+            .with_hint(Hint::Index, &[])
+            .index_into("v"),
+    )
+    .unwrap();
     assert!(w2.to_bytes().is_err());
     w.add(r, TableSpec::link("c", Some(c))).unwrap();
     w.add(c, TableSpec::link("back", Some(r))).unwrap();
@@ -167,7 +378,9 @@ fn writer_refuses_invalid() {
 
 fn arr(dtype: DType, shape: Vec<u64>) -> NdArray {
     let n: u64 = shape.iter().product();
-    let data: Vec<u8> = (0..n * dtype.size() as u64).map(|i| (i * 7 + 3) as u8).collect();
+    let data: Vec<u8> = (0..n * dtype.size() as u64)
+        .map(|i| (i * 7 + 3) as u8)
+        .collect();
     NdArray::new(dtype, shape, data).unwrap()
 }
 
@@ -185,37 +398,73 @@ fn format_write_then_read_array() {
     for mut a in cases {
         a.name = Some("values".into());
         a.attrs.insert("scale".into(), json!(0.5));
-        a.attrs.insert("source".into(), json!({"format": "volp", "nan": "NaN"}));
+        a.attrs
+            .insert("source".into(), json!({"format": "volp", "nan": "NaN"}));
         let mut out = Vec::new();
-        UdfFormat.write_array(&a, &WriteOptions::default(), &mut out).unwrap();
+        UdfFormat
+            .write_array(&a, &WriteOptions::default(), &mut out)
+            .unwrap();
         let input = Input::from_bytes("w", out);
         let rep = UdfFormat.validate(&input, &Default::default());
         assert!(rep.findings.is_empty(), "{:?}", rep.findings);
         let back = UdfFormat.read_array(&input, &Default::default()).unwrap();
-        assert_eq!((back.dtype, &back.shape, &back.data), (a.dtype, &a.shape, &a.data));
+        assert_eq!(
+            (back.dtype, &back.shape, &back.data),
+            (a.dtype, &a.shape, &a.data)
+        );
         assert_eq!(back.attrs["scale"], json!(0.5));
         assert_eq!(back.attrs["source"]["nan"], json!("NaN"));
-        let again = UdfFormat.read_array(&input, &rasterpack_common::ArrayRequest { element: Some("root/values".into()), ..Default::default() });
+        let again = UdfFormat.read_array(
+            &input,
+            &rasterpack_common::ArrayRequest {
+                element: Some("root/values".into()),
+                ..Default::default()
+            },
+        );
         assert_eq!(again.unwrap().data, a.data);
     }
 }
 
 #[test]
 fn read_array_requires_element_when_ambiguous() {
-    let bytes = rasterpack_udf::samples::sample().unwrap().to_bytes().unwrap();
+    let bytes = rasterpack_udf::samples::sample()
+        .unwrap()
+        .to_bytes()
+        .unwrap();
     let input = Input::from_bytes("s", bytes);
-    let e = UdfFormat.read_array(&input, &Default::default()).unwrap_err();
+    let e = UdfFormat
+        .read_array(&input, &Default::default())
+        .unwrap_err();
     assert_eq!(e.kind, rasterpack_common::ErrorKind::Usage);
     assert!(e.message.contains("root/child/temps"));
-    let req = rasterpack_common::ArrayRequest { element: Some("root/child/colors".into()), ..Default::default() };
+    let req = rasterpack_common::ArrayRequest {
+        element: Some("root/child/colors".into()),
+        ..Default::default()
+    };
     let a = UdfFormat.read_array(&input, &req).unwrap();
     assert_eq!((a.dtype, a.shape.clone()), (DType::U8, vec![4, 3]));
-    assert!(UdfFormat.read_array(&input, &rasterpack_common::ArrayRequest { element: Some("nope".into()), ..Default::default() }).is_err());
+    assert!(UdfFormat
+        .read_array(
+            &input,
+            &rasterpack_common::ArrayRequest {
+                element: Some("nope".into()),
+                ..Default::default()
+            }
+        )
+        .is_err());
 }
 
 #[test]
 fn committed_sample_is_current() {
-    let bytes = rasterpack_udf::samples::sample().unwrap().to_bytes().unwrap();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/udf/sample.udf");
-    assert_eq!(std::fs::read(path).unwrap(), bytes, "run `cargo run -p rasterpack-udf --example make_testdata`");
+    let bytes = rasterpack_udf::samples::sample()
+        .unwrap()
+        .to_bytes()
+        .unwrap();
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/udf/sample.udf");
+    assert_eq!(
+        std::fs::read(path).unwrap(),
+        bytes,
+        "run `cargo run -p rasterpack-udf --example make_testdata`"
+    );
 }
