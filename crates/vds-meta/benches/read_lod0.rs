@@ -1,6 +1,6 @@
 //! Full LOD0 read of a 256 x 256 x 512 float32 dataset with BrickSize_64, for None, RLE and Zip
 //! bricks (OpenVDS reference: ~2180 / 1910 / 384 MB/s). The dataset is made by the test-support
-//! writer into the temp directory; reads go through a file `Input` like the CLI's.
+//! writer into the temp directory (kept for later runs); reads go through a file `Input` like the CLI's.
 //!
 //! `cargo bench -p rasterpack-vds-meta --features testsupport --bench read_lod0`
 
@@ -11,6 +11,17 @@ use rasterpack_vds_meta::layout::Compression;
 use rasterpack_vds_meta::testsupport::{sample_data, write_container, Spec};
 use rasterpack_vds_meta::{read_channel, Dataset};
 
+/// Process CPU time (user + system, all threads) in seconds, from /proc (Linux; 0 elsewhere).
+/// The machine is shared: wall time under load says little, CPU time per byte says more.
+fn cpu_seconds() -> f64 {
+    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    let Some(rest) = s.rsplit_once(')').map(|(_, r)| r) else { return 0.0 };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Fields 14 and 15 of the full line (utime, stime) are 12 and 13 after the command name.
+    let t = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+    (t(11) + t(12)) / 100.0
+}
+
 fn main() {
     let runs: usize = std::env::var("VDS_BENCH_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
     let base = Spec { dims: vec![256, 256, 512], brick_size: 64, ..Default::default() };
@@ -20,11 +31,14 @@ fn main() {
     for compression in [Compression::None, Compression::RLE, Compression::Zip] {
         let spec = Spec { compression, ..base.clone() };
         let path = std::env::temp_dir().join(format!("rasterpack-vds-bench-{}.vds", compression.name()));
-        let file = write_container(&spec, &data);
-        let stored = file.len();
-        std::fs::write(&path, file).expect("write bench dataset");
+        // Kept between runs (written once; delete to regenerate).
+        if !path.exists() {
+            std::fs::write(&path, write_container(&spec, &data)).expect("write bench dataset");
+        }
+        let stored = std::fs::metadata(&path).expect("dataset").len();
         let input = Input::open(&path).expect("open");
         let mut best = f64::INFINITY;
+        let cpu0 = cpu_seconds();
         for _ in 0..runs {
             let t = Instant::now();
             let ds = Dataset::open(&input, &Limits::default()).expect("dataset");
@@ -33,16 +47,21 @@ fn main() {
             assert_eq!(a.data.len(), data.len());
             best = best.min(dt);
         }
+        let cpu = (cpu_seconds() - cpu0) / runs as f64;
         let check = read_channel(&Dataset::open(&input, &Limits::default()).unwrap(), None, false).unwrap();
         assert!(check.data == data, "decoded data differs");
+        let threads = rayon::current_num_threads() as f64;
         println!(
-            "{:>5}: stored {:>9} bytes ({:.2} of raw), best of {runs}: {:.1} ms = {:.0} MB/s",
+            "{:>5}: stored {:>9} bytes ({:.2} of raw), best of {runs}: {:.1} ms = {:.0} MB/s wall; \
+             {:.0} ms CPU per read = {:.0} MB/s per core, {:.0} MB/s on {threads} idle cores",
             compression.name(),
             stored,
             stored as f64 / bytes,
             best * 1e3,
-            bytes / best / 1e6
+            bytes / best / 1e6,
+            cpu * 1e3,
+            bytes / cpu / 1e6,
+            bytes / cpu * threads / 1e6
         );
-        let _ = std::fs::remove_file(&path);
     }
 }

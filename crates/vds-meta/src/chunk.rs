@@ -3,8 +3,6 @@
 //! the size the geometry gives (never more: zlib bombs stop at the expected size), the wavelet
 //! header, and value conversions (U8/U16 dequantization, NoValue, constants).
 
-use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
-use miniz_oxide::inflate::TINFLStatus;
 use rasterpack_common::{Error, Result};
 
 use crate::layout::{Channel, Compression, SampleFormat};
@@ -177,7 +175,7 @@ pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut 
             Ok(Some(24))
         }
         Compression::Zip => {
-            out.clear();
+            // Every byte is overwritten by a successful decode: keep old contents, no memset.
             out.resize(want as usize, 0);
             zip_decode(body, out).map_err(|e| e.shifted(24))?;
             Ok(None)
@@ -208,7 +206,6 @@ pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut 
                     format!("RLE unit size {} (expected {} for this format)", h.unit_size, spec.rle_unit()),
                 ));
             }
-            out.clear();
             out.resize(want as usize, 0);
             rle_decode(&body[12..], h.unit_size as usize, out).map_err(|e| e.shifted(36))?;
             Ok(None)
@@ -217,37 +214,48 @@ pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut 
     }
 }
 
-/// Inflate a zlib stream into exactly `out.len()` bytes (an error if it holds more or fewer).
+/// Inflate a zlib stream (Adler-32 checked) into exactly `out.len()` bytes: an error if it
+/// holds more (never written past the buffer: zlib bombs stop here) or fewer.
 pub fn zip_decode(src: &[u8], out: &mut [u8]) -> Result<()> {
-    let mut d = Box::<DecompressorOxide>::default();
-    let flags = inflate_flags::TINFL_FLAG_PARSE_ZLIB_HEADER | inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
-    let (status, used_in, used_out) = decompress(&mut d, src, out, 0, flags);
-    match status {
-        TINFLStatus::Done if used_out == out.len() => {
-            if used_in != src.len() {
-                return Err(Error::invalid(
-                    "vds.chunk.zip_trailing",
-                    used_in as u64,
-                    format!("{} bytes after the end of the zlib stream", src.len() - used_in),
-                ));
-            }
-            Ok(())
+    use flate2::{Decompress, FlushDecompress, Status};
+    let mut d = Decompress::new(true);
+    let corrupt = |d: &Decompress, e: flate2::DecompressError| {
+        Error::invalid("vds.chunk.zip_corrupt", d.total_in(), format!("zlib stream is corrupt ({e})"))
+    };
+    let st = d.decompress(src, out, FlushDecompress::Finish).map_err(|e| corrupt(&d, e))?;
+    let mut ended = st == Status::StreamEnd;
+    if !ended && d.total_out() == out.len() as u64 {
+        // The buffer is full: the stream must end here without producing anything more.
+        let mut probe = [0u8; 1];
+        let at = d.total_in() as usize;
+        let st = d.decompress(&src[at.min(src.len())..], &mut probe, FlushDecompress::Finish).map_err(|e| corrupt(&d, e))?;
+        if d.total_out() > out.len() as u64 {
+            return Err(Error::invalid(
+                "vds.chunk.zip_size",
+                0,
+                format!("zlib stream inflates to more than the descriptor's {} bytes", out.len()),
+            ));
         }
-        TINFLStatus::Done => Err(Error::invalid(
-            "vds.chunk.zip_size",
-            0,
-            format!("zlib stream inflates to {used_out} bytes, the descriptor needs {}", out.len()),
-        )),
-        TINFLStatus::HasMoreOutput => Err(Error::invalid(
-            "vds.chunk.zip_size",
-            0,
-            format!("zlib stream inflates to more than the descriptor's {} bytes", out.len()),
-        )),
-        TINFLStatus::NeedsMoreInput | TINFLStatus::FailedCannotMakeProgress => {
-            Err(Error::invalid("vds.chunk.zip_truncated", used_in as u64, "zlib stream ends early"))
-        }
-        s => Err(Error::invalid("vds.chunk.zip_corrupt", used_in as u64, format!("zlib stream is corrupt ({s:?})"))),
+        ended = st == Status::StreamEnd;
     }
+    if !ended {
+        return Err(Error::invalid("vds.chunk.zip_truncated", d.total_in(), "zlib stream ends early"));
+    }
+    if d.total_out() != out.len() as u64 {
+        return Err(Error::invalid(
+            "vds.chunk.zip_size",
+            0,
+            format!("zlib stream inflates to {} bytes, the descriptor needs {}", d.total_out(), out.len()),
+        ));
+    }
+    if d.total_in() != src.len() as u64 {
+        return Err(Error::invalid(
+            "vds.chunk.zip_trailing",
+            d.total_in(),
+            format!("{} bytes after the end of the zlib stream", src.len() as u64 - d.total_in()),
+        ));
+    }
+    Ok(())
 }
 
 /// Decode RLE runs until `out` is full; a run past the end, a short input or left-over input
@@ -450,6 +458,25 @@ mod tests {
         let mut big = vec![0u8; 128];
         rle_decode(&[0xBF, 1, 7], 1, &mut big).unwrap();
         assert!(big.iter().all(|&b| b == 7));
+    }
+
+    #[test]
+    fn zip_is_exact_and_bounded() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let z = miniz_oxide::deflate::compress_to_vec_zlib(&data, 6);
+        let mut out = vec![0u8; 5000];
+        zip_decode(&z, &mut out).unwrap();
+        assert_eq!(out, data);
+        assert_eq!(zip_decode(&z, &mut [0u8; 4999]).unwrap_err().code, "vds.chunk.zip_size");
+        assert_eq!(zip_decode(&z, &mut [0u8; 5001]).unwrap_err().code, "vds.chunk.zip_size");
+        assert_eq!(zip_decode(&z[..z.len() - 9], &mut out).unwrap_err().code, "vds.chunk.zip_truncated");
+        let mut t = z.clone();
+        t.push(0);
+        assert_eq!(zip_decode(&t, &mut out).unwrap_err().code, "vds.chunk.zip_trailing");
+        let mut c = z.clone();
+        let n = c.len();
+        c[n - 1] ^= 1;
+        assert_eq!(zip_decode(&c, &mut out).unwrap_err().code, "vds.chunk.zip_corrupt");
     }
 
     #[test]
