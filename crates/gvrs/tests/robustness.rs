@@ -411,3 +411,25 @@ fn regression_huge_tile_with_small_grid() {
     assert!(!GvrsFormat.validate(&input, &ValidateOptions { limits }).is_valid(false));
     exercise(&b);
 }
+
+/// The crafted samples in `testdata/gvrs/` are these bytes (regenerate with
+/// `GVRS_REGEN_TESTDATA=1 cargo test -p rasterpack-gvrs --test robustness testdata`).
+#[test]
+fn testdata_samples_are_current() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/gvrs");
+    let samples = [("crafted_all_types.gvrs", sample(true).1), ("crafted_compressed.gvrs", compressed_sample())];
+    for (name, bytes) in samples {
+        let path = dir.join(name);
+        if std::env::var_os("GVRS_REGEN_TESTDATA").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let stored = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        // The compressed sample's blocks come from the codec encoders, which may legitimately
+        // change; it must still validate and decode.
+        if !name.contains("compressed") {
+            assert!(stored == bytes, "{name} is stale: regenerate it");
+        }
+        assert_clean(&validate(&stored));
+    }
+}
