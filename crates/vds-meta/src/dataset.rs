@@ -309,6 +309,37 @@ impl Dataset {
     /// laid out dim 0 fastest (components interleaved). Memory: the box plus one decoded brick
     /// per worker thread.
     pub fn read_box(&self, layer_index: usize, min: [u64; 6], max: [u64; 6], values: Values) -> Result<Vec<u8>> {
+        let total = self.box_bytes(layer_index, &min, &max, values)?;
+        let total = self.limits.check_alloc(total, "box", None)?;
+        let mut out = vec![0u8; total];
+        self.read_box_into(layer_index, min, max, values, &mut out)?;
+        Ok(out)
+    }
+
+    /// Bytes a box read produces (checked against the array limit).
+    pub fn box_bytes(&self, layer_index: usize, min: &[u64; 6], max: &[u64; 6], values: Values) -> Result<u64> {
+        let layer = self.layers.get(layer_index).ok_or_else(|| Error::usage("no such layer"))?;
+        let g = layer.geometry.as_ref().ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "layer has no valid geometry"))?;
+        let mut total = self.element_size(&self.layout.channels[g.channel], values) as u64;
+        for d in 0..6 {
+            if min[d] >= max[d] || max[d] > g.shape[d] {
+                return Err(Error::usage(format!("box [{min:?}, {max:?}) is not inside the layer shape {:?}", g.shape)));
+            }
+            total = total.checked_mul(max[d] - min[d]).ok_or_else(|| Error::limit("limit.array", None, "box size overflows"))?;
+        }
+        if total > self.limits.max_array_bytes {
+            return Err(Error::limit("limit.array", None, format!("the box holds {total} bytes, above the array limit")));
+        }
+        Ok(total)
+    }
+
+    /// [`Dataset::read_box`] into a caller's buffer of exactly [`Dataset::box_bytes`] bytes
+    /// (reused across reads, it saves the page faults of a fresh allocation).
+    pub fn read_box_into(&self, layer_index: usize, min: [u64; 6], max: [u64; 6], values: Values, out: &mut [u8]) -> Result<()> {
+        let want = self.box_bytes(layer_index, &min, &max, values)?;
+        if out.len() as u64 != want {
+            return Err(Error::usage(format!("output buffer holds {} bytes, the box needs {want}", out.len())));
+        }
         let layer = self.layers.get(layer_index).ok_or_else(|| Error::usage("no such layer"))?;
         let g = layer.geometry.as_ref().ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "layer has no valid geometry"))?;
         let ch = &self.layout.channels[g.channel];
@@ -326,15 +357,12 @@ impl Dataset {
         }
         let elem = self.element_size(ch, values);
         let mut ostride = [0u64; 6];
-        let mut total = elem as u64;
+        let mut acc = elem as u64;
         for d in 0..6 {
-            ostride[d] = total;
-            total = total.checked_mul(max[d] - min[d]).ok_or_else(|| Error::limit("limit.array", None, "box size overflows"))?;
+            ostride[d] = acc;
+            acc *= max[d] - min[d];
         }
-        if total > self.limits.max_array_bytes {
-            return Err(Error::limit("limit.array", None, format!("the box holds {total} bytes, above the array limit")));
-        }
-        let total = self.limits.check_alloc(total, "box", None)?;
+        let total = out.len();
         // Chunk coordinates whose owned part meets the box, per dim.
         let mut per_dim: Vec<Vec<u64>> = Vec::with_capacity(6);
         for d in 0..6 {
@@ -357,7 +385,6 @@ impl Dataset {
         }
         // Slabs along the slowest dim with more than one voxel: contiguous in the output.
         let s = (0..6).rev().find(|&d| max[d] - min[d] > 1).unwrap_or(0);
-        let mut out = vec![0u8; total];
         let mut slabs: Vec<(u64, u64, Vec<u64>)> = Vec::new(); // (lo, hi) in dim s, chunk indices
         for &cs in &per_dim[s] {
             let mut idx = Vec::new();
@@ -390,7 +417,7 @@ impl Dataset {
         }
         // Split the output into the slabs' disjoint byte ranges.
         let mut parts: Vec<(&mut [u8], u64, Vec<u64>)> = Vec::new();
-        let mut rest: &mut [u8] = &mut out;
+        let mut rest: &mut [u8] = out;
         let mut pos = 0u64;
         for (lo, hi, idx) in slabs {
             let a = (lo - min[s]) * ostride[s];
@@ -439,7 +466,7 @@ impl Dataset {
             }
             Ok(())
         })?;
-        Ok(out)
+        Ok(())
     }
 
     /// The whole layer.
