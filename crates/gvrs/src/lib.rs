@@ -118,14 +118,14 @@ pub fn tile_stats(file: &GvrsFile, max_tiles: usize) -> TileStats {
         };
         let end = start + len - 4;
         let mut pos = start + 12;
-        for e in 0..n_el {
+        for (e, &size) in sizes.iter().enumerate() {
             let mut b = [0u8; 4];
             if pos + 4 > end || file.input().read_at(pos, &mut b, "tile element length").is_err() {
                 st.errors += 1;
                 break;
             }
             let n = i32::from_le_bytes(b);
-            if n <= 0 || n as u64 > sizes[e] || pos + 4 + n as u64 > end {
+            if n <= 0 || n as u64 > size || pos + 4 + n as u64 > end {
                 st.errors += 1;
                 break;
             }

@@ -529,7 +529,7 @@ impl GvrsFile {
         let el = self.check_element(element)?;
         let g = self.geometry;
         let dtype = el.dtype(codes);
-        let bytes = g.cells().checked_mul(dtype.size() as u64).unwrap_or(u64::MAX);
+        let bytes = g.cells().saturating_mul(dtype.size() as u64);
         if bytes > self.limits.max_array_bytes {
             return Err(Error::limit(
                 "limit.array",

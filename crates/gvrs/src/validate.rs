@@ -71,7 +71,7 @@ impl Ctx {
 
 /// Generic record rules: start and length multiples of 8, reserved bytes zero, CRC.
 fn check_record(ctx: &mut Ctx, rec: &RecordHeader, bytes: &[u8], area: &str, crc_len: Option<usize>) {
-    if rec.start % 8 != 0 {
+    if !rec.start.is_multiple_of(8) {
         ctx.err(format!("gvrs.{area}.misaligned"), Some(rec.start), format!("record starts at {}, not a multiple of 8", rec.start));
     }
     if rec.length % 8 != 0 {
@@ -223,8 +223,8 @@ fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
     }
     // CRC over [16, 16 + length - 4). A file never closed has a zero or stale header CRC
     // (errata 17): the opened-for-writing finding already says so.
-    if h.time_opened_for_writing != 0 {
-    } else if let Ok(bytes) = input.read_vec(16, len, "header record", limits) {
+    let bytes = if h.time_opened_for_writing == 0 { input.read_vec(16, len, "header record", limits).ok() } else { None };
+    if let Some(bytes) = bytes {
         let rec = RecordHeader { start: 16, ..h.record };
         // Alignment of the header start is fixed (16): check only length/CRC here.
         let mut tmp = Ctx { f: Findings::new(), checksums: ctx.checksums, extents: Vec::new(), unsupported: BTreeMap::new() };
@@ -539,11 +539,11 @@ fn check_content(ctx: &mut Ctx, rec: &MetadataRecord) {
     let n = rec.content.len();
     let at = Some(rec.content_offset);
     let unit = match rec.data_type {
-        2 | 3 | 4 | 5 | 6 => 4,
+        2..=6 => 4,
         7 => 8,
         _ => 1,
     };
-    if n % unit != 0 {
+    if !n.is_multiple_of(unit) {
         ctx.warn("gvrs.metadata.content_layout", at, format!("{} content of {n} bytes is not a multiple of {unit}", metadata_type_name(rec.data_type)));
     }
     if matches!(rec.data_type, 8 | 9) && n > 0 {

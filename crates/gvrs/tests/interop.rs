@@ -170,7 +170,7 @@ fn check_elements(name: &str, f: &GvrsFile, t: &Value) {
 fn check_metadata(name: &str, f: &GvrsFile, t: &Value) {
     let want = t["metadata"].as_array().unwrap();
     let mut got: Vec<_> = f.metadata().unwrap().into_iter().map(|r| r.unwrap()).collect();
-    got.sort_by(|a, b| (a.name.bytes.clone(), a.record_id).cmp(&(b.name.bytes.clone(), b.record_id)));
+    got.sort_by_key(|a| (a.name.bytes.clone(), a.record_id));
     assert_eq!(got.len(), want.len(), "{name} metadata count");
     for (g, w) in got.iter().zip(want) {
         let label = format!("{name} metadata {}", w["name"]);

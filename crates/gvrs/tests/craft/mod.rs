@@ -146,7 +146,7 @@ impl Craft {
     }
 
     fn pad4(out: &mut Vec<u8>) {
-        while out.len() % 4 != 0 {
+        while !out.len().is_multiple_of(4) {
             out.push(0);
         }
     }
