@@ -388,6 +388,9 @@ impl Format for GvrsFormat {
                 "the file is still opened for writing (or was not closed properly): what is shown may be incomplete",
             );
         }
+        if let Some(e) = &file.tile_directory_error {
+            report.findings.push_error(e);
+        }
         self.inspect_file(&file, opts, &mut report);
         Ok(report)
     }

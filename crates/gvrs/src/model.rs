@@ -235,6 +235,8 @@ pub struct GvrsFile {
     /// The header's codec list mapped to implemented codecs (`None`: unknown name).
     pub codecs: Vec<Option<Codec>>,
     pub tile_directory: Option<TileDirectory>,
+    /// Why the tile directory could not be read (lenient opens only; [`GvrsFile::open`] fails).
+    pub tile_directory_error: Option<Error>,
     limits: Limits,
     cache: Mutex<TileCache>,
 }
@@ -243,6 +245,9 @@ impl GvrsFile {
     /// Open for reading: refuses files still opened for writing (as Gridfour does).
     pub fn open(input: Input, limits: Limits) -> Result<GvrsFile> {
         let f = Self::open_lenient(input, limits)?;
+        if let Some(e) = &f.tile_directory_error {
+            return Err(e.clone());
+        }
         if f.header.time_opened_for_writing != 0 {
             return Err(Error::invalid(
                 "gvrs.header.opened_for_writing",
@@ -281,10 +286,15 @@ impl GvrsFile {
             elements,
             codecs,
             tile_directory: None,
+            tile_directory_error: None,
             limits,
             cache: Mutex::new(TileCache { capacity: DEFAULT_CACHE_BYTES, used: 0, clock: 0, map: HashMap::new() }),
         };
-        f.tile_directory = f.read_tile_directory()?;
+        // A damaged tile directory leaves the rest of the file inspectable and checkable.
+        match f.read_tile_directory() {
+            Ok(d) => f.tile_directory = d,
+            Err(e) => f.tile_directory_error = Some(e),
+        }
         Ok(f)
     }
 

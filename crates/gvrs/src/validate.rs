@@ -313,6 +313,10 @@ fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
 fn check_tile_directory(ctx: &mut Ctx, file: &GvrsFile) -> Vec<(u64, i64, u64)> {
     let mut out = Vec::new();
     let h = &file.header;
+    if let Some(e) = &file.tile_directory_error {
+        ctx.error(e);
+        return out;
+    }
     let Some(d) = &file.tile_directory else {
         if h.time_opened_for_writing == 0 {
             ctx.err("gvrs.tile_directory.missing", Some(80), "the header has no tile directory reference");

@@ -433,3 +433,18 @@ fn testdata_samples_are_current() {
         assert_clean(&validate(&stored));
     }
 }
+
+#[test]
+fn damaged_tile_directory_does_not_hide_other_findings() {
+    let (c, mut b) = sample(true);
+    // Point the header's tile directory at the metadata directory, and damage a metadata record.
+    let md = b[64..72].to_vec();
+    b[80..88].copy_from_slice(&md);
+    c.seal_header(&mut b);
+    let at = b.windows(10).position(|w| w == b"rasterpack").unwrap();
+    b[at] = b'R';
+    let r = validate(&b);
+    assert!(has_error(&r, "gvrs.tile_directory.record_type"), "{:#?}", r.findings);
+    assert!(has_error(&r, "gvrs.metadata.crc_mismatch"), "{:#?}", r.findings);
+    assert!(GvrsFile::open(Input::from_bytes("t", b), Limits::default()).is_err());
+}

@@ -84,8 +84,11 @@ struct Node {
     sym: u16,
 }
 
-/// Lookup width of the fast decoding table.
+/// Lookup width of the fast decoding table for long sequences (short ones use
+/// `SMALL_TABLE_BITS` and no pair table: building the tables would cost more than it saves).
 const TABLE_BITS: u32 = 11;
+const SMALL_TABLE_BITS: u32 = 8;
+const SMALL_SEQUENCE: usize = 4096;
 /// Table entry flag: the code is longer than `TABLE_BITS`; low bits hold the node to continue at.
 const LONG: u32 = 1 << 31;
 
@@ -136,8 +139,10 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
         return Err(HuffmanError::BadTree);
     }
 
-    // Fast table: every code of at most TABLE_BITS bits fills all entries sharing its low bits.
-    let size = 1usize << TABLE_BITS;
+    // Fast table: every code of at most `bits` bits fills all entries sharing its low bits.
+    let small = out.len() < SMALL_SEQUENCE;
+    let bits = if small { SMALL_TABLE_BITS } else { TABLE_BITS };
+    let size = 1usize << bits;
     let mut table = vec![0u32; size];
     // (node, code, depth) walk.
     let mut work: Vec<(u16, u32, u32)> = Vec::with_capacity(64);
@@ -152,7 +157,7 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
                 table[i] = (depth << 16) | u32::from(node.sym);
                 i += step;
             }
-        } else if depth == TABLE_BITS {
+        } else if depth == bits {
             table[code as usize] = LONG | u32::from(ni);
         } else {
             work.push((node.child[0], code, depth + 1));
@@ -162,7 +167,7 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
 
     // Pair table: when the first code leaves room for a whole second code within TABLE_BITS,
     // one lookup yields both symbols (residual codes of smooth data are mostly 2..5 bits).
-    let mut pairs = vec![0u32; size];
+    let mut pairs = vec![0u32; if small { 0 } else { size }];
     for (i, p) in pairs.iter_mut().enumerate() {
         let e = table[i];
         if e & LONG != 0 {
@@ -172,7 +177,7 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
         let l1 = e >> 16;
         let e2 = table[i >> l1];
         let l2 = e2 >> 16;
-        *p = if e2 & LONG == 0 && l1 + l2 <= TABLE_BITS {
+        *p = if e2 & LONG == 0 && l1 + l2 <= bits {
             // [sym1 | sym2 << 8 | total length << 16 | 1 << 24 (pair)]
             (e & 0xFF) | ((e2 & 0xFF) << 8) | ((l1 + l2) << 16) | (1 << 24)
         } else {
@@ -188,8 +193,8 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
     while k < n {
         fr.refill();
         let idx = (fr.buf & mask) as usize;
-        let p = pairs[idx];
-        if p != 0 || table[idx] & LONG == 0 {
+        let p = if small { table[idx] & !(1 << 24) } else { pairs[idx] };
+        if table[idx] & LONG == 0 {
             let len = (p >> 16) & 0xFF;
             if p & (1 << 24) != 0 && k + 1 < n {
                 out[k] = p as u8;
@@ -203,7 +208,7 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
                 fr.consume(e >> 16);
             }
         } else {
-            fr.consume(TABLE_BITS);
+            fr.consume(bits);
             let mut ni = (table[idx] & !LONG) as usize;
             loop {
                 if fr.nbits == 0 {

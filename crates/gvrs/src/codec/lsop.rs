@@ -28,6 +28,13 @@ fn le_i32(b: &[u8], at: usize) -> i32 {
 /// Java's `StrictMath.round(float)`: floor(p + 0.5) computed exactly, NaN -> 0, saturating.
 #[inline(always)]
 pub fn java_round(p: f32) -> i32 {
+    // Fast exact path: below 2^23 the truncation and the fraction `p - trunc(p)` are exact in
+    // f32 (Sterbenz), so comparing the fraction with +/-0.5 rounds half up like Java.
+    if p.abs() < 8_388_608.0 {
+        let t = p as i32;
+        let f = p - t as f32;
+        return t + i32::from(f >= 0.5) - i32::from(f < -0.5);
+    }
     let t = f64::from(p) + 0.5;
     let i = t as i64;
     let f = if (i as f64) > t { i.saturating_sub(1) } else { i };
@@ -281,5 +288,22 @@ mod tests {
         assert_eq!(java_round(f32::NEG_INFINITY), i32::MIN);
         assert_eq!(java_round(-1e30), i32::MIN);
         assert_eq!(java_round(8388609.0), 8388609);
+        assert_eq!(java_round(-1.5), -1);
+        assert_eq!(java_round(-1.6), -2);
+        assert_eq!(java_round(-0.49999997), 0);
+        assert_eq!(java_round(8388607.5), 8388608);
+        // Exhaustive agreement with the exact f64 formula on a dense sample of floats.
+        let exact = |p: f32| {
+            let t = f64::from(p) + 0.5;
+            t.floor().clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i32
+        };
+        let mut bits = 0u32;
+        while bits < u32::MAX - 977 {
+            let p = f32::from_bits(bits);
+            if !p.is_nan() {
+                assert_eq!(java_round(p), exact(p), "{p}");
+            }
+            bits += 977;
+        }
     }
 }
