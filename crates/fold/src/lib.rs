@@ -89,6 +89,11 @@ fn yes_no(v: Option<bool>) -> String {
 fn build_report(a: &Analysis, input: &Input, all: bool) -> Report {
     let mut r = Report::new("fold");
     r.findings = a.findings.clone();
+    // Something valid as far as it could be checked, but not decodable here (exit code 3).
+    r.unsupported = a
+        .findings
+        .iter()
+        .any(|f| f.code == "fold.payload.npz_unsupported" || f.code == "fold.payload.npz_dtype_unsupported");
     r.summary = summary(a, input);
     let Some(c) = &a.container else { return r };
     r.fields(

@@ -180,7 +180,10 @@ fn decode(flags: u32, comp: &[u8], uncomp_len: u64) -> Result<Option<Vec<u8>>, (
                     ));
                 }
             }
-            if !matches!(declared, Ok(Some(s)) if s == uncomp_len) {
+            // A zstd block (3-byte header) yields at most 128 KiB, so a payload cannot expand
+            // by more than ~43690x: a larger uncomp_len is not trusted with an up-front buffer.
+            let plausible = uncomp_len <= (comp.len() as u64).saturating_mul(65536).saturating_add(1 << 20);
+            if !plausible || !matches!(declared, Ok(Some(s)) if s == uncomp_len) {
                 // No content size (or several frames): stream, growing the buffer only as data
                 // is produced, never past uncomp_len + 1.
                 return stream_decode(comp, uncomp_len).map(Some);
@@ -507,6 +510,11 @@ fn check_chunk(
                     st.content = Content::Npz(arrays);
                 }
             }
+            Err(err) if err.kind == rasterpack_common::ErrorKind::Unsupported => l.semantics.info(
+                "fold.payload.npz_unsupported",
+                Some(payload_off),
+                format!("chunk {name:?}: NPZ0 archive uses a feature rasterpack does not implement: {}", err.message),
+            ),
             Err(err) => l.semantics.error(
                 "fold.payload.bad_npz",
                 Some(payload_off),
