@@ -468,3 +468,37 @@ fn committed_sample_is_current() {
         "run `cargo run -p rasterpack-udf --example make_testdata`"
     );
 }
+
+#[test]
+fn inspect_of_the_sample() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/udf/sample.udf");
+    let input = Input::open(&path).unwrap();
+    assert!(UdfFormat.detect(&input.head(64)));
+    assert!(UdfFormat.detect(b"UDF1....") && !UdfFormat.detect(b"UDFX...."));
+    let r = UdfFormat.inspect(&input, &Default::default()).unwrap();
+    assert!(r.findings.is_empty());
+    let s = serde_json::Value::Object(r.summary.clone());
+    assert_eq!(s["file_id"], json!("DEMO"));
+    let root = &s["datasets"][0];
+    assert_eq!(root["path"], json!("root"));
+    assert_eq!(
+        root["tables"][0]["text"],
+        json!("rasterpack UDF sample \u{2713}")
+    );
+    assert_eq!(root["tables"][1]["json"]["tags"], json!(["demo", "udf"]));
+    assert_eq!(root["tables"][2]["shape"], json!([3, 4]));
+    let child = &s["datasets"][1];
+    assert_eq!(child["path"], json!("root/child"));
+    assert_eq!(
+        child["tables"][0]["values"],
+        json!([12.5, 13.0, -2.25, 0.0, 40.125])
+    );
+    assert_eq!(
+        child["tables"][1]["text"],
+        json!(["alpha", "beta", "", "gamma"])
+    );
+    assert_eq!(r.sections.len(), 3);
+    let v = UdfFormat.validate(&input, &Default::default());
+    assert!(v.is_valid(true));
+}
