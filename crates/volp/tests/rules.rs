@@ -257,3 +257,22 @@ fn all_findings_are_collected() {
     d.extend_from_slice(b"xx");
     assert!(validate(&d).has_code("volp.body.trailing_bytes"));
 }
+
+#[test]
+fn a_body_of_exactly_256_mib_decodes() {
+    let data = vec![7u8; 256 << 20];
+    let file = rasterpack_volp::encode(
+        rasterpack_common::DType::U8,
+        [256, 1024, 1024],
+        &data,
+        1.0,
+        0.0,
+        &serde_json::Map::new(),
+        1,
+    )
+    .unwrap();
+    drop(data);
+    let v = decode(&file).unwrap();
+    assert_eq!(v.data.len(), 256 << 20);
+    assert!(v.data.iter().all(|&b| b == 7));
+}
