@@ -44,6 +44,8 @@ pub struct ChildLink {
     pub entry_offset: u64,
     /// Index into [`Document::datasets`]; `None` for null or invalid entries.
     pub target: Option<usize>,
+    /// Non-null and passes the file-offset rules (only these are followed).
+    pub valid: bool,
 }
 
 /// A dataset: header, lookup, tables.

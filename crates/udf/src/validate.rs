@@ -199,7 +199,7 @@ impl Walker<'_> {
                 ds.children
                     .iter()
                     .enumerate()
-                    .filter(|(_, c)| c.target.is_none() && !c.location.is_null())
+                    .filter(|(_, c)| c.target.is_none() && c.valid)
                     .map(|(k, c)| {
                         let t = &ds.tables[c.table];
                         let seg = if t.shape.real().is_empty() {
@@ -544,15 +544,8 @@ impl Walker<'_> {
                 location: fo,
                 entry_offset: at,
                 target: None,
+                valid: ok,
             });
-            if !ok {
-                // Null or invalid: not followed (target stays None, location kept for display).
-                if !fo.is_null() {
-                    if let Some(last) = out.last_mut() {
-                        last.location = FileOffset::default();
-                    }
-                }
-            }
         }
     }
 
