@@ -664,16 +664,20 @@ fn put_row(el: &Element, plane: Option<&Plane>, k0: usize, dst: &mut [u8], codes
             }
         }
         (ElementType::IntCodedFloat, _) if !codes => {
-            let fill_int = match el.fill_plane() {
-                Plane0::Int(v) => v,
-                Plane0::Float(_) => 0,
-            };
-            for (i, d) in dst.chunks_exact_mut(4).enumerate() {
-                let code = match plane {
-                    Some(Plane::Int(p)) => p.get(k0 + i).copied().unwrap_or(fill_int),
-                    _ => fill_int,
-                };
-                d.copy_from_slice(&el.icf_value(code).to_le_bytes());
+            let ElementRange::IntCodedFloat { fill, scale, offset, fill_int, .. } = el.spec.range else { return };
+            // Same arithmetic as `Element::icf_value`, hoisted out of the cell loop.
+            let decode = |code: i32| if code == fill_int { fill } else { code as f32 / scale + offset };
+            match plane {
+                Some(Plane::Int(p)) => {
+                    for (d, &code) in dst.chunks_exact_mut(4).zip(p[k0..k0 + n].iter()) {
+                        d.copy_from_slice(&decode(code).to_le_bytes());
+                    }
+                }
+                _ => {
+                    for d in dst.chunks_exact_mut(4) {
+                        d.copy_from_slice(&fill.to_le_bytes());
+                    }
+                }
             }
         }
         (_, Some(Plane::Int(p))) => {
