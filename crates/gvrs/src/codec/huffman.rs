@@ -165,24 +165,25 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
         }
     }
 
-    // Pair table: when the first code leaves room for a whole second code within TABLE_BITS,
-    // one lookup yields both symbols (residual codes of smooth data are mostly 2..5 bits).
-    let mut pairs = vec![0u32; if small { 0 } else { size }];
+    // Pair table: when the first code leaves room for a whole second code within the table
+    // width, one lookup yields both symbols (residual codes of smooth data are mostly short).
+    // Entry: sym1 | sym2 << 8 | total length << 16 | first length << 21 | PAIR; 0 = long code.
+    const PAIR: u32 = 1 << 26;
+    let mut pairs = vec![0u32; size];
     for (i, p) in pairs.iter_mut().enumerate() {
         let e = table[i];
         if e & LONG != 0 {
-            *p = 0;
             continue;
         }
         let l1 = e >> 16;
-        let e2 = table[i >> l1];
-        let l2 = e2 >> 16;
-        *p = if e2 & LONG == 0 && l1 + l2 <= bits {
-            // [sym1 | sym2 << 8 | total length << 16 | 1 << 24 (pair)]
-            (e & 0xFF) | ((e2 & 0xFF) << 8) | ((l1 + l2) << 16) | (1 << 24)
-        } else {
-            (e & 0xFF) | (l1 << 16)
-        };
+        *p = (e & 0xFF) | (l1 << 16) | (l1 << 21);
+        if !small {
+            let e2 = table[i >> l1];
+            let l2 = e2 >> 16;
+            if e2 & LONG == 0 && l1 + l2 <= bits {
+                *p = (e & 0xFF) | ((e2 & 0xFF) << 8) | ((l1 + l2) << 16) | (l1 << 21) | PAIR;
+            }
+        }
     }
 
     let mask = (size - 1) as u64;
@@ -193,20 +194,16 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
     while k < n {
         fr.refill();
         let idx = (fr.buf & mask) as usize;
-        let p = if small { table[idx] & !(1 << 24) } else { pairs[idx] };
-        if table[idx] & LONG == 0 {
-            let len = (p >> 16) & 0xFF;
-            if p & (1 << 24) != 0 && k + 1 < n {
-                out[k] = p as u8;
-                out[k + 1] = (p >> 8) as u8;
-                k += 2;
-                fr.consume(len);
-            } else {
-                let e = table[idx];
-                out[k] = e as u8;
-                k += 1;
-                fr.consume(e >> 16);
-            }
+        let p = pairs[idx];
+        if p & PAIR != 0 && k + 1 < n {
+            out[k] = p as u8;
+            out[k + 1] = (p >> 8) as u8;
+            k += 2;
+            fr.consume((p >> 16) & 0x1F);
+        } else if p != 0 {
+            out[k] = p as u8;
+            k += 1;
+            fr.consume((p >> 21) & 0x1F);
         } else {
             fr.consume(bits);
             let mut ni = (table[idx] & !LONG) as usize;

@@ -28,13 +28,6 @@ fn le_i32(b: &[u8], at: usize) -> i32 {
 /// Java's `StrictMath.round(float)`: floor(p + 0.5) computed exactly, NaN -> 0, saturating.
 #[inline(always)]
 pub fn java_round(p: f32) -> i32 {
-    // Fast exact path: below 2^23 the truncation and the fraction `p - trunc(p)` are exact in
-    // f32 (Sterbenz), so comparing the fraction with +/-0.5 rounds half up like Java.
-    if p.abs() < 8_388_608.0 {
-        let t = p as i32;
-        let f = p - t as f32;
-        return t + i32::from(f >= 0.5) - i32::from(f < -0.5);
-    }
     let t = f64::from(p) + 0.5;
     let i = t as i64;
     let f = if (i as f64) > t { i.saturating_sub(1) } else { i };
@@ -50,11 +43,11 @@ fn counts(rows: usize, cols: usize) -> (usize, usize) {
 
 fn m32_all(codes: &[u8], n: usize, out: &mut Vec<i32>, at: usize, what: &str) -> Result<(), LsopError> {
     out.clear();
-    out.reserve(n);
+    out.resize(n, 0);
     let mut r = M32Reader::new(codes);
-    for _ in 0..n {
+    for slot in out.iter_mut() {
         match r.next_value() {
-            Ok(v) => out.push(v),
+            Ok(v) => *slot = v,
             Err(e) => return Err(err(e.code(), at, format!("LSOP12 {what} stream: {e:?}"))),
         }
     }
