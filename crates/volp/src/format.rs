@@ -182,7 +182,10 @@ fn describe(report: &mut Report, s: &Structure, body: Option<BodyInfo>, volume: 
 }
 
 fn load(input: &Input, limits: &Limits) -> Result<std::sync::Arc<Vec<u8>>> {
-    input.read_all(limits).map_err(|e| e.in_format("volp"))
+    input.read_all(limits).map_err(|e| match e.kind {
+        rasterpack_common::ErrorKind::LimitExceeded => parse::alloc_limit(e),
+        _ => e.in_format("volp"),
+    })
 }
 
 fn attr_f64(attrs: &Map<String, Value>, key: &str, default: f64) -> f64 {

@@ -276,3 +276,23 @@ fn a_body_of_exactly_256_mib_decodes() {
     assert_eq!(v.data.len(), 256 << 20);
     assert!(v.data.iter().all(|&b| b == 7));
 }
+
+#[test]
+fn caller_limits_are_honoured() {
+    use rasterpack_common::{ArrayRequest, ErrorKind, Format, Input, Limits};
+    let d = with_header(&format!(r#"{{{BASE},"compression":"zstd"}}"#));
+    let small = Limits { max_alloc: 8, ..Limits::default() };
+    let e = rasterpack_volp::decode_with_limits(&d, &small).unwrap_err();
+    assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::LimitExceeded, "volp.limit.alloc"));
+    let input = Input::from_bytes("x", d.clone());
+    let req = ArrayRequest { limits: Limits { max_array_bytes: 8, ..Limits::default() }, ..Default::default() };
+    let e = rasterpack_volp::VolpFormat.read_array(&input, &req).unwrap_err();
+    assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::LimitExceeded, "volp.limit.array"));
+    let req = ArrayRequest { limits: Limits { max_alloc: 8, ..Limits::default() }, ..Default::default() };
+    let e = rasterpack_volp::VolpFormat.read_array(&input, &req).unwrap_err();
+    assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::LimitExceeded, "volp.limit.alloc"));
+    let tiny_text = Limits { max_text: 4, ..Limits::default() };
+    assert_eq!(rasterpack_volp::decode_with_limits(&d, &tiny_text).unwrap_err().code, "volp.limit.header");
+    let v = rasterpack_volp::validate_full(&d, &small);
+    assert!(v.findings.has_code("volp.limit.alloc"), "{:?}", v.findings);
+}
