@@ -7,6 +7,8 @@
 //! access) -> [`layout`] (JSON documents), [`geometry`] (bricks), [`chunk`] (serialization) ->
 //! [`dataset`] (friendly API) and [`validate`].
 #![forbid(unsafe_code)]
+// 6-D voxel arithmetic indexes several parallel arrays by dimension.
+#![allow(clippy::needless_range_loop)]
 
 pub mod chunk;
 pub mod container;
@@ -197,6 +199,11 @@ fn describe(ds: &Dataset, all: bool, report: &mut Report) {
         o.insert("novalue".into(), Value::from(c.novalue));
         o.insert("unwritten".into(), Value::from(c.unwritten));
         o.insert("storedBytes".into(), Value::from(c.stored_bytes));
+        if let Some(a) = &l.status.adaptive_level_sizes {
+            if l.is_wavelet() {
+                o.insert("adaptiveLevelSizes".into(), json!(a));
+            }
+        }
         if all {
             if let Some(g) = g {
                 let chunks: Vec<Value> = l
@@ -214,6 +221,16 @@ fn describe(ds: &Dataset, all: bool, report: &mut Report) {
                         }
                         if l.is_wavelet() {
                             v["adaptiveLevels"] = json!(m.levels.iter().take_while(|&&b| b != 0).collect::<Vec<_>>());
+                            if m.status() == ChunkStatus::Data {
+                                let mut buf = Vec::new();
+                                if let Ok(true) = ds.store().get_into(&format!("{}/{i}", l.name()), &mut buf) {
+                                    v["adaptiveLevelSizes"] = json!(chunk::adaptive_level_sizes(buf.len() as u64, &m.levels));
+                                    if let Ok(h) = chunk::parse_wavelet_header(&buf) {
+                                        v["waveletHeader"] = json!({"version": h.version, "compressedSize": h.compressed_size,
+                                            "size": h.size, "dimensions": h.dimensions, "integerInfo": h.integer_info});
+                                    }
+                                }
+                            }
                         }
                         v
                     })

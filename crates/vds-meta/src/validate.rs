@@ -118,6 +118,9 @@ fn layer_checks(ds: &Dataset, layer: &Layer, f: &mut Findings) {
         );
         return;
     }
+    if layer.is_wavelet() {
+        wavelet_totals(ds, layer, f);
+    }
     let store = ds.store();
     let check_headers = store.has_object_metadata();
     let results: Vec<Findings> = (0..layer.chunks.len() as u64)
@@ -237,5 +240,38 @@ fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, check_headers: bool, f: &mut
             }
         }
         ChunkStatus::Unwritten => {}
+    }
+}
+
+/// A wavelet layer's `uncompressedSize` and `adaptiveLevelSizes` are sums over its stored
+/// (non-constant) chunks: the decoded bytes, and each adaptive level's byte size.
+fn wavelet_totals(ds: &Dataset, layer: &Layer, f: &mut Findings) {
+    let name = layer.name();
+    let Some(g) = &layer.geometry else { return };
+    let ch = &ds.layout.channels[g.channel];
+    let mut uncompressed = 0u64;
+    let mut levels = [0u64; 16];
+    for (i, m) in layer.chunks.iter().enumerate() {
+        if m.status() != ChunkStatus::Data {
+            continue;
+        }
+        let e = g.chunk_extent(i as u64);
+        let vox: u64 = e.stored_size.iter().product();
+        uncompressed += vox * ch.format.native_bytes() as u64 * ch.components as u64;
+        let Ok(Some(size)) = ds.store().object_size(&format!("{name}/{i}")) else { return };
+        for (k, s) in chunk::adaptive_level_sizes(size, &m.levels).into_iter().enumerate() {
+            levels[k] += s;
+        }
+    }
+    if let Some(u) = layer.status.uncompressed_size {
+        if u != uncompressed {
+            f.warning("vds.layer.uncompressed_size", None, format!("layer {name}: uncompressedSize {u}, its stored chunks decode to {uncompressed} bytes"));
+        }
+    }
+    if let Some(a) = &layer.status.adaptive_level_sizes {
+        let want: Vec<i64> = levels.iter().map(|&x| x as i64).collect();
+        if a.len() == 16 && *a != want {
+            f.warning("vds.layer.adaptive_level_sizes", None, format!("layer {name}: adaptiveLevelSizes {a:?}, the chunks' levels sum to {want:?}"));
+        }
     }
 }
