@@ -16,8 +16,11 @@ use crate::store::ObjectStore;
 pub struct ContainerFile {
     pub entry: FileEntry,
     pub page_dir: Option<PageDirectory>,
-    /// `headChunkCount` entries (empty when the page directory is unusable).
-    pub index: Vec<IndexEntry>,
+    /// Raw index pages of the head revision (`None`: never written, every entry zero). Kept
+    /// as read so memory follows the file's size, not the declared chunk count.
+    pub pages: Vec<Option<Vec<u8>>>,
+    /// Chunks in the head revision (0 when the page directory is unusable).
+    pub chunk_count: usize,
     /// Parsed layer file metadata (`VDS ` files with 12- or 152-byte metadata).
     pub layer_meta: Option<LayerFileMetadata>,
     /// Number of page directories in the revision chain (head included).
@@ -30,8 +33,49 @@ impl ContainerFile {
     pub fn is_wavelet_adaptive(&self) -> bool {
         self.entry.chunk_metadata_length == 24 && self.entry.file_metadata_length == 152
     }
+    fn entry_len(&self) -> usize {
+        INDEX_ENTRY_FIXED as usize + self.entry.chunk_metadata_length.max(0) as usize
+    }
+    fn raw_entry(&self, i: usize) -> Option<(&[u8], u64)> {
+        let per = self.entry.index_page_entry_count.max(1) as usize;
+        let page = self.pages.get(i / per)?.as_ref()?;
+        let el = self.entry_len();
+        let s = (i % per) * el;
+        let po = self.page_dir.as_ref().and_then(|pd| pd.index_page_offsets.get(i / per)).copied().unwrap_or(0);
+        Some((page.get(s..s + el)?, po as u64 + s as u64))
+    }
+    /// Index entry of chunk `i` (all zero when its page was never written).
+    pub fn entry_at(&self, i: usize) -> Option<IndexEntry> {
+        if i >= self.chunk_count {
+            return None;
+        }
+        Some(match self.raw_entry(i) {
+            None => IndexEntry { metadata: vec![0; self.entry.chunk_metadata_length.max(0) as usize], ..Default::default() },
+            Some((b, at)) => IndexEntry {
+                offset: le_i64(b, 0),
+                length: le_i32(b, 8),
+                reserved: le_i32(b, 12),
+                metadata: b[16..].to_vec(),
+                entry_offset: at,
+            },
+        })
+    }
+    /// Entries of the written index pages: `(chunk, entry)`.
+    pub fn written_entries(&self) -> impl Iterator<Item = (usize, IndexEntry)> + '_ {
+        let per = self.entry.index_page_entry_count.max(1) as usize;
+        self.pages.iter().enumerate().filter(|(_, p)| p.is_some()).flat_map(move |(p, _)| {
+            (p * per..((p + 1) * per).min(self.chunk_count)).filter_map(move |i| self.entry_at(i).map(|e| (i, e)))
+        })
+    }
     pub fn hash(&self, chunk: usize) -> u64 {
-        self.index.get(chunk).and_then(|e| e.metadata.get(..8)).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).unwrap_or(0)
+        if chunk >= self.chunk_count {
+            return 0;
+        }
+        self.raw_entry(chunk).map(|(b, _)| le_i64(b, 16) as u64).unwrap_or(0)
+    }
+    /// `(offset, length)` of chunk `i`'s bytes.
+    pub fn extent(&self, i: usize) -> (i64, i32) {
+        self.raw_entry(i).map(|(b, _)| (le_i64(b, 0), le_i32(b, 8))).unwrap_or((0, 0))
     }
 }
 
@@ -134,7 +178,7 @@ impl Container {
     }
 
     fn open_file(input: &Input, limits: &Limits, entry: FileEntry, f: &mut Findings) -> ContainerFile {
-        let mut file = ContainerFile { entry, page_dir: None, index: Vec::new(), layer_meta: None, revisions: 0, usable: false };
+        let mut file = ContainerFile { entry, page_dir: None, pages: Vec::new(), chunk_count: 0, layer_meta: None, revisions: 0, usable: false };
         let e = &file.entry;
         let eo = e.entry_offset;
         let name = e.name_lossy();
@@ -218,11 +262,9 @@ impl Container {
                 return file;
             }
         };
-        let mut index = Vec::with_capacity(count.min(1 << 20) as usize);
+        let mut pages = Vec::with_capacity(pd.index_page_offsets.len());
         let mut usable = true;
         for (p, &po) in pd.index_page_offsets.iter().enumerate() {
-            let first = p as u64 * per_page;
-            let n_here = per_page.min(count - first);
             let page = if po == 0 {
                 None
             } else if po < 0 {
@@ -243,39 +285,31 @@ impl Container {
                     }
                 }
             };
-            for k in 0..n_here {
-                let ie = match &page {
-                    None => IndexEntry { metadata: vec![0; cml as usize], ..Default::default() },
-                    Some(b) => {
-                        let s = (k * entry_len) as usize;
-                        IndexEntry {
-                            offset: le_i64(b, s),
-                            length: le_i32(b, s + 8),
-                            reserved: le_i32(b, s + 12),
-                            metadata: b[s + 16..s + entry_len as usize].to_vec(),
-                            entry_offset: po as u64 + k * entry_len,
-                        }
-                    }
-                };
-                index.push(ie);
-            }
+            pages.push(page);
         }
+        file.pages = pages;
+        file.chunk_count = count as usize;
+        file.page_dir = Some(pd.clone());
         if usable {
             let flen = input.len();
-            for (i, ie) in index.iter().enumerate() {
-                let bad_len = ie.length < 0 || ie.offset < 0 || (ie.length == 0 && ie.offset != 0 && ie.entry_offset != 0);
+            let mut bad = Vec::new();
+            for (i, ie) in file.written_entries() {
+                let bad_len = ie.length < 0 || ie.offset < 0 || (ie.length == 0 && ie.offset != 0);
                 let end = (ie.offset as u64).checked_add(ie.length.max(0) as u64);
                 if bad_len || end.is_none_or(|e| e > flen) || (ie.length > 0 && (ie.offset as u64) < HEADER_LEN) {
-                    f.error(
+                    bad.push((
                         "vds.container.chunk_extent",
-                        Some(ie.entry_offset),
+                        ie.entry_offset,
                         format!("file {name:?} chunk {i}: extent [{}, +{}) lies outside the file ({flen} bytes)", ie.offset, ie.length),
-                    );
-                    usable = false;
+                    ));
                 }
                 if ie.reserved != 0 {
                     f.warning("vds.container.reserved", Some(ie.entry_offset + 12), format!("file {name:?} chunk {i}: reserved field is {}", ie.reserved));
                 }
+            }
+            for (code, at, msg) in bad {
+                f.error(code, Some(at), msg);
+                usable = false;
             }
         }
         // Layer file metadata.
@@ -311,8 +345,6 @@ impl Container {
                 usable = false;
             }
         }
-        file.page_dir = Some(pd);
-        file.index = index;
         file.usable = usable;
         file
     }
@@ -327,11 +359,14 @@ impl Container {
 
     /// Bytes of chunk `i` of `file` (length checked at open).
     pub fn chunk_bytes(&self, file: &ContainerFile, i: usize) -> Result<Vec<u8>> {
-        let ie = file.index.get(i).ok_or_else(|| Error::invalid_at("vds.container.chunk_extent", None, "chunk index out of range"))?;
-        if ie.length <= 0 {
+        if i >= file.chunk_count {
+            return Err(Error::invalid_at("vds.container.chunk_extent", None, "chunk index out of range"));
+        }
+        let (offset, length) = file.extent(i);
+        if length <= 0 || offset < 0 {
             return Ok(Vec::new());
         }
-        self.input.read_vec(ie.offset as u64, ie.length as u64, "chunk", &self.limits)
+        self.input.read_vec(offset as u64, length as u64, "chunk", &self.limits)
     }
 
     /// Extents of everything the head revisions reference, for the overlap check:
@@ -355,7 +390,7 @@ impl Container {
                 }
             }
             if file.usable {
-                for (i, ie) in file.index.iter().enumerate() {
+                for (i, ie) in file.written_entries() {
                     if ie.length > 0 {
                         v.push((ie.offset as u64, ie.offset as u64 + ie.length as u64, format!("chunk {i} of {name}")));
                     }
@@ -414,7 +449,7 @@ impl ObjectStore for Container {
             let Some(f) = self.files.iter().find(|f| f.entry.name == b"VolumeDataLayout" && f.entry.file_type == FILE_TYPE_JSON) else {
                 return Ok(None);
             };
-            if !f.usable || f.index.is_empty() {
+            if !f.usable || f.chunk_count == 0 {
                 return Err(Error::invalid_at("vds.container.layout_file", Some(f.entry.entry_offset), "the VolumeDataLayout file cannot be read"));
             }
             return self.chunk_bytes(f, 0).map(Some);
@@ -428,7 +463,7 @@ impl ObjectStore for Container {
             let Ok(p) = p.parse::<u64>() else { return Ok(None) };
             let per = file.entry.index_page_entry_count as u64;
             let first = p.saturating_mul(per);
-            if first >= file.index.len() as u64 {
+            if first >= file.chunk_count as u64 {
                 return Ok(None);
             }
             let pd = file.page_dir.as_ref();
@@ -439,7 +474,7 @@ impl ObjectStore for Container {
             let esz = if wavelet { 28 } else { 8 };
             let mut page = vec![0u8; (per as usize).saturating_mul(esz)];
             for k in 0..per as usize {
-                let Some(ie) = file.index.get(first as usize + k) else { break };
+                let Some(ie) = file.entry_at(first as usize + k) else { break };
                 let o = k * esz;
                 if wavelet {
                     page[o..o + 4].copy_from_slice(&(ie.length.max(0) as u32).to_le_bytes());
@@ -453,7 +488,7 @@ impl ObjectStore for Container {
             return Ok(Some(page));
         }
         let Ok(i) = rest.parse::<usize>() else { return Ok(None) };
-        if i >= file.index.len() || file.hash(i) == 0 {
+        if i >= file.chunk_count || file.hash(i) == 0 {
             return Ok(None);
         }
         self.chunk_bytes(file, i).map(Some)
@@ -464,14 +499,14 @@ impl ObjectStore for Container {
         if let Some((layer, rest)) = key.split_once('/') {
             if let Ok(i) = rest.parse::<usize>() {
                 let file = self.layer_file(layer)?;
-                if i >= file.index.len() || file.hash(i) == 0 {
+                if i >= file.chunk_count || file.hash(i) == 0 {
                     return Ok(false);
                 }
-                let ie = &file.index[i];
-                let len = ie.length.max(0) as u64;
-                let n = self.limits.check_alloc(len, "chunk", Some(ie.offset.max(0) as u64))?;
+                let (offset, length) = file.extent(i);
+                let len = length.max(0) as u64;
+                let n = self.limits.check_alloc(len, "chunk", Some(offset.max(0) as u64))?;
                 buf.resize(n, 0);
-                self.input.read_at(ie.offset.max(0) as u64, &mut buf[..n], "chunk")?;
+                self.input.read_at(offset.max(0) as u64, &mut buf[..n], "chunk")?;
                 return Ok(true);
             }
         }
@@ -489,7 +524,7 @@ impl ObjectStore for Container {
         for f in &self.files {
             let n = f.entry.name_lossy();
             if f.entry.file_type == FILE_TYPE_VDS {
-                for i in 0..f.index.len() {
+                for (i, _) in f.written_entries() {
                     if f.hash(i) != 0 {
                         v.push(format!("{n}/{i}"));
                     }
@@ -511,10 +546,10 @@ impl ObjectStore for Container {
         if let Some((layer, rest)) = key.split_once('/') {
             if let Ok(i) = rest.parse::<usize>() {
                 let file = self.layer_file(layer)?;
-                if i >= file.index.len() || file.hash(i) == 0 {
+                if i >= file.chunk_count || file.hash(i) == 0 {
                     return Ok(None);
                 }
-                return Ok(Some(file.index[i].length.max(0) as u64));
+                return Ok(Some(file.extent(i).1.max(0) as u64));
             }
         }
         Ok(self.get(key)?.map(|b| b.len() as u64))

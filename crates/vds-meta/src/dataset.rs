@@ -143,6 +143,11 @@ impl Dataset {
             }
         };
         let mut layers = Vec::new();
+        // One budget for every layer's per-chunk metadata (it is held in memory).
+        let total: u64 = statuses.iter().map(|s| s.chunk_count).fold(0u64, |a, c| a.saturating_add(c));
+        if total > limits.max_entries {
+            return Err(Error::limit("limit.entries", None, format!("the layers declare {total} chunks in all, above the limit of {}", limits.max_entries)));
+        }
         for st in statuses {
             let geometry = match parse_layer_name(&st.layer_name) {
                 None => {

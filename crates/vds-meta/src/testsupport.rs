@@ -521,7 +521,7 @@ pub fn write_testdata(dir: &Path) -> std::io::Result<()> {
     let c = crate::container::Container::open(&rasterpack_common::Input::from_bytes("x", bad.clone()), &Default::default())
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     let f = c.files.iter().find(|f| f.entry.file_type == *b"VDS ").ok_or_else(|| std::io::Error::other("no layer"))?;
-    let o = f.index[0].offset as usize;
+    let o = f.extent(0).0 as usize;
     bad[o + 36] = 0xBF;
     bad[o + 37] = 0xFF;
     std::fs::write(dir.join("invalid_rle_overrun.vds"), bad)?;

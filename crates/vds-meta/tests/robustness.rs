@@ -25,7 +25,7 @@ fn assert_code(r: &Report, code: &str) {
 fn chunk_at(bytes: &[u8], i: usize) -> (usize, usize, usize) {
     let c = Container::open(&Input::from_bytes("x", bytes.to_vec()), &Limits::default()).unwrap();
     let f = c.files.iter().find(|f| f.entry.file_type == *b"VDS ").unwrap();
-    let e = &f.index[i];
+    let e = f.entry_at(i).unwrap();
     (e.offset as usize, e.length as usize, e.entry_offset as usize)
 }
 
