@@ -228,6 +228,148 @@ fn stream_decode(comp: &[u8], uncomp_len: u64) -> Result<Vec<u8>, (&'static str,
     Ok(out)
 }
 
+/// Chunks at least this large are verified in pieces when their content is not needed.
+const STREAM_MIN: u64 = 4 << 20;
+/// Piece size of streamed verification.
+const PIECE: usize = 2 << 20;
+
+type DecodeStatus = Result<(), (&'static str, String)>;
+
+/// CRC32C, SHA-256 and decode status of a stored payload read piece by piece into a few
+/// reused buffers: hashing on this thread, zstd on a helper thread.
+fn stream_verify(input: &Input, off: u64, h: &ChunkHeader) -> Result<(u32, String, DecodeStatus), Error> {
+    use std::sync::mpsc::sync_channel;
+    let total = h.comp_len;
+    let mut sha = Sha256::new();
+    let mut crc = 0u32;
+    if h.flags != FLAG_ZSTD {
+        let mut buf = vec![0u8; PIECE];
+        let mut pos = 0u64;
+        while pos < total {
+            let n = (total - pos).min(PIECE as u64) as usize;
+            input.read_at(off + pos, &mut buf[..n], "chunk payload")?;
+            sha.update(&buf[..n]);
+            crc = crc32c::crc32c_append(crc, &buf[..n]);
+            pos += n as u64;
+        }
+        let dec = match decode(h.flags, &[], 0) {
+            Err(e) if h.flags != FLAG_NONE => Err(e),
+            _ if total != h.uncomp_len => Err((
+                "fold.payload.uncomp_len_mismatch",
+                format!("uncompressed chunk holds {total} bytes, uncomp_len says {}", h.uncomp_len),
+            )),
+            _ => Ok(()),
+        };
+        return Ok((crc, hex(&sha.finalize()), dec));
+    }
+    let (full_tx, full_rx) = sync_channel::<(Vec<u8>, usize)>(2);
+    let (free_tx, free_rx) = sync_channel::<Vec<u8>>(4);
+    for _ in 0..3 {
+        let _ = free_tx.send(vec![0u8; PIECE]);
+    }
+    let uncomp_len = h.uncomp_len;
+    std::thread::scope(|s| {
+        let consumer = s.spawn(move || zstd_consume(full_rx, free_tx, uncomp_len));
+        let mut pos = 0u64;
+        let mut spare: Option<Vec<u8>> = None;
+        let mut alive = true;
+        let mut read_err = None;
+        while pos < total {
+            // When the decoder has stopped (error), keep hashing with a buffer of our own.
+            let mut buf = match if alive { free_rx.recv().ok() } else { None } {
+                Some(b) => b,
+                None => spare.take().unwrap_or_else(|| vec![0u8; PIECE]),
+            };
+            let n = (total - pos).min(PIECE as u64) as usize;
+            if let Err(e) = input.read_at(off + pos, &mut buf[..n], "chunk payload") {
+                read_err = Some(e);
+                break;
+            }
+            sha.update(&buf[..n]);
+            crc = crc32c::crc32c_append(crc, &buf[..n]);
+            if alive {
+                if let Err(back) = full_tx.send((buf, n)) {
+                    alive = false;
+                    spare = Some(back.0 .0);
+                }
+            } else {
+                spare = Some(buf);
+            }
+            pos += n as u64;
+        }
+        drop(full_tx);
+        let dec = consumer
+            .join()
+            .unwrap_or_else(|_| Err(("fold.payload.decompress_failed", "zstd decoder thread failed".into())));
+        match read_err {
+            Some(e) => Err(e),
+            None => Ok((crc, hex(&sha.finalize()), dec)),
+        }
+    })
+}
+
+/// Decode zstd pieces as they arrive into one small reused buffer, counting the output.
+fn zstd_consume(
+    rx: std::sync::mpsc::Receiver<(Vec<u8>, usize)>,
+    free: std::sync::mpsc::SyncSender<Vec<u8>>,
+    uncomp_len: u64,
+) -> DecodeStatus {
+    use zstd::zstd_safe::{get_error_name, DCtx, InBuffer, OutBuffer};
+    let fail = |c: usize| ("fold.payload.decompress_failed", format!("zstd: {}", get_error_name(c)));
+    let too_much = || {
+        (
+            "fold.payload.uncomp_len_mismatch",
+            format!("zstd payload decompresses to more than uncomp_len ({uncomp_len}) bytes"),
+        )
+    };
+    let mut dctx = DCtx::create();
+    let mut out = vec![0u8; 256 << 10];
+    let mut produced = 0u64;
+    let mut hint = 1usize;
+    for (buf, n) in rx {
+        let mut inb = InBuffer::around(&buf[..n]);
+        while inb.pos() < n {
+            let before = inb.pos();
+            let mut outb = OutBuffer::around(&mut out[..]);
+            hint = dctx.decompress_stream(&mut outb, &mut inb).map_err(fail)?;
+            produced += outb.pos() as u64;
+            if produced > uncomp_len {
+                return Err(too_much());
+            }
+            if inb.pos() == before && outb.pos() == 0 {
+                return Err(("fold.payload.decompress_failed", "zstd: decoder made no progress".into()));
+            }
+        }
+        let _ = free.send(buf);
+    }
+    // Flush what the decoder still holds.
+    loop {
+        let mut inb = InBuffer::around(&[]);
+        let mut outb = OutBuffer::around(&mut out[..]);
+        let r = dctx.decompress_stream(&mut outb, &mut inb).map_err(fail)?;
+        if outb.pos() == 0 {
+            // Nothing left. (A call after a finished frame asks for a new frame header: its
+            // hint is not about the data we gave.)
+            break;
+        }
+        hint = r;
+        produced += outb.pos() as u64;
+        if produced > uncomp_len {
+            return Err(too_much());
+        }
+    }
+    if hint != 0 {
+        return Err(("fold.payload.decompress_failed", "zstd: data ends inside a frame".into()));
+    }
+    if produced != uncomp_len {
+        return Err((
+            "fold.payload.uncomp_len_mismatch",
+            format!("zstd payload decompresses to {produced} bytes, uncomp_len says {uncomp_len}"),
+        ));
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn check_chunk(
     input: &Input,
@@ -337,20 +479,35 @@ fn check_chunk(
         }
     }
     // Layer 4: integrity of the stored payload.
-    let mut comp = input.read_vec(payload_off, h.comp_len, "chunk payload", &opts.limits)?;
     let ecc_off = payload_off + h.comp_len;
-    let ecc_bytes = input.read_vec(ecc_off, h.ecc_len as u64, "chunk ECC", &opts.limits)?;
     let flags = h.flags;
     let uncomp_len = h.uncomp_len;
-    let ((crc, sha), mut decoded) = if comp.len() >= (1 << 20) {
-        // SHA-256 on one core; CRC32C then zstd on the other.
-        let (sha, (crc, dec)) = rayon::join(
-            || hex(&Sha256::digest(&comp)),
-            || (crc32c::crc32c(&comp), decode(flags, &comp, uncomp_len)),
-        );
-        ((crc, sha), dec)
-    } else {
-        (hashes(&comp), decode(flags, &comp, uncomp_len))
+    // Large opaque chunks whose bytes nobody needs are verified in pieces through reused
+    // buffers (no chunk-sized allocation, no page faults); anything that fails is re-read
+    // whole below for ECC repair and exact reporting.
+    let streamable = h.comp_len >= STREAM_MIN
+        && !opts.content
+        && !opts.keep_payload
+        && e.ctype != "JSON"
+        && e.ctype != "NPZ0";
+    let streamed = if streamable { Some(stream_verify(input, payload_off, &h)?) } else { None };
+    let (mut comp, ecc_bytes, crc, sha, mut decoded) = match streamed {
+        Some((crc, sha, dec)) if crc == h.crc32c && sha == e.sha256 => (Vec::new(), Vec::new(), crc, sha, dec.map(|()| None)),
+        _ => {
+            let comp = input.read_vec(payload_off, h.comp_len, "chunk payload", &opts.limits)?;
+            let ecc_bytes = input.read_vec(ecc_off, h.ecc_len as u64, "chunk ECC", &opts.limits)?;
+            let ((crc, sha), dec) = if comp.len() >= (1 << 20) {
+                // zstd (the slowest stage) on one core; SHA-256 and CRC32C on the other.
+                let ((sha, crc), dec) = rayon::join(
+                    || (hex(&Sha256::digest(&comp)), crc32c::crc32c(&comp)),
+                    || decode(flags, &comp, uncomp_len),
+                );
+                ((crc, sha), dec)
+            } else {
+                (hashes(&comp), decode(flags, &comp, uncomp_len))
+            };
+            (comp, ecc_bytes, crc, sha, dec)
+        }
     };
     let mut crc_ok = crc == h.crc32c;
     let mut sha_ok = sha == e.sha256;

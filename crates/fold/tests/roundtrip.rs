@@ -198,3 +198,51 @@ fn hand_edited_files_are_flagged() {
     let r = FoldFormat.validate(&Input::from_bytes("t", t), &ValidateOptions::default());
     assert!(r.findings.has_code("fold.header.index_off_lt_header"));
 }
+
+#[test]
+fn large_chunks_stream_and_agree_with_the_full_path() {
+    // 9 MiB chunks take the streamed path in validate (no content) and the full path in
+    // inspect (content): both must agree, for zstd and stored, intact and damaged.
+    let mut seed = 1u64;
+    let payload: Vec<u8> = (0..9 << 20)
+        .map(|_| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as u8 & 0x3f
+        })
+        .collect();
+    for compression in [Compression::Zstd(1), Compression::None] {
+        let mut b = FoldBuilder::new();
+        b.add_chunk("big", "F32R", &payload, ChunkOptions { compression, ecc: None }).unwrap();
+        let good = b.to_bytes().unwrap();
+        assert!(good.len() > 5 << 20);
+        let input = Input::from_bytes("big", good.clone());
+        let r = FoldFormat.validate(&input, &ValidateOptions::default());
+        assert!(r.is_valid(true), "{:?}", r.findings);
+        // Damage: a flipped payload byte, a wrong uncomp_len, a truncated zstd frame.
+        let mut flip = good.clone();
+        flip[28 + 32 + 5_000_000] ^= 0x10;
+        let mut short = good.clone();
+        short[28 + 8..28 + 16].copy_from_slice(&((9u64 << 20) - 1).to_be_bytes());
+        for (bad, code) in [(flip, "fold.integrity.crc_mismatch"), (short, "fold.payload.uncomp_len_mismatch")] {
+            let input = Input::from_bytes("bad", bad);
+            let v = FoldFormat.validate(&input, &ValidateOptions::default());
+            assert!(v.findings.has_code(code), "{compression:?} {code}: {:?}", v.findings);
+            let i = FoldFormat.inspect(&input, &Default::default()).unwrap();
+            let codes = |r: &rasterpack_common::Report| r.findings.iter().map(|f| f.code.clone()).collect::<Vec<_>>();
+            assert_eq!(codes(&v), codes(&i));
+        }
+    }
+    // A zstd frame cut short, stored with valid CRC/SHA, flags patched to zstd.
+    let frame = zstd::bulk::compress(&payload, 1).unwrap();
+    let mut b = FoldBuilder::new();
+    b.add_chunk("cut", "F32R", &frame[..frame.len() - 1000], ChunkOptions { compression: Compression::None, ecc: None })
+        .unwrap();
+    let mut bad = b.to_bytes().unwrap();
+    bad[28 + 7] = 1;
+    bad[28 + 8..28 + 16].copy_from_slice(&(payload.len() as u64).to_be_bytes());
+    let input = Input::from_bytes("cut", bad);
+    let v = FoldFormat.validate(&input, &ValidateOptions::default());
+    let i = FoldFormat.inspect(&input, &Default::default()).unwrap();
+    assert!(v.findings.has_code("fold.payload.decompress_failed"), "{:?}", v.findings);
+    assert!(i.findings.has_code("fold.payload.decompress_failed"), "{:?}", i.findings);
+}
