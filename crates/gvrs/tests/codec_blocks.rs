@@ -188,6 +188,11 @@ fn crafted_bad_blocks_are_refused() {
     let mut b = header(0, 2, 0, 3);
     b.extend_from_slice(&zlib::deflate(&[0; 3], 6));
     assert_eq!(code_of(codec::decode_int(Codec::Deflate, &b, 4, 1, &mut one)), "gvrs.codec.bad_shape");
+    // Newer Gridfour's revised LSOP header is reported unsupported, not invalid.
+    let mut l = vec![0u8; 80];
+    l[1] = 0x40 | 0x01;
+    let e = codec::decode_int(Codec::Lsop12, &l, 4, 4, &mut out).unwrap_err();
+    assert_eq!((e.kind, e.code.as_ref()), (rasterpack_common::ErrorKind::Unsupported, "gvrs.codec.unsupported_lsop_header"));
     // LSOP12 header only.
     assert_eq!(code_of(codec::decode_int(Codec::Lsop12, &[0; 20], 4, 4, &mut out)), "gvrs.codec.truncated");
 }

@@ -166,3 +166,36 @@ fn big_terrain_decodes_bit_exactly() {
         stats.seconds
     );
 }
+
+/// LSOP12 blocks (Huffman and Deflate residuals) from the corpus, truncated at every length
+/// and with every byte flipped: decoding returns Ok or Err, never panics.
+#[test]
+fn damaged_lsop_blocks_never_panic() {
+    let Some(dir) = corpus() else { return };
+    let truth: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("icf_lsop.gvrs.truth.json")).unwrap()).unwrap();
+    let bytes = std::fs::read(dir.join("icf_lsop.gvrs")).unwrap();
+    let t = truth["tile_rows"].as_u64().unwrap() as usize;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = vec![0i32; t * t];
+    for entry in truth["tile_content_offsets"].as_array().unwrap() {
+        let at = entry[1].as_u64().unwrap() as usize + 4;
+        let len = le_i32(&bytes, at) as usize;
+        let block = &bytes[at + 4..at + 4 + len];
+        if len == t * t * 4 || !seen.insert(block[62] & 0x0F) {
+            continue;
+        }
+        codec::decode_int(Codec::Lsop12, block, t, t, &mut out).expect("valid block");
+        for n in 0..block.len() {
+            assert!(codec::decode_int(Codec::Lsop12, &block[..n], t, t, &mut out).is_err());
+        }
+        let mut m = block.to_vec();
+        // Every byte of the header and payload start, then a stride through the rest.
+        let positions: Vec<usize> = (0..m.len()).filter(|&i| i < 200 || i % 7 == 0).collect();
+        for i in positions {
+            m[i] ^= 0xFF;
+            let _ = codec::decode_int(Codec::Lsop12, &m, t, t, &mut out);
+            m[i] ^= 0xFF;
+        }
+    }
+    assert_eq!(seen.len(), 2, "both LSOP12 residual methods exercised");
+}

@@ -130,7 +130,13 @@ pub fn decode_int(codec: Codec, block: &[u8], rows: usize, cols: usize, out: &mu
                 predictor::PredictError::Shape => bad("gvrs.codec.bad_shape", 1, format!("{} predictor cannot code a {rows}x{cols} tile", p.name())),
             })
         }
-        Codec::Lsop12 => lsop::decode(block, rows, cols, out).map_err(|e| bad(e.code, e.offset, e.message)),
+        Codec::Lsop12 => lsop::decode(block, rows, cols, out).map_err(|e| {
+            if e.code == "gvrs.codec.unsupported_lsop_header" {
+                Error::unsupported(e.code, Some(e.offset as u64), e.message)
+            } else {
+                bad(e.code, e.offset, e.message)
+            }
+        }),
         Codec::Float => Err(bad("gvrs.codec.float_for_integer", 0, "GvrsFloat block in an integer element")),
     }
 }
