@@ -66,6 +66,54 @@ pub struct Dataset {
     /// Findings made while opening (container structure, JSON, pages).
     pub findings: Findings,
     pub limits: Limits,
+    cache: Option<BrickCache>,
+}
+
+/// An optional cache of decoded bricks for repeated box reads (slices, tiles of a view):
+/// FIFO eviction within a byte budget. Constant bricks are never cached (they cost nothing).
+struct BrickCache {
+    budget: usize,
+    inner: std::sync::Mutex<CacheInner>,
+}
+
+#[derive(Default)]
+struct CacheInner {
+    map: std::collections::HashMap<(usize, u64, bool), std::sync::Arc<Vec<u8>>>,
+    order: std::collections::VecDeque<(usize, u64, bool)>,
+    bytes: usize,
+    hits: u64,
+    misses: u64,
+}
+
+impl BrickCache {
+    fn get(&self, key: (usize, u64, bool)) -> Option<std::sync::Arc<Vec<u8>>> {
+        let mut c = self.inner.lock().ok()?;
+        let hit = c.map.get(&key).cloned();
+        if hit.is_some() {
+            c.hits += 1;
+        } else {
+            c.misses += 1;
+        }
+        hit
+    }
+    fn put(&self, key: (usize, u64, bool), v: std::sync::Arc<Vec<u8>>) {
+        if v.len() > self.budget {
+            return;
+        }
+        let Ok(mut c) = self.inner.lock() else { return };
+        if c.map.contains_key(&key) {
+            return;
+        }
+        while c.bytes + v.len() > self.budget {
+            let Some(old) = c.order.pop_front() else { break };
+            if let Some(o) = c.map.remove(&old) {
+                c.bytes -= o.len();
+            }
+        }
+        c.bytes += v.len();
+        c.order.push_back(key);
+        c.map.insert(key, v);
+    }
 }
 
 /// A container shared between the dataset (as its object store) and validation (structure).
@@ -180,7 +228,35 @@ impl Dataset {
             let chunks = load_chunk_meta(store.as_ref(), &st, &mut findings)?;
             layers.push(Layer { status: st, geometry, chunks });
         }
-        Ok(Dataset { store, container, layout, layout_json, layers, findings, limits: *limits })
+        Ok(Dataset { store, container, layout, layout_json, layers, findings, limits: *limits, cache: None })
+    }
+
+    /// Keep up to `bytes` of decoded bricks between box reads (0 turns the cache off).
+    pub fn set_brick_cache(&mut self, bytes: usize) {
+        self.cache = (bytes > 0).then(|| BrickCache { budget: bytes, inner: Default::default() });
+    }
+
+    /// `(hits, misses)` of the brick cache.
+    pub fn brick_cache_stats(&self) -> (u64, u64) {
+        self.cache.as_ref().and_then(|c| c.inner.lock().ok().map(|i| (i.hits, i.misses))).unwrap_or((0, 0))
+    }
+
+    /// A brick through the cache when there is one: `(fill element, cached data)`.
+    fn cached_brick(&self, layer_index: usize, i: u64, values: Values, bufs: &mut Bufs) -> Result<Option<Owned>> {
+        let Some(cache) = &self.cache else { return Ok(None) };
+        let key = (layer_index, i, values == Values::Physical);
+        if let Some(v) = cache.get(key) {
+            return Ok(Some(Owned::Data(v)));
+        }
+        let layer = &self.layers[layer_index];
+        Ok(Some(match self.brick(layer, i, values, bufs)? {
+            Brick::Fill(v) => Owned::Fill(v),
+            other => {
+                let v = std::sync::Arc::new(bufs.slice(&other).to_vec());
+                cache.put(key, v.clone());
+                Owned::Data(v)
+            }
+        }))
     }
 
     pub fn store(&self) -> &dyn ObjectStore {
@@ -444,25 +520,34 @@ impl Dataset {
             };
             if few_slabs && idx.len() > 1 {
                 // Too few slabs to keep every thread busy: decode this slab's bricks in parallel.
-                let bricks: Vec<(u64, Vec<u8>, bool)> = idx
+                let bricks: Vec<(u64, Owned)> = idx
                     .par_iter()
-                    .map_init(Bufs::default, |bufs, &i| {
-                        self.brick(layer, i, values, bufs).map(|br| match br {
-                            Brick::Fill(v) => (i, v, true),
-                            other => (i, bufs.slice(&other).to_vec(), false),
-                        })
+                    .map_init(Bufs::default, |bufs, &i| -> Result<(u64, Owned)> {
+                        if let Some(o) = self.cached_brick(layer_index, i, values, bufs)? {
+                            return Ok((i, o));
+                        }
+                        Ok((i, match self.brick(layer, i, values, bufs)? {
+                            Brick::Fill(v) => Owned::Fill(v),
+                            other => Owned::Data(std::sync::Arc::new(bufs.slice(&other).to_vec())),
+                        }))
                     })
                     .collect::<Result<_>>()?;
-                for (i, v, is_fill) in &bricks {
-                    if *is_fill {
-                        copy(buf, *i, None, Some(v));
-                    } else {
-                        copy(buf, *i, Some(v), None);
+                for (i, o) in &bricks {
+                    match o {
+                        Owned::Fill(v) => copy(buf, *i, None, Some(v)),
+                        Owned::Data(v) => copy(buf, *i, Some(v), None),
                     }
                 }
             } else {
                 let mut bufs = Bufs::default();
                 for &i in &idx {
+                    if let Some(o) = self.cached_brick(layer_index, i, values, &mut bufs)? {
+                        match o {
+                            Owned::Fill(v) => copy(buf, i, None, Some(&v)),
+                            Owned::Data(v) => copy(buf, i, Some(&v), None),
+                        }
+                        continue;
+                    }
                     match self.brick(layer, i, values, &mut bufs)? {
                         Brick::Fill(v) => copy(buf, i, None, Some(&v)),
                         other => copy(buf, i, Some(bufs.slice(&other)), None),
@@ -489,6 +574,12 @@ enum Brick {
     Io(usize),
     Scratch,
     Conv,
+}
+
+/// A decoded brick that outlives the worker's buffers.
+enum Owned {
+    Fill(Vec<u8>),
+    Data(std::sync::Arc<Vec<u8>>),
 }
 
 /// Per-worker buffers, reused from brick to brick so large chunks cost no new allocations.

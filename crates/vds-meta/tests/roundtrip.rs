@@ -190,3 +190,31 @@ fn object_store_directory() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(side);
 }
+
+#[test]
+fn box_reads_with_a_brick_cache() {
+    let spec = Spec { dims: vec![70, 40, 20], negative_margin: 2, positive_margin: 2, compression: Compression::RLE, lod_levels: 1, ..Default::default() };
+    let data = sample_data(&spec, 21);
+    let bytes = write_container(&spec, &data);
+    let plain = Dataset::open(&Input::from_bytes("c.vds", bytes.clone()), &Limits::default()).unwrap();
+    let mut cached = Dataset::open(&Input::from_bytes("c.vds", bytes), &Limits::default()).unwrap();
+    cached.set_brick_cache(8 << 20);
+    for li in 0..plain.layers.len() {
+        let shape = plain.layers[li].geometry.as_ref().unwrap().shape;
+        // Every inline slice, then a crossline slice: neighbours share bricks.
+        for z in 0..shape[2] {
+            let (mut lo, mut hi) = ([0u64; 6], shape);
+            lo[2] = z;
+            hi[2] = z + 1;
+            for values in [Values::Native, Values::Physical] {
+                assert_eq!(plain.read_box(li, lo, hi, values).unwrap(), cached.read_box(li, lo, hi, values).unwrap());
+            }
+        }
+        let (mut lo, mut hi) = ([0u64; 6], shape);
+        lo[1] = shape[1] / 2;
+        hi[1] = lo[1] + 1;
+        assert_eq!(plain.read_box(li, lo, hi, Values::Native).unwrap(), cached.read_box(li, lo, hi, Values::Native).unwrap());
+    }
+    let (hits, misses) = cached.brick_cache_stats();
+    assert!(hits > misses * 5, "hits {hits} misses {misses}");
+}
