@@ -179,7 +179,7 @@ pub struct GvrsSpec {
     pub tile_cols: u32,
     pub elements: Vec<ElementSpec>,
     /// The header's codec list; empty = compression off. Block byte 0 indexes this list.
-    /// LSOP12 may be listed (Gridfour can decode it) but rasterpack does not encode it.
+    /// With LSOP12 listed, integer tiles of at least 6 x 6 may be stored as LSOP12.
     pub codecs: Vec<Codec>,
     pub checksums: bool,
     pub raster_space: RasterSpace,
@@ -625,7 +625,7 @@ fn encode_tiles(spec: &GvrsSpec, values: &[ElementValues]) -> Vec<(usize, Vec<u8
     let grid_cols = (spec.cols as usize).div_ceil(spec.tile_cols as usize);
     // Integer codecs for integer elements, GvrsFloat for float elements (errata 11).
     let int_codecs: Vec<(u8, Codec)> =
-        spec.codecs.iter().enumerate().filter(|(_, c)| matches!(c, Codec::Huffman | Codec::Deflate)).map(|(i, c)| (i as u8, *c)).collect();
+        spec.codecs.iter().enumerate().filter(|(_, c)| matches!(c, Codec::Huffman | Codec::Deflate | Codec::Lsop12)).map(|(i, c)| (i as u8, *c)).collect();
     let float_codecs: Vec<(u8, Codec)> = spec.codecs.iter().enumerate().filter(|(_, c)| **c == Codec::Float).map(|(i, c)| (i as u8, *c)).collect();
     (0..grid_rows * grid_cols)
         .into_par_iter()

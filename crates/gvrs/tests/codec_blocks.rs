@@ -247,3 +247,41 @@ fn damaged_blocks_never_panic() {
         }
     }
 }
+
+#[test]
+fn lsop12_round_trips() {
+    let mut rng = Rng(1234);
+    let mut lsop_won = 0;
+    for case in 0..120 {
+        let rows = 6 + rng.below(30) as usize;
+        let cols = 6 + rng.below(30) as usize;
+        let v: Vec<i32> = match case % 4 {
+            // Smooth surface with noise: LSOP12's home ground.
+            0 | 1 => (0..rows * cols)
+                .map(|i| {
+                    let (r, c) = ((i / cols) as f64, (i % cols) as f64);
+                    (1000.0 * (r * 0.13).sin() * (c * 0.07).cos() + 30.0 * r) as i32 + rng.below(3) as i32
+                })
+                .collect(),
+            2 => vec![77; rows * cols],
+            _ => tile(&mut rng, rows, cols, 1),
+        };
+        let direct = codec::lsop::encode(0, &v, rows, cols, 6).expect("eligible tile");
+        let mut out = vec![0i32; rows * cols];
+        codec::decode_int(Codec::Lsop12, &direct, rows, cols, &mut out).unwrap_or_else(|e| panic!("case {case}: {e:?}"));
+        assert_eq!(out, v, "case {case} {rows}x{cols}");
+        let list = [(0u8, Codec::Huffman), (1, Codec::Deflate), (3, Codec::Lsop12)];
+        if let Some(b) = codec::encode_int(&v, rows, cols, &list) {
+            let c = list.iter().find(|c| c.0 == b[0]).unwrap().1;
+            lsop_won += usize::from(c == Codec::Lsop12);
+            codec::decode_int(c, &b, rows, cols, &mut out).unwrap();
+            assert_eq!(out, v);
+        }
+    }
+    assert!(lsop_won > 10, "LSOP12 chosen for {lsop_won} tiles");
+    // Not eligible: too small, or with nulls.
+    assert!(codec::lsop::encode(0, &[1; 25], 5, 5, 6).is_none());
+    let mut n = vec![5; 64];
+    n[9] = i32::MIN;
+    assert!(codec::lsop::encode(0, &n, 8, 8, 6).is_none());
+}

@@ -266,6 +266,149 @@ fn predict(u: &[f32; 12], v: &[f32], i: usize, nc: usize, left: i32) -> i32 {
     java_round(p)
 }
 
+/// Least-squares coefficients for the 12-neighbour predictor over the interior cells, solved
+/// in f64 from the normal equations; `None` when the system is singular (e.g. a flat tile).
+#[allow(clippy::needless_range_loop)] // matrix code reads best with indices
+fn fit(v: &[f32], rows: usize, nc: usize) -> Option<[f32; 12]> {
+    let mut a = [[0f64; 13]; 12];
+    let mut z = [0f64; 12];
+    for r in 2..rows {
+        for c in 2..nc - 2 {
+            let i = r * nc + c;
+            let zz = [
+                v[i - 1],
+                v[i - nc - 1],
+                v[i - nc],
+                v[i - nc + 1],
+                v[i - nc + 2],
+                v[i - 2],
+                v[i - nc - 2],
+                v[i - 2 * nc - 2],
+                v[i - 2 * nc - 1],
+                v[i - 2 * nc],
+                v[i - 2 * nc + 1],
+                v[i - 2 * nc + 2],
+            ];
+            for (k, x) in zz.iter().enumerate() {
+                z[k] = f64::from(*x);
+            }
+            let t = f64::from(v[i]);
+            for j in 0..12 {
+                for k in j..12 {
+                    a[j][k] += z[j] * z[k];
+                }
+                a[j][12] += z[j] * t;
+            }
+        }
+    }
+    for j in 0..12 {
+        for k in 0..j {
+            a[j][k] = a[k][j];
+        }
+    }
+    // Gaussian elimination with partial pivoting.
+    let scale = (0..12).map(|j| a[j][j].abs()).fold(0.0, f64::max).max(1.0);
+    for col in 0..12 {
+        let piv = (col..12).max_by(|&x, &y| a[x][col].abs().total_cmp(&a[y][col].abs()))?;
+        if a[piv][col].abs() <= scale * 1e-12 {
+            return None;
+        }
+        a.swap(col, piv);
+        for row in col + 1..12 {
+            let f = a[row][col] / a[col][col];
+            for k in col..13 {
+                a[row][k] -= f * a[col][k];
+            }
+        }
+    }
+    let mut u = [0f64; 12];
+    for col in (0..12).rev() {
+        let s: f64 = (col + 1..12).map(|k| a[col][k] * u[k]).sum();
+        u[col] = (a[col][12] - s) / a[col][col];
+    }
+    let mut out = [0f32; 12];
+    for (o, x) in out.iter_mut().zip(u) {
+        if !x.is_finite() {
+            return None;
+        }
+        *o = x as f32;
+    }
+    Some(out)
+}
+
+/// Encode an LSOP12 block (codec index `index`) for a tile of at least 6 x 6 without null
+/// (`i32::MIN`) cells, as Gridfour's encoder requires; the smaller of Huffman and Deflate
+/// residual coding is kept. `None` when the tile is not eligible.
+pub fn encode(index: u8, values: &[i32], rows: usize, cols: usize, deflate_level: u8) -> Option<Vec<u8>> {
+    if rows < 6 || cols < 6 || values.len() != rows * cols || values.contains(&i32::MIN) {
+        return None;
+    }
+    let nc = cols;
+    let vf: Vec<f32> = values.iter().map(|&x| x as f32).collect();
+    // Flat or degenerate tiles: left + up - upleft (the Triangle predictor) as coefficients.
+    let u = fit(&vf, rows, nc).unwrap_or([1.0, -1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    let v = values;
+    let mut init = Vec::with_capacity(4 * (rows + cols));
+    let mut interior = Vec::with_capacity(rows * cols);
+    for c in 1..nc {
+        super::m32::encode(v[c].wrapping_sub(v[c - 1]), &mut init);
+    }
+    for r in 1..rows {
+        super::m32::encode(v[r * nc].wrapping_sub(v[(r - 1) * nc]), &mut init);
+    }
+    let tri = |i: usize| v[i - 1].wrapping_add(v[i - nc]).wrapping_sub(v[i - nc - 1]);
+    for c in 1..nc {
+        let i = nc + c;
+        super::m32::encode(v[i].wrapping_sub(tri(i)), &mut init);
+    }
+    for r in 2..rows {
+        let i = r * nc + 1;
+        super::m32::encode(v[i].wrapping_sub(tri(i)), &mut init);
+    }
+    for r in 2..rows {
+        for c in 2..nc - 2 {
+            let i = r * nc + c;
+            let est = predict(&u, &vf, i, nc, v[i - 1]);
+            super::m32::encode(v[i].wrapping_sub(est), &mut interior);
+        }
+        for c in nc - 2..nc {
+            let i = r * nc + c;
+            super::m32::encode(v[i].wrapping_sub(tri(i)), &mut init);
+        }
+    }
+    let header = |method: u8, cap: usize| {
+        let mut b = Vec::with_capacity(cap);
+        b.push(index);
+        b.push(12);
+        b.extend_from_slice(&v[0].to_le_bytes());
+        for x in u {
+            b.extend_from_slice(&x.to_bits().to_le_bytes());
+        }
+        b.extend_from_slice(&(init.len() as i32).to_le_bytes());
+        b.extend_from_slice(&(interior.len() as i32).to_le_bytes());
+        b.push(method);
+        b
+    };
+    let (hi, hn) = (huffman::histogram(&init), huffman::histogram(&interior));
+    let huff = match (huffman::Code::build(&hi).filter(|c| c.usable()), huffman::Code::build(&hn).filter(|c| c.usable())) {
+        (Some(ci), Some(cn)) => {
+            let bits = ci.bit_size(&hi) + cn.bit_size(&hn);
+            let mut w = huffman::BitWriter::new(header(0, HEADER_LEN + bits.div_ceil(8) as usize + 8));
+            ci.write(&init, &mut w);
+            cn.write(&interior, &mut w);
+            Some(w.finish())
+        }
+        _ => None,
+    };
+    let mut defl = header(1, HEADER_LEN + interior.len() / 2 + 64);
+    zlib::deflate_into(&init, deflate_level, &mut defl);
+    zlib::deflate_into(&interior, deflate_level, &mut defl);
+    match huff {
+        Some(h) if h.len() <= defl.len() => Some(h),
+        _ => Some(defl),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,5 @@
 //! GVRS compression codecs: GvrsHuffman, GvrsDeflate (each with the four predictors and M32),
-//! GvrsFloat and LSOP12 (decode only), bit-exact with Gridfour (see `docs/formats/gvrs.md` and
+//! GvrsFloat and LSOP12, bit-exact with Gridfour (see `docs/formats/gvrs.md` and
 //! the errata sections 12 to 16).
 //!
 //! Every decoder is bounded: the M32 stream length in a block header is checked against the
@@ -202,7 +202,8 @@ struct Trial {
 
 /// As [`encode_int`] with explicit settings. Every applicable predictor is tried with every
 /// integer codec (GvrsHuffman, GvrsDeflate), as Gridfour does: DifferencingWithNulls when the
-/// tile holds `i32::MIN`, otherwise Differencing, Linear and Triangle. LSOP12 is not encoded.
+/// tile holds `i32::MIN`, otherwise Differencing, Linear and Triangle. When LSOP12 is listed,
+/// an LSOP12 block (least-squares coefficients, Huffman or Deflate residuals) competes too.
 pub fn encode_int_with(values: &[i32], rows: usize, cols: usize, codecs: &[(u8, Codec)], opts: &EncodeOptions) -> Option<Vec<u8>> {
     let cells = rows.checked_mul(cols)?;
     if cells == 0 || values.len() != cells {
@@ -211,9 +212,13 @@ pub fn encode_int_with(values: &[i32], rows: usize, cols: usize, codecs: &[(u8, 
     let limit = cells.checked_mul(4)?;
     let huff = codecs.iter().find(|c| c.1 == Codec::Huffman).map(|c| c.0);
     let defl = codecs.iter().find(|c| c.1 == Codec::Deflate).map(|c| c.0);
-    if huff.is_none() && defl.is_none() {
+    let lsop = codecs.iter().find(|c| c.1 == Codec::Lsop12).map(|c| c.0);
+    if huff.is_none() && defl.is_none() && lsop.is_none() {
         return None;
     }
+    // LSOP12 (tiles of at least 6 x 6 without nulls) competes with the others.
+    let lsop_block = lsop.and_then(|index| lsop::encode(index, values, rows, cols, opts.deflate_level)).filter(|b| b.len() < limit);
+    let limit = lsop_block.as_ref().map_or(limit, |b| b.len());
     let has_null = values.contains(&i32::MIN);
     let preds: &[Predictor] = if has_null {
         &[Predictor::DifferencingWithNulls]
@@ -262,7 +267,7 @@ pub fn encode_int_with(values: &[i32], rows: usize, cols: usize, codecs: &[(u8, 
             }
         }
     }
-    let (size, i, is_huffman) = best?;
+    let Some((size, i, is_huffman)) = best else { return lsop_block };
     if !is_huffman {
         return best_deflated;
     }
