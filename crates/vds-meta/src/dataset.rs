@@ -149,14 +149,22 @@ impl Dataset {
                 let c = std::sync::Arc::new(Container::open(input, limits)?);
                 let findings = c.findings.clone();
                 if c.file("VolumeDataLayout").is_none() {
-                    if c.files.iter().any(|f| f.entry.file_type == FILE_TYPE_OBJ) {
-                        return Err(Error::unsupported(
-                            "vds.legacy_layout.unsupported",
-                            None,
-                            "legacy container: the layout is only in an 'OBJ ' VDSObject file, which rasterpack does not parse yet",
-                        ));
+                    let legacy = c.files.iter().find(|f| f.entry.file_type == FILE_TYPE_OBJ && f.entry.name == b"VDSObject");
+                    let Some(obj) = legacy else {
+                        return Err(Error::invalid_at("vds.container.no_layout", None, "the container holds no VolumeDataLayout file"));
+                    };
+                    if !obj.usable || obj.chunk_count == 0 {
+                        return Err(Error::invalid_at("vds.container.layout_file", Some(obj.entry.entry_offset), "the VDSObject file cannot be read"));
                     }
-                    return Err(Error::invalid_at("vds.container.no_layout", None, "the container holds no VolumeDataLayout file"));
+                    let text = c.chunk_bytes(obj, 0)?;
+                    if text.len() as u64 > limits.max_text {
+                        return Err(Error::limit("limit.text", None, "VDSObject is larger than the text limit"));
+                    }
+                    let mut findings = findings;
+                    let layout = crate::legacy::parse_vdsobject(&text, &mut findings)?;
+                    findings.info("vds.legacy_layout.used", None, "no VolumeDataLayout: the layout was read from the legacy 'OBJ ' VDSObject file");
+                    let json = serde_json::to_value(&layout).unwrap_or(Value::Null);
+                    return Self::open_parts(Box::new(SharedContainer(c.clone())), Some(c), findings, limits, Some((layout, json)));
                 }
                 Self::open_store(Box::new(SharedContainer(c.clone())), Some(c), findings, limits)
             }
@@ -167,17 +175,33 @@ impl Dataset {
     pub fn open_store(
         store: Box<dyn ObjectStore>,
         container: Option<std::sync::Arc<Container>>,
-        mut findings: Findings,
+        findings: Findings,
         limits: &Limits,
     ) -> Result<Dataset> {
-        let lbytes = store
-            .get("VolumeDataLayout")?
-            .ok_or_else(|| Error::invalid_at("vds.layout.missing", None, "no VolumeDataLayout object"))?;
-        if lbytes.len() as u64 > limits.max_text {
-            return Err(Error::limit("limit.text", None, "VolumeDataLayout is larger than the text limit"));
-        }
-        let layout_json = parse_json_text(&lbytes, "VolumeDataLayout", limits.max_depth)?;
-        let layout = parse_layout(&layout_json, &mut findings)?;
+        Self::open_parts(store, container, findings, limits, None)
+    }
+
+    fn open_parts(
+        store: Box<dyn ObjectStore>,
+        container: Option<std::sync::Arc<Container>>,
+        mut findings: Findings,
+        limits: &Limits,
+        given: Option<(VolumeDataLayout, Value)>,
+    ) -> Result<Dataset> {
+        let (layout, layout_json) = match given {
+            Some(g) => g,
+            None => {
+                let lbytes = store
+                    .get("VolumeDataLayout")?
+                    .ok_or_else(|| Error::invalid_at("vds.layout.missing", None, "no VolumeDataLayout object"))?;
+                if lbytes.len() as u64 > limits.max_text {
+                    return Err(Error::limit("limit.text", None, "VolumeDataLayout is larger than the text limit"));
+                }
+                let layout_json = parse_json_text(&lbytes, "VolumeDataLayout", limits.max_depth)?;
+                let layout = parse_layout(&layout_json, &mut findings)?;
+                (layout, layout_json)
+            }
+        };
         let statuses = match store.get("LayerStatus")? {
             Some(b) => {
                 if b.len() as u64 > limits.max_text {

@@ -15,6 +15,7 @@ pub mod container;
 pub mod dataset;
 pub mod geometry;
 pub mod layout;
+pub mod legacy;
 pub mod raw;
 pub mod store;
 pub mod validate;

@@ -61,9 +61,9 @@ fn container_checks(c: &crate::container::Container, f: &mut Findings) {
             if file.entry.head_chunk_count != 1 {
                 f.warning("vds.container.json_file", Some(file.entry.entry_offset + 8), format!("JSON file {name:?} has {} chunks, expected 1", file.entry.head_chunk_count));
             }
-        } else if t == FILE_TYPE_OBJ {
+        } else if t == FILE_TYPE_OBJ && c.file("VolumeDataLayout").is_some() {
             f.info("vds.container.legacy_object", Some(file.entry.entry_offset + 20), format!("legacy 'OBJ ' file {name:?} ignored (a VolumeDataLayout exists)"));
-        } else if t != FILE_TYPE_VDS {
+        } else if t != FILE_TYPE_VDS && t != FILE_TYPE_OBJ {
             f.info("vds.container.unknown_file_type", Some(file.entry.entry_offset + 20), format!("file {name:?} of unknown type {:?} ignored", String::from_utf8_lossy(&t)));
         }
         if t == FILE_TYPE_VDS && file.usable {

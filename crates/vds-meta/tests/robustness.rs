@@ -99,14 +99,14 @@ fn crafted_corruptions() {
     assert!(!VdsFormat.detect(&b[..64]));
     assert_code(&validate(b), "vds.container.magic");
 
-    // Legacy layout: the JSON file renamed to an 'OBJ ' VDSObject -> unsupported, not invalid.
+    // Legacy layout: the JSON file renamed to an 'OBJ ' VDSObject: the text is not a Hue object.
     let c = Container::open(&Input::from_bytes("x", good.clone()), &Limits::default()).unwrap();
     let jf = c.files.iter().find(|f| f.entry.file_type == *b"JSON").unwrap().entry.entry_offset as usize;
     let mut b = good.clone();
     b[jf + 20..jf + 24].copy_from_slice(b"OBJ ");
     b[jf + 32..jf + 48].copy_from_slice(b"VDSObject\0\0\0\0\0\0\0");
     let r = validate(b);
-    assert!(r.unsupported && r.is_valid(false), "{:?}", r.findings);
+    assert_code(&r, "vds.legacy_layout.syntax");
 
     // Bad zlib data in a Zip layer.
     let zgood = small(Compression::Zip, SampleFormat::R32);
