@@ -401,3 +401,27 @@ fn rectangles_and_cells_agree_with_whole_reads() {
         }
     }
 }
+
+#[test]
+fn inspect_summary_matches_sidecars() {
+    let Some(dir) = corpus() else { return };
+    for (path, t) in sidecars(&dir) {
+        if t["expected_verdict"] != "valid" {
+            continue;
+        }
+        let name = name_of(&path);
+        let rep = GvrsFormat.inspect(&Input::open(&path).unwrap(), &Default::default()).unwrap();
+        assert!(!rep.findings.has_errors(), "{name}: {:#?}", rep.findings);
+        let s = &rep.summary;
+        for k in ["uuid", "product_label", "rows", "cols", "tile_rows", "tile_cols", "tile_grid_rows", "tile_grid_cols", "checksums_enabled", "compression_enabled", "codecs", "raster_space", "populated_tiles"] {
+            assert_eq!(s[k], t[k], "{name}: summary {k}");
+        }
+        for k in ["code", "name", "x0_bits", "y0_bits", "x1_bits", "y1_bits", "cell_size_x_bits", "cell_size_y_bits", "m2r_bits", "r2m_bits"] {
+            assert_eq!(s["coordinate_system"][k], t["coordinate_system"][k], "{name}: coordinate_system {k}");
+        }
+        assert_eq!(s["tiles"]["tile_encoding_counts"], t["tile_encoding_counts"], "{name}: encodings");
+        let md = s["metadata"].as_array().unwrap();
+        assert_eq!(md.len(), t["metadata"].as_array().unwrap().len(), "{name}: metadata");
+        assert!(rep.sections.len() >= 4, "{name}: sections");
+    }
+}
