@@ -389,7 +389,7 @@ impl GvrsFile {
 
     /// Decode one element's block (`block` = the stored bytes, `at` = its absolute offset).
     pub fn decode_block(&self, element: usize, block: &[u8], at: u64) -> Result<Plane> {
-        let el = &self.elements[element];
+        let el = self.check_element(element)?;
         let cells = self.geometry.cells_per_tile() as usize;
         let unc = el.spec.element_type.uncompressed_len(cells as u64).unwrap_or(u64::MAX);
         let (tr, tc) = (self.geometry.tile_rows as usize, self.geometry.tile_cols as usize);
@@ -451,6 +451,7 @@ impl GvrsFile {
 
     /// Decode one element of a stored tile (no cache).
     pub fn decode_tile(&self, content_offset: i64, element: usize) -> Result<Plane> {
+        self.check_element(element)?;
         let (tr, bytes) = self.read_tile_record(content_offset)?;
         let (rel, n) = tr.blocks[element];
         self.decode_block(element, &bytes[rel..rel + n], tr.record.start + rel as u64)
@@ -482,7 +483,7 @@ impl GvrsFile {
             return Err(Error::usage(format!("cell ({row}, {col}) is outside the {} x {} grid", g.rows, g.cols)));
         }
         let (tr, tc) = (row / g.tile_rows, col / g.tile_cols);
-        let k = ((row % g.tile_rows) * g.tile_cols + col % g.tile_cols) as usize;
+        let k = ((row % g.tile_rows) as u64 * g.tile_cols as u64 + (col % g.tile_cols) as u64) as usize;
         let v = match self.tile_plane(tr, tc, element)? {
             None => el.fill_plane(),
             Some(p) => match &*p {
@@ -522,7 +523,7 @@ impl GvrsFile {
                     for r in rr0..rr1 {
                         let o = (r - row0) as usize * row_bytes + (cc0 - col0) as usize * dtype.size();
                         let dst = &mut out[o..o + (cc1 - cc0) as usize * dtype.size()];
-                        let k0 = ((r - tr * g.tile_rows) * g.tile_cols + (cc0 - tc * g.tile_cols)) as usize;
+                        let k0 = ((r - tr * g.tile_rows) as u64 * g.tile_cols as u64 + (cc0 - tc * g.tile_cols) as u64) as usize;
                         put_row(el, plane.as_deref(), k0, dst, codes);
                     }
                 }

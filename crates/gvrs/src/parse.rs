@@ -81,7 +81,7 @@ pub fn parse_header(bytes: &[u8]) -> Result<Header> {
     let mut r = ByteReader::at(bytes.get(16..).unwrap_or(&[]), 16);
     let record = record_header_from(&mut r, 16)?;
     let len = record.length.max(0) as usize;
-    let total = 16usize.checked_add(len).filter(|&t| t <= bytes.len() && len >= 8);
+    let total = 16usize.checked_add(len).filter(|&t| t <= bytes.len() && len >= 16);
     let Some(total) = total else {
         return Err(Error::truncated("header record", 16, len as u64, bytes.len() as u64 - 16));
     };
