@@ -255,7 +255,10 @@ pub fn encode_int_with(values: &[i32], rows: usize, cols: usize, codecs: &[(u8, 
     if let Some(index) = defl {
         for (i, t) in trials.iter().enumerate() {
             if let (Some(m), Some(bh), Some((_, h))) = (opts.deflate_margin, best_h, &t.huffman) {
-                if *h as f64 > bh as f64 * (1.0 + f64::from(m)) {
+                // Far behind the best Huffman size, or behind an LSOP12 block by more than the
+                // margin: Deflate will not win.
+                let h = *h as f64;
+                if h > bh as f64 * (1.0 + f64::from(m)) || (lsop_block.is_some() && h > limit as f64 * (1.0 + f64::from(m))) {
                     continue;
                 }
             }
