@@ -764,11 +764,13 @@ pub fn header_bytes(spec: &GvrsSpec) -> Result<Vec<u8>> {
 pub const DEFAULT_TILE: u32 = 128;
 
 /// Write `array` (2-D `[rows, cols]`, int32 / int16 / float32) as a one-element GVRS file,
-/// honouring `opts.tile` and `opts.compress` (`none`, `deflate`, `huffman`, `float`, `all`).
+/// honouring `opts.tile` and `opts.compress` (`none`, `deflate`, `huffman`, `float`, `lsop`,
+/// `all`).
 ///
 /// int32 -> Integer, int16 -> Short, float32 -> Float; fill values are Gridfour's defaults
 /// (i32::MIN, i16::MIN, NaN). Default compression (`None` or `all`) = Gridfour's default codec
-/// list GvrsHuffman, GvrsDeflate, GvrsFloat; checksums are on. The element is named after the
+/// list GvrsHuffman, GvrsDeflate, GvrsFloat; `lsop` adds LSOP12 to it (smaller files for
+/// smooth data, slower to write); checksums are on. The element is named after the
 /// array (`name`, made an identifier) or `z`.
 pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) -> Result<()> {
     let (rows, cols) = match array.shape.as_slice() {
@@ -784,7 +786,8 @@ pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) 
         Some("deflate") => vec![Codec::Deflate],
         Some("huffman") => vec![Codec::Huffman],
         Some("float") => vec![Codec::Float],
-        Some(other) => return Err(usage(format!("unknown GVRS compression {other:?} (none, deflate, huffman, float, all)"))),
+        Some("lsop") | Some("lsop12") => vec![Codec::Huffman, Codec::Deflate, Codec::Float, Codec::Lsop12],
+        Some(other) => return Err(usage(format!("unknown GVRS compression {other:?} (none, deflate, huffman, float, lsop, all)"))),
     };
     let name = element_name(array.name.as_deref());
     let expected = (rows as usize).checked_mul(cols as usize).and_then(|n| n.checked_mul(array.dtype.size()));

@@ -242,7 +242,7 @@ fn write_ndarray_maps_dtypes() {
     let mk = |dtype: DType, shape: Vec<u64>, data: Vec<u8>| NdArray::new(dtype, shape, data).unwrap();
     let i: Vec<i32> = (0..300 * 200).map(|k| (k % 200) * 3 + k / 200).collect();
     let arr = mk(DType::I32, vec![300, 200], i.iter().flat_map(|x| x.to_le_bytes()).collect());
-    for compress in [None, Some("none"), Some("deflate"), Some("huffman"), Some("float"), Some("all")] {
+    for compress in [None, Some("none"), Some("deflate"), Some("huffman"), Some("float"), Some("all"), Some("lsop")] {
         let opts = WriteOptions { compress: compress.map(String::from), ..Default::default() };
         let mut out = Vec::new();
         write::write_ndarray(&arr, &opts, &mut out).unwrap();
