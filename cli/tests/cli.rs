@@ -259,3 +259,50 @@ fn convert_is_atomic_and_never_clobbers() {
     // Unknown target format is a usage error.
     assert_eq!(code(&run(&["convert", s, dir.join("x.weird").to_str().unwrap()])), 2);
 }
+
+fn testdata(rel: &str) -> String {
+    repo_root().join("testdata").join(rel).to_str().unwrap().to_string()
+}
+
+#[test]
+fn volp_samples_inspect_validate_and_convert_both_ways() {
+    let sample = testdata("volp/temperature_4x32x32_int16.volp");
+    let o = run(&["inspect", &sample]);
+    assert_eq!(code(&o), 0);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("int16") && text.contains("[4, 32, 32]"), "{text}");
+    assert_eq!(code(&run(&["validate", &sample])), 0);
+    assert_eq!(code(&run(&["validate", &testdata("volp/invalid_bad_magic.volp")])), 1);
+    assert_eq!(code(&run(&["validate", &testdata("volp/invalid_truncated_body.volp")])), 1);
+
+    let dir = scratch("volp");
+    let stored = dir.join("stored.npy");
+    let physical = dir.join("physical.npy");
+    assert_eq!(code(&run(&["convert", &sample, stored.to_str().unwrap()])), 0);
+    assert_eq!(code(&run(&["convert", &sample, physical.to_str().unwrap(), "--physical"])), 0);
+    let limits = rasterpack_common::Limits::default();
+    let s = rasterpack_common::npy::read(&std::fs::read(&stored).unwrap(), &limits).unwrap();
+    let p = rasterpack_common::npy::read(&std::fs::read(&physical).unwrap(), &limits).unwrap();
+    assert_eq!((s.dtype, s.shape.clone()), (rasterpack_common::DType::I16, vec![4, 32, 32]));
+    assert_eq!((p.dtype, p.shape.clone()), (rasterpack_common::DType::F64, vec![4, 32, 32]));
+    // Physical = f64(stored) * scale + offset, with the sample's scale 0.01 and offset 250.
+    for (sv, pv) in s.to_f64().iter().zip(p.to_f64()) {
+        assert_eq!((sv * 0.01 + 250.0).to_bits(), pv.to_bits());
+    }
+
+    // .npy -> VOLP -> .npy gives the same array back, and the VOLP validates.
+    let volp = dir.join("back.volp");
+    let again = dir.join("again.npy");
+    assert_eq!(code(&run(&["convert", stored.to_str().unwrap(), volp.to_str().unwrap()])), 0);
+    assert_eq!(code(&run(&["validate", volp.to_str().unwrap()])), 0);
+    assert_eq!(code(&run(&["convert", volp.to_str().unwrap(), again.to_str().unwrap()])), 0);
+    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&stored).unwrap());
+
+    // A 2-D array is not representable in VOLP: refused with exit 2, nothing left behind.
+    let flat = dir.join("flat.npy");
+    write_npy(&flat, &[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let refused = dir.join("refused.volp");
+    let o = run(&["convert", flat.to_str().unwrap(), refused.to_str().unwrap()]);
+    assert_eq!(code(&o), 2, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!refused.exists());
+}
