@@ -110,6 +110,8 @@ pub struct WrittenLayer {
     pub name: String,
     pub chunks: Vec<(u64, Option<Vec<u8>>)>,
     pub valid: u64,
+    /// Decoded payload bytes of the stored (non-constant) chunks.
+    pub uncompressed: u64,
 }
 
 fn fnv(b: &[u8]) -> u64 {
@@ -139,6 +141,7 @@ pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
         let g = LayerGeometry::new(&layout, 0, &group, lod).expect("geometry");
         let mut chunks = Vec::new();
         let mut valid = 0;
+        let mut uncompressed = 0u64;
         for i in 0..g.chunk_count {
             if lod == 0 && spec.unwritten.contains(&i) {
                 chunks.push((0, None));
@@ -182,6 +185,7 @@ pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
             }
             let size = g.descriptor_size(&e);
             let body = if spec.format == SampleFormat::Bit1 { pack_bits(&payload, size) } else { payload };
+            uncompressed += body.len() as u64;
             let mut obj = Vec::new();
             for v in [g.chunk_dims.len() as i32, size[0] as i32, size[1] as i32, size[2] as i32, spec.format.code(), spec.components as i32] {
                 obj.extend_from_slice(&v.to_le_bytes());
@@ -201,7 +205,7 @@ pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
             }
             chunks.push((fnv(&obj), Some(obj)));
         }
-        out.push(WrittenLayer { name: g.name.clone(), chunks, valid });
+        out.push(WrittenLayer { name: g.name.clone(), chunks, valid, uncompressed });
     }
     out
 }
@@ -416,7 +420,8 @@ pub fn write_dir(spec: &Spec, data: &[u8], dir: &Path) -> std::io::Result<()> {
             "produceStatus": "Normal", "compressionMethod": spec.compression.name(), "compressionTolerance": 0.0,
             "chunkCount": l.chunks.len(), "validChunkCount": l.valid, "chunkMetadataPageSize": ps,
             "chunkMetadataByteSize": 8, "hasChunkMetadataPages": true, "pageDirectory": page_dir,
-            "serializedSize": 0, "uncompressedSize": 0, "adaptiveLevelSizes": vec![0; 16],
+            "serializedSize": l.chunks.iter().map(|(_, b)| b.as_ref().map_or(0, |b| b.len())).sum::<usize>(),
+            "uncompressedSize": l.uncompressed, "adaptiveLevelSizes": vec![0; 16],
         }));
     }
     std::fs::write(dir.join("LayerStatus"), serde_json::to_vec_pretty(&Value::Array(status))?)?;

@@ -115,9 +115,7 @@ fn layer_checks(ds: &Dataset, layer: &Layer, f: &mut Findings) {
         );
         return;
     }
-    if layer.is_wavelet() {
-        wavelet_totals(ds, layer, f);
-    }
+    layer_totals(ds, layer, f);
     let store = ds.store();
     let check_headers = store.has_object_metadata();
     let results: Vec<Findings> = (0..layer.chunks.len() as u64)
@@ -240,24 +238,29 @@ fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, check_headers: bool, f: &mut
     }
 }
 
-/// A wavelet layer's `uncompressedSize` and `adaptiveLevelSizes` are sums over its stored
-/// (non-constant) chunks: the decoded bytes, and each adaptive level's byte size.
-fn wavelet_totals(ds: &Dataset, layer: &Layer, f: &mut Findings) {
+/// A layer's `serializedSize` (object store) is the sum of its chunk objects' sizes, its
+/// `uncompressedSize` the decoded bytes of its stored (non-constant) chunks, and for wavelet
+/// layers `adaptiveLevelSizes[k]` the sum of the chunks' level-k byte sizes.
+fn layer_totals(ds: &Dataset, layer: &Layer, f: &mut Findings) {
     let name = layer.name();
-    let Some(g) = &layer.geometry else { return };
-    let ch = &ds.layout.channels[g.channel];
+    if layer.geometry.is_none() {
+        return;
+    }
     let mut uncompressed = 0u64;
+    let mut serialized = 0u64;
     let mut levels = [0u64; 16];
     for (i, m) in layer.chunks.iter().enumerate() {
         if m.status() != ChunkStatus::Data {
             continue;
         }
-        let e = g.chunk_extent(i as u64);
-        let vox: u64 = e.stored_size.iter().product();
-        uncompressed += vox * ch.format.native_bytes() as u64 * ch.components as u64;
+        let Some(spec) = ds.chunk_spec(layer, i as u64) else { return };
+        uncompressed = uncompressed.saturating_add(spec.payload_len().unwrap_or(0));
         let Ok(Some(size)) = ds.store().object_size(&format!("{name}/{i}")) else { return };
-        for (k, s) in chunk::adaptive_level_sizes(size, &m.levels).into_iter().enumerate() {
-            levels[k] += s;
+        serialized = serialized.saturating_add(size);
+        if layer.is_wavelet() {
+            for (k, s) in chunk::adaptive_level_sizes(size, &m.levels).into_iter().enumerate() {
+                levels[k] += s;
+            }
         }
     }
     if let Some(u) = layer.status.uncompressed_size {
@@ -265,7 +268,12 @@ fn wavelet_totals(ds: &Dataset, layer: &Layer, f: &mut Findings) {
             f.warning("vds.layer.uncompressed_size", None, format!("layer {name}: uncompressedSize {u}, its stored chunks decode to {uncompressed} bytes"));
         }
     }
-    if let Some(a) = &layer.status.adaptive_level_sizes {
+    if let Some(u) = layer.status.serialized_size {
+        if u != serialized {
+            f.warning("vds.layer.serialized_size", None, format!("layer {name}: serializedSize {u}, its chunk objects hold {serialized} bytes"));
+        }
+    }
+    if let (Some(a), true) = (&layer.status.adaptive_level_sizes, layer.is_wavelet()) {
         let want: Vec<i64> = levels.iter().map(|&x| x as i64).collect();
         if a.len() == 16 && *a != want {
             f.warning("vds.layer.adaptive_level_sizes", None, format!("layer {name}: adaptiveLevelSizes {a:?}, the chunks' levels sum to {want:?}"));
