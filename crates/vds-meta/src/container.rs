@@ -287,6 +287,14 @@ impl Container {
             };
             pages.push(page);
         }
+        // The last page is zero-padded past the chunk count.
+        if let Some(Some(last)) = pages.last() {
+            let used = (count - (pages.len() as u64 - 1) * per_page) * entry_len;
+            if (used as usize) < last.len() && last[used as usize..].iter().any(|&b| b != 0) {
+                let po = pd.index_page_offsets.last().copied().unwrap_or(0) as u64;
+                f.warning("vds.container.index_padding", Some(po + used), format!("file {name:?}: the last index page's padding entries are not zero"));
+            }
+        }
         file.pages = pages;
         file.chunk_count = count as usize;
         file.page_dir = Some(pd.clone());
