@@ -60,6 +60,69 @@ pub fn crc32(data: &[u8]) -> u32 {
     !crc
 }
 
+fn gf2_times(mat: &[u32; 32], mut vec: u32) -> u32 {
+    let mut sum = 0;
+    let mut i = 0;
+    while vec != 0 {
+        if vec & 1 != 0 {
+            sum ^= mat[i];
+        }
+        vec >>= 1;
+        i += 1;
+    }
+    sum
+}
+
+fn gf2_square(square: &mut [u32; 32], mat: &[u32; 32]) {
+    for n in 0..32 {
+        square[n] = gf2_times(mat, mat[n]);
+    }
+}
+
+/// CRC-32 of `A || B` from `crc32(A)`, `crc32(B)` and `B`'s length (zlib's `crc32_combine`).
+pub fn crc32_combine(mut crc1: u32, crc2: u32, mut len2: u64) -> u32 {
+    if len2 == 0 {
+        return crc1;
+    }
+    let mut even = [0u32; 32];
+    let mut odd = [0u32; 32];
+    odd[0] = 0xEDB8_8320;
+    for (n, v) in odd.iter_mut().enumerate().skip(1) {
+        *v = 1 << (n - 1);
+    }
+    gf2_square(&mut even, &odd); // 2 zero bits
+    gf2_square(&mut odd, &even); // 4 zero bits
+    loop {
+        gf2_square(&mut even, &odd);
+        if len2 & 1 != 0 {
+            crc1 = gf2_times(&even, crc1);
+        }
+        len2 >>= 1;
+        if len2 == 0 {
+            break;
+        }
+        gf2_square(&mut odd, &even);
+        if len2 & 1 != 0 {
+            crc1 = gf2_times(&odd, crc1);
+        }
+        len2 >>= 1;
+        if len2 == 0 {
+            break;
+        }
+    }
+    crc1 ^ crc2
+}
+
+/// [`crc32`] on both cores for large inputs.
+pub fn crc32_par(data: &[u8]) -> u32 {
+    if data.len() < (8 << 20) {
+        return crc32(data);
+    }
+    let (a, b) = data.split_at(data.len() / 2);
+    let (ca, cb) = rayon::join(|| crc32(a), || crc32(b));
+    crc32_combine(ca, cb, b.len() as u64)
+}
+
 /// One member of a zip archive, from the central directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
@@ -209,7 +272,7 @@ pub fn member_bytes<'a>(b: &'a [u8], m: &Member, limits: &Limits) -> Result<std:
             ))
         }
     };
-    if crc32(&data) != m.crc32 {
+    if crc32_par(&data) != m.crc32 {
         return Err(bad(start, format!("member {:?}: CRC-32 mismatch", m.name)));
     }
     Ok(data)
@@ -337,6 +400,12 @@ mod tests {
     fn crc32_check_value() {
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
         assert_eq!(crc32(b""), 0);
+        let data: Vec<u8> = (0..(9u32 << 20) + 7).map(|i| (i.wrapping_mul(2654435761) >> 7) as u8).collect();
+        assert_eq!(crc32_par(&data), crc32(&data));
+        for split in [0usize, 1, 5, 1000] {
+            let (a, b) = data[..2000].split_at(split);
+            assert_eq!(crc32_combine(crc32(a), crc32(b), b.len() as u64), crc32(&data[..2000]));
+        }
     }
 
     #[test]
