@@ -28,6 +28,9 @@ fn le_i32(b: &[u8], at: usize) -> i32 {
 /// Java's `StrictMath.round(float)`: floor(p + 0.5) computed exactly, NaN -> 0, saturating.
 #[inline(always)]
 pub fn java_round(p: f32) -> i32 {
+    // The branch is deliberate: it is well predicted and, unlike a data dependency (select or
+    // arithmetic), lets the CPU run ahead of the rounding in the serial chain (measured: the
+    // branch-free forms are 8-35 % slower).
     let t = f64::from(p) + 0.5;
     let i = t as i64;
     let f = if (i as f64) > t { i.saturating_sub(1) } else { i };
