@@ -85,3 +85,21 @@ fn absurd_sizes_are_refused_before_allocation() {
     let r = FoldFormat.validate(&Input::from_bytes("deep", f), &ValidateOptions::default());
     assert!(r.findings.has_code("fold.index.index_bad_json"));
 }
+
+#[test]
+fn deep_but_allowed_nesting_does_not_overflow_the_stack() {
+    // 500 levels (the limit is 512) in metadata: parsed, hashed, reported; on a test thread's
+    // small stack.
+    let depth = 500;
+    let mut v = Value::Null;
+    for _ in 0..depth {
+        v = Value::Array(vec![v]);
+    }
+    let mut b = FoldBuilder::new();
+    b.metadata("deep", v).unwrap();
+    let bytes = b.to_bytes().unwrap();
+    let input = Input::from_bytes("deep", bytes);
+    let r = FoldFormat.validate(&input, &ValidateOptions::default());
+    assert!(r.is_valid(true), "{:?}", r.findings);
+    let _ = FoldFormat.inspect(&input, &InspectOptions { all: true, ..Default::default() }).unwrap();
+}
