@@ -255,7 +255,8 @@ fn layer_totals(ds: &Dataset, layer: &Layer, f: &mut Findings) {
         }
         let Some(spec) = ds.chunk_spec(layer, i as u64) else { return };
         uncompressed = uncompressed.saturating_add(spec.payload_len().unwrap_or(0));
-        let Ok(Some(size)) = ds.store().object_size(&format!("{name}/{i}")) else { return };
+        // A missing object is reported on its own (vds.chunk.missing); it counts 0 here.
+        let size = ds.store().object_size(&format!("{name}/{i}")).ok().flatten().unwrap_or(0);
         serialized = serialized.saturating_add(size);
         if layer.is_wavelet() {
             for (k, s) in chunk::adaptive_level_sizes(size, &m.levels).into_iter().enumerate() {

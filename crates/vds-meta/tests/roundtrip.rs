@@ -187,6 +187,65 @@ fn object_store_directory() {
     std::fs::remove_file(dir.join("Dimensions_012LOD0/0")).unwrap();
     let r = VdsFormat.validate(&input, &ValidateOptions::default());
     assert!(r.findings.has_code("vds.chunk.missing"), "{:?}", r.findings);
+    // An object no written chunk accounts for.
+    std::fs::write(dir.join("Dimensions_012LOD0/2"), b"x").unwrap();
+    std::fs::write(dir.join("Dimensions_012LOD0/notachunk"), b"x").unwrap();
+    let r = VdsFormat.validate(&input, &ValidateOptions::default());
+    assert!(r.findings.has_code("vds.chunk.orphan") && r.findings.has_code("vds.store.unknown_object"), "{:?}", r.findings);
+    // LayerStatus disagreeing with the pages and the geometry.
+    let ls_path = dir.join("LayerStatus");
+    let ls: serde_json::Value = serde_json::from_slice(&std::fs::read(&ls_path).unwrap()).unwrap();
+    let mut bad = ls.clone();
+    bad[0]["validChunkCount"] = 1.into();
+    bad[0]["pageDirectory"] = serde_json::json!([0]);
+    bad[0]["serializedSize"] = 5.into();
+    std::fs::write(&ls_path, bad.to_string()).unwrap();
+    let r = VdsFormat.validate(&input, &ValidateOptions::default());
+    for code in ["vds.layer.valid_chunk_count", "vds.layer_status.page_directory", "vds.layer.serialized_size"] {
+        assert!(r.findings.has_code(code), "{code}: {:?}", r.findings);
+    }
+    let mut bad = ls.clone();
+    bad[0]["chunkCount"] = 3.into();
+    bad[0]["pageDirectory"] = serde_json::json!([0, 1]);
+    std::fs::write(&ls_path, bad.to_string()).unwrap();
+    let r = VdsFormat.validate(&input, &ValidateOptions::default());
+    assert!(r.findings.has_code("vds.layer.chunk_count"), "{:?}", r.findings);
+    let mut bad = ls.clone();
+    bad[0]["layerName"] = "NoSuchDimensions_012LOD0".into();
+    std::fs::write(&ls_path, bad.to_string()).unwrap();
+    let r = VdsFormat.validate(&input, &ValidateOptions::default());
+    assert!(r.findings.has_code("vds.layer.unknown_channel"), "{:?}", r.findings);
+    std::fs::write(&ls_path, ls.to_string()).unwrap();
+    // A chunk-metadata page of the wrong size.
+    std::fs::write(dir.join("Dimensions_012LOD0/ChunkMetadata/0"), [0u8; 5]).unwrap();
+    let r = VdsFormat.validate(&input, &ValidateOptions::default());
+    assert!(r.findings.has_code("vds.layer.metadata_page_size"), "{:?}", r.findings);
+    // A layout breaking the model.
+    let lay_path = dir.join("VolumeDataLayout");
+    let lay: serde_json::Value = serde_json::from_slice(&std::fs::read(&lay_path).unwrap()).unwrap();
+    for (field, value, code) in [
+        ("brickSize", serde_json::json!("BrickSize_48"), "vds.layout.brick_size"),
+        ("negativeMargin", serde_json::json!(40), "vds.layout.margin"),
+        ("lodLevels", serde_json::json!("LODLevels_13"), "vds.layout.lod_levels"),
+    ] {
+        let mut bad = lay.clone();
+        bad["layoutDescriptor"][field] = value;
+        std::fs::write(&lay_path, bad.to_string()).unwrap();
+        let r = VdsFormat.validate(&input, &ValidateOptions::default());
+        assert!(r.findings.has_code(code), "{code}: {:?}", r.findings);
+    }
+    let mut bad = lay.clone();
+    bad["axisDescriptors"][0]["numSamples"] = 0.into();
+    std::fs::write(&lay_path, bad.to_string()).unwrap();
+    assert!(VdsFormat.validate(&input, &ValidateOptions::default()).findings.has_code("vds.layout.axis_size"));
+    let mut bad = lay.clone();
+    bad["channelDescriptors"][0]["format"] = "Format_U7".into();
+    std::fs::write(&lay_path, bad.to_string()).unwrap();
+    assert!(VdsFormat.validate(&input, &ValidateOptions::default()).findings.has_code("vds.layout.channel_format"));
+    let mut bad = lay.clone();
+    bad["metadata"][0]["type"] = "IntVector2".into();
+    std::fs::write(&lay_path, bad.to_string()).unwrap();
+    assert!(VdsFormat.validate(&input, &ValidateOptions::default()).findings.has_code("vds.layout.metadata_value"));
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(side);
 }
