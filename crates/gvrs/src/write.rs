@@ -504,6 +504,21 @@ fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
         return Err(usage("too many codecs"));
     }
     let cells = (spec.rows as usize).checked_mul(spec.cols as usize).ok_or_else(|| usage("grid too large"))?;
+    let tiles = (spec.rows as usize).div_ceil(spec.tile_rows as usize) * (spec.cols as usize).div_ceil(spec.tile_cols as usize);
+    if tiles > i32::MAX as usize {
+        return Err(usage("more tiles than a tile index (i32) can number"));
+    }
+    for (i, e) in spec.elements.iter().enumerate() {
+        if spec.elements[..i].iter().any(|x| x.name == e.name) {
+            return Err(usage(format!("element name {} used twice", e.name)));
+        }
+    }
+    for (i, m) in spec.metadata.iter().enumerate() {
+        let reserved = spec.java_codec_records && m.record_id == 0 && (m.name == "GvrsJavaCodecs" || m.name == "GvrsCompressionCodecs");
+        if reserved || spec.metadata[..i].iter().any(|x| x.name == m.name && x.record_id == m.record_id) {
+            return Err(usage(format!("metadata record {} id {} given twice (or clashes with the codec records)", m.name, m.record_id)));
+        }
+    }
     for (e, v) in spec.elements.iter().zip(values) {
         check_identifier(&e.name, "element name")?;
         let (ok, len) = match (&e.kind, v) {

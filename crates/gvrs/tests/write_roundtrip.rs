@@ -415,3 +415,36 @@ fn lsop12_tiles_round_trip_through_the_reader() {
         assert_eq!((b[at + 4], b[at + 5]), (0, 12), "LSOP12 block header");
     }
 }
+
+#[test]
+fn bad_specs_are_usage_errors() {
+    let v = vec![0i32; 16];
+    let base = || GvrsSpec::new(4, 4, 2, 2, ElementSpec::new("z", ElementKind::integer()));
+    let mut bad = Vec::new();
+    let mut s = base();
+    s.elements.push(ElementSpec::new("z", ElementKind::integer()));
+    bad.push((s, 2));
+    let mut s = base();
+    s.elements[0].name = "1abc".into();
+    bad.push((s, 1));
+    let mut s = base();
+    s.metadata = vec![Metadata::integers("A", 1, &[1]), Metadata::integers("A", 1, &[2])];
+    bad.push((s, 1));
+    let mut s = base();
+    s.metadata = vec![Metadata::text("GvrsJavaCodecs", 0, "x", true)];
+    bad.push((s, 1));
+    let mut s = base();
+    s.codecs = vec![Codec::Deflate, Codec::Deflate];
+    bad.push((s, 1));
+    let mut s = base();
+    s.tile_rows = 0;
+    bad.push((s, 1));
+    for (s, n) in bad {
+        let values = vec![ElementValues::Int(&v); n];
+        let e = write::to_bytes(&s, &values).unwrap_err();
+        assert_eq!(e.kind, rasterpack_common::ErrorKind::Usage, "{e:?}");
+    }
+    // Wrong value count and wrong value type.
+    assert!(write::to_bytes(&base(), &[ElementValues::Int(&v[..15])]).is_err());
+    assert!(write::to_bytes(&base(), &[ElementValues::Float(&[0.0; 16])]).is_err());
+}
