@@ -448,3 +448,33 @@ fn bad_specs_are_usage_errors() {
     assert!(write::to_bytes(&base(), &[ElementValues::Int(&v[..15])]).is_err());
     assert!(write::to_bytes(&base(), &[ElementValues::Float(&[0.0; 16])]).is_err());
 }
+
+/// The codec metadata records the writer adds are byte-identical (CRC included) to Gridfour's
+/// in `int_deflate.gvrs` (codec list [GvrsDeflate], checksums on) and
+/// `short_compressed_default.gvrs` (default list, checksums off).
+#[test]
+fn codec_records_match_gridfour() {
+    let Ok(root) = std::env::var("RASTERPACK_CORPUS") else {
+        eprintln!("RASTERPACK_CORPUS not set: skipping");
+        return;
+    };
+    fn record<'a>(file: &'a [u8], name: &str) -> &'a [u8] {
+        let mut key = (name.len() as u16).to_le_bytes().to_vec();
+        key.extend_from_slice(name.as_bytes());
+        // The record content starts with the name; its header is the 8 bytes before.
+        let at = file.windows(key.len()).position(|w| w == key.as_slice()).expect("record present") - 8;
+        let len = i32::from_le_bytes(file[at..at + 4].try_into().unwrap()) as usize;
+        &file[at..at + len]
+    }
+    for (file, codecs, checksums) in
+        [("int_deflate.gvrs", vec![Codec::Deflate], true), ("short_compressed_default.gvrs", write::DEFAULT_CODECS.to_vec(), false)]
+    {
+        let gf = std::fs::read(std::path::Path::new(&root).join("gvrs").join(file)).unwrap();
+        let s = spec(ElementKind::integer(), &codecs, checksums);
+        let v = vec![0i32; (ROWS * COLS) as usize];
+        let b = write::to_bytes(&s, &[ElementValues::Int(&v)]).unwrap();
+        for name in ["GvrsJavaCodecs", "GvrsCompressionCodecs"] {
+            assert_eq!(record(&b, name), record(&gf, name), "{file}: {name}");
+        }
+    }
+}
