@@ -152,7 +152,7 @@ impl P<'_> {
                         while self.b.get(self.i).is_some_and(|c| c.is_ascii_digit()) {
                             self.i += 1;
                         }
-                        self.peek() == Some(b',')
+                        matches!(self.peek(), Some(b',') | Some(b'}'))
                     };
                     if is_list {
                         let mut list = Vec::new();

@@ -298,8 +298,38 @@ fn compression_code(c: Compression) -> i32 {
 
 /// A `.vds` container holding the layout and every layer.
 pub fn write_container(spec: &Spec, data: &[u8]) -> Vec<u8> {
+    write_container_with(spec, data, false)
+}
+
+/// The layout as a legacy Hue text object (what old tools stored as the `'OBJ '` `VDSObject`).
+pub fn legacy_vdsobject(spec: &Spec) -> String {
+    let names = ["Sample", "Crossline", "Inline", "Dim3", "Dim4", "Dim5"];
+    let mut t = String::from("CreateObj(\"HueVDSSubset\", \"\", 1)\n{\nName=\"Subset\";\n");
+    t += &format!("VoxelFormat=\"HUEVOXELFORMAT_{}\";\n", spec.format.name().trim_start_matches("Format_"));
+    t += &format!("VoxelComponents=\"HUEVOXELCOMPONENTS_{}\";\n", spec.components);
+    t += &format!("ValueName=\"{}\";\nValueUnit=\"\";\nValueRange:\n{{\n  Min=-1;\n  Max=1;\n}}\n", spec.channel_name);
+    t += &format!("IntegerScale={};\nIntegerOffset={};\n", spec.integer_scale, spec.integer_offset);
+    t += &format!("UseNoValue=\"{}\";\nNoValue={};\n", if spec.use_no_value { "TRUE" } else { "FALSE" }, spec.no_value);
+    t += &format!("FullVCSize=\"HUEVCSIZE_{}\";\nNegativeMargin={};\nPositiveMargin={};\n", spec.brick_size, spec.negative_margin, spec.positive_margin);
+    t += &format!("LODLevels=\"{}\";\n", if spec.lod_levels == 0 { "LODLevelNone".to_string() } else { format!("LODLevel{}", spec.lod_levels) });
+    t += &format!("Dimensions=\"HUEDIMENSION_{}\";\n", spec.dims.len());
+    for (d, n) in spec.dims.iter().enumerate() {
+        t += &format!("Dimension{d}Name=\"{}\";\nDimension{d}Unit=\"\";\nDimension{d}Size={n};\nDimension{d}Coordinate:\n{{\n  Min=0;\n  Max={};\n}}\n", names[d % 6], n - 1);
+    }
+    t += "VolumeDataChannelDescriptor:\n{\n  0\n}\nHistogramBLOB=N:0:;\n";
+    t += "CreateObj(\"MetadataString\", \"MetadataList\", 2)\n{\n  Name=\"Writer\";\n  Category=\"Test\";\n  Type=\"String\";\n  Value=\"rasterpack testsupport\";\n}\n";
+    t += "CreateObj(\"MetadataDoubleVector2\", \"MetadataList\", 3)\n{\n  Name=\"Origin\";\n  Category=\"Test\";\n  Type=\"DoubleVector2\";\n  Value:\n  {\n    X=1.5;\n    Y=-2.25;\n  }\n}\n}\n";
+    t
+}
+
+/// A container whose layout is only the legacy `'OBJ '` `VDSObject` text.
+pub fn write_legacy_container(spec: &Spec, data: &[u8]) -> Vec<u8> {
+    write_container_with(spec, data, true)
+}
+
+fn write_container_with(spec: &Spec, data: &[u8], legacy: bool) -> Vec<u8> {
     let layers = layers(spec, data);
-    let json = serde_json::to_vec_pretty(&spec.layout_json()).expect("json");
+    let json = if legacy { legacy_vdsobject(spec).into_bytes() } else { serde_json::to_vec_pretty(&spec.layout_json()).expect("json") };
     let mut buf = vec![0u8; 32];
     // Per file: name, type, chunk extents + metadata, page entries, file metadata.
     struct F {
@@ -313,7 +343,8 @@ pub fn write_container(spec: &Spec, data: &[u8]) -> Vec<u8> {
     let mut files = Vec::new();
     let jo = buf.len() as i64;
     buf.extend_from_slice(&json);
-    files.push(F { name: "VolumeDataLayout".into(), ftype: *b"JSON", entries: vec![(jo, json.len() as i32, Vec::new())], per_page: 1, cml: 0, fmeta: Vec::new() });
+    let (jname, jtype) = if legacy { ("VDSObject", *b"OBJ ") } else { ("VolumeDataLayout", *b"JSON") };
+    files.push(F { name: jname.into(), ftype: jtype, entries: vec![(jo, json.len() as i32, Vec::new())], per_page: 1, cml: 0, fmeta: Vec::new() });
     for l in &layers {
         let mut entries = Vec::new();
         for (hash, bytes) in &l.chunks {
@@ -530,6 +561,7 @@ pub fn write_testdata(dir: &Path) -> std::io::Result<()> {
     bad[o + 36] = 0xBF;
     bad[o + 37] = 0xFF;
     std::fs::write(dir.join("invalid_rle_overrun.vds"), bad)?;
+    std::fs::write(dir.join("small_legacy_vdsobject.vds"), write_legacy_container(&testdata_specs()[0].1, &ramp_data(&testdata_specs()[0].1)))?;
     let spec = Spec { dims: vec![20, 8, 6], compression: Compression::None, page_entries: 4, ..Default::default() };
     let d = dir.join("small_objdir");
     let _ = std::fs::remove_dir_all(&d);

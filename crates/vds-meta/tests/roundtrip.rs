@@ -277,3 +277,26 @@ fn box_reads_with_a_brick_cache() {
     let (hits, misses) = cached.brick_cache_stats();
     assert!(hits > misses * 5, "hits {hits} misses {misses}");
 }
+
+#[test]
+fn legacy_vdsobject_layout() {
+    use rasterpack_vds_meta::testsupport::write_legacy_container;
+    for compression in [Compression::None, Compression::RLE, Compression::Zip] {
+        let spec = Spec { dims: vec![40, 9, 5], compression, format: SampleFormat::U16, integer_scale: 0.5, integer_offset: 10.0, lod_levels: 1, negative_margin: 1, positive_margin: 1, ..Default::default() };
+        let data = sample_data(&spec, 13);
+        let input = Input::from_bytes("legacy.vds", write_legacy_container(&spec, &data));
+        let r = VdsFormat.validate(&input, &ValidateOptions::default());
+        let bad: Vec<_> = r.findings.iter().filter(|f| f.severity != Severity::Info).collect();
+        assert!(bad.is_empty() && r.findings.has_code("vds.legacy_layout.used"), "{:?}", r.findings);
+        let ds = Dataset::open(&input, &Limits::default()).unwrap();
+        assert_eq!(ds.layout.channels[0].integer_scale, 0.5);
+        assert_eq!(ds.layout.metadata.len(), 2);
+        assert_eq!(ds.layers.len(), 2);
+        let a = read_channel(&ds, None, false).unwrap();
+        assert_eq!(a.data, data);
+        // Equal to the same dataset with a JSON layout.
+        let js = Dataset::open(&Input::from_bytes("j.vds", write_container(&spec, &data)), &Limits::default()).unwrap();
+        assert_eq!(serde_json::to_value(&js.layout.axes).unwrap(), serde_json::to_value(&ds.layout.axes).unwrap());
+        assert_eq!(serde_json::to_value(&js.layout.layout).unwrap(), serde_json::to_value(&ds.layout.layout).unwrap());
+    }
+}
