@@ -309,16 +309,17 @@ impl Buf {
 }
 
 /// Frame a record: `[length][type][0 0 0] content [padding] [CRC]`, length a multiple of 8.
-fn record(kind: u8, content: &[u8], checksums: bool) -> Vec<u8> {
+fn record(kind: u8, content: &[u8], checksums: bool) -> Result<Vec<u8>> {
     let len = (8 + content.len() + 4).div_ceil(8) * 8;
+    let len32 = i32::try_from(len).map_err(|_| usage(format!("a record of {len} bytes exceeds the i32 record length")))?;
     let mut r = Vec::with_capacity(len);
-    r.extend_from_slice(&(len as i32).to_le_bytes());
+    r.extend_from_slice(&len32.to_le_bytes());
     r.extend_from_slice(&[kind, 0, 0, 0]);
     r.extend_from_slice(content);
     r.resize(len - 4, 0);
     let crc = if checksums { crc32c::crc32c(&r) } else { 0 };
     r.extend_from_slice(&crc.to_le_bytes());
-    r
+    Ok(r)
 }
 
 fn random_uuid() -> [u8; 16] {
@@ -689,7 +690,7 @@ pub fn to_bytes(spec: &GvrsSpec, values: &[ElementValues]) -> Result<Vec<u8>> {
     let mut meta_dir = Buf(Vec::new());
     meta_dir.i32(metadata.len() as i32);
     for m in &metadata {
-        let r = record(REC_METADATA, &metadata_content(m)?, spec.checksums);
+        let r = record(REC_METADATA, &metadata_content(m)?, spec.checksums)?;
         meta_dir.i64((pos + 8) as i64);
         meta_dir.string(&m.name)?;
         meta_dir.i32(m.record_id);
@@ -697,7 +698,7 @@ pub fn to_bytes(spec: &GvrsSpec, values: &[ElementValues]) -> Result<Vec<u8>> {
         pos += r.len();
         meta_records.push(r);
     }
-    let meta_dir = record(REC_METADATA_DIRECTORY, &meta_dir.0, spec.checksums);
+    let meta_dir = record(REC_METADATA_DIRECTORY, &meta_dir.0, spec.checksums)?;
     let meta_dir_offset = pos + 8;
     pos += meta_dir.len();
 
@@ -721,7 +722,7 @@ pub fn to_bytes(spec: &GvrsSpec, values: &[ElementValues]) -> Result<Vec<u8>> {
     let mut tile_records = Vec::with_capacity(tiles.len());
     let mut large = false;
     for (index, content) in &tiles {
-        let r = record(REC_TILE, content, spec.checksums);
+        let r = record(REC_TILE, content, spec.checksums)?;
         let compact = (pos + 8) / 8;
         if compact > u32::MAX as usize {
             large = true;
@@ -745,7 +746,7 @@ pub fn to_bytes(spec: &GvrsSpec, values: &[ElementValues]) -> Result<Vec<u8>> {
     for e in &entries {
         dir.0.extend_from_slice(&e.to_le_bytes());
     }
-    let tile_dir = record(REC_TILE_DIRECTORY, &dir.0, spec.checksums);
+    let tile_dir = record(REC_TILE_DIRECTORY, &dir.0, spec.checksums)?;
     debug_assert_eq!(tile_dir.len(), tile_dir_len);
 
     let header = header_record(spec, &uuid, time_ms, meta_dir_offset as i64, tile_dir_offset as i64)?;
