@@ -185,9 +185,14 @@ fn run(raw: &[u8]) {
         ms(est),
         mbps(raw.len(), est)
     );
-    // NPZ0 chunk: whole read, then SHA-256+CRC32C || zstd into a fresh buffer, then member CRC-32.
-    let est_npz = read + (sha + crc).max(zstd_t) + zip_crc;
-    println!("  NPZ0 chunk, two idle cores (read; SHA+CRC || zstd; member CRC-32): {:.1} ms = {:.0} MB/s", ms(est_npz), mbps(raw.len(), est_npz));
+    // NPZ0 chunk: whole read, then SHA-256+CRC32C || zstd into a fresh buffer, then the member
+    // CRC-32 split over both cores.
+    let est_npz = read + (sha + crc).max(zstd_t) + zip_crc / 2;
+    println!(
+        "  NPZ0 chunk, two idle cores (read; SHA+CRC || zstd; member CRC-32 on 2 cores): {:.1} ms = {:.0} MB/s",
+        ms(est_npz),
+        mbps(raw.len(), est_npz)
+    );
     let _ = std::fs::remove_file(&raw_file);
     let _ = std::fs::remove_file(&npz_file);
 }
