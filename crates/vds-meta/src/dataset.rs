@@ -710,7 +710,21 @@ fn load_chunk_meta(store: &dyn ObjectStore, st: &LayerStatus, f: &mut Findings) 
         }
     }
     let mut out = vec![ChunkMeta::default(); n as usize];
-    for p in 0..pages {
+    // Without a page directory, a directory store is asked only for the pages it holds (one
+    // listing instead of a lookup per declared page).
+    let listed: Option<Vec<u64>> = if st.page_directory.is_none() && store.kind() == "object-dir" {
+        let prefix = format!("{}/ChunkMetadata/", st.layer_name);
+        let mut v: Vec<u64> = store.list(&prefix)?.iter().filter_map(|k| k[prefix.len()..].parse().ok()).filter(|&p| p < pages).collect();
+        v.sort_unstable();
+        Some(v)
+    } else {
+        None
+    };
+    let page_iter: Box<dyn Iterator<Item = u64>> = match listed {
+        Some(v) => Box::new(v.into_iter()),
+        None => Box::new(0..pages),
+    };
+    for p in page_iter {
         let key_n: i64 = match &st.page_directory {
             Some(pd) => match pd.get(p as usize) {
                 Some(&k) => k,

@@ -300,3 +300,25 @@ fn legacy_vdsobject_layout() {
         assert_eq!(serde_json::to_value(&js.layout.layout).unwrap(), serde_json::to_value(&ds.layout.layout).unwrap());
     }
 }
+
+#[test]
+fn object_store_without_page_directory() {
+    let dir = std::env::temp_dir().join(format!("rp-vds-nopd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let spec = Spec { dims: vec![70, 40, 12], compression: Compression::RLE, page_entries: 2, unwritten: vec![1], ..Default::default() };
+    let data = sample_data(&spec, 17);
+    write_dir(&spec, &data, &dir).unwrap();
+    let ls_path = dir.join("LayerStatus");
+    let mut ls: serde_json::Value = serde_json::from_slice(&std::fs::read(&ls_path).unwrap()).unwrap();
+    ls[0].as_object_mut().unwrap().remove("pageDirectory");
+    std::fs::write(&ls_path, ls.to_string()).unwrap();
+    let input = Input::open(&dir).unwrap();
+    let r = VdsFormat.validate(&input, &ValidateOptions::default());
+    assert!(r.is_valid(true), "{:?}", r.findings);
+    let with = Dataset::open(&Input::from_bytes("c.vds", write_container(&spec, &data)), &Limits::default()).unwrap();
+    let ds = Dataset::open(&input, &Limits::default()).unwrap();
+    assert_eq!(ds.layers[0].chunks, with.layers[0].chunks);
+    assert_eq!(ds.read_layer(0, Values::Native).unwrap(), with.read_layer(0, Values::Native).unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(format!("{}.objmeta.json", dir.display()));
+}
