@@ -550,6 +550,13 @@ fn check_chunk(
                 decoded = decode(flags, &comp, uncomp_len);
                 if opts.keep_repairs {
                     repairs.push((payload_off, comp.clone()));
+                    // Damaged parity bytes are rewritten too, so the copy is whole again.
+                    if !multi {
+                        let fresh = ecc::pyfolds_ecc(rs, &comp);
+                        if fresh != ecc_bytes {
+                            repairs.push((ecc_off, fresh));
+                        }
+                    }
                 }
             } else {
                 comp = before;
@@ -575,13 +582,19 @@ fn check_chunk(
                     h.comp_len
                 ),
             );
-        } else if ecc::pyfolds_ecc(rs, &comp) != ecc_bytes {
-            st.ecc_status = format!("rs({}) parity mismatch", rs.nsym());
-            l.integrity.warning(
-                "fold.ecc.parity_mismatch",
-                Some(ecc_off),
-                format!("chunk {name:?}: payload verifies but the ECC bytes are not its Reed-Solomon parity"),
-            );
+        } else {
+            let fresh = ecc::pyfolds_ecc(rs, &comp);
+            if fresh != ecc_bytes {
+                st.ecc_status = format!("rs({}) parity mismatch", rs.nsym());
+                l.integrity.warning(
+                    "fold.ecc.parity_mismatch",
+                    Some(ecc_off),
+                    format!("chunk {name:?}: payload verifies but the ECC bytes are not its Reed-Solomon parity (convert rewrites them)"),
+                );
+                if opts.keep_repairs {
+                    repairs.push((ecc_off, fresh));
+                }
+            }
         }
     }
     st.crc_ok = Some(crc_ok);

@@ -246,3 +246,28 @@ fn large_chunks_stream_and_agree_with_the_full_path() {
     assert!(v.findings.has_code("fold.payload.decompress_failed"), "{:?}", v.findings);
     assert!(i.findings.has_code("fold.payload.decompress_failed"), "{:?}", i.findings);
 }
+
+#[test]
+fn damaged_parity_is_reported_and_rewritten() {
+    let mut b = FoldBuilder::new();
+    b.add_chunk("d", "BLOB", b"some payload bytes", ChunkOptions { compression: Compression::None, ecc: Some(16) }).unwrap();
+    let good = b.to_bytes().unwrap();
+    let ecc_off = 28 + 32 + 18;
+    // Parity only damaged: payload verifies, warning, convert restores the parity.
+    let mut bad = good.clone();
+    bad[ecc_off + 3] ^= 0xA5;
+    let input = Input::from_bytes("p", bad.clone());
+    let r = FoldFormat.validate(&input, &ValidateOptions::default());
+    assert!(r.is_valid(false) && r.findings.has_code("fold.ecc.parity_mismatch"), "{:?}", r.findings);
+    let mut out = Vec::new();
+    rasterpack_fold::repair_copy(&input, &Default::default(), &mut out).unwrap();
+    assert_eq!(out, good);
+    // Payload and parity both damaged (within capacity): both restored.
+    bad[28 + 32 + 2] ^= 0x11;
+    let input = Input::from_bytes("p2", bad);
+    let r = FoldFormat.validate(&input, &ValidateOptions::default());
+    assert!(r.is_valid(false) && r.findings.has_code("fold.ecc.repaired"), "{:?}", r.findings);
+    let mut out = Vec::new();
+    rasterpack_fold::repair_copy(&input, &Default::default(), &mut out).unwrap();
+    assert_eq!(out, good);
+}
