@@ -663,12 +663,25 @@ fn encode_tiles(spec: &GvrsSpec, values: &[ElementValues]) -> Vec<(usize, Vec<u8
 
 /// Write a complete GVRS file.
 pub fn write_gvrs(spec: &GvrsSpec, values: &[ElementValues], out: &mut dyn Write) -> Result<()> {
-    let bytes = to_bytes(spec, values)?;
-    out.write_all(&bytes).map_err(|e| Error::io("writing GVRS output", &e))
+    let (pieces, _) = assemble(spec, values)?;
+    for p in &pieces {
+        out.write_all(p).map_err(|e| Error::io("writing GVRS output", &e))?;
+    }
+    Ok(())
 }
 
 /// Build a complete GVRS file in memory.
 pub fn to_bytes(spec: &GvrsSpec, values: &[ElementValues]) -> Result<Vec<u8>> {
+    let (pieces, len) = assemble(spec, values)?;
+    let mut file = Vec::with_capacity(len);
+    for p in &pieces {
+        file.extend_from_slice(p);
+    }
+    Ok(file)
+}
+
+/// The file as consecutive pieces (identification + header, records...) and its total length.
+fn assemble(spec: &GvrsSpec, values: &[ElementValues]) -> Result<(Vec<Vec<u8>>, usize)> {
     validate(spec, values)?;
     let uuid = spec.uuid.unwrap_or_else(random_uuid);
     let time_ms = spec.time_modified_ms.unwrap_or_else(|| {
@@ -721,8 +734,11 @@ pub fn to_bytes(spec: &GvrsSpec, values: &[ElementValues]) -> Result<Vec<u8>> {
     let mut entries = vec![0u32; n_rows * n_cols];
     let mut tile_records = Vec::with_capacity(tiles.len());
     let mut large = false;
-    for (index, content) in &tiles {
-        let r = record(REC_TILE, content, spec.checksums)?;
+    for (index, content) in tiles {
+        // Frame each tile and drop its unframed content at once: peak memory stays near the
+        // compressed size.
+        let r = record(REC_TILE, &content, spec.checksums)?;
+        drop(content);
         let compact = (pos + 8) / 8;
         if compact > u32::MAX as usize {
             large = true;
@@ -749,21 +765,16 @@ pub fn to_bytes(spec: &GvrsSpec, values: &[ElementValues]) -> Result<Vec<u8>> {
     let tile_dir = record(REC_TILE_DIRECTORY, &dir.0, spec.checksums)?;
     debug_assert_eq!(tile_dir.len(), tile_dir_len);
 
-    let header = header_record(spec, &uuid, time_ms, meta_dir_offset as i64, tile_dir_offset as i64)?;
-    let mut file = Vec::with_capacity(pos);
-    file.extend_from_slice(b"gvrs raster\0");
-    file.extend_from_slice(&[1, 4, 0, 0]);
-    file.extend_from_slice(&header);
-    for r in &meta_records {
-        file.extend_from_slice(r);
-    }
-    file.extend_from_slice(&meta_dir);
-    file.extend_from_slice(&tile_dir);
-    for r in &tile_records {
-        file.extend_from_slice(r);
-    }
-    debug_assert_eq!(file.len(), pos);
-    Ok(file)
+    let mut head = b"gvrs raster\0\x01\x04\0\0".to_vec();
+    head.extend_from_slice(&header_record(spec, &uuid, time_ms, meta_dir_offset as i64, tile_dir_offset as i64)?);
+    let mut pieces = Vec::with_capacity(3 + meta_records.len() + tile_records.len());
+    pieces.push(head);
+    pieces.extend(meta_records);
+    pieces.push(meta_dir);
+    pieces.push(tile_dir);
+    pieces.extend(tile_records);
+    debug_assert_eq!(pieces.iter().map(Vec::len).sum::<usize>(), pos);
+    Ok((pieces, pos))
 }
 
 /// Identification block plus header record for `spec` (directory offsets 0): what [`to_bytes`]
