@@ -66,7 +66,14 @@ impl Format for VdsFormat {
         let mut report = Report::new("vds");
         match Dataset::open(input, &opts.limits) {
             Err(e) => {
-                // A container that fails before its layout still gets its structural findings.
+                // A container that fails at its layout or layers still gets its structural
+                // findings (the dataset could not be opened to collect them).
+                if input.dir().is_none() && e.code != "vds.container.magic" {
+                    if let Ok(c) = container::Container::open(input, &opts.limits) {
+                        report.findings.extend(c.findings.clone());
+                        validate::container_checks(&c, &mut report.findings);
+                    }
+                }
                 report.fail(&e.in_format("vds"));
             }
             Ok(ds) => {

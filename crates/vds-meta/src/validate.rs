@@ -36,7 +36,7 @@ pub fn validate_dataset(ds: &Dataset, report: &mut Report) {
     }
 }
 
-fn container_checks(c: &crate::container::Container, f: &mut Findings) {
+pub(crate) fn container_checks(c: &crate::container::Container, f: &mut Findings) {
     let mut ext = c.extents();
     ext.sort_by_key(|e| (e.0, e.1));
     // Any two referenced extents that share bytes are a corrupt allocation.

@@ -105,8 +105,17 @@ fn crafted_corruptions() {
     let mut b = good.clone();
     b[jf + 20..jf + 24].copy_from_slice(b"OBJ ");
     b[jf + 32..jf + 48].copy_from_slice(b"VDSObject\0\0\0\0\0\0\0");
-    let r = validate(b);
+    let r = validate(b.clone());
     assert_code(&r, "vds.legacy_layout.syntax");
+    // ... and structural findings are still reported beside the fatal one.
+    let (_, pd2) = layer_entry(&good);
+    let mut b2 = b;
+    b2[pd2 + 24..pd2 + 28].copy_from_slice(&0i32.to_le_bytes());
+    let (_, _, ie1) = chunk_at(&good, 1);
+    b2[ie1 + 12] = 1; // reserved field
+    let r = validate(b2);
+    assert_code(&r, "vds.legacy_layout.syntax");
+    assert!(r.findings.has_code("vds.container.reserved"), "{:?}", r.findings);
 
     // Bad zlib data in a Zip layer.
     let zgood = small(Compression::Zip, SampleFormat::R32);
