@@ -103,3 +103,44 @@ fn deep_but_allowed_nesting_does_not_overflow_the_stack() {
     assert!(r.is_valid(true), "{:?}", r.findings);
     let _ = FoldFormat.inspect(&input, &InspectOptions { all: true, ..Default::default() }).unwrap();
 }
+
+#[test]
+fn streamed_and_whole_zstd_paths_agree_on_corrupt_frames() {
+    // 5 MiB chunk: validate streams it, inspect decodes it whole. Damage inside the zstd frame
+    // with matching CRC/SHA (stored uncompressed, flags patched to zstd) must give the same
+    // verdict both ways and never panic.
+    let mut seed = 9u64;
+    let payload: Vec<u8> = (0..6 << 20)
+        .map(|_| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) as u8) & 0x3f
+        })
+        .collect();
+    let frame = zstd::bulk::compress(&payload, 1).unwrap();
+    assert!(frame.len() > 4 << 20);
+    for k in 0..12 {
+        let mut f = frame.clone();
+        let at = match k {
+            0 => 4,
+            1 => 6,
+            2 => 12,
+            _ => (k * 400_009) % f.len(),
+        };
+        f[at] ^= 0x55 + k as u8;
+        let mut b = FoldBuilder::new();
+        b.add_chunk("z", "F32R", &f, ChunkOptions { compression: Compression::None, ecc: None }).unwrap();
+        let mut bytes = b.to_bytes().unwrap();
+        bytes[28 + 7] = 1;
+        bytes[28 + 8..28 + 16].copy_from_slice(&(payload.len() as u64).to_be_bytes());
+        let input = Input::from_bytes("z", bytes);
+        let v = FoldFormat.validate(&input, &ValidateOptions::default());
+        let i = FoldFormat.inspect(&input, &InspectOptions::default()).unwrap();
+        let payload_errors = |r: &rasterpack_common::Report| {
+            r.findings.iter().any(|f| f.code.starts_with("fold.payload."))
+        };
+        assert_eq!(payload_errors(&v), payload_errors(&i), "damage at {at}: {:?} vs {:?}", v.findings, i.findings);
+        if k == 0 {
+            assert!(v.findings.has_code("fold.payload.decompress_failed"), "{:?}", v.findings);
+        }
+    }
+}
