@@ -92,12 +92,15 @@ fn layer_checks(ds: &Dataset, layer: &Layer, f: &mut Findings) {
         );
     }
     let wavelet_meta = st.metadata_byte_size == 28;
-    if wavelet_meta != layer.is_wavelet() {
+    if wavelet_meta && !layer.is_wavelet() {
         f.error(
             "vds.layer.metadata_size",
             None,
-            format!("layer {name}: {}-byte chunk metadata with {} compression", st.metadata_byte_size, st.compression.name()),
+            format!("layer {name}: wavelet (adaptive) chunk metadata with {} compression", st.compression.name()),
         );
+    } else if !wavelet_meta && layer.is_wavelet() {
+        // OpenVDS then reads the layer as non-adaptive wavelet (no level table): allowed, noted.
+        f.warning("vds.layer.metadata_size", None, format!("layer {name}: wavelet layer without adaptive-level chunk metadata"));
     }
     if let (Some(ch), Some(lod)) = (&st.channel_name, st.lod) {
         if let Some(g) = &layer.geometry {
