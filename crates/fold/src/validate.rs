@@ -233,35 +233,17 @@ const STREAM_MIN: u64 = 4 << 20;
 /// Piece size of streamed verification.
 const PIECE: usize = 2 << 20;
 
-type DecodeStatus = Result<(), (&'static str, String)>;
+/// Decoded bytes when collected, `None` when only counted.
+type Streamed = Result<Option<Vec<u8>>, (&'static str, String)>;
 
-/// CRC32C, SHA-256 and decode status of a stored payload read piece by piece into a few
-/// reused buffers: hashing on this thread, zstd on a helper thread.
-fn stream_verify(input: &Input, off: u64, h: &ChunkHeader) -> Result<(u32, String, DecodeStatus), Error> {
+/// CRC32C, SHA-256 and decode result of a stored zstd payload read piece by piece into a few
+/// reused buffers: hashing on this thread, zstd on a helper thread. With `collect`, the
+/// decoded bytes are gathered (for JSON/NPZ0 checks); otherwise only counted.
+fn stream_verify(input: &Input, off: u64, h: &ChunkHeader, collect: bool) -> Result<(u32, String, Streamed), Error> {
     use std::sync::mpsc::sync_channel;
     let total = h.comp_len;
     let mut sha = Sha256::new();
     let mut crc = 0u32;
-    if h.flags != FLAG_ZSTD {
-        let mut buf = vec![0u8; PIECE];
-        let mut pos = 0u64;
-        while pos < total {
-            let n = (total - pos).min(PIECE as u64) as usize;
-            input.read_at(off + pos, &mut buf[..n], "chunk payload")?;
-            sha.update(&buf[..n]);
-            crc = crc32c::crc32c_append(crc, &buf[..n]);
-            pos += n as u64;
-        }
-        let dec = match decode(h.flags, &[], 0) {
-            Err(e) if h.flags != FLAG_NONE => Err(e),
-            _ if total != h.uncomp_len => Err((
-                "fold.payload.uncomp_len_mismatch",
-                format!("uncompressed chunk holds {total} bytes, uncomp_len says {}", h.uncomp_len),
-            )),
-            _ => Ok(()),
-        };
-        return Ok((crc, hex(&sha.finalize()), dec));
-    }
     let (full_tx, full_rx) = sync_channel::<(Vec<u8>, usize)>(2);
     let (free_tx, free_rx) = sync_channel::<Vec<u8>>(4);
     for _ in 0..3 {
@@ -269,7 +251,7 @@ fn stream_verify(input: &Input, off: u64, h: &ChunkHeader) -> Result<(u32, Strin
     }
     let uncomp_len = h.uncomp_len;
     std::thread::scope(|s| {
-        let consumer = s.spawn(move || zstd_consume(full_rx, free_tx, uncomp_len));
+        let consumer = s.spawn(move || zstd_consume(full_rx, free_tx, total, uncomp_len, collect));
         let mut pos = 0u64;
         let mut spare: Option<Vec<u8>> = None;
         let mut alive = true;
@@ -308,12 +290,15 @@ fn stream_verify(input: &Input, off: u64, h: &ChunkHeader) -> Result<(u32, Strin
     })
 }
 
-/// Decode zstd pieces as they arrive into one small reused buffer, counting the output.
+/// Decode zstd pieces as they arrive: into one small reused buffer (counting only), or into a
+/// growing buffer never larger than `uncomp_len` (collecting).
 fn zstd_consume(
     rx: std::sync::mpsc::Receiver<(Vec<u8>, usize)>,
     free: std::sync::mpsc::SyncSender<Vec<u8>>,
+    comp_len: u64,
     uncomp_len: u64,
-) -> DecodeStatus {
+    collect: bool,
+) -> Streamed {
     use zstd::zstd_safe::{get_error_name, DCtx, InBuffer, OutBuffer};
     let fail = |c: usize| ("fold.payload.decompress_failed", format!("zstd: {}", get_error_name(c)));
     let too_much = || {
@@ -323,20 +308,45 @@ fn zstd_consume(
         )
     };
     let mut dctx = DCtx::create();
-    let mut out = vec![0u8; 256 << 10];
+    let mut scratch = vec![0u8; 256 << 10];
+    let mut sink: Vec<u8> = Vec::new();
+    if collect {
+        // Up front only what the stored size can plausibly expand to (see `decode`).
+        let plausible = comp_len.saturating_mul(65536).saturating_add(1 << 20);
+        sink.reserve(uncomp_len.min(plausible).min(usize::MAX as u64) as usize);
+    }
     let mut produced = 0u64;
     let mut hint = 1usize;
+    // One decoder step; returns (input consumed, output produced, zstd hint).
+    let mut step = |inb: &mut InBuffer<'_>, sink: &mut Vec<u8>, scratch: &mut [u8]| -> Result<(usize, usize, usize), (&'static str, String)> {
+        let before = inb.pos();
+        if collect && (sink.len() as u64) < uncomp_len {
+            if sink.len() == sink.capacity() {
+                let want = (uncomp_len - sink.len() as u64).min(sink.len().max(1 << 20) as u64) as usize;
+                sink.reserve_exact(want);
+            }
+            let start = sink.len();
+            let mut outb = OutBuffer::around_pos(sink, start);
+            let r = dctx.decompress_stream(&mut outb, inb).map_err(fail)?;
+            let got = outb.pos() - start;
+            Ok((inb.pos() - before, got, r))
+        } else {
+            // Counting, or a collecting sink already full: any further byte is too much.
+            let mut outb = OutBuffer::around(scratch);
+            let r = dctx.decompress_stream(&mut outb, inb).map_err(fail)?;
+            Ok((inb.pos() - before, outb.pos(), r))
+        }
+    };
     for (buf, n) in rx {
         let mut inb = InBuffer::around(&buf[..n]);
         while inb.pos() < n {
-            let before = inb.pos();
-            let mut outb = OutBuffer::around(&mut out[..]);
-            hint = dctx.decompress_stream(&mut outb, &mut inb).map_err(fail)?;
-            produced += outb.pos() as u64;
-            if produced > uncomp_len {
+            let (used, got, r) = step(&mut inb, &mut sink, &mut scratch)?;
+            hint = r;
+            produced += got as u64;
+            if produced > uncomp_len || (collect && produced > sink.len() as u64) {
                 return Err(too_much());
             }
-            if inb.pos() == before && outb.pos() == 0 {
+            if used == 0 && got == 0 {
                 return Err(("fold.payload.decompress_failed", "zstd: decoder made no progress".into()));
             }
         }
@@ -345,16 +355,15 @@ fn zstd_consume(
     // Flush what the decoder still holds.
     loop {
         let mut inb = InBuffer::around(&[]);
-        let mut outb = OutBuffer::around(&mut out[..]);
-        let r = dctx.decompress_stream(&mut outb, &mut inb).map_err(fail)?;
-        if outb.pos() == 0 {
+        let (_, got, r) = step(&mut inb, &mut sink, &mut scratch)?;
+        if got == 0 {
             // Nothing left. (A call after a finished frame asks for a new frame header: its
             // hint is not about the data we gave.)
             break;
         }
         hint = r;
-        produced += outb.pos() as u64;
-        if produced > uncomp_len {
+        produced += got as u64;
+        if produced > uncomp_len || (collect && produced > sink.len() as u64) {
             return Err(too_much());
         }
     }
@@ -367,7 +376,23 @@ fn zstd_consume(
             format!("zstd payload decompresses to {produced} bytes, uncomp_len says {uncomp_len}"),
         ));
     }
-    Ok(())
+    Ok(collect.then_some(sink))
+}
+
+/// CRC32C and SHA-256 of a stored payload read in pieces through one reused buffer.
+fn stream_hash(input: &Input, off: u64, total: u64) -> Result<(u32, String), Error> {
+    let mut sha = Sha256::new();
+    let mut crc = 0u32;
+    let mut buf = vec![0u8; PIECE.min(total as usize)];
+    let mut pos = 0u64;
+    while pos < total {
+        let n = (total - pos).min(PIECE as u64) as usize;
+        input.read_at(off + pos, &mut buf[..n], "chunk payload")?;
+        sha.update(&buf[..n]);
+        crc = crc32c::crc32c_append(crc, &buf[..n]);
+        pos += n as u64;
+    }
+    Ok((crc, hex(&sha.finalize())))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -482,17 +507,30 @@ fn check_chunk(
     let ecc_off = payload_off + h.comp_len;
     let flags = h.flags;
     let uncomp_len = h.uncomp_len;
-    // Large opaque chunks whose bytes nobody needs are verified in pieces through reused
-    // buffers (no chunk-sized allocation, no page faults); anything that fails is re-read
-    // whole below for ECC repair and exact reporting.
-    let streamable = h.comp_len >= STREAM_MIN
-        && !opts.content
-        && !opts.keep_payload
-        && e.ctype != "JSON"
-        && e.ctype != "NPZ0";
-    let streamed = if streamable { Some(stream_verify(input, payload_off, &h)?) } else { None };
+    // Large chunks are verified in pieces through reused buffers while zstd decodes on a
+    // second thread: opaque chunks are only counted (no chunk-sized allocation at all), JSON
+    // and NPZ0 chunks are collected for their checks. Whatever fails is re-read whole below
+    // for ECC repair and exact reporting. (`inspect` and array reads keep the whole path.)
+    let streamable = h.comp_len >= STREAM_MIN && !opts.content && !opts.keep_payload && h.flags <= FLAG_ZSTD;
+    let collect = e.ctype == "JSON" || e.ctype == "NPZ0";
+    let streamed = match (streamable, h.flags) {
+        (true, FLAG_ZSTD) => Some(stream_verify(input, payload_off, &h, collect)?),
+        (true, _) if !collect => {
+            let (crc, sha) = stream_hash(input, payload_off, h.comp_len)?;
+            let dec = if h.comp_len == h.uncomp_len {
+                Ok(None)
+            } else {
+                Err((
+                    "fold.payload.uncomp_len_mismatch",
+                    format!("uncompressed chunk holds {} bytes, uncomp_len says {}", h.comp_len, h.uncomp_len),
+                ))
+            };
+            Some((crc, sha, dec))
+        }
+        _ => None,
+    };
     let (mut comp, ecc_bytes, crc, sha, mut decoded) = match streamed {
-        Some((crc, sha, dec)) if crc == h.crc32c && sha == e.sha256 => (Vec::new(), Vec::new(), crc, sha, dec.map(|()| None)),
+        Some((crc, sha, dec)) if crc == h.crc32c && sha == e.sha256 => (Vec::new(), Vec::new(), crc, sha, dec),
         _ => {
             let comp = input.read_vec(payload_off, h.comp_len, "chunk payload", &opts.limits)?;
             let ecc_bytes = input.read_vec(ecc_off, h.ecc_len as u64, "chunk ECC", &opts.limits)?;

@@ -118,7 +118,8 @@ fn streamed_and_whole_zstd_paths_agree_on_corrupt_frames() {
         .collect();
     let frame = zstd::bulk::compress(&payload, 1).unwrap();
     assert!(frame.len() > 4 << 20);
-    for k in 0..12 {
+    for k in 0..15 {
+        let ctype = ["F32R", "NPZ0", "JSON"][k % 3];
         let mut f = frame.clone();
         let at = match k {
             0 => 4,
@@ -128,7 +129,7 @@ fn streamed_and_whole_zstd_paths_agree_on_corrupt_frames() {
         };
         f[at] ^= 0x55 + k as u8;
         let mut b = FoldBuilder::new();
-        b.add_chunk("z", "F32R", &f, ChunkOptions { compression: Compression::None, ecc: None }).unwrap();
+        b.add_chunk("z", ctype, &f, ChunkOptions { compression: Compression::None, ecc: None }).unwrap();
         let mut bytes = b.to_bytes().unwrap();
         bytes[28 + 7] = 1;
         bytes[28 + 8..28 + 16].copy_from_slice(&(payload.len() as u64).to_be_bytes());

@@ -271,3 +271,43 @@ fn damaged_parity_is_reported_and_rewritten() {
     rasterpack_fold::repair_copy(&input, &Default::default(), &mut out).unwrap();
     assert_eq!(out, good);
 }
+
+#[test]
+fn large_json_and_npz_chunks_validate_streamed() {
+    // Stored >= 4 MiB: validate decodes them on the streamed path (collecting), inspect whole.
+    let mut seed = 5u64;
+    let mut next = || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed >> 11
+    };
+    let mut text = String::from("[");
+    while text.len() < 10 << 20 {
+        text.push_str(&format!("\"{:013x}\",", next()));
+    }
+    text.push_str("NaN]");
+    let floats: Vec<u8> = (0..(6 << 20) / 4).flat_map(|_| f32::from_bits(next() as u32 & 0x3f7f_ffff).to_le_bytes()).collect();
+    let arr = NdArray::new(DType::F32, vec![(6 << 20) / 4], floats).unwrap();
+    let mut b = FoldBuilder::new();
+    b.add_chunk("big_json", "JSON", text.as_bytes(), ChunkOptions::default()).unwrap();
+    b.add_npz("big_npz", &[("f", &arr)], ChunkOptions::default()).unwrap();
+    let bytes = b.to_bytes().unwrap();
+    let input = Input::from_bytes("big", bytes.clone());
+    let a = analyze(&input, &AnalyzeOptions::default()).unwrap();
+    assert!(a.chunks.iter().all(|c| c.entry.comp_len >= 4 << 20), "chunks too small to stream");
+    let v = FoldFormat.validate(&input, &ValidateOptions::default());
+    assert!(v.is_valid(true), "{:?}", v.findings);
+    let back = FoldFormat.read_array(&input, &ArrayRequest { element: Some("big_npz/f".into()), ..Default::default() }).unwrap();
+    assert_eq!(back.data, arr.data);
+    // uncomp_len one short in the chunk header: streamed path must say so, like the whole path.
+    for chunk in 0..2 {
+        let st = &a.chunks[chunk];
+        let mut bad = bytes.clone();
+        let at = st.entry.offset as usize + 8;
+        bad[at..at + 8].copy_from_slice(&(st.entry.uncomp_len - 1).to_be_bytes());
+        let input = Input::from_bytes("bad", bad);
+        let v = FoldFormat.validate(&input, &ValidateOptions::default());
+        let i = FoldFormat.inspect(&input, &Default::default()).unwrap();
+        assert!(v.findings.has_code("fold.payload.uncomp_len_mismatch"), "{:?}", v.findings);
+        assert!(i.findings.has_code("fold.payload.uncomp_len_mismatch"), "{:?}", i.findings);
+    }
+}
