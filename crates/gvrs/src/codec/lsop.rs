@@ -96,6 +96,14 @@ pub fn decode(block: &[u8], rows: usize, cols: usize, out: &mut [i32]) -> Result
     let n_init = usize::try_from(n_init).ok().filter(|&n| n <= max).ok_or_else(|| err("gvrs.codec.bad_length", 54, format!("LSOP12 initializer length {n_init} out of range")))?;
     let n_interior =
         usize::try_from(n_interior).ok().filter(|&n| n <= max).ok_or_else(|| err("gvrs.codec.bad_length", 58, format!("LSOP12 interior length {n_interior} out of range")))?;
+    let (ni, nn) = counts(rows, cols);
+    // Each residual takes 1 to 6 bytes: other lengths cannot decode (and would over-allocate).
+    if n_init < ni || n_init > ni * 6 {
+        return Err(err("gvrs.codec.bad_length", 54, format!("LSOP12 initializer length {n_init} cannot hold {ni} residuals")));
+    }
+    if n_interior < nn || n_interior > nn * 6 {
+        return Err(err("gvrs.codec.bad_length", 58, format!("LSOP12 interior length {n_interior} cannot hold {nn} residuals")));
+    }
     let payload = &block[header..];
     let mut init_codes = vec![0u8; n_init];
     let mut interior_codes = vec![0u8; n_interior];
@@ -119,7 +127,6 @@ pub fn decode(block: &[u8], rows: usize, cols: usize, out: &mut [i32]) -> Result
         }
         m => return Err(err("gvrs.codec.bad_lsop_method", 62, format!("LSOP12 residual method {m} is not 0 (Huffman) or 1 (Deflate)"))),
     }
-    let (ni, nn) = counts(rows, cols);
     let mut init = Vec::new();
     let mut interior = Vec::new();
     m32_all(&init_codes, ni, &mut init, header, "initializer")?;
