@@ -306,3 +306,77 @@ fn volp_samples_inspect_validate_and_convert_both_ways() {
     assert_eq!(code(&o), 2, "{}", String::from_utf8_lossy(&o.stderr));
     assert!(!refused.exists());
 }
+
+fn read_npy(path: &Path) -> rasterpack_common::NdArray {
+    rasterpack_common::npy::read(&std::fs::read(path).unwrap(), &rasterpack_common::Limits::default()).unwrap()
+}
+
+#[test]
+fn gvrs_elements_convert_to_npy_and_back() {
+    let sample = testdata("gvrs/crafted_all_types.gvrs");
+    assert_eq!(code(&run(&["validate", &sample])), 0);
+    let dir = scratch("gvrs");
+    let a = dir.join("a.npy");
+    // Several elements: --element is required, and its absence is a usage error naming them.
+    let o = run(&["convert", &sample, a.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--element") || String::from_utf8_lossy(&o.stderr).contains("element"));
+    assert!(!a.exists());
+    assert_eq!(code(&run(&["convert", &sample, a.to_str().unwrap(), "--element", "a"])), 0);
+    let arr = read_npy(&a);
+    assert_eq!((arr.dtype, arr.shape.clone()), (rasterpack_common::DType::I32, vec![7, 9]));
+    let d = dir.join("d.npy");
+    let d_codes = dir.join("d_codes.npy");
+    assert_eq!(code(&run(&["convert", &sample, d.to_str().unwrap(), "--element", "d"])), 0);
+    assert_eq!(code(&run(&["convert", &sample, d_codes.to_str().unwrap(), "--element", "d", "--codes"])), 0);
+    assert_eq!(read_npy(&d).dtype, rasterpack_common::DType::F32, "integer-coded floats decode to float32");
+    assert_eq!(read_npy(&d_codes).dtype, rasterpack_common::DType::I32, "--codes gives the stored int32 codes");
+
+    // .npy -> GVRS (tiled, compressed) -> .npy is lossless, and the GVRS validates.
+    for compress in ["none", "deflate", "huffman", "all"] {
+        let g = dir.join(format!("a_{compress}.gvrs"));
+        let back = dir.join(format!("a_{compress}.npy"));
+        let o = run(&["convert", a.to_str().unwrap(), g.to_str().unwrap(), "--tile", "4x4", "--compress", compress]);
+        assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(code(&run(&["validate", g.to_str().unwrap()])), 0);
+        assert_eq!(code(&run(&["convert", g.to_str().unwrap(), back.to_str().unwrap()])), 0);
+        assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&a).unwrap(), "{compress}");
+    }
+
+    // GVRS -> VOLP: elements of different types are refused (exit 2); one element works.
+    let refused = dir.join("all.volp");
+    assert_eq!(code(&run(&["convert", &sample, refused.to_str().unwrap()])), 2);
+    assert!(!refused.exists());
+    let one = dir.join("a_none.gvrs");
+    let volp = dir.join("a.volp");
+    assert_eq!(code(&run(&["convert", one.to_str().unwrap(), volp.to_str().unwrap()])), 0);
+    let o = run(&["inspect", "--json", volp.to_str().unwrap()]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["files"][0]["summary"]["shape"], serde_json::json!([1, 7, 9]));
+}
+
+#[test]
+fn udf_tables_convert_and_other_formats_become_udf_containers() {
+    let sample = testdata("udf/sample.udf");
+    assert_eq!(code(&run(&["validate", &sample])), 0);
+    let o = run(&["inspect", &sample]);
+    assert_eq!(code(&o), 0);
+    let dir = scratch("udf");
+    let t = dir.join("temps.npy");
+    assert_eq!(code(&run(&["convert", &sample, t.to_str().unwrap(), "--element", "root/child/temps"])), 0);
+    assert_eq!(read_npy(&t).shape, vec![5]);
+
+    // VOLP -> UDF keeps the array and its metadata; UDF -> .npy gives the array back.
+    let volp = testdata("volp/temperature_4x32x32_int16.volp");
+    let stored = dir.join("stored.npy");
+    assert_eq!(code(&run(&["convert", &volp, stored.to_str().unwrap()])), 0);
+    let udf = dir.join("t.udf");
+    let o = run(&["convert", &volp, udf.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(code(&run(&["validate", udf.to_str().unwrap()])), 0);
+    let o = run(&["inspect", udf.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("air_temperature"), "the VOLP metadata is kept");
+    let back = dir.join("back.npy");
+    assert_eq!(code(&run(&["convert", udf.to_str().unwrap(), back.to_str().unwrap()])), 0);
+    assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&stored).unwrap());
+}
