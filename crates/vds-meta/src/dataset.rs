@@ -249,7 +249,13 @@ impl Dataset {
             if st.chunk_count > limits.max_entries {
                 return Err(Error::limit("limit.entries", None, format!("layer {:?} declares {} chunks", st.layer_name, st.chunk_count)));
             }
-            let chunks = load_chunk_meta(store.as_ref(), &st, &mut findings)?;
+            // Per-chunk metadata is loaded only for layers whose declared chunk count agrees with
+            // their geometry, so a count in a tiny LayerStatus cannot make us allocate (validation
+            // reports the disagreement as vds.layer.chunk_count).
+            let chunks = match &geometry {
+                Some(g) if g.chunk_count == st.chunk_count => load_chunk_meta(store.as_ref(), &st, &mut findings)?,
+                _ => Vec::new(),
+            };
             layers.push(Layer { status: st, geometry, chunks });
         }
         Ok(Dataset { store, container, layout, layout_json, layers, findings, limits: *limits, cache: None })

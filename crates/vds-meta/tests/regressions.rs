@@ -27,8 +27,12 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static A: Counting = Counting;
 
+/// The counters are process-wide: tests that measure run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn fuzz_regressions_stay_small() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/regressions");
     let mut n = 0;
     for e in std::fs::read_dir(&dir).unwrap() {
@@ -46,4 +50,28 @@ fn fuzz_regressions_stay_small() {
         n += 1;
     }
     assert!(n >= 1);
+}
+
+#[test]
+fn huge_declared_chunk_count_allocates_nothing() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    use rasterpack_vds_meta::layout::Compression;
+    use rasterpack_vds_meta::testsupport::{sample_data, write_dir, Spec};
+    let dir = std::env::temp_dir().join(format!("rp-vds-huge-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let spec = Spec { dims: vec![20, 6, 4], compression: Compression::None, ..Default::default() };
+    write_dir(&spec, &sample_data(&spec, 3), &dir).unwrap();
+    let ls_path = dir.join("LayerStatus");
+    let mut ls: serde_json::Value = serde_json::from_slice(&std::fs::read(&ls_path).unwrap()).unwrap();
+    ls[0]["chunkCount"] = 15_000_000.into();
+    ls[0].as_object_mut().unwrap().remove("pageDirectory");
+    std::fs::write(&ls_path, ls.to_string()).unwrap();
+    let base = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let r = VdsFormat.validate(&Input::open(&dir).unwrap(), &ValidateOptions::default());
+    let peak = PEAK.load(Ordering::Relaxed) - base;
+    assert!(r.findings.has_code("vds.layer.chunk_count"), "{:?}", r.findings);
+    assert!(peak < 16 << 20, "peak {peak} bytes");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(format!("{}.objmeta.json", dir.display()));
 }
