@@ -380,3 +380,41 @@ fn udf_tables_convert_and_other_formats_become_udf_containers() {
     assert_eq!(code(&run(&["convert", udf.to_str().unwrap(), back.to_str().unwrap()])), 0);
     assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&stored).unwrap());
 }
+
+#[test]
+fn fold_arrays_convert_and_damaged_files_are_repaired() {
+    let sample = testdata("fold/sample.fold");
+    assert_eq!(code(&run(&["validate", &sample])), 0);
+    let dir = scratch("fold");
+    let grid = dir.join("grid.npy");
+    let o = run(&["convert", &sample, grid.to_str().unwrap()]);
+    assert_eq!(code(&o), 2, "several arrays need --element");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nuclear_arrays/grid"));
+    assert_eq!(code(&run(&["convert", &sample, grid.to_str().unwrap(), "--element", "nuclear_arrays/grid"])), 0);
+    let arr = read_npy(&grid);
+
+    // .npy -> FOLD (an NPZ0 chunk) -> .npy is lossless.
+    let fold = dir.join("grid.fold");
+    let back = dir.join("back.npy");
+    assert_eq!(code(&run(&["convert", grid.to_str().unwrap(), fold.to_str().unwrap()])), 0);
+    assert_eq!(code(&run(&["validate", fold.to_str().unwrap()])), 0);
+    assert_eq!(code(&run(&["convert", fold.to_str().unwrap(), back.to_str().unwrap()])), 0);
+    assert_eq!(read_npy(&back), arr);
+
+    // A byte flipped inside a Reed-Solomon protected payload: validate warns (repairable,
+    // still valid), --strict fails, and convert FOLD -> FOLD writes the repaired file.
+    let protected = std::fs::read(testdata("fold/sample_rs16.fold")).unwrap();
+    let damaged = dir.join("damaged.fold");
+    let mut bytes = protected.clone();
+    bytes[28 + 32 + 3] ^= 0x5A; // third payload byte of the first chunk (header 28, chunk header 32)
+    std::fs::write(&damaged, &bytes).unwrap();
+    let o = run(&["validate", "--json", damaged.to_str().unwrap()]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let codes: Vec<&str> = doc["files"][0]["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    assert!(codes.iter().any(|c| c.starts_with("fold.ecc.repaired")), "{codes:?}");
+    assert_eq!(code(&o), 0);
+    assert_eq!(code(&run(&["validate", "--strict", damaged.to_str().unwrap()])), 1);
+    let repaired = dir.join("repaired.fold");
+    assert_eq!(code(&run(&["convert", damaged.to_str().unwrap(), repaired.to_str().unwrap()])), 0);
+    assert_eq!(std::fs::read(&repaired).unwrap(), protected, "the repair restores the original bytes");
+}
