@@ -181,37 +181,49 @@ pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut 
             Ok(None)
         }
         Compression::RLE => {
-            if body.len() < 12 {
-                return Err(Error::invalid("vds.chunk.rle_header", 24, "RLE chunk shorter than its 12-byte header"));
-            }
-            let h = RleHeader { compressed_size: rd_i32(body, 0), original_size: rd_i32(body, 4), unit_size: rd_i32(body, 8) };
-            if h.compressed_size < 12 || h.compressed_size as u64 != body.len() as u64 {
-                return Err(Error::invalid(
-                    "vds.chunk.rle_header",
-                    24,
-                    format!("RLE compressedSize {} does not match the {} bytes after the descriptor", h.compressed_size, body.len()),
-                ));
-            }
-            if h.original_size as i64 != want as i64 {
-                return Err(Error::invalid(
-                    "vds.chunk.rle_header",
-                    28,
-                    format!("RLE originalSize {} differs from the descriptor's {want} bytes", h.original_size),
-                ));
-            }
-            if h.unit_size as i64 != spec.rle_unit() as i64 {
-                return Err(Error::invalid(
-                    "vds.chunk.rle_header",
-                    32,
-                    format!("RLE unit size {} (expected {} for this format)", h.unit_size, spec.rle_unit()),
-                ));
-            }
+            let unit = check_rle_header(body, want, spec)?;
             out.resize(want as usize, 0);
-            rle_decode(&body[12..], h.unit_size as usize, out).map_err(|e| e.shifted(36))?;
+            rle_decode(&body[12..], unit, out).map_err(|e| e.shifted(36))?;
             Ok(None)
         }
         _ => Err(Error::unsupported("vds.wavelet.unsupported", None, "wavelet")),
     }
+}
+
+/// Check the 12-byte RLE header after the descriptor; returns the unit size.
+fn check_rle_header(body: &[u8], want: u64, spec: &ChunkSpec) -> Result<usize> {
+    if body.len() < 12 {
+        return Err(Error::invalid("vds.chunk.rle_header", 24, "RLE chunk shorter than its 12-byte header"));
+    }
+    let h = RleHeader { compressed_size: rd_i32(body, 0), original_size: rd_i32(body, 4), unit_size: rd_i32(body, 8) };
+    if h.compressed_size < 12 || h.compressed_size as u64 != body.len() as u64 {
+        return Err(Error::invalid(
+            "vds.chunk.rle_header",
+            24,
+            format!("RLE compressedSize {} does not match the {} bytes after the descriptor", h.compressed_size, body.len()),
+        ));
+    }
+    if h.original_size as i64 != want as i64 {
+        return Err(Error::invalid("vds.chunk.rle_header", 28, format!("RLE originalSize {} differs from the descriptor's {want} bytes", h.original_size)));
+    }
+    if h.unit_size as i64 != spec.rle_unit() as i64 {
+        return Err(Error::invalid("vds.chunk.rle_header", 32, format!("RLE unit size {} (expected {} for this format)", h.unit_size, spec.rle_unit())));
+    }
+    Ok(h.unit_size as usize)
+}
+
+/// Decode an RLE chunk (descriptor and header checked as in [`decode_payload`]) straight into
+/// rows of a larger buffer: the payload's bytes `[k * row_len, (k + 1) * row_len)` go to
+/// `out[starts[k]..]`. Saves a copy when a whole brick lands in the output.
+pub fn decode_rle_rows(bytes: &[u8], spec: &ChunkSpec, out: &mut [u8], row_len: usize, starts: &[usize]) -> Result<()> {
+    let d = parse_descriptor(bytes)?;
+    check_descriptor(&d, spec)?;
+    let want = spec.payload_len().ok_or_else(|| Error::invalid_at("vds.chunk.size", None, "chunk payload size overflows"))?;
+    if spec.format == SampleFormat::Bit1 || spec.compression != Compression::RLE || want != (row_len * starts.len()) as u64 {
+        return Err(Error::usage("decode_rle_rows: rows do not cover the payload"));
+    }
+    let unit = check_rle_header(&bytes[24..], want, spec)?;
+    rle_decode_rows(&bytes[36..], unit, out, row_len, starts).map_err(|e| e.shifted(36))
 }
 
 /// Inflate a zlib stream (Adler-32 checked) into exactly `out.len()` bytes: an error if it
@@ -261,12 +273,22 @@ pub fn zip_decode(src: &[u8], out: &mut [u8]) -> Result<()> {
 /// Decode RLE runs until `out` is full; a run past the end, a short input or left-over input
 /// is an error.
 pub fn rle_decode(src: &[u8], unit: usize, out: &mut [u8]) -> Result<()> {
+    let n = out.len();
+    rle_decode_rows(src, unit, out, n, &[0])
+}
+
+/// [`rle_decode`] into rows: logical byte `k * row_len + j` goes to `out[starts[k] + j]`.
+/// `row_len` must be a multiple of `unit` (it is a whole number of elements).
+pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, starts: &[usize]) -> Result<()> {
+    if unit == 0 || (row_len % unit != 0 && starts.len() > 1) {
+        return Err(Error::invalid("vds.chunk.rle_run", 0, format!("RLE unit size {unit} does not divide the rows")));
+    }
+    if starts.iter().any(|&s| s.checked_add(row_len).is_none_or(|e| e > out.len())) {
+        return Err(Error::usage("RLE rows outside the output"));
+    }
+    let n = row_len * starts.len();
     let mut i = 0usize;
     let mut o = 0usize;
-    let n = out.len();
-    if unit == 0 {
-        return Err(Error::invalid("vds.chunk.rle_run", 0, "RLE unit size 0"));
-    }
     while o < n {
         let Some(&u0) = src.get(i) else {
             return Err(Error::invalid("vds.chunk.rle_truncated", i as u64, format!("RLE data ends after {o} of {n} bytes")));
@@ -283,31 +305,30 @@ pub fn rle_decode(src: &[u8], unit: usize, out: &mut [u8]) -> Result<()> {
         run += 1;
         let bytes = run * unit;
         if bytes > n - o {
-            return Err(Error::invalid(
-                "vds.chunk.rle_run",
-                (i - 1) as u64,
-                format!("RLE run of {run} units overruns the {n}-byte chunk at {o}"),
-            ));
+            return Err(Error::invalid("vds.chunk.rle_run", (i - 1) as u64, format!("RLE run of {run} units overruns the {n}-byte chunk at {o}")));
         }
-        if u0 & 0x40 != 0 {
-            let Some(lit) = src.get(i..i + bytes) else {
-                return Err(Error::invalid("vds.chunk.rle_truncated", i as u64, "RLE literal run cut short"));
-            };
-            out[o..o + bytes].copy_from_slice(lit);
-            i += bytes;
-        } else {
-            let Some(pat) = src.get(i..i + unit) else {
-                return Err(Error::invalid("vds.chunk.rle_truncated", i as u64, "RLE repeat value cut short"));
-            };
-            let dst = &mut out[o..o + bytes];
-            if unit == 1 {
-                dst.fill(pat[0]);
+        let literal = u0 & 0x40 != 0;
+        let take = if literal { bytes } else { unit };
+        let Some(data) = src.get(i..i + take) else {
+            return Err(Error::invalid("vds.chunk.rle_truncated", i as u64, "RLE run cut short"));
+        };
+        i += take;
+        // Write the run, split at row ends (rows hold whole units, so patterns stay in phase).
+        let mut done = 0;
+        while done < bytes {
+            let (r, off) = ((o + done) / row_len, (o + done) % row_len);
+            let len = (row_len - off).min(bytes - done);
+            let dst = &mut out[starts[r] + off..starts[r] + off + len];
+            if literal {
+                dst.copy_from_slice(&data[done..done + len]);
+            } else if unit == 1 {
+                dst.fill(data[0]);
             } else {
                 for c in dst.chunks_exact_mut(unit) {
-                    c.copy_from_slice(pat);
+                    c.copy_from_slice(data);
                 }
             }
-            i += unit;
+            done += len;
         }
         o += bytes;
     }
@@ -458,6 +479,13 @@ mod tests {
         let mut big = vec![0u8; 128];
         rle_decode(&[0xBF, 1, 7], 1, &mut big).unwrap();
         assert!(big.iter().all(|&b| b == 7));
+        // The same runs into scattered rows of 4 bytes.
+        let mut rows = vec![0u8; 16];
+        rle_decode_rows(&src, 2, &mut rows, 4, &[12, 0, 6]).unwrap_err(); // 10 bytes != 12
+        let src12 = [0x02, 1, 2, 0x42, 3, 4, 5, 6, 7, 8];
+        rle_decode_rows(&src12, 2, &mut rows, 4, &[12, 0, 6]).unwrap();
+        assert_eq!(rows, [1, 2, 3, 4, 0, 0, 5, 6, 7, 8, 0, 0, 1, 2, 1, 2]);
+        assert!(rle_decode_rows(&src12, 2, &mut rows, 4, &[14, 0, 6]).is_err());
     }
 
     #[test]

@@ -571,6 +571,9 @@ impl Dataset {
             } else {
                 let mut bufs = Bufs::default();
                 for &i in &idx {
+                    if self.cache.is_none() && self.direct_rle(layer, i, values, &mut bufs, buf, base, &min, &max, &ostride, elem)? {
+                        continue;
+                    }
                     if let Some(o) = self.cached_brick(layer_index, i, values, &mut bufs)? {
                         match o {
                             Owned::Fill(v) => copy(buf, i, None, Some(&v)),
@@ -587,6 +590,69 @@ impl Dataset {
             Ok(())
         })?;
         Ok(())
+    }
+
+    /// Decode an RLE brick that lies wholly inside the box straight into the output rows
+    /// (no intermediate buffer). `Ok(false)`: not applicable, use the general path.
+    #[allow(clippy::too_many_arguments)]
+    fn direct_rle(
+        &self,
+        layer: &Layer,
+        i: u64,
+        values: Values,
+        bufs: &mut Bufs,
+        out: &mut [u8],
+        base: u64,
+        bmin: &[u64; 6],
+        bmax: &[u64; 6],
+        ostride: &[u64; 6],
+        elem: usize,
+    ) -> Result<bool> {
+        let Some(g) = layer.geometry.as_ref() else { return Ok(false) };
+        let ch = &self.layout.channels[g.channel];
+        if values != Values::Native
+            || layer.status.compression != crate::layout::Compression::RLE
+            || ch.format == SampleFormat::Bit1
+            || layer.chunks.get(i as usize).map(|m| m.status()) != Some(ChunkStatus::Data)
+        {
+            return Ok(false);
+        }
+        let e = g.chunk_extent(i);
+        for d in 0..6 {
+            let end = e.stored_origin[d] + e.stored_size[d];
+            if e.owned_min[d].max(bmin[d]) != e.stored_origin[d] || e.owned_max[d].min(bmax[d]) != end {
+                return Ok(false);
+            }
+        }
+        let Some(&x) = g.chunk_dims.first() else { return Ok(false) };
+        if ostride[x] != elem as u64 {
+            return Ok(false);
+        }
+        let size = |k: usize| g.chunk_dims.get(k).map_or(1, |&d| e.stored_size[d]);
+        let (sx, sy, sz) = (size(0), size(1), size(2));
+        let mut origin = 0u64;
+        for d in 0..6 {
+            origin += (e.stored_origin[d] - bmin[d]) * ostride[d];
+        }
+        let sy_stride = g.chunk_dims.get(1).map_or(0, |&d| ostride[d]);
+        let sz_stride = g.chunk_dims.get(2).map_or(0, |&d| ostride[d]);
+        let mut starts = Vec::with_capacity((sy * sz) as usize);
+        for z in 0..sz {
+            for y in 0..sy {
+                starts.push((origin + y * sy_stride + z * sz_stride - base) as usize);
+            }
+        }
+        let key = format!("{}/{i}", layer.name());
+        if !self.store.get_into(&key, &mut bufs.io)? {
+            return Err(Error::invalid_at("vds.chunk.missing", None, format!("chunk {i} of {} is written but has no stored object", layer.name())));
+        }
+        let spec = self.chunk_spec(layer, i).ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "no chunk spec"))?;
+        let ctx = |e: Error| Error { message: format!("{} chunk {i}: {}", layer.name(), e.message), offset: None, ..e };
+        if spec.compression.is_wavelet() {
+            return Ok(false);
+        }
+        chunk::decode_rle_rows(&bufs.io, &spec, out, sx as usize * elem, &starts).map_err(ctx)?;
+        Ok(true)
     }
 
     /// The whole layer.
