@@ -280,7 +280,7 @@ pub fn rle_decode(src: &[u8], unit: usize, out: &mut [u8]) -> Result<()> {
 /// [`rle_decode`] into rows: logical byte `k * row_len + j` goes to `out[starts[k] + j]`.
 /// `row_len` must be a multiple of `unit` (it is a whole number of elements).
 pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, starts: &[usize]) -> Result<()> {
-    if unit == 0 || (row_len % unit != 0 && starts.len() > 1) {
+    if unit == 0 || (!row_len.is_multiple_of(unit) && starts.len() > 1) {
         return Err(Error::invalid("vds.chunk.rle_run", 0, format!("RLE unit size {unit} does not divide the rows")));
     }
     if starts.iter().any(|&s| s.checked_add(row_len).is_none_or(|e| e > out.len())) {
