@@ -145,9 +145,173 @@ pub fn decode(block: &[u8], rows: usize, cols: usize, out: &mut [i32]) -> Result
     Ok(())
 }
 
+/// Java's rounding as [`java_round`] for |p| < 2^22 with f32/i32 operations only (the loop over
+/// a wavefront column vectorizes; SSE2 has neither an f64 floor nor a cheap saturating
+/// conversion): adding 1.5 * 2^23 rounds p to the nearest even integer, which is then read from
+/// the mantissa bits; a tie rounded down (p - n = 0.5) goes up, as floor(p + 0.5) does. The
+/// second value is false when |p| >= 2^22 or NaN: the caller then uses [`java_round`].
+#[inline(always)]
+fn round_small(p: f32) -> (i32, bool) {
+    const MAGIC: f32 = 12_582_912.0;
+    let t = p + MAGIC;
+    let n = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
+    let d = p - (t - MAGIC);
+    (n.wrapping_add(i32::from(d == 0.5)), p.abs() < 4_194_304.0)
+}
+
+/// Ring slots of the skewed wavefront (a cell needs columns s-8..s-1; a power of two >= 9).
+const RING: usize = 16;
+/// Lanes per vectorized group (two SSE vectors).
+const PAD: usize = 8;
+
+/// Scratch buffers reused across tiles by [`reconstruct`] (one set per thread).
+#[derive(Default)]
+struct Scratch {
+    ring_i: Vec<Vec<i32>>,
+    ring_f: Vec<Vec<f32>>,
+    res: Vec<i32>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
 /// Rebuild the tile from pre-decoded residuals. `init` holds row 0 deltas, column 0 deltas,
 /// row 1 and column 1 Triangle residuals, then two Triangle residuals per row from row 2.
+///
+/// The per-cell estimate is a serial f32 chain starting at the left neighbour, so cells of a
+/// row cannot overlap; instead the whole tile is swept as one wavefront along the skewed
+/// column `s = c + 3r`: every cell a cell needs lies on an earlier `s` (the row above up to
+/// c + 2 is at s - 1), so all cells of one `s` (about cols / 3 rows) are independent. The
+/// wavefront is kept column-major (`ring[s % RING][r]`) so those cells are contiguous and the
+/// inner loop vectorizes; the arithmetic per cell is exactly Gridfour's.
 fn reconstruct(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32], interior: &[i32], v: &mut [i32]) {
+    let nc = cols;
+    let mut k = 0;
+    v[0] = seed;
+    let mut p = seed;
+    for cell in &mut v[1..nc] {
+        p = p.wrapping_add(init[k]);
+        k += 1;
+        *cell = p;
+    }
+    p = seed;
+    for r in 1..rows {
+        p = p.wrapping_add(init[k]);
+        k += 1;
+        v[r * nc] = p;
+    }
+    let tri = |v: &[i32], i: usize| v[i - 1].wrapping_add(v[i - nc]).wrapping_sub(v[i - nc - 1]);
+    for c in 1..nc {
+        let i = nc + c;
+        v[i] = init[k].wrapping_add(tri(v, i));
+        k += 1;
+    }
+    for r in 2..rows {
+        let i = r * nc + 1;
+        v[i] = init[k].wrapping_add(tri(v, i));
+        k += 1;
+    }
+    if rows < 3 {
+        return;
+    }
+    let tail = k;
+    let iw = nc - 4;
+    SCRATCH.with(|cell| {
+        let mut guard = cell.borrow_mut();
+        let sc = &mut *guard;
+        sc.ring_i.resize_with(RING, Vec::new);
+        sc.ring_f.resize_with(RING, Vec::new);
+        for col in sc.ring_i.iter_mut() {
+            col.clear();
+            col.resize(rows + PAD, 0);
+        }
+        for col in sc.ring_f.iter_mut() {
+            col.clear();
+            col.resize(rows + PAD, 0.0);
+        }
+        sc.res.clear();
+        sc.res.resize(rows + PAD, 0);
+        let steps = nc + 3 * (rows - 1);
+        for s in 0..steps {
+            // Rows on this skewed column: 0 <= c = s - 3r < nc.
+            let r_lo = (s + 1).saturating_sub(nc).div_ceil(3);
+            let r_hi = (s / 3).min(rows - 1);
+            let q = s % RING;
+            let mut cur_i = std::mem::take(&mut sc.ring_i[q]);
+            let mut cur_f = std::mem::take(&mut sc.ring_f[q]);
+            // Rows from `c_small` on have c < 2.
+            let c_small = if s >= 2 { (s - 2) / 3 + 1 } else { 0 };
+            // The last two columns (Triangle residuals from the initializer): at most one row.
+            let mut a = r_lo.max(2);
+            while a <= r_hi && s - 3 * a >= nc - 2 {
+                let c = s - 3 * a;
+                let left = sc.ring_i[(s - 1) % RING][a];
+                let up = sc.ring_i[(s - 3) % RING][a - 1];
+                let upleft = sc.ring_i[(s - 4) % RING][a - 1];
+                let x = init[tail + 2 * (a - 2) + (c + 2 - nc)].wrapping_add(left.wrapping_add(up).wrapping_sub(upleft));
+                cur_i[a] = x;
+                cur_f[a] = x as f32;
+                v[a * nc + c] = x;
+                a += 1;
+            }
+            // LSOP cells: rows a..b with 2 <= c < nc - 2.
+            let b = c_small.min(r_hi + 1);
+            if a < b {
+                // Whole groups of PAD lanes (no scalar tail): the extra lanes compute garbage
+                // into rows the ring does not hold for this column (known cells, rewritten
+                // below, or rows not on it); their results are never read.
+                let n = (b - a).div_ceil(PAD) * PAD;
+                for (r, slot) in (a..b).zip(sc.res[a..b].iter_mut()) {
+                    *slot = interior[(r - 2) * iw + (s - 3 * r - 2)];
+                }
+                let col = |d: usize, shift: usize| &sc.ring_f[(s - d) % RING][a - shift..a - shift + n];
+                let (z1, z6) = (col(1, 0), col(2, 0));
+                let (z2, z3, z4, z5, z7) = (col(4, 1), col(3, 1), col(2, 1), col(1, 1), col(5, 1));
+                let (z8, z9, z10, z11, z12) = (col(8, 2), col(7, 2), col(6, 2), col(5, 2), col(4, 2));
+                let res = &sc.res[a..a + n];
+                let oi = &mut cur_i[a..a + n];
+                let of = &mut cur_f[a..a + n];
+                let mut all_small = true;
+                for j in 0..n {
+                    let p = u[0] * z1[j] + u[1] * z2[j] + u[2] * z3[j] + u[3] * z4[j] + u[4] * z5[j] + u[5] * z6[j] + u[6] * z7[j] + u[7] * z8[j]
+                        + u[8] * z9[j] + u[9] * z10[j] + u[10] * z11[j] + u[11] * z12[j];
+                    let (e, small) = round_small(p);
+                    all_small &= small;
+                    let x = e.wrapping_add(res[j]);
+                    oi[j] = x;
+                    of[j] = x as f32;
+                }
+                if !all_small {
+                    // Rare (huge values or coefficients, NaN): redo the real rows exactly.
+                    for j in 0..b - a {
+                        let p = u[0] * z1[j] + u[1] * z2[j] + u[2] * z3[j] + u[3] * z4[j] + u[4] * z5[j] + u[5] * z6[j] + u[6] * z7[j] + u[7] * z8[j]
+                            + u[8] * z9[j] + u[9] * z10[j] + u[10] * z11[j] + u[11] * z12[j];
+                        let x = java_round(p).wrapping_add(res[j]);
+                        oi[j] = x;
+                        of[j] = x as f32;
+                    }
+                }
+                for (r, &x) in (a..b).zip(cur_i[a..b].iter()) {
+                    v[r * nc + s - 3 * r] = x;
+                }
+            }
+            // Already known cells (rows 0 and 1, columns 0 and 1) enter the ring as they are.
+            let known = (r_lo..=r_hi.min(1)).chain(c_small.max(2).max(r_lo)..=r_hi);
+            for r in known {
+                let x = v[r * nc + s - 3 * r];
+                cur_i[r] = x;
+                cur_f[r] = x as f32;
+            }
+            sc.ring_i[q] = cur_i;
+            sc.ring_f[q] = cur_f;
+        }
+    });
+}
+
+/// The row-by-row wavefront reconstruction kept as the reference for [`reconstruct`].
+#[cfg(test)]
+fn reconstruct_rows(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32], interior: &[i32], v: &mut [i32]) {
     let nc = cols;
     let mut k = 0;
     v[0] = seed;
@@ -217,9 +381,12 @@ fn reconstruct(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32],
     }
 }
 
+#[cfg(test)]
 const LANES: usize = 8;
+#[cfg(test)]
 const LAG: usize = 3;
 
+#[cfg(test)]
 struct Ctx<'a> {
     u: &'a [f32; 12],
     nc: usize,
@@ -230,6 +397,7 @@ struct Ctx<'a> {
 }
 
 /// One wavefront step for every lane of the group whose column is inside the tile.
+#[cfg(test)]
 fn generic_step(x: &Ctx, v: &mut [i32], vf: &mut [f32], r0: usize, g: usize, t: usize) {
     let nc = x.nc;
     for j in 0..g {
@@ -422,6 +590,72 @@ pub fn encode(index: u8, values: &[i32], rows: usize, cols: usize, deflate_level
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lane_rounding_matches_java() {
+        let mut bits = 0u32;
+        while bits < u32::MAX - 331 {
+            let p = f32::from_bits(bits);
+            let (e, small) = round_small(p);
+            assert_eq!(small, p.abs() < 4_194_304.0);
+            if small {
+                assert_eq!(e, java_round(p), "{p} ({bits:#x})");
+            }
+            bits += 331;
+        }
+        // Densely around the ends of the fast range and zero.
+        for start in [4_190_000.0f32, -4_194_400.0, -3.0, 0.0] {
+            let mut p = start;
+            for _ in 0..20_000 {
+                let (e, small) = round_small(p);
+                if small {
+                    assert_eq!(e, java_round(p), "{p}");
+                }
+                p = f32::from_bits(if p >= 0.0 { p.to_bits() + 1 } else { p.to_bits() - 1 });
+            }
+        }
+        for p in [0.5, -0.5, 1.5, -1.5, 0.49999997, -0.49999997, 8388607.5, -8388607.5, 8388608.0, 2147483520.0, 2147483648.0, -2147483648.0, -2147483904.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0] {
+            let (e, small) = round_small(p);
+            if small {
+                assert_eq!(e, java_round(p), "{p}");
+            }
+        }
+    }
+
+    /// Tiny deterministic generator for the reconstruction comparison.
+    fn lcg(x: &mut u64) -> u64 {
+        *x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *x >> 33
+    }
+
+    #[test]
+    fn skewed_wavefront_matches_row_order() {
+        let mut x = 7u64;
+        let shapes = [(2, 4), (3, 4), (3, 5), (4, 6), (5, 9), (9, 4), (17, 13), (24, 30), (40, 7), (120, 120), (33, 121), (2, 50), (64, 5)];
+        for (t, &(rows, cols)) in shapes.iter().cycle().take(60).enumerate() {
+            let (ni, nn) = counts(rows, cols);
+            let spread = [3u64, 300, 70_000, 1 << 31][t % 4];
+            let val = |x: &mut u64| ((lcg(x) % (2 * spread + 1)) as i64 - spread as i64) as i32;
+            let init: Vec<i32> = (0..ni).map(|_| val(&mut x)).collect();
+            let interior: Vec<i32> = (0..nn).map(|_| val(&mut x)).collect();
+            let mut u = [0f32; 12];
+            for c in u.iter_mut() {
+                *c = (lcg(&mut x) % 2001) as f32 / 1000.0 - 1.0;
+            }
+            if t % 7 == 3 {
+                u[t % 12] = f32::NAN;
+            }
+            if t % 11 == 5 {
+                u[(t + 1) % 12] = 3e38;
+            }
+            let seed = val(&mut x);
+            let mut a = vec![0i32; rows * cols];
+            let mut b = vec![1i32; rows * cols];
+            reconstruct(seed, &u, rows, cols, &init, &interior, &mut a);
+            reconstruct_rows(seed, &u, rows, cols, &init, &interior, &mut b);
+            assert_eq!(a, b, "{rows}x{cols} case {t}");
+        }
+    }
 
     #[test]
     fn rounding_like_java() {
