@@ -167,8 +167,7 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
 
     // Pair table: when the first code leaves room for a whole second code within the table
     // width, one lookup yields both symbols (residual codes of smooth data are mostly short).
-    // Entry: sym1 | sym2 << 8 | total length << 16 | first length << 21 | PAIR; 0 = long code.
-    const PAIR: u32 = 1 << 26;
+    // Entry: sym1 | sym2 << 8 | bits used << 16 | symbols (1 or 2) << 24; 0 = long code.
     let mut pairs = vec![0u32; size];
     for (i, p) in pairs.iter_mut().enumerate() {
         let e = table[i];
@@ -176,12 +175,12 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
             continue;
         }
         let l1 = e >> 16;
-        *p = (e & 0xFF) | (l1 << 16) | (l1 << 21);
+        *p = (e & 0xFF) | (l1 << 16) | (1 << 24);
         if !small {
             let e2 = table[i >> l1];
             let l2 = e2 >> 16;
             if e2 & LONG == 0 && l1 + l2 <= bits {
-                *p = (e & 0xFF) | ((e2 & 0xFF) << 8) | ((l1 + l2) << 16) | (l1 << 21) | PAIR;
+                *p = (e & 0xFF) | ((e2 & 0xFF) << 8) | ((l1 + l2) << 16) | (2 << 24);
             }
         }
     }
@@ -190,40 +189,60 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
     let data = r.data;
     let mut fr = FastBits::new(data, r.pos);
     let n = out.len();
+    let bit_len = r.bit_len();
+    // A code longer than the table: walk the tree from the table's node, one bit at a time.
+    let long = |fr: &mut FastBits, idx: usize| -> Result<u8, HuffmanError> {
+        fr.consume(bits);
+        let mut ni = (table[idx] & !LONG) as usize;
+        loop {
+            if fr.nbits == 0 {
+                fr.refill();
+            }
+            let b = (fr.buf & 1) as usize;
+            fr.consume(1);
+            ni = nodes[ni].child[b] as usize;
+            let node = nodes[ni];
+            if node.sym < 256 {
+                return Ok(node.sym as u8);
+            }
+            if fr.consumed() > bit_len {
+                return Err(HuffmanError::Truncated);
+            }
+        }
+    };
     let mut k = 0;
+    // Main loop: one refill (>= 56 bits) serves four lookups of at most `bits` (<= 11) bits
+    // each; every lookup stores two bytes and advances by the entry's symbol count (a single
+    // symbol's second byte is overwritten by the next lookup), so there is no branch on the
+    // entry kind. Stops 8 symbols before the end so the stores stay inside `out`.
+    while k + 8 <= n {
+        fr.refill();
+        for _ in 0..4 {
+            let idx = (fr.buf & mask) as usize;
+            let p = pairs[idx];
+            if p == 0 {
+                out[k] = long(&mut fr, idx)?;
+                k += 1;
+                break; // the walk may have used the buffered bits: refill
+            }
+            out[k] = p as u8;
+            out[k + 1] = (p >> 8) as u8;
+            k += (p >> 24) as usize;
+            fr.consume((p >> 16) & 0x1F);
+        }
+    }
     while k < n {
         fr.refill();
         let idx = (fr.buf & mask) as usize;
         let p = pairs[idx];
-        if p & PAIR != 0 && k + 1 < n {
-            out[k] = p as u8;
-            out[k + 1] = (p >> 8) as u8;
-            k += 2;
-            fr.consume((p >> 16) & 0x1F);
-        } else if p != 0 {
+        if p == 0 {
+            out[k] = long(&mut fr, idx)?;
+            k += 1;
+        } else {
+            // One symbol at a time here (a pair may not fit before the end).
             out[k] = p as u8;
             k += 1;
-            fr.consume((p >> 21) & 0x1F);
-        } else {
-            fr.consume(bits);
-            let mut ni = (table[idx] & !LONG) as usize;
-            loop {
-                if fr.nbits == 0 {
-                    fr.refill();
-                }
-                let b = (fr.buf & 1) as usize;
-                fr.consume(1);
-                ni = nodes[ni].child[b] as usize;
-                let node = nodes[ni];
-                if node.sym < 256 {
-                    out[k] = node.sym as u8;
-                    k += 1;
-                    break;
-                }
-                if fr.consumed() > r.bit_len() {
-                    return Err(HuffmanError::Truncated);
-                }
-            }
+            fr.consume(table[idx] >> 16);
         }
     }
     r.pos = fr.consumed();
