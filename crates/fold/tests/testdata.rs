@@ -1,4 +1,4 @@
-//! The project's own samples in `testdata/fold/` (made by `examples/make_testdata.rs`): valid
+//! The project's own samples in `testdata/fold/` (made by `examples/make_fold_testdata.rs`): valid
 //! without warnings, and `inspect` shows what they hold.
 
 use std::path::Path;

@@ -465,7 +465,7 @@ fn committed_sample_is_current() {
     assert_eq!(
         std::fs::read(path).unwrap(),
         bytes,
-        "run `cargo run -p rasterpack-udf --example make_testdata`"
+        "run `cargo run -p rasterpack-udf --example make_udf_testdata`"
     );
 }
 

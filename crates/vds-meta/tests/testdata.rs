@@ -1,6 +1,6 @@
 //! The sample files in `testdata/vds` are what the test-support writer makes, read back to
 //! their data, and validate as intended. Regenerate with
-//! `cargo run -p rasterpack-vds-meta --features testsupport --example make_testdata`.
+//! `cargo run -p rasterpack-vds-meta --features testsupport --example make_vds_testdata`.
 
 use std::path::PathBuf;
 

@@ -1,5 +1,5 @@
 //! The small sample files committed under `testdata/volp/`, generated deterministically so a
-//! test can check the committed bytes (`examples/make_testdata.rs` writes them).
+//! test can check the committed bytes (`examples/make_volp_testdata.rs` writes them).
 
 use rasterpack_common::DType;
 use serde_json::{json, Map};

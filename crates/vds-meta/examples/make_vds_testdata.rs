@@ -1,5 +1,5 @@
 //! Regenerate `testdata/vds` with the test-support writer:
-//! `cargo run -p rasterpack-vds-meta --features testsupport --example make_testdata`.
+//! `cargo run -p rasterpack-vds-meta --features testsupport --example make_vds_testdata`.
 
 fn main() -> std::io::Result<()> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/vds");

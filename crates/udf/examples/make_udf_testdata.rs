@@ -1,5 +1,5 @@
 //! Regenerate `testdata/udf/` (run from the workspace root):
-//! `cargo run -p rasterpack-udf --example make_testdata`
+//! `cargo run -p rasterpack-udf --example make_udf_testdata`
 fn main() {
     let bytes = rasterpack_udf::samples::sample()
         .and_then(|w| w.to_bytes())

@@ -1,5 +1,5 @@
 //! Write the VOLP sample files into `testdata/volp/` (run from the workspace root):
-//! `cargo run -p rasterpack-volp --example make_testdata`
+//! `cargo run -p rasterpack-volp --example make_volp_testdata`
 fn main() -> std::io::Result<()> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/volp");
     std::fs::create_dir_all(&dir)?;

@@ -1,5 +1,5 @@
 //! Regenerates the small sample files in `testdata/fold/` with rasterpack's own writer:
-//! `cargo run -p rasterpack-fold --example make_testdata`.
+//! `cargo run -p rasterpack-fold --example make_fold_testdata`.
 
 use rasterpack_common::{DType, NdArray};
 use rasterpack_fold::pjson::{self, Value};
