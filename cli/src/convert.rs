@@ -24,7 +24,10 @@ fn convert(args: &ConvertArgs) -> Result<(), Error> {
     let target = detect::target(args.to.as_deref(), &args.output)?;
     let out_path = Path::new(&args.output);
     if out_path.exists() && !args.force {
-        return Err(Error::usage(format!("{} exists; pass --force to overwrite it", out_path.display())));
+        return Err(Error::usage(format!(
+            "{} exists; pass --force to overwrite it",
+            out_path.display()
+        )));
     }
     let limits = Limits::default();
     let input = detect::open(&args.input, &limits)?;
@@ -36,7 +39,11 @@ fn convert(args: &ConvertArgs) -> Result<(), Error> {
         target: Some(target.name()),
         limits,
     };
-    let opts = WriteOptions { tile: args.tile, compress: args.compress.clone(), limits };
+    let opts = WriteOptions {
+        tile: args.tile,
+        compress: args.compress.clone(),
+        limits,
+    };
 
     let tmp = TempFile::create(out_path)?;
     {
@@ -48,7 +55,8 @@ fn convert(args: &ConvertArgs) -> Result<(), Error> {
                 target.write_array(&array, &opts, &mut w)?;
             }
         }
-        w.flush().map_err(|e| Error::io(&format!("writing {}", tmp.path.display()), &e))?;
+        w.flush()
+            .map_err(|e| Error::io(&format!("writing {}", tmp.path.display()), &e))?;
     }
     tmp.persist(out_path, args.force)
 }
@@ -62,21 +70,43 @@ struct TempFile {
 
 impl TempFile {
     fn create(dest: &Path) -> Result<TempFile, Error> {
-        let dir = dest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+        let dir = dest
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "out".into());
         for attempt in 0..100u32 {
             let path = dir.join(format!(".{name}.rasterpack-{}-{attempt}.tmp", std::process::id()));
             match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(file) => return Ok(TempFile { path, file, done: false }),
+                Ok(file) => {
+                    return Ok(TempFile {
+                        path,
+                        file,
+                        done: false,
+                    })
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(Error::io(&format!("creating a temporary file in {}", dir.display()), &e)),
+                Err(e) => {
+                    return Err(Error::io(
+                        &format!("creating a temporary file in {}", dir.display()),
+                        &e,
+                    ))
+                }
             }
         }
-        Err(Error::usage(format!("could not create a temporary file in {}", dir.display())))
+        Err(Error::usage(format!(
+            "could not create a temporary file in {}",
+            dir.display()
+        )))
     }
 
     fn persist(mut self, dest: &Path, force: bool) -> Result<(), Error> {
-        self.file.sync_all().map_err(|e| Error::io(&format!("syncing {}", self.path.display()), &e))?;
+        self.file
+            .sync_all()
+            .map_err(|e| Error::io(&format!("syncing {}", self.path.display()), &e))?;
         if force {
             std::fs::rename(&self.path, dest).map_err(|e| Error::io(&format!("renaming to {}", dest.display()), &e))?;
         } else {
@@ -86,12 +116,18 @@ impl TempFile {
                     let _ = std::fs::remove_file(&self.path);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    return Err(Error::usage(format!("{} exists; pass --force to overwrite it", dest.display())));
+                    return Err(Error::usage(format!(
+                        "{} exists; pass --force to overwrite it",
+                        dest.display()
+                    )));
                 }
                 Err(_) => {
                     // Filesystems without hard links: fall back to a checked rename.
                     if dest.exists() {
-                        return Err(Error::usage(format!("{} exists; pass --force to overwrite it", dest.display())));
+                        return Err(Error::usage(format!(
+                            "{} exists; pass --force to overwrite it",
+                            dest.display()
+                        )));
                     }
                     std::fs::rename(&self.path, dest)
                         .map_err(|e| Error::io(&format!("renaming to {}", dest.display()), &e))?;

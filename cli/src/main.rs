@@ -132,7 +132,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             // --help and --version print to stdout and succeed; real usage errors exit 2.
-            let help_only = matches!(e.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion);
+            let help_only = matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+            );
             let code = if help_only { 0 } else { 2 };
             let _ = e.print();
             return ExitCode::from(code);

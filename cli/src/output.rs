@@ -60,7 +60,13 @@ fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
     let failed = |format: Option<&'static str>, err: Error| {
         let mut report = Report::new(format.unwrap_or(""));
         report.fail(&err);
-        FileResult { path: path.to_string(), format, report, valid: false, exit_code: exit_code_for(err.kind) }
+        FileResult {
+            path: path.to_string(),
+            format,
+            report,
+            valid: false,
+            exit_code: exit_code_for(err.kind),
+        }
     };
     let input = match detect::open(path, limits) {
         Ok(i) => i,
@@ -72,7 +78,13 @@ fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
     };
     let (report, strict) = match mode {
         Mode::Inspect { all } => {
-            match format.inspect(&input, &InspectOptions { all: *all, limits: *limits }) {
+            match format.inspect(
+                &input,
+                &InspectOptions {
+                    all: *all,
+                    limits: *limits,
+                },
+            ) {
                 Ok(r) => (r, false),
                 Err(e) => return failed(Some(format.name()), e.in_format(format.name())),
             }
@@ -87,7 +99,13 @@ fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
     } else {
         0
     };
-    FileResult { path: path.to_string(), format: Some(format.name()), report, valid, exit_code }
+    FileResult {
+        path: path.to_string(),
+        format: Some(format.name()),
+        report,
+        valid,
+        exit_code,
+    }
 }
 
 /// Colour only on a terminal and never when NO_COLOR is set (https://no-color.org).
@@ -172,14 +190,18 @@ fn file_json(r: &FileResult) -> Value {
     obj.insert("valid".into(), Value::from(r.valid));
     obj.insert("unsupported".into(), Value::from(r.report.unsupported));
     obj.insert("exit_code".into(), Value::from(r.exit_code));
-    obj.insert("findings".into(), Value::Array(r.report.findings.iter().map(finding_json).collect()));
+    obj.insert(
+        "findings".into(),
+        Value::Array(r.report.findings.iter().map(finding_json).collect()),
+    );
     obj.insert("summary".into(), Value::Object(r.report.summary.clone()));
     Value::Object(obj)
 }
 
 fn new_table(colour: bool) -> Table {
     let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    t.load_preset(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
     if !colour {
         t.force_no_tty();
     }
@@ -242,7 +264,10 @@ fn render_section(s: &Section, colour: bool, out: &mut String) {
 
 fn findings_table(findings: &[Finding], colour: bool) -> String {
     let mut t = new_table(colour);
-    t.set_header(header_cells(&["severity".into(), "code".into(), "offset".into(), "message".into()], colour));
+    t.set_header(header_cells(
+        &["severity".into(), "code".into(), "offset".into(), "message".into()],
+        colour,
+    ));
     for f in findings {
         let sev = match f.severity {
             Severity::Error => paint("error", "31", colour),
@@ -274,7 +299,10 @@ fn counts(findings: &[Finding]) -> String {
     let mut parts = Vec::new();
     for (count, word) in [(e, "error"), (w, "warning"), (i, "info")] {
         if count > 0 {
-            parts.push(format!("{count} {word}{}", if count == 1 || word == "info" { "" } else { "s" }));
+            parts.push(format!(
+                "{count} {word}{}",
+                if count == 1 || word == "info" { "" } else { "s" }
+            ));
         }
     }
     if parts.is_empty() {

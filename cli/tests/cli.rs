@@ -115,7 +115,11 @@ fn exit_codes_valid_invalid_unreadable() {
     let junk = dir.join("junk.bin");
     std::fs::write(&junk, b"this is not a raster").unwrap();
     let missing = dir.join("missing.npy");
-    let (g, j, m) = (good.to_str().unwrap(), junk.to_str().unwrap(), missing.to_str().unwrap());
+    let (g, j, m) = (
+        good.to_str().unwrap(),
+        junk.to_str().unwrap(),
+        missing.to_str().unwrap(),
+    );
 
     let o = run(&["validate", g]);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
@@ -144,7 +148,11 @@ fn json_follows_the_schema_and_keeps_input_order() {
     write_npy(&good, &[3], &[1.0, 2.0, 3.0]);
     let junk = dir.join("junk.bin");
     std::fs::write(&junk, b"\x00\x01garbage").unwrap();
-    let paths = [good.to_str().unwrap(), junk.to_str().unwrap(), "/nonexistent/rasterpack.volp"];
+    let paths = [
+        good.to_str().unwrap(),
+        junk.to_str().unwrap(),
+        "/nonexistent/rasterpack.volp",
+    ];
     for cmd in ["validate", "inspect"] {
         let mut args = vec![cmd, "--json"];
         args.extend(paths);
@@ -172,7 +180,11 @@ fn quiet_prints_nothing_and_no_color_has_no_escapes() {
     let o = run(&["validate", "--quiet", junk.to_str().unwrap()]);
     assert_eq!(code(&o), 1);
     assert!(o.stdout.is_empty(), "--quiet must print nothing on stdout");
-    let o = bin().env("NO_COLOR", "1").args(["validate", junk.to_str().unwrap()]).output().unwrap();
+    let o = bin()
+        .env("NO_COLOR", "1")
+        .args(["validate", junk.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(!o.stdout.contains(&0x1b), "NO_COLOR output has no escape sequences");
     // Not a terminal either: no colour even without NO_COLOR.
     let o = run(&["inspect", junk.to_str().unwrap()]);
@@ -191,7 +203,12 @@ fn reads_standard_input() {
         .spawn()
         .unwrap();
     use std::io::Write;
-    child.stdin.take().unwrap().write_all(&std::fs::read(&good).unwrap()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&std::fs::read(&good).unwrap())
+        .unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(code(&o), 0);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -205,8 +222,15 @@ fn broken_pipe_ends_quietly() {
     let good = dir.join("good.npy");
     write_npy(&good, &[1], &[1.0]);
     let g = good.to_str().unwrap().to_string();
-    let args: Vec<String> = std::iter::once("inspect".to_string()).chain(std::iter::repeat_n(g, 3000)).collect();
-    let mut child = bin().args(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let args: Vec<String> = std::iter::once("inspect".to_string())
+        .chain(std::iter::repeat_n(g, 3000))
+        .collect();
+    let mut child = bin()
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     // Read one byte, then close the pipe under the writer.
     let mut stdout = child.stdout.take().unwrap();
     let mut one = [0u8; 1];
@@ -227,7 +251,11 @@ fn convert_is_atomic_and_never_clobbers() {
     let out = dir.join("out.npy");
     let (s, d) = (src.to_str().unwrap(), out.to_str().unwrap());
     assert_eq!(code(&run(&["convert", s, d])), 0);
-    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&src).unwrap(), "npy -> npy is byte-identical");
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        std::fs::read(&src).unwrap(),
+        "npy -> npy is byte-identical"
+    );
 
     // Refuses to overwrite without --force, and leaves the existing file alone.
     std::fs::write(&out, b"keep me").unwrap();
@@ -247,7 +275,14 @@ fn convert_is_atomic_and_never_clobbers() {
     let truncated = dir.join("truncated.npy");
     let bytes = std::fs::read(&src).unwrap();
     std::fs::write(&truncated, &bytes[..bytes.len() - 1]).unwrap();
-    assert_eq!(code(&run(&["convert", truncated.to_str().unwrap(), failed.to_str().unwrap()])), 1);
+    assert_eq!(
+        code(&run(&[
+            "convert",
+            truncated.to_str().unwrap(),
+            failed.to_str().unwrap()
+        ])),
+        1
+    );
     let leftovers: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok())
@@ -273,18 +308,30 @@ fn volp_samples_inspect_validate_and_convert_both_ways() {
     assert!(text.contains("int16") && text.contains("[4, 32, 32]"), "{text}");
     assert_eq!(code(&run(&["validate", &sample])), 0);
     assert_eq!(code(&run(&["validate", &testdata("volp/invalid_bad_magic.volp")])), 1);
-    assert_eq!(code(&run(&["validate", &testdata("volp/invalid_truncated_body.volp")])), 1);
+    assert_eq!(
+        code(&run(&["validate", &testdata("volp/invalid_truncated_body.volp")])),
+        1
+    );
 
     let dir = scratch("volp");
     let stored = dir.join("stored.npy");
     let physical = dir.join("physical.npy");
     assert_eq!(code(&run(&["convert", &sample, stored.to_str().unwrap()])), 0);
-    assert_eq!(code(&run(&["convert", &sample, physical.to_str().unwrap(), "--physical"])), 0);
+    assert_eq!(
+        code(&run(&["convert", &sample, physical.to_str().unwrap(), "--physical"])),
+        0
+    );
     let limits = rasterpack_common::Limits::default();
     let s = rasterpack_common::npy::read(&std::fs::read(&stored).unwrap(), &limits).unwrap();
     let p = rasterpack_common::npy::read(&std::fs::read(&physical).unwrap(), &limits).unwrap();
-    assert_eq!((s.dtype, s.shape.clone()), (rasterpack_common::DType::I16, vec![4, 32, 32]));
-    assert_eq!((p.dtype, p.shape.clone()), (rasterpack_common::DType::F64, vec![4, 32, 32]));
+    assert_eq!(
+        (s.dtype, s.shape.clone()),
+        (rasterpack_common::DType::I16, vec![4, 32, 32])
+    );
+    assert_eq!(
+        (p.dtype, p.shape.clone()),
+        (rasterpack_common::DType::F64, vec![4, 32, 32])
+    );
     // Physical = f64(stored) * scale + offset, with the sample's scale 0.01 and offset 250.
     for (sv, pv) in s.to_f64().iter().zip(p.to_f64()) {
         assert_eq!((sv * 0.01 + 250.0).to_bits(), pv.to_bits());
@@ -293,9 +340,15 @@ fn volp_samples_inspect_validate_and_convert_both_ways() {
     // .npy -> VOLP -> .npy gives the same array back, and the VOLP validates.
     let volp = dir.join("back.volp");
     let again = dir.join("again.npy");
-    assert_eq!(code(&run(&["convert", stored.to_str().unwrap(), volp.to_str().unwrap()])), 0);
+    assert_eq!(
+        code(&run(&["convert", stored.to_str().unwrap(), volp.to_str().unwrap()])),
+        0
+    );
     assert_eq!(code(&run(&["validate", volp.to_str().unwrap()])), 0);
-    assert_eq!(code(&run(&["convert", volp.to_str().unwrap(), again.to_str().unwrap()])), 0);
+    assert_eq!(
+        code(&run(&["convert", volp.to_str().unwrap(), again.to_str().unwrap()])),
+        0
+    );
     assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&stored).unwrap());
 
     // A 2-D array is not representable in VOLP: refused with exit 2, nothing left behind.
@@ -320,23 +373,61 @@ fn gvrs_elements_convert_to_npy_and_back() {
     // Several elements: --element is required, and its absence is a usage error naming them.
     let o = run(&["convert", &sample, a.to_str().unwrap()]);
     assert_eq!(code(&o), 2);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--element") || String::from_utf8_lossy(&o.stderr).contains("element"));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--element")
+            || String::from_utf8_lossy(&o.stderr).contains("element")
+    );
     assert!(!a.exists());
-    assert_eq!(code(&run(&["convert", &sample, a.to_str().unwrap(), "--element", "a"])), 0);
+    assert_eq!(
+        code(&run(&["convert", &sample, a.to_str().unwrap(), "--element", "a"])),
+        0
+    );
     let arr = read_npy(&a);
-    assert_eq!((arr.dtype, arr.shape.clone()), (rasterpack_common::DType::I32, vec![7, 9]));
+    assert_eq!(
+        (arr.dtype, arr.shape.clone()),
+        (rasterpack_common::DType::I32, vec![7, 9])
+    );
     let d = dir.join("d.npy");
     let d_codes = dir.join("d_codes.npy");
-    assert_eq!(code(&run(&["convert", &sample, d.to_str().unwrap(), "--element", "d"])), 0);
-    assert_eq!(code(&run(&["convert", &sample, d_codes.to_str().unwrap(), "--element", "d", "--codes"])), 0);
-    assert_eq!(read_npy(&d).dtype, rasterpack_common::DType::F32, "integer-coded floats decode to float32");
-    assert_eq!(read_npy(&d_codes).dtype, rasterpack_common::DType::I32, "--codes gives the stored int32 codes");
+    assert_eq!(
+        code(&run(&["convert", &sample, d.to_str().unwrap(), "--element", "d"])),
+        0
+    );
+    assert_eq!(
+        code(&run(&[
+            "convert",
+            &sample,
+            d_codes.to_str().unwrap(),
+            "--element",
+            "d",
+            "--codes"
+        ])),
+        0
+    );
+    assert_eq!(
+        read_npy(&d).dtype,
+        rasterpack_common::DType::F32,
+        "integer-coded floats decode to float32"
+    );
+    assert_eq!(
+        read_npy(&d_codes).dtype,
+        rasterpack_common::DType::I32,
+        "--codes gives the stored int32 codes"
+    );
 
     // .npy -> GVRS (tiled, compressed) -> .npy is lossless, and the GVRS validates.
     for compress in ["none", "deflate", "huffman", "all"] {
         let g = dir.join(format!("a_{compress}.gvrs"));
         let back = dir.join(format!("a_{compress}.npy"));
-        let o = run(&["convert", a.to_str().unwrap(), g.to_str().unwrap(), "--tile", "4x4", "--compress", compress]);
+        let o = run(&[
+            "convert",
+            a.to_str().unwrap(),
+            g.to_str().unwrap(),
+            "--tile",
+            "4x4",
+            "--compress",
+            compress,
+        ]);
         assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
         assert_eq!(code(&run(&["validate", g.to_str().unwrap()])), 0);
         assert_eq!(code(&run(&["convert", g.to_str().unwrap(), back.to_str().unwrap()])), 0);
@@ -349,7 +440,10 @@ fn gvrs_elements_convert_to_npy_and_back() {
     assert!(!refused.exists());
     let one = dir.join("a_none.gvrs");
     let volp = dir.join("a.volp");
-    assert_eq!(code(&run(&["convert", one.to_str().unwrap(), volp.to_str().unwrap()])), 0);
+    assert_eq!(
+        code(&run(&["convert", one.to_str().unwrap(), volp.to_str().unwrap()])),
+        0
+    );
     let o = run(&["inspect", "--json", volp.to_str().unwrap()]);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["files"][0]["summary"]["shape"], serde_json::json!([1, 7, 9]));
@@ -363,7 +457,16 @@ fn udf_tables_convert_and_other_formats_become_udf_containers() {
     assert_eq!(code(&o), 0);
     let dir = scratch("udf");
     let t = dir.join("temps.npy");
-    assert_eq!(code(&run(&["convert", &sample, t.to_str().unwrap(), "--element", "root/child/temps"])), 0);
+    assert_eq!(
+        code(&run(&[
+            "convert",
+            &sample,
+            t.to_str().unwrap(),
+            "--element",
+            "root/child/temps"
+        ])),
+        0
+    );
     assert_eq!(read_npy(&t).shape, vec![5]);
 
     // VOLP -> UDF keeps the array and its metadata; UDF -> .npy gives the array back.
@@ -375,9 +478,15 @@ fn udf_tables_convert_and_other_formats_become_udf_containers() {
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(code(&run(&["validate", udf.to_str().unwrap()])), 0);
     let o = run(&["inspect", udf.to_str().unwrap()]);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("air_temperature"), "the VOLP metadata is kept");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("air_temperature"),
+        "the VOLP metadata is kept"
+    );
     let back = dir.join("back.npy");
-    assert_eq!(code(&run(&["convert", udf.to_str().unwrap(), back.to_str().unwrap()])), 0);
+    assert_eq!(
+        code(&run(&["convert", udf.to_str().unwrap(), back.to_str().unwrap()])),
+        0
+    );
     assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&stored).unwrap());
 }
 
@@ -390,15 +499,30 @@ fn fold_arrays_convert_and_damaged_files_are_repaired() {
     let o = run(&["convert", &sample, grid.to_str().unwrap()]);
     assert_eq!(code(&o), 2, "several arrays need --element");
     assert!(String::from_utf8_lossy(&o.stderr).contains("nuclear_arrays/grid"));
-    assert_eq!(code(&run(&["convert", &sample, grid.to_str().unwrap(), "--element", "nuclear_arrays/grid"])), 0);
+    assert_eq!(
+        code(&run(&[
+            "convert",
+            &sample,
+            grid.to_str().unwrap(),
+            "--element",
+            "nuclear_arrays/grid"
+        ])),
+        0
+    );
     let arr = read_npy(&grid);
 
     // .npy -> FOLD (an NPZ0 chunk) -> .npy is lossless.
     let fold = dir.join("grid.fold");
     let back = dir.join("back.npy");
-    assert_eq!(code(&run(&["convert", grid.to_str().unwrap(), fold.to_str().unwrap()])), 0);
+    assert_eq!(
+        code(&run(&["convert", grid.to_str().unwrap(), fold.to_str().unwrap()])),
+        0
+    );
     assert_eq!(code(&run(&["validate", fold.to_str().unwrap()])), 0);
-    assert_eq!(code(&run(&["convert", fold.to_str().unwrap(), back.to_str().unwrap()])), 0);
+    assert_eq!(
+        code(&run(&["convert", fold.to_str().unwrap(), back.to_str().unwrap()])),
+        0
+    );
     assert_eq!(read_npy(&back), arr);
 
     // A byte flipped inside a Reed-Solomon protected payload: validate warns (repairable,
@@ -410,11 +534,27 @@ fn fold_arrays_convert_and_damaged_files_are_repaired() {
     std::fs::write(&damaged, &bytes).unwrap();
     let o = run(&["validate", "--json", damaged.to_str().unwrap()]);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let codes: Vec<&str> = doc["files"][0]["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    let codes: Vec<&str> = doc["files"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
     assert!(codes.iter().any(|c| c.starts_with("fold.ecc.repaired")), "{codes:?}");
     assert_eq!(code(&o), 0);
     assert_eq!(code(&run(&["validate", "--strict", damaged.to_str().unwrap()])), 1);
     let repaired = dir.join("repaired.fold");
-    assert_eq!(code(&run(&["convert", damaged.to_str().unwrap(), repaired.to_str().unwrap()])), 0);
-    assert_eq!(std::fs::read(&repaired).unwrap(), protected, "the repair restores the original bytes");
+    assert_eq!(
+        code(&run(&[
+            "convert",
+            damaged.to_str().unwrap(),
+            repaired.to_str().unwrap()
+        ])),
+        0
+    );
+    assert_eq!(
+        std::fs::read(&repaired).unwrap(),
+        protected,
+        "the repair restores the original bytes"
+    );
 }

@@ -69,7 +69,11 @@ fn samples() -> Vec<PathBuf> {
 
 /// Limits tight enough that honouring them is visible in a test, loose enough for the samples.
 fn test_limits() -> Limits {
-    Limits { max_alloc: 32 << 20, max_array_bytes: 32 << 20, ..Limits::default() }
+    Limits {
+        max_alloc: 32 << 20,
+        max_array_bytes: 32 << 20,
+        ..Limits::default()
+    }
 }
 
 /// Run everything a user can ask of one input; returns the peak heap growth in bytes.
@@ -83,7 +87,13 @@ fn exercise(bytes: Vec<u8>) -> usize {
         let _ = f.inspect(&input, &InspectOptions { all: false, limits });
         let _ = f.validate(&input, &ValidateOptions { limits });
         // Whole arrays may legitimately be large (a sparse volume); the limits bound them.
-        let _ = f.read_array(&input, &ArrayRequest { limits, ..ArrayRequest::default() });
+        let _ = f.read_array(
+            &input,
+            &ArrayRequest {
+                limits,
+                ..ArrayRequest::default()
+            },
+        );
     }
     PEAK.load(Ordering::Relaxed).saturating_sub(base)
 }
@@ -91,7 +101,11 @@ fn exercise(bytes: Vec<u8>) -> usize {
 #[test]
 fn damaged_samples_never_panic_and_stay_bounded() {
     let files = samples();
-    assert!(files.len() >= 8, "expected the shipped samples in testdata/, found {}", files.len());
+    assert!(
+        files.len() >= 8,
+        "expected the shipped samples in testdata/, found {}",
+        files.len()
+    );
     let mut failures = Vec::new();
     for path in files {
         let good = std::fs::read(&path).unwrap();
@@ -103,7 +117,10 @@ fn damaged_samples_never_panic_and_stay_bounded() {
         let mut check = |what: String, bytes: Vec<u8>| {
             let peak = exercise(bytes);
             if peak > bound {
-                failures.push(format!("{} {what}: {peak} bytes at peak (intact: {intact_peak})", path.display()));
+                failures.push(format!(
+                    "{} {what}: {peak} bytes at peak (intact: {intact_peak})",
+                    path.display()
+                ));
             }
         };
         for cut in (0..good.len()).step_by(step) {
@@ -117,5 +134,9 @@ fn damaged_samples_never_panic_and_stay_bounded() {
             check(format!("byte inverted at {at}"), bad);
         }
     }
-    assert!(failures.is_empty(), "damaged copies allocated too much:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "damaged copies allocated too much:\n{}",
+        failures.join("\n")
+    );
 }

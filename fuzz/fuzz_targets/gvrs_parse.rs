@@ -6,7 +6,11 @@ use rasterpack_common::{Format, Input, InspectOptions, Limits, ValidateOptions};
 use rasterpack_gvrs::{GvrsFile, GvrsFormat};
 
 fuzz_target!(|data: &[u8]| {
-    let limits = Limits { max_array_bytes: 16 << 20, max_alloc: 64 << 20, ..Limits::default() };
+    let limits = Limits {
+        max_array_bytes: 16 << 20,
+        max_alloc: 64 << 20,
+        ..Limits::default()
+    };
     let input = Input::from_bytes("fuzz.gvrs", data.to_vec());
     let _ = GvrsFormat.validate(&input, &ValidateOptions { limits });
     let _ = GvrsFormat.inspect(&input, &InspectOptions { all: false, limits });

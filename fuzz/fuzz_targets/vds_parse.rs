@@ -7,10 +7,22 @@ use rasterpack_common::{ArrayRequest, Format, Input, InspectOptions, Limits, Val
 use rasterpack_vds_meta::VdsFormat;
 
 fuzz_target!(|data: &[u8]| {
-    let limits = Limits { max_alloc: 64 << 20, max_array_bytes: 64 << 20, max_entries: 1 << 20, ..Limits::default() };
+    let limits = Limits {
+        max_alloc: 64 << 20,
+        max_array_bytes: 64 << 20,
+        max_entries: 1 << 20,
+        ..Limits::default()
+    };
     let input = Input::from_bytes("fuzz.vds", data.to_vec());
     let _ = VdsFormat.detect(&input.head(64));
     let _ = VdsFormat.validate(&input, &ValidateOptions { limits });
     let _ = VdsFormat.inspect(&input, &InspectOptions { all: true, limits });
-    let _ = VdsFormat.read_array(&input, &ArrayRequest { limits, physical: true, ..Default::default() });
+    let _ = VdsFormat.read_array(
+        &input,
+        &ArrayRequest {
+            limits,
+            physical: true,
+            ..Default::default()
+        },
+    );
 });

@@ -103,8 +103,8 @@ pub struct NdArray {
 impl NdArray {
     /// Build an array, checking that `data` holds exactly `product(shape) * dtype.size()` bytes.
     pub fn new(dtype: DType, shape: Vec<u64>, data: Vec<u8>) -> Result<NdArray> {
-        let expected = byte_len(dtype, &shape)
-            .ok_or_else(|| Error::usage(format!("array shape {shape:?} overflows")))?;
+        let expected =
+            byte_len(dtype, &shape).ok_or_else(|| Error::usage(format!("array shape {shape:?} overflows")))?;
         if expected != data.len() as u64 {
             return Err(Error::usage(format!(
                 "array of shape {shape:?} and dtype {} needs {expected} bytes, got {}",
@@ -112,7 +112,13 @@ impl NdArray {
                 data.len()
             )));
         }
-        Ok(NdArray { dtype, shape, data, name: None, attrs: Map::new() })
+        Ok(NdArray {
+            dtype,
+            shape,
+            data,
+            name: None,
+            attrs: Map::new(),
+        })
     }
 
     pub fn len(&self) -> u64 {
@@ -129,14 +135,38 @@ impl NdArray {
         match self.dtype {
             DType::Bool | DType::U8 => d.iter().map(|&v| v as f64).collect(),
             DType::I8 => d.iter().map(|&v| v as i8 as f64).collect(),
-            DType::U16 => d.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]) as f64).collect(),
-            DType::I16 => d.chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]]) as f64).collect(),
-            DType::U32 => d.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
-            DType::I32 => d.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
-            DType::F32 => d.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
-            DType::U64 => d.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()) as f64).collect(),
-            DType::I64 => d.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()) as f64).collect(),
-            DType::F64 => d.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or_default())).collect(),
+            DType::U16 => d
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]) as f64)
+                .collect(),
+            DType::I16 => d
+                .chunks_exact(2)
+                .map(|c| i16::from_le_bytes([c[0], c[1]]) as f64)
+                .collect(),
+            DType::U32 => d
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+                .collect(),
+            DType::I32 => d
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+                .collect(),
+            DType::F32 => d
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+                .collect(),
+            DType::U64 => d
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()) as f64)
+                .collect(),
+            DType::I64 => d
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()) as f64)
+                .collect(),
+            DType::F64 => d
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap_or_default()))
+                .collect(),
         }
     }
 }

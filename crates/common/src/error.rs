@@ -58,7 +58,12 @@ impl Error {
         offset: Option<u64>,
         message: impl Into<String>,
     ) -> Self {
-        Error { kind, code: code.into(), offset, message: message.into() }
+        Error {
+            kind,
+            code: code.into(),
+            offset,
+            message: message.into(),
+        }
     }
 
     /// A rule of the format was broken at `offset`.
@@ -67,11 +72,7 @@ impl Error {
     }
 
     /// A rule was broken but no single byte position is to blame (e.g. a cross-field rule).
-    pub fn invalid_at(
-        code: impl Into<Cow<'static, str>>,
-        offset: Option<u64>,
-        message: impl Into<String>,
-    ) -> Self {
+    pub fn invalid_at(code: impl Into<Cow<'static, str>>, offset: Option<u64>, message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Invalid, code, offset, message)
     }
 
@@ -81,9 +82,7 @@ impl Error {
             ErrorKind::Truncated,
             "truncated",
             Some(offset),
-            format!(
-                "input ends inside {field}: needs {needed} byte(s) at offset {offset}, only {available} left"
-            ),
+            format!("input ends inside {field}: needs {needed} byte(s) at offset {offset}, only {available} left"),
         )
     }
 
@@ -91,11 +90,7 @@ impl Error {
         Self::new(ErrorKind::LimitExceeded, code, offset, message)
     }
 
-    pub fn unsupported(
-        code: impl Into<Cow<'static, str>>,
-        offset: Option<u64>,
-        message: impl Into<String>,
-    ) -> Self {
+    pub fn unsupported(code: impl Into<Cow<'static, str>>, offset: Option<u64>, message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unsupported, code, offset, message)
     }
 

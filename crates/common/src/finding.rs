@@ -43,8 +43,19 @@ impl Findings {
         Self::default()
     }
 
-    pub fn push(&mut self, severity: Severity, code: impl Into<String>, offset: Option<u64>, message: impl Into<String>) {
-        self.0.push(Finding { severity, code: code.into(), offset, message: message.into() });
+    pub fn push(
+        &mut self,
+        severity: Severity,
+        code: impl Into<String>,
+        offset: Option<u64>,
+        message: impl Into<String>,
+    ) {
+        self.0.push(Finding {
+            severity,
+            code: code.into(),
+            offset,
+            message: message.into(),
+        });
     }
 
     pub fn error(&mut self, code: impl Into<String>, offset: Option<u64>, message: impl Into<String>) {

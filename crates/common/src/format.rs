@@ -18,7 +18,11 @@ pub enum Section {
     /// Two-column "field | value" table.
     Fields { title: String, rows: Vec<(String, String)> },
     /// A table with a header row.
-    Table { title: String, headers: Vec<String>, rows: Vec<Vec<String>> },
+    Table {
+        title: String,
+        headers: Vec<String>,
+        rows: Vec<Vec<String>>,
+    },
     /// Pre-formatted text (JSON documents, previews).
     Text { title: String, text: String },
 }
@@ -40,7 +44,10 @@ pub struct Report {
 
 impl Report {
     pub fn new(format: &'static str) -> Self {
-        Report { format, ..Default::default() }
+        Report {
+            format,
+            ..Default::default()
+        }
     }
 
     /// Valid: no error finding (and, when `strict`, no warning either).
@@ -52,7 +59,10 @@ impl Report {
     }
 
     pub fn fields(&mut self, title: impl Into<String>, rows: Vec<(String, String)>) {
-        self.sections.push(Section::Fields { title: title.into(), rows });
+        self.sections.push(Section::Fields {
+            title: title.into(),
+            rows,
+        });
     }
 
     pub fn table(&mut self, title: impl Into<String>, headers: &[&str], rows: Vec<Vec<String>>) {
@@ -64,14 +74,18 @@ impl Report {
     }
 
     pub fn text(&mut self, title: impl Into<String>, text: impl Into<String>) {
-        self.sections.push(Section::Text { title: title.into(), text: text.into() });
+        self.sections.push(Section::Text {
+            title: title.into(),
+            text: text.into(),
+        });
     }
 
     /// Record an error that stopped the work as a finding (its kind decides `unsupported`).
     pub fn fail(&mut self, err: &Error) {
         if err.kind == crate::ErrorKind::Unsupported {
             self.unsupported = true;
-            self.findings.push(Severity::Info, err.code.to_string(), err.offset, err.message.clone());
+            self.findings
+                .push(Severity::Info, err.code.to_string(), err.offset, err.message.clone());
         } else {
             self.findings.push_error(err);
         }

@@ -49,11 +49,18 @@ impl Limits {
             return Err(crate::Error::limit(
                 "limit.alloc",
                 offset,
-                format!("{what} declares {bytes} bytes, above the limit of {} bytes", self.max_alloc),
+                format!(
+                    "{what} declares {bytes} bytes, above the limit of {} bytes",
+                    self.max_alloc
+                ),
             ));
         }
         usize::try_from(bytes).map_err(|_| {
-            crate::Error::limit("limit.alloc", offset, format!("{what} of {bytes} bytes does not fit in memory"))
+            crate::Error::limit(
+                "limit.alloc",
+                offset,
+                format!("{what} of {bytes} bytes does not fit in memory"),
+            )
         })
     }
 }

@@ -32,22 +32,37 @@ fn bad(offset: u64, msg: impl Into<String>) -> Error {
 pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader> {
     let mut r = ByteReader::new(bytes);
     if r.bytes(6, "npy magic")? != MAGIC {
-        return Err(Error::invalid("npy.magic", 0, "not a .npy file (magic \\x93NUMPY missing)"));
+        return Err(Error::invalid(
+            "npy.magic",
+            0,
+            "not a .npy file (magic \\x93NUMPY missing)",
+        ));
     }
     let major = r.u8("npy major version")?;
     let minor = r.u8("npy minor version")?;
     let header_len = match major {
         1 => r.u16_le("npy header length")? as u64,
         2 | 3 => r.u32_le("npy header length")? as u64,
-        v => return Err(Error::unsupported("npy.version", Some(6), format!("npy version {v}.{minor} is not supported"))),
+        v => {
+            return Err(Error::unsupported(
+                "npy.version",
+                Some(6),
+                format!("npy version {v}.{minor} is not supported"),
+            ))
+        }
     };
     let text_start = r.offset();
     let text = r.bytes_u64(header_len, "npy header")?;
     let text = std::str::from_utf8(text).map_err(|_| bad(text_start, "npy header is not UTF-8/ASCII"))?;
     let dict = parse_dict(text).map_err(|m| bad(text_start, format!("npy header: {m}")))?;
     let descr = dict.descr.ok_or_else(|| bad(text_start, "npy header has no 'descr'"))?;
-    let (dtype, big_endian) = parse_descr(&descr)
-        .ok_or_else(|| Error::unsupported("npy.dtype", Some(text_start), format!("npy dtype {descr:?} is not supported")))?;
+    let (dtype, big_endian) = parse_descr(&descr).ok_or_else(|| {
+        Error::unsupported(
+            "npy.dtype",
+            Some(text_start),
+            format!("npy dtype {descr:?} is not supported"),
+        )
+    })?;
     let shape = dict.shape.ok_or_else(|| bad(text_start, "npy header has no 'shape'"))?;
     let data_len = byte_len(dtype, &shape).ok_or_else(|| bad(text_start, "npy shape overflows"))?;
     Ok(NpyHeader {
@@ -65,7 +80,11 @@ pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader> {
 pub fn read(bytes: &[u8], limits: &Limits) -> Result<NdArray> {
     let h = parse_header(bytes)?;
     if h.fortran_order {
-        return Err(Error::unsupported("npy.fortran_order", Some(8), "Fortran-ordered .npy arrays are not supported"));
+        return Err(Error::unsupported(
+            "npy.fortran_order",
+            Some(8),
+            "Fortran-ordered .npy arrays are not supported",
+        ));
     }
     limits.check_alloc(h.data_len, "npy data", Some(h.data_offset))?;
     let available = bytes.len() as u64 - h.data_offset;
@@ -92,11 +111,21 @@ pub fn read(bytes: &[u8], limits: &Limits) -> Result<NdArray> {
 pub fn header_bytes(dtype: DType, shape: &[u64]) -> Vec<u8> {
     let shape_text = match shape {
         [one] => format!("({one},)"),
-        _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+        _ => format!(
+            "({})",
+            shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+        ),
     };
-    let mut dict = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {shape_text}, }}", dtype.npy_descr());
+    let mut dict = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape_text}, }}",
+        dtype.npy_descr()
+    );
     // Version 1.0 header lengths are u16; shapes this long need version 2.0.
-    let (major, len_size) = if dict.len() + 12 + 64 > u16::MAX as usize { (2u8, 4usize) } else { (1u8, 2usize) };
+    let (major, len_size) = if dict.len() + 12 + 64 > u16::MAX as usize {
+        (2u8, 4usize)
+    } else {
+        (1u8, 2usize)
+    };
     let prefix = 6 + 2 + len_size;
     let total = (prefix + dict.len() + 1).div_ceil(64) * 64;
     while prefix + dict.len() + 1 < total {
@@ -144,7 +173,6 @@ fn parse_descr(descr: &str) -> Option<(DType, bool)> {
     Some((dtype, order))
 }
 
-
 #[derive(Default)]
 struct Dict {
     descr: Option<String>,
@@ -154,7 +182,10 @@ struct Dict {
 
 /// Parse the Python dict literal numpy writes: `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }`.
 fn parse_dict(text: &str) -> std::result::Result<Dict, String> {
-    let mut p = Lit { s: text.as_bytes(), i: 0 };
+    let mut p = Lit {
+        s: text.as_bytes(),
+        i: 0,
+    };
     let mut dict = Dict::default();
     p.ws();
     p.expect(b'{')?;
@@ -251,7 +282,11 @@ impl Lit<'_> {
                 self.i += 1;
             }
             let digits = std::str::from_utf8(&self.s[start..self.i]).map_err(|e| e.to_string())?;
-            dims.push(digits.parse::<u64>().map_err(|_| format!("bad dimension at header byte {start}"))?);
+            dims.push(
+                digits
+                    .parse::<u64>()
+                    .map_err(|_| format!("bad dimension at header byte {start}"))?,
+            );
             if dims.len() > 64 {
                 return Err("more than 64 dimensions".into());
             }

@@ -18,19 +18,37 @@ impl NpyFormat {
         let head = input.head(1 << 20);
         let h = npy::parse_header(&head)?;
         let mut report = Report::new("npy");
-        report.summary.insert("version".into(), Value::from(format!("{}.{}", h.version.0, h.version.1)));
+        report.summary.insert(
+            "version".into(),
+            Value::from(format!("{}.{}", h.version.0, h.version.1)),
+        );
         report.summary.insert("dtype".into(), Value::from(h.dtype.name()));
         report.summary.insert("shape".into(), Value::from(h.shape.clone()));
-        report.summary.insert("fortran_order".into(), Value::from(h.fortran_order));
+        report
+            .summary
+            .insert("fortran_order".into(), Value::from(h.fortran_order));
         report.summary.insert("data_offset".into(), Value::from(h.data_offset));
         report.fields(
             "npy",
             vec![
                 ("version".into(), format!("{}.{}", h.version.0, h.version.1)),
-                ("dtype".into(), format!("{} ({})", h.dtype.name(), if h.big_endian { "big-endian" } else { "little-endian" })),
+                (
+                    "dtype".into(),
+                    format!(
+                        "{} ({})",
+                        h.dtype.name(),
+                        if h.big_endian { "big-endian" } else { "little-endian" }
+                    ),
+                ),
                 ("shape".into(), format!("{:?}", h.shape)),
-                ("order".into(), if h.fortran_order { "Fortran".into() } else { "C".into() }),
-                ("data".into(), format!("{} bytes at offset {}", h.data_len, h.data_offset)),
+                (
+                    "order".into(),
+                    if h.fortran_order { "Fortran".into() } else { "C".into() },
+                ),
+                (
+                    "data".into(),
+                    format!("{} bytes at offset {}", h.data_len, h.data_offset),
+                ),
             ],
         );
         let actual = input.len().saturating_sub(h.data_offset);

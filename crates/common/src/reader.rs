@@ -73,7 +73,12 @@ impl<'a> ByteReader<'a> {
     /// Take `n` bytes as a slice.
     pub fn bytes(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
         if n > self.remaining() {
-            return Err(Error::truncated(field, self.offset(), n as u64, self.remaining() as u64));
+            return Err(Error::truncated(
+                field,
+                self.offset(),
+                n as u64,
+                self.remaining() as u64,
+            ));
         }
         let out = &self.data[self.pos..self.pos + n];
         self.pos += n;

@@ -22,14 +22,23 @@ impl Input {
     pub fn open(path: &Path) -> Result<Input> {
         let meta = std::fs::metadata(path).map_err(|e| Error::io(&path.display().to_string(), &e))?;
         if meta.is_dir() {
-            return Ok(Input::Dir { path: path.to_path_buf() });
+            return Ok(Input::Dir {
+                path: path.to_path_buf(),
+            });
         }
         let file = File::open(path).map_err(|e| Error::io(&path.display().to_string(), &e))?;
-        Ok(Input::File { path: path.to_path_buf(), len: meta.len(), file: Arc::new(file) })
+        Ok(Input::File {
+            path: path.to_path_buf(),
+            len: meta.len(),
+            file: Arc::new(file),
+        })
     }
 
     pub fn from_bytes(name: impl Into<String>, data: Vec<u8>) -> Input {
-        Input::Bytes { name: name.into(), data: Arc::new(data) }
+        Input::Bytes {
+            name: name.into(),
+            data: Arc::new(data),
+        }
     }
 
     pub fn name(&self) -> String {
@@ -73,7 +82,12 @@ impl Input {
         let len = self.len();
         let end = offset.checked_add(buf.len() as u64);
         if end.is_none_or(|e| e > len) {
-            return Err(Error::truncated(field, offset, buf.len() as u64, len.saturating_sub(offset)));
+            return Err(Error::truncated(
+                field,
+                offset,
+                buf.len() as u64,
+                len.saturating_sub(offset),
+            ));
         }
         match self {
             Input::File { file, path, .. } => read_exact_at(file, buf, offset)
@@ -154,7 +168,10 @@ mod tests {
         input.read_at(2, &mut b, "x").unwrap();
         assert_eq!(b, [3, 4]);
         assert_eq!(input.read_at(3, &mut b, "x").unwrap_err().kind, ErrorKind::Truncated);
-        assert_eq!(input.read_at(u64::MAX, &mut b, "x").unwrap_err().kind, ErrorKind::Truncated);
+        assert_eq!(
+            input.read_at(u64::MAX, &mut b, "x").unwrap_err().kind,
+            ErrorKind::Truncated
+        );
         assert!(input.read_vec(0, 1 << 40, "huge", &Limits::default()).is_err());
         assert_eq!(input.head(64), vec![1, 2, 3, 4]);
     }

@@ -22,12 +22,9 @@ fn generate(path: &Path) {
     let root = w.add_dataset("ROOT").unwrap();
     w.set_root(root);
     let values: Vec<f32> = (0..VALUES).map(|i| i as f32 * 0.25).collect();
-    w.add(root, TableSpec::array("values", &[VALUES], &values))
-        .unwrap();
+    w.add(root, TableSpec::array("values", &[VALUES], &values)).unwrap();
     drop(values);
-    let idx: Vec<u32> = (0..INDICES)
-        .map(|i| i.wrapping_mul(2654435761) % VALUES)
-        .collect();
+    let idx: Vec<u32> = (0..INDICES).map(|i| i.wrapping_mul(2654435761) % VALUES).collect();
     w.add(
         root,
         TableSpec::array("indices", &[INDICES], &idx)
@@ -36,9 +33,7 @@ fn generate(path: &Path) {
     )
     .unwrap();
     drop(idx);
-    let ranges: Vec<u64> = (0..RANGES as u64)
-        .flat_map(|i| [i * 2, i * 2 + 3])
-        .collect();
+    let ranges: Vec<u64> = (0..RANGES as u64).flat_map(|i| [i * 2, i * 2 + 3]).collect();
     w.add(
         root,
         TableSpec::array("ranges", &[RANGES], &ranges)
@@ -70,8 +65,7 @@ fn main() {
         generate(Path::new(&args[p + 1]));
         return;
     }
-    let path: PathBuf =
-        std::env::temp_dir().join(format!("rasterpack-udf-bench-{}.udf", std::process::id()));
+    let path: PathBuf = std::env::temp_dir().join(format!("rasterpack-udf-bench-{}.udf", std::process::id()));
     let t = Instant::now();
     let status = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--generate")
@@ -80,11 +74,7 @@ fn main() {
         .unwrap();
     assert!(status.success());
     let len = std::fs::metadata(&path).unwrap().len();
-    println!(
-        "generated {} bytes in {:.1} s",
-        len,
-        t.elapsed().as_secs_f64()
-    );
+    println!("generated {} bytes in {:.1} s", len, t.elapsed().as_secs_f64());
     let mut rates = Vec::new();
     for run in 0..3 {
         let input = Input::open(&path).unwrap();

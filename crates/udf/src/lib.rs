@@ -22,8 +22,7 @@ use std::io::Write;
 
 use rasterpack_common::json::f64_value;
 use rasterpack_common::{
-    ArrayRequest, DType, Error, Format, Input, InspectOptions, NdArray, Report, Result,
-    ValidateOptions, WriteOptions,
+    ArrayRequest, DType, Error, Format, Input, InspectOptions, NdArray, Report, Result, ValidateOptions, WriteOptions,
 };
 use serde_json::{json, Map, Value};
 
@@ -82,9 +81,7 @@ impl Format for UdfFormat {
                     .datasets()
                     .iter()
                     .flat_map(|d| d.tables.iter().map(move |t| (d, t)))
-                    .filter(|(_, t)| {
-                        t.dtype().is_some() && t.hint != Hint::Dataset && t.hint != Hint::Text
-                    })
+                    .filter(|(_, t)| t.dtype().is_some() && t.hint != Hint::Dataset && t.hint != Hint::Text)
                     .collect();
                 if arrays.len() == 1 {
                     arrays[0]
@@ -100,12 +97,7 @@ impl Format for UdfFormat {
         file.array(ds, t)
     }
 
-    fn write_array(
-        &self,
-        array: &NdArray,
-        _opts: &WriteOptions,
-        out: &mut dyn Write,
-    ) -> Result<()> {
+    fn write_array(&self, array: &NdArray, _opts: &WriteOptions, out: &mut dyn Write) -> Result<()> {
         let w = array_writer(array)?;
         w.write_to(out)?;
         Ok(())
@@ -137,15 +129,12 @@ pub fn array_writer(array: &NdArray) -> Result<UdfWriter> {
         )));
     }
     let name = match array.name.as_deref() {
-        Some(n) if !n.is_empty() && n != ATTRS_TABLE && !n.contains('/') && n.len() < 256 => {
-            n.to_string()
-        }
+        Some(n) if !n.is_empty() && n != ATTRS_TABLE && !n.contains('/') && n.len() < 256 => n.to_string(),
         _ => "data".to_string(),
     };
     let fits = array.shape.len() <= 3 && array.shape.iter().all(|&a| a <= u32::MAX as u64) && {
         let axes: Vec<u32> = array.shape.iter().map(|&a| a as u32).collect();
-        parse::Shape::encode(&axes)
-            .is_some_and(|p| parse::Shape::decode(axes.len() as u8, p).axes == axes)
+        parse::Shape::encode(&axes).is_some_and(|p| parse::Shape::decode(axes.len() as u8, p).axes == axes)
     };
     let mut spec = if fits {
         let axes: Vec<u32> = array.shape.iter().map(|&a| a as u32).collect();
@@ -155,30 +144,18 @@ pub fn array_writer(array: &NdArray) -> Result<UdfWriter> {
         // keep the real shape in type_name, which read_array honours.
         let n = array.len();
         if n > u32::MAX as u64 {
-            return Err(Error::usage(
-                "array has more than 2^32 elements".to_string(),
-            ));
+            return Err(Error::usage("array has more than 2^32 elements".to_string()));
         }
         let shape: Vec<String> = array.shape.iter().map(|a| a.to_string()).collect();
-        TableSpec::raw(
-            &name,
-            prim,
-            Hint::None,
-            &[n as u32],
-            &[],
-            array.data.clone(),
-        )
-        .type_name(&format!("ndarray:{}", shape.join("x")))
+        TableSpec::raw(&name, prim, Hint::None, &[n as u32], &[], array.data.clone())
+            .type_name(&format!("ndarray:{}", shape.join("x")))
     };
     if array.dtype == DType::Bool && spec.type_name.is_none() {
         spec = spec.type_name("bool");
     }
     w.add(root, spec)?;
     if !array.attrs.is_empty() {
-        w.add(
-            root,
-            TableSpec::json(ATTRS_TABLE, &Value::Object(array.attrs.clone())),
-        )?;
+        w.add(root, TableSpec::json(ATTRS_TABLE, &Value::Object(array.attrs.clone())))?;
     }
     Ok(w)
 }
@@ -251,15 +228,9 @@ fn describe(file: &UdfFile, all: bool, report: &mut Report) {
         report.fields(
             "UDF file",
             vec![
-                (
-                    "magic".into(),
-                    String::from_utf8_lossy(&h.magic).into_owned(),
-                ),
+                ("magic".into(), String::from_utf8_lossy(&h.magic).into_owned()),
                 ("id".into(), model::id_string(&h.id)),
-                (
-                    "size".into(),
-                    rasterpack_common::json::fmt_bytes(file.doc.file_len),
-                ),
+                ("size".into(), rasterpack_common::json::fmt_bytes(file.doc.file_len)),
                 (
                     "root".into(),
                     if h.root.is_null() {
@@ -279,20 +250,14 @@ fn describe(file: &UdfFile, all: bool, report: &mut Report) {
         let mut tables = Vec::new();
         for t in &ds.tables {
             let mut tj = Map::new();
-            tj.insert(
-                "name".into(),
-                t.name.clone().map_or(Value::Null, Value::from),
-            );
+            tj.insert("name".into(), t.name.clone().map_or(Value::Null, Value::from));
             tj.insert("prim".into(), Value::from(t.prim.name()));
             tj.insert("dims".into(), Value::from(t.shape.dims));
             tj.insert("hint".into(), Value::from(t.hint.name()));
             tj.insert("shape".into(), Value::from(t.shape.axes.clone()));
             tj.insert("real_shape".into(), Value::from(t.shape.real().to_vec()));
             tj.insert("ghost_shape".into(), Value::from(t.shape.ghost().to_vec()));
-            tj.insert(
-                "data_offset".into(),
-                t.data_offset.map_or(Value::Null, Value::from),
-            );
+            tj.insert("data_offset".into(), t.data_offset.map_or(Value::Null, Value::from));
             tj.insert("data_size".into(), Value::from(t.data_size));
             for (k, v) in [
                 ("index_name", &t.index_name),
@@ -312,10 +277,7 @@ fn describe(file: &UdfFile, all: bool, report: &mut Report) {
                 } else {
                     "(unreadable)".to_string()
                 }
-            } else if matches!(t.hint, Hint::Text | Hint::Json)
-                && t.data_size > PREVIEW_TEXT_MAX
-                && !all
-            {
+            } else if matches!(t.hint, Hint::Text | Hint::Json) && t.data_size > PREVIEW_TEXT_MAX && !all {
                 // Large documents are shown with --all only.
                 format!("({} bytes; --all shows it)", t.data_size)
             } else {

@@ -246,12 +246,7 @@ impl UdfFile {
             } else {
                 ErrorKind::Invalid
             };
-            return Err(Error::new(
-                kind,
-                f.code.clone(),
-                f.offset,
-                f.message.clone(),
-            ));
+            return Err(Error::new(kind, f.code.clone(), f.offset, f.message.clone()));
         }
         Ok(UdfFile {
             input: input.clone(),
@@ -281,8 +276,7 @@ impl UdfFile {
     /// The first `n` bytes of a table's data (for previews).
     pub fn bytes_prefix(&self, t: &Table, n: u64) -> Result<Vec<u8>> {
         let off = self.require_readable(t)?;
-        self.input
-            .read_vec(off, n.min(t.data_size), "table data", &self.limits)
+        self.input.read_vec(off, n.min(t.data_size), "table data", &self.limits)
     }
 
     pub fn header(&self) -> Option<&FileHeader> {
@@ -312,10 +306,7 @@ impl UdfFile {
     /// name when only one table in the file has it.
     pub fn find(&self, element: &str) -> Result<(&Dataset, &Table)> {
         for ds in &self.doc.datasets {
-            if let Some(rest) = element
-                .strip_prefix(ds.path.as_str())
-                .and_then(|r| r.strip_prefix('/'))
-            {
+            if let Some(rest) = element.strip_prefix(ds.path.as_str()).and_then(|r| r.strip_prefix('/')) {
                 if let Some(t) = ds.tables.iter().find(|t| t.display_name() == rest) {
                     return Ok((ds, t));
                 }
@@ -361,10 +352,7 @@ impl UdfFile {
             _ => Err(Error::invalid(
                 codes::TABLE_OUT_OF_BOUNDS,
                 t.desc_offset,
-                format!(
-                    "table {} has no readable data (see validate)",
-                    t.display_name()
-                ),
+                format!("table {} has no readable data (see validate)", t.display_name()),
             )),
         }
     }
@@ -445,8 +433,7 @@ impl UdfFile {
         self.check_text_size(t)?;
         let b = self.bytes(t)?;
         let base = t.data_offset.unwrap_or(0);
-        crate::validate::decode_text(t, &b)
-            .map_err(|(rel, msg)| Error::invalid(codes::TEXT_INVALID, base + rel, msg))
+        crate::validate::decode_text(t, &b).map_err(|(rel, msg)| Error::invalid(codes::TEXT_INVALID, base + rel, msg))
     }
 
     /// Parse a JSON table.
@@ -526,10 +513,7 @@ impl UdfFile {
             }
         }
         let mut udf = serde_json::Map::new();
-        udf.insert(
-            "path".into(),
-            Value::from(format!("{}/{}", ds.path, t.display_name())),
-        );
+        udf.insert("path".into(), Value::from(format!("{}/{}", ds.path, t.display_name())));
         udf.insert("hint".into(), Value::from(t.hint.name()));
         udf.insert("real_shape".into(), Value::from(t.shape.real().to_vec()));
         udf.insert("ghost_shape".into(), Value::from(t.shape.ghost().to_vec()));

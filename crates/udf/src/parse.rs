@@ -2,8 +2,8 @@
 //! callers check lengths against the file first), so nothing here can read out of bounds.
 
 use crate::raw::{
-    type_bits, DatasetHeader, Descriptor, FileHeader, FileOffset, Hint, LookupEntry, Prim,
-    DATASET_STATIC_SIZE, FILE_HEADER_SIZE,
+    type_bits, DatasetHeader, Descriptor, FileHeader, FileOffset, Hint, LookupEntry, Prim, DATASET_STATIC_SIZE,
+    FILE_HEADER_SIZE,
 };
 
 fn u16_at(b: &[u8], o: usize) -> u16 {
@@ -40,12 +40,7 @@ pub fn file_header(b: &[u8; FILE_HEADER_SIZE]) -> FileHeader {
         id: id_at(b, 4),
         next: u64_at(b, 8),
         root: file_offset(b, 0x10),
-        reserved: [
-            u64_at(b, 0x20),
-            u64_at(b, 0x28),
-            u64_at(b, 0x30),
-            u64_at(b, 0x38),
-        ],
+        reserved: [u64_at(b, 0x20), u64_at(b, 0x28), u64_at(b, 0x30), u64_at(b, 0x38)],
     }
 }
 
@@ -111,10 +106,7 @@ pub struct TypeInfo {
 
 pub fn type_info(t: u16) -> TypeInfo {
     TypeInfo {
-        prim: Prim::from_bits(
-            (t & type_bits::PRIM_MASK) as u8,
-            t & type_bits::EXT_BIT != 0,
-        ),
+        prim: Prim::from_bits((t & type_bits::PRIM_MASK) as u8, t & type_bits::EXT_BIT != 0),
         dims: ((t & type_bits::DIM_MASK) >> 4) as u8,
         hint: Hint::from_value(((t & type_bits::HINT_MASK) >> 8) as u8),
         reserved_bits: t & (type_bits::RESERVED_BIT6 | type_bits::RESERVED_HIGH),
@@ -177,16 +169,12 @@ impl Shape {
     /// Number of elements over every axis (1 for a scalar without ghost axes).
     pub fn elements(&self) -> u64 {
         // At most 2^32 * 2^24 * 2^8 = 2^64: saturate the one overflowing case.
-        self.axes
-            .iter()
-            .fold(1u64, |acc, &a| acc.saturating_mul(a as u64))
+        self.axes.iter().fold(1u64, |acc, &a| acc.saturating_mul(a as u64))
     }
 
     /// Number of records over the real axes (1 for a scalar).
     pub fn records(&self) -> u64 {
-        self.real()
-            .iter()
-            .fold(1u64, |acc, &a| acc.saturating_mul(a as u64))
+        self.real().iter().fold(1u64, |acc, &a| acc.saturating_mul(a as u64))
     }
 }
 

@@ -304,8 +304,7 @@ impl Hint {
 
 /// DJB2-xor (`h = h * 33 ^ byte`, wrapping, seed 3581): the reference crate's name hash.
 pub fn name_hash(s: &str) -> u32 {
-    s.bytes()
-        .fold(HASH_SEED, |h, b| h.wrapping_mul(33) ^ b as u32)
+    s.bytes().fold(HASH_SEED, |h, b| h.wrapping_mul(33) ^ b as u32)
 }
 
 #[cfg(test)]

@@ -14,8 +14,8 @@ use crate::codes::{self, *};
 use crate::model::{ChildLink, Dataset, Document, Lookup, Table, Text};
 use crate::parse::{self, Shape};
 use crate::raw::{
-    desc_field as F, FileOffset, Hint, Prim, DATASET_CHECK, DATASET_STATIC_SIZE, DESCRIPTOR_SIZE,
-    FILE_HEADER_SIZE, LOOKUP_SIZE, MAGIC,
+    desc_field as F, FileOffset, Hint, Prim, DATASET_CHECK, DATASET_STATIC_SIZE, DESCRIPTOR_SIZE, FILE_HEADER_SIZE,
+    LOOKUP_SIZE, MAGIC,
 };
 
 /// Chunk size for streamed table reads.
@@ -92,11 +92,7 @@ impl Walker<'_> {
                     ),
                 );
             } else {
-                self.err(
-                    BAD_MAGIC,
-                    Some(0),
-                    format!("magic {:02x?} is not \"UDF0\"", &head[..4]),
-                );
+                self.err(BAD_MAGIC, Some(0), format!("magic {:02x?} is not \"UDF0\"", &head[..4]));
             }
             return;
         }
@@ -114,20 +110,14 @@ impl Walker<'_> {
             self.err(
                 HEADER_BAD_ID,
                 Some(4),
-                format!(
-                    "file id {:02x?} is not printable ASCII padded with NULs",
-                    h.id
-                ),
+                format!("file id {:02x?} is not printable ASCII padded with NULs", h.id),
             );
         }
         if h.next != 0 {
             self.err(
                 HEADER_NEXT,
                 Some(8),
-                format!(
-                    "reserved field next = {:#x} (not marked must-be-zero)",
-                    h.next
-                ),
+                format!("reserved field next = {:#x} (not marked must-be-zero)", h.next),
             );
         }
         if let Some(i) = h.reserved.iter().position(|&r| r != 0) {
@@ -187,9 +177,7 @@ impl Walker<'_> {
     fn bfs(&mut self, root: FileOffset) {
         let mut queue = VecDeque::new();
         self.by_loc.insert(root, 0);
-        self.doc
-            .datasets
-            .push(blank_dataset(root, "root".into(), None, 0));
+        self.doc.datasets.push(blank_dataset(root, "root".into(), None, 0));
         queue.push_back(0usize);
         while let Some(i) = queue.pop_front() {
             self.load_dataset(i);
@@ -221,10 +209,7 @@ impl Walker<'_> {
                             self.err(
                                 DATASET_TOO_DEEP,
                                 Some(at),
-                                format!(
-                                    "{path}: dataset graph deeper than {}",
-                                    self.limits.max_depth
-                                ),
+                                format!("{path}: dataset graph deeper than {}", self.limits.max_depth),
                             );
                             continue;
                         }
@@ -239,9 +224,7 @@ impl Walker<'_> {
                         }
                         let t = self.doc.datasets.len();
                         self.by_loc.insert(loc, t);
-                        self.doc
-                            .datasets
-                            .push(blank_dataset(loc, path, Some(i), depth));
+                        self.doc.datasets.push(blank_dataset(loc, path, Some(i), depth));
                         queue.push_back(t);
                         t
                     }
@@ -265,10 +248,7 @@ impl Walker<'_> {
             self.err(
                 DATASET_BAD_CHECK,
                 Some(loc.offset),
-                format!(
-                    "{tag}: check {:#010x}, expected {DATASET_CHECK:#010x}",
-                    h.check
-                ),
+                format!("{tag}: check {:#010x}, expected {DATASET_CHECK:#010x}", h.check),
             );
             return;
         }
@@ -388,19 +368,12 @@ impl Walker<'_> {
             let at = lookup_base + (k * LOOKUP_SIZE) as u64;
             let e = parse::lookup(body.get(descs_end + k * LOOKUP_SIZE..).unwrap_or(&[]));
             if e.hash == 0 {
-                self.err(
-                    LOOKUP_HASH_ZERO,
-                    Some(at),
-                    format!("{tag}: lookup[{k}] hash 0"),
-                );
+                self.err(LOOKUP_HASH_ZERO, Some(at), format!("{tag}: lookup[{k}] hash 0"));
             } else if let Some(&prev) = seen.get(&e.hash) {
                 self.err(
                     LOOKUP_DUPLICATE_HASH,
                     Some(at),
-                    format!(
-                        "{tag}: lookup[{k}] hash {:#x} repeats lookup[{prev}]",
-                        e.hash
-                    ),
+                    format!("{tag}: lookup[{k}] hash {:#x} repeats lookup[{prev}]", e.hash),
                 );
             } else {
                 seen.insert(e.hash, k);
@@ -640,10 +613,7 @@ impl Walker<'_> {
             self.err(
                 TABLE_CHECKSUM,
                 Some(at + F::CHECKSUM),
-                format!(
-                    "{tt}: checksum {:#x} not verified (algorithm unspecified)",
-                    d.checksum
-                ),
+                format!("{tt}: checksum {:#x} not verified (algorithm unspecified)", d.checksum),
             );
         }
         if d.reserved != 0 {
@@ -717,10 +687,7 @@ impl Walker<'_> {
                 self.err(
                     TABLE_SHAPE_SIZE,
                     Some(at + F::DATA_SIZE),
-                    format!(
-                        "{tt}: shape {:?} x {sz} != data_size {}",
-                        shape.axes, d.data_size
-                    ),
+                    format!("{tt}: shape {:?} x {sz} != data_size {}", shape.axes, d.data_size),
                 );
                 size_ok = false;
             }
@@ -911,10 +878,7 @@ impl Walker<'_> {
                                 errs.push((
                                     INDEX_TARGET_DIM,
                                     t.desc_offset + F::INDEX_NAME,
-                                    format!(
-                                        "{tt}: target {target:?} is {}-D, must be 1-D",
-                                        ot.shape.dims
-                                    ),
+                                    format!("{tt}: target {target:?} is {}-D, must be 1-D", ot.shape.dims),
                                 ));
                             } else {
                                 targets.push((di, t.index, (c, o)));
@@ -1037,9 +1001,7 @@ pub fn check_contents(input: &Input, limits: &Limits, doc: &Document, f: &mut Fi
                     f,
                     LIMIT_WORK,
                     Some(base),
-                    format!(
-                        "{tt}: table contents read exceed the work budget; the rest is not checked"
-                    ),
+                    format!("{tt}: table contents read exceed the work budget; the rest is not checked"),
                 );
                 return;
             }
@@ -1062,12 +1024,7 @@ pub fn check_contents(input: &Input, limits: &Limits, doc: &Document, f: &mut Fi
                 }
                 Hint::Index | Hint::Range if t.hint_ok => match t.index_target {
                     Some((d, o)) => {
-                        let len = doc.datasets[d].tables[o]
-                            .shape
-                            .axes
-                            .first()
-                            .copied()
-                            .unwrap_or(0) as u64;
+                        let len = doc.datasets[d].tables[o].shape.axes.first().copied().unwrap_or(0) as u64;
                         check_indices(input, t, base, len, &tt, f)
                     }
                     None => Ok(()),
@@ -1181,32 +1138,22 @@ fn check_indices(
 }
 
 /// Text validation, one string at a time (scalars stream; list rows are checked row by row).
-fn check_text(
-    input: &Input,
-    t: &Table,
-    base: u64,
-    tt: &str,
-    f: &mut Findings,
-) -> rasterpack_common::Result<()> {
+fn check_text(input: &Input, t: &Table, base: u64, tt: &str, f: &mut Findings) -> rasterpack_common::Result<()> {
     let unit = t.prim.size().unwrap_or(1) as usize;
     let scalar = t.shape.real().is_empty();
     let width = t.shape.ghost().first().copied().unwrap_or(0) as usize * unit;
     let mut bad: Option<(u64, String)> = None;
     if scalar {
         let mut v = TextCheck::new(t.prim);
-        for_each_chunk(
-            input,
-            base,
-            t.data_size,
-            unit.max(1),
-            |off, chunk| match v.feed(chunk) {
+        for_each_chunk(input, base, t.data_size, unit.max(1), |off, chunk| {
+            match v.feed(chunk) {
                 Ok(()) => true,
                 Err((rel, m)) => {
                     bad = Some((off + rel, m));
                     false
                 }
-            },
-        )?;
+            }
+        })?;
         if bad.is_none() {
             if let Err((_, m)) = v.finish() {
                 bad = Some((base + t.data_size, m));
@@ -1276,10 +1223,7 @@ impl TextCheck {
                         }
                         Some(_) => Err((
                             (e.valid_up_to() as u64).saturating_sub(back),
-                            format!(
-                                "invalid UTF-8 at byte {}",
-                                start + e.valid_up_to() as u64 - back
-                            ),
+                            format!("invalid UTF-8 at byte {}", start + e.valid_up_to() as u64 - back),
                         )),
                     },
                 }
@@ -1297,10 +1241,7 @@ impl TextCheck {
                         }
                         0xDC00..=0xDFFF => {
                             if !self.high {
-                                return Err((
-                                    rel,
-                                    format!("unpaired UTF-16 low surrogate {u:#06x}"),
-                                ));
+                                return Err((rel, format!("unpaired UTF-16 low surrogate {u:#06x}")));
                             }
                             self.high = false;
                         }
@@ -1317,10 +1258,7 @@ impl TextCheck {
                 for (k, c) in b.chunks_exact(4).enumerate() {
                     let u = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                     if char::from_u32(u).is_none() {
-                        return Err((
-                            (k * 4) as u64,
-                            format!("{u:#x} is not a Unicode scalar value"),
-                        ));
+                        return Err(((k * 4) as u64, format!("{u:#x} is not a Unicode scalar value")));
                     }
                 }
                 Ok(())
@@ -1347,10 +1285,7 @@ fn decode_one(prim: Prim, b: &[u8]) -> Result<String, (u64, String)> {
             .map(str::to_string)
             .map_err(|e| (e.valid_up_to() as u64, format!("invalid UTF-8: {e}"))),
         Prim::U16 => {
-            let units: Vec<u16> = b
-                .chunks_exact(2)
-                .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                .collect();
+            let units: Vec<u16> = b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
             let mut s = String::with_capacity(units.len());
             let mut pos = 0u64;
             for r in char::decode_utf16(units.iter().copied()) {
@@ -1375,12 +1310,7 @@ fn decode_one(prim: Prim, b: &[u8]) -> Result<String, (u64, String)> {
                 let u = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                 match char::from_u32(u) {
                     Some(ch) => s.push(ch),
-                    None => {
-                        return Err((
-                            (k * 4) as u64,
-                            format!("{u:#x} is not a Unicode scalar value"),
-                        ))
-                    }
+                    None => return Err(((k * 4) as u64, format!("{u:#x} is not a Unicode scalar value"))),
                 }
             }
             Ok(s)
@@ -1407,9 +1337,7 @@ pub(crate) fn decode_text(t: &Table, b: &[u8]) -> Result<Text, (u64, String)> {
         while end >= unit && row[end - unit..end].iter().all(|&x| x == 0) {
             end -= unit;
         }
-        out.push(
-            decode_one(t.prim, &row[..end]).map_err(|(rel, m)| ((k * width) as u64 + rel, m))?,
-        );
+        out.push(decode_one(t.prim, &row[..end]).map_err(|(rel, m)| ((k * width) as u64 + rel, m))?);
     }
     Ok(Text::List(out))
 }
@@ -1433,13 +1361,8 @@ pub(crate) fn json_shape(v: &Value, shape: &[u32]) -> Result<(), String> {
         return Ok(());
     };
     match v {
-        Value::Array(a) if a.len() as u64 == n as u64 => {
-            a.iter().try_for_each(|x| json_shape(x, rest))
-        }
-        Value::Array(a) => Err(format!(
-            "JSON array of {} items where the shape wants {n}",
-            a.len()
-        )),
+        Value::Array(a) if a.len() as u64 == n as u64 => a.iter().try_for_each(|x| json_shape(x, rest)),
+        Value::Array(a) => Err(format!("JSON array of {} items where the shape wants {n}", a.len())),
         _ => Err(format!("JSON value where the shape wants an array of {n}")),
     }
 }

@@ -11,8 +11,7 @@ use serde_json::Value;
 use crate::model::Element;
 use crate::parse::{encode_type_info, Shape};
 use crate::raw::{
-    name_hash, Hint, Prim, DATASET_CHECK, DATASET_STATIC_SIZE, DESCRIPTOR_SIZE, FILE_HEADER_SIZE,
-    LOOKUP_SIZE, MAGIC,
+    name_hash, Hint, Prim, DATASET_CHECK, DATASET_STATIC_SIZE, DESCRIPTOR_SIZE, FILE_HEADER_SIZE, LOOKUP_SIZE, MAGIC,
 };
 
 /// Handle of a dataset inside a [`UdfWriter`].
@@ -93,14 +92,7 @@ pub struct TableSpec {
 
 impl TableSpec {
     /// Any primitive and hint from raw little-endian bytes.
-    pub fn raw(
-        name: &str,
-        prim: Prim,
-        hint: Hint,
-        real: &[u32],
-        ghost: &[u32],
-        bytes: Vec<u8>,
-    ) -> TableSpec {
+    pub fn raw(name: &str, prim: Prim, hint: Hint, real: &[u32], ghost: &[u32], bytes: Vec<u8>) -> TableSpec {
         TableSpec {
             name: name.into(),
             prim,
@@ -153,26 +145,12 @@ impl TableSpec {
             b.extend_from_slice(&bytes);
             b.resize(row + width * unit, 0);
         }
-        Self::raw(
-            name,
-            enc.prim(),
-            Hint::Text,
-            &[items.len() as u32],
-            &[width as u32],
-            b,
-        )
+        Self::raw(name, enc.prim(), Hint::Text, &[items.len() as u32], &[width as u32], b)
     }
 
     /// A scalar JSON document (any JSON value).
     pub fn json(name: &str, value: &Value) -> TableSpec {
-        Self::raw(
-            name,
-            Prim::Custom,
-            Hint::Json,
-            &[],
-            &[],
-            value.to_string().into_bytes(),
-        )
+        Self::raw(name, Prim::Custom, Hint::Json, &[], &[], value.to_string().into_bytes())
     }
 
     /// A JSON document of nested arrays with the given shape (checked when added).
@@ -295,10 +273,7 @@ impl UdfWriter {
         let n = self.datasets.len();
         if let Payload::Links(l) = &t.payload {
             if l.iter().flatten().any(|d| d.0 >= n) {
-                return Err(usage(format!(
-                    "table {}: link to an unknown dataset",
-                    t.name
-                )));
+                return Err(usage(format!("table {}: link to an unknown dataset", t.name)));
             }
         }
         let d = self
@@ -306,10 +281,7 @@ impl UdfWriter {
             .get_mut(ds.0)
             .ok_or_else(|| usage("unknown dataset".into()))?;
         if d.tables.iter().any(|o| o.name == t.name) {
-            return Err(usage(format!(
-                "table name {:?} used twice in one dataset",
-                t.name
-            )));
+            return Err(usage(format!("table name {:?} used twice in one dataset", t.name)));
         }
         d.tables.push(t);
         Ok(())
@@ -333,9 +305,7 @@ impl UdfWriter {
             ));
         }
         match input {
-            Input::Bytes { data, .. } => {
-                Ok(std::sync::Arc::try_unwrap(data).unwrap_or_else(|a| (*a).clone()))
-            }
+            Input::Bytes { data, .. } => Ok(std::sync::Arc::try_unwrap(data).unwrap_or_else(|a| (*a).clone())),
             _ => Err(usage("internal: written bytes lost".into())),
         }
     }
@@ -348,9 +318,7 @@ impl UdfWriter {
         let mut pos = FILE_HEADER_SIZE as u64;
         for l in &layouts {
             offsets.push(pos);
-            pos = pos
-                .checked_add(l.size)
-                .ok_or_else(|| usage("file too large".into()))?;
+            pos = pos.checked_add(l.size).ok_or_else(|| usage("file too large".into()))?;
         }
         let io = |e: std::io::Error| Error::io("writing UDF", &e);
         let mut h = Vec::with_capacity(FILE_HEADER_SIZE);
@@ -392,8 +360,7 @@ impl UdfWriter {
                 }
                 written = at + t.len();
             }
-            out.write_all(&vec![0u8; (l.size - written) as usize])
-                .map_err(io)?;
+            out.write_all(&vec![0u8; (l.size - written) as usize]).map_err(io)?;
             let _ = k;
         }
         Ok(pos)
@@ -458,39 +425,29 @@ impl UdfWriter {
         for (di, d) in self.datasets.iter().enumerate() {
             for t in &d.tables {
                 if let Some(r) = &t.related_name {
-                    let o =
-                        d.tables.iter().find(|o| &o.name == r).ok_or_else(|| {
-                            usage(format!("table {}: related {r:?} missing", t.name))
-                        })?;
+                    let o = d
+                        .tables
+                        .iter()
+                        .find(|o| &o.name == r)
+                        .ok_or_else(|| usage(format!("table {}: related {r:?} missing", t.name)))?;
                     if o.real != t.real {
-                        return Err(usage(format!(
-                            "table {}: related {r:?} has another real shape",
-                            t.name
-                        )));
+                        return Err(usage(format!("table {}: related {r:?} has another real shape", t.name)));
                     }
                 }
                 if let Some(target) = &t.index_name {
                     let mut cur = Some(di);
                     let mut found = None;
                     while let Some(c) = cur {
-                        if let Some(o) = self.datasets[c].tables.iter().find(|o| &o.name == target)
-                        {
+                        if let Some(o) = self.datasets[c].tables.iter().find(|o| &o.name == target) {
                             found = Some(o);
                             break;
                         }
                         cur = parent[c];
                     }
-                    let o = found.ok_or_else(|| {
-                        usage(format!(
-                            "table {}: index target {target:?} not found",
-                            t.name
-                        ))
-                    })?;
+                    let o =
+                        found.ok_or_else(|| usage(format!("table {}: index target {target:?} not found", t.name)))?;
                     if o.real.len() != 1 {
-                        return Err(usage(format!(
-                            "table {}: index target {target:?} must be 1-D",
-                            t.name
-                        )));
+                        return Err(usage(format!("table {}: index target {target:?} must be 1-D", t.name)));
                     }
                     let len = o.real[0] as u64;
                     if let Payload::Bytes(b) = &t.payload {
@@ -505,10 +462,7 @@ impl UdfWriter {
                             .collect();
                         if t.hint == Hint::Index {
                             if let Some(v) = vals.iter().find(|&&v| v >= len) {
-                                return Err(usage(format!(
-                                    "table {}: index {v} >= target length {len}",
-                                    t.name
-                                )));
+                                return Err(usage(format!("table {}: index {v} >= target length {len}", t.name)));
                             }
                         } else {
                             for p in vals.chunks_exact(2) {
@@ -553,17 +507,14 @@ fn check_spec(t: &TableSpec) -> Result<()> {
         return bad("ghost axes must be >= 1".into());
     }
     let Some(packed) = Shape::encode(&axes) else {
-        return bad(format!(
-            "shape {axes:?} does not fit (<= 3 axes, y < 2^24, z < 256)"
-        ));
+        return bad(format!("shape {axes:?} does not fit (<= 3 axes, y < 2^24, z < 256)"));
     };
     // The packed form must decode to the same axes (trailing zero real axes are fine).
     let dec = Shape::decode(t.real.len() as u8, packed);
     if dec.axes != axes {
         return bad(format!("shape {axes:?} is ambiguous when packed"));
     }
-    if matches!(t.prim, Prim::Reserved(_)) || matches!(t.hint, Hint::Reserved(_) | Hint::Custom(32))
-    {
+    if matches!(t.prim, Prim::Reserved(_)) || matches!(t.hint, Hint::Reserved(_) | Hint::Custom(32)) {
         return bad("reserved primitive or hint".into());
     }
     if t.hint == Hint::Line {
@@ -600,16 +551,14 @@ fn check_spec(t: &TableSpec) -> Result<()> {
     if let Payload::Bytes(b) = &t.payload {
         match t.hint {
             Hint::Json => {
-                let v: Value = serde_json::from_slice(b)
-                    .map_err(|e| usage(format!("table {:?}: JSON: {e}", t.name)))?;
-                crate::validate::json_shape(&v, &t.real)
-                    .map_err(|m| usage(format!("table {:?}: {m}", t.name)))?;
+                let v: Value =
+                    serde_json::from_slice(b).map_err(|e| usage(format!("table {:?}: JSON: {e}", t.name)))?;
+                crate::validate::json_shape(&v, &t.real).map_err(|m| usage(format!("table {:?}: {m}", t.name)))?;
             }
             Hint::Text => {
                 let shape = Shape::decode(t.real.len() as u8, packed);
                 let tab = dummy_table(t.prim, shape);
-                crate::validate::decode_text(&tab, b)
-                    .map_err(|(_, m)| usage(format!("table {:?}: {m}", t.name)))?;
+                crate::validate::decode_text(&tab, b).map_err(|(_, m)| usage(format!("table {:?}: {m}", t.name)))?;
             }
             Hint::Dataset => return bad("DATASET tables are made with TableSpec::link(s)".into()),
             _ => {}
@@ -683,10 +632,8 @@ fn layout(d: &DatasetSpec) -> Result<Layout> {
         lookups.push((h, off as u16, s.len() as u16));
     }
     strings.resize(strings.len().div_ceil(8) * 8, 0);
-    let header_size = DATASET_STATIC_SIZE
-        + DESCRIPTOR_SIZE * d.tables.len()
-        + LOOKUP_SIZE * lookups.len()
-        + strings.len();
+    let header_size =
+        DATASET_STATIC_SIZE + DESCRIPTOR_SIZE * d.tables.len() + LOOKUP_SIZE * lookups.len() + strings.len();
     if header_size > 0xFFF8 || d.tables.len() > 0xFFFF {
         return Err(usage(format!(
             "dataset header of {header_size} bytes exceeds the 16-bit header_size"
@@ -721,13 +668,7 @@ fn layout(d: &DatasetSpec) -> Result<Layout> {
     for (t, &(ms, me)) in d.tables.iter().zip(&mem) {
         let axes = t.axes();
         let packed = Shape::encode(&axes).unwrap_or([0, 0]);
-        h.extend_from_slice(
-            &keys
-                .get(t.name.as_str())
-                .copied()
-                .unwrap_or(0)
-                .to_le_bytes(),
-        );
+        h.extend_from_slice(&keys.get(t.name.as_str()).copied().unwrap_or(0).to_le_bytes());
         h.extend_from_slice(&encode_type_info(t.prim, t.real.len() as u8, t.hint).to_le_bytes());
         h.extend_from_slice(&0u16.to_le_bytes());
         h.extend_from_slice(&ms.to_le_bytes());
@@ -746,9 +687,5 @@ fn layout(d: &DatasetSpec) -> Result<Layout> {
         h.extend_from_slice(&len.to_le_bytes());
     }
     h.extend_from_slice(&strings);
-    Ok(Layout {
-        header: h,
-        mem,
-        size,
-    })
+    Ok(Layout { header: h, mem, size })
 }

@@ -13,11 +13,7 @@ fn doc_table_matches_code_list() {
             .unwrap_or_else(|| panic!("{code} missing from docs/formats/udf.md"));
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
         assert_eq!(cells[2], sev.as_str(), "{code}");
-        assert_eq!(
-            cells[4],
-            side.map(|s| format!("`{s}`")).unwrap_or_default(),
-            "{code}"
-        );
+        assert_eq!(cells[4], side.map(|s| format!("`{s}`")).unwrap_or_default(), "{code}");
     }
     let mut seen = std::collections::HashSet::new();
     for (code, ..) in CODES {

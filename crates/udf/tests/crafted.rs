@@ -26,10 +26,7 @@ fn data(bytes: &[u8], name: &str) -> usize {
 
 fn codes_of(bytes: Vec<u8>) -> Vec<(String, Severity)> {
     let doc = validate::validate(&Input::from_bytes("x", bytes), &Limits::default());
-    doc.findings
-        .iter()
-        .map(|f| (f.code.clone(), f.severity))
-        .collect()
+    doc.findings.iter().map(|f| (f.code.clone(), f.severity)).collect()
 }
 
 fn set_u16(b: &mut [u8], at: usize, v: u16) {
@@ -80,22 +77,12 @@ fn json_shape_duplicates_compression_checksums() {
     // JSON: shape [3] for a 2-element array.
     let mut b = base.clone();
     set_u32(&mut b, desc(&base, "j") + 0x14, 3);
-    assert_eq!(
-        codes_of(b),
-        vec![(codes::JSON_SHAPE.into(), Severity::Error)]
-    );
+    assert_eq!(codes_of(b), vec![(codes::JSON_SHAPE.into(), Severity::Error)]);
     // Two tables named "a": b's key_name := a's key_name.
     let mut b = base.clone();
-    let ka = u32::from_le_bytes(
-        base[desc(&base, "a")..desc(&base, "a") + 4]
-            .try_into()
-            .unwrap(),
-    );
+    let ka = u32::from_le_bytes(base[desc(&base, "a")..desc(&base, "a") + 4].try_into().unwrap());
     set_u32(&mut b, desc(&base, "b"), ka);
-    assert_eq!(
-        codes_of(b),
-        vec![(codes::TABLE_DUPLICATE_NAME.into(), Severity::Error)]
-    );
+    assert_eq!(codes_of(b), vec![(codes::TABLE_DUPLICATE_NAME.into(), Severity::Error)]);
     // compress_info, checksum and reserved.
     let mut b = base.clone();
     let da = desc(&base, "a");
@@ -113,17 +100,14 @@ fn json_shape_duplicates_compression_checksums() {
         element: Some("root/a".into()),
         ..Default::default()
     };
-    let e = rasterpack_common::Format::read_array(&rasterpack_udf::UdfFormat, &input, &req)
-        .unwrap_err();
+    let e = rasterpack_common::Format::read_array(&rasterpack_udf::UdfFormat, &input, &req).unwrap_err();
     assert_eq!(e.kind, rasterpack_common::ErrorKind::Unsupported);
     // Duplicate lookup hash.
     let mut b = base.clone();
     let lk = 0x40 + 0x18 + 3 * 0x30;
     let h0 = u32::from_le_bytes(b[lk..lk + 4].try_into().unwrap());
     set_u32(&mut b, lk + 8, h0);
-    assert!(codes_of(b)
-        .iter()
-        .any(|c| c.0 == codes::LOOKUP_DUPLICATE_HASH));
+    assert!(codes_of(b).iter().any(|c| c.0 == codes::LOOKUP_DUPLICATE_HASH));
 }
 
 #[test]
@@ -135,31 +119,19 @@ fn text_encodings_are_strict() {
     ]);
     let mut b = base.clone();
     set_u16(&mut b, data(&base, "u16"), 0xD800); // unpaired high surrogate
-    assert_eq!(
-        codes_of(b),
-        vec![(codes::TEXT_INVALID.into(), Severity::Error)]
-    );
+    assert_eq!(codes_of(b), vec![(codes::TEXT_INVALID.into(), Severity::Error)]);
     let mut b = base.clone();
     set_u32(&mut b, data(&base, "u32") + 4, 0xDC00); // a surrogate is not a scalar value
-    assert_eq!(
-        codes_of(b),
-        vec![(codes::TEXT_INVALID.into(), Severity::Error)]
-    );
+    assert_eq!(codes_of(b), vec![(codes::TEXT_INVALID.into(), Severity::Error)]);
     let mut b = base.clone();
     set_u32(&mut b, data(&base, "u32"), 0x11_0000);
-    assert_eq!(
-        codes_of(b),
-        vec![(codes::TEXT_INVALID.into(), Severity::Error)]
-    );
+    assert_eq!(codes_of(b), vec![(codes::TEXT_INVALID.into(), Severity::Error)]);
     // A multi-byte sequence split across two list rows is invalid (rows decode separately).
     let mut b = base.clone();
     let d = data(&base, "l8");
     b[d + 1] = 0xC3;
     b[d + 2] = 0xA9;
-    assert_eq!(
-        codes_of(b),
-        vec![(codes::TEXT_INVALID.into(), Severity::Error)]
-    );
+    assert_eq!(codes_of(b), vec![(codes::TEXT_INVALID.into(), Severity::Error)]);
 }
 
 #[test]
@@ -190,8 +162,7 @@ fn index_target_must_be_1d_and_found_in_parents() {
     let r = w.add_dataset("ROOT").unwrap();
     let c = w.add_dataset("C").unwrap();
     w.set_root(r);
-    w.add(r, TableSpec::array("grid", &[2, 2], &[0u8; 4]))
-        .unwrap();
+    w.add(r, TableSpec::array("grid", &[2, 2], &[0u8; 4])).unwrap();
     w.add(r, TableSpec::array("line", &[3], &[0u8; 3])).unwrap();
     w.add(r, TableSpec::link("c", Some(c))).unwrap();
     w.add(
@@ -212,8 +183,5 @@ fn index_target_must_be_1d_and_found_in_parents() {
     b[pos..pos + 4].copy_from_slice(b"grid");
     // Its hash in the child lookup need not be the string hash.
     let _ = kg;
-    assert_eq!(
-        codes_of(b),
-        vec![(codes::INDEX_TARGET_DIM.into(), Severity::Error)]
-    );
+    assert_eq!(codes_of(b), vec![(codes::INDEX_TARGET_DIM.into(), Severity::Error)]);
 }

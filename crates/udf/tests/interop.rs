@@ -16,11 +16,7 @@ fn corpus() -> Option<PathBuf> {
         }
         Some(c) => {
             let d = PathBuf::from(c).join("udf");
-            assert!(
-                d.is_dir(),
-                "RASTERPACK_CORPUS is set but {} is missing",
-                d.display()
-            );
+            assert!(d.is_dir(), "RASTERPACK_CORPUS is set but {} is missing", d.display());
             Some(d)
         }
     }
@@ -41,10 +37,7 @@ fn values_json(v: &Values) -> Vec<Value> {
         Values::U64(x) => x.iter().map(|&a| Value::from(a)).collect(),
         Values::I64(x) => x.iter().map(|&a| Value::from(a)).collect(),
         // Floats are compared bit for bit below.
-        Values::F32(x) => x
-            .iter()
-            .map(|&a| Value::from((a as f64).to_bits()))
-            .collect(),
+        Values::F32(x) => x.iter().map(|&a| Value::from((a as f64).to_bits())).collect(),
         Values::F64(x) => x.iter().map(|&a| Value::from(a.to_bits())).collect(),
         Values::Custom(_) => Vec::new(),
     }
@@ -87,8 +80,7 @@ fn corpus_verdicts_codes_and_values() {
         let name = file.file_name().unwrap().to_string_lossy().to_string();
         // Validate by positioned reads and from memory: same findings.
         let doc = validate::validate(&Input::open(&file).unwrap(), &Limits::default());
-        let doc_mem =
-            validate::validate(&Input::from_bytes(&name, bytes.clone()), &Limits::default());
+        let doc_mem = validate::validate(&Input::from_bytes(&name, bytes.clone()), &Limits::default());
         assert_eq!(doc.findings, doc_mem.findings, "{name}");
         for f in doc.findings.iter() {
             assert_eq!(
@@ -97,11 +89,7 @@ fn corpus_verdicts_codes_and_values() {
                 "{name}: code {} not in the code table",
                 f.code
             );
-            assert!(
-                f.offset.is_some(),
-                "{name}: finding {} without offset",
-                f.code
-            );
+            assert!(f.offset.is_some(), "{name}: finding {} without offset", f.code);
         }
         let mut got: Vec<String> = doc
             .findings
@@ -148,10 +136,7 @@ fn check_values(name: &str, path: &std::path::Path, truth: &Value) {
     assert_eq!(h.next, fh["next"].as_u64().unwrap());
     assert_eq!(
         [h.root.offset, h.root.size],
-        [
-            fh["root"][0].as_u64().unwrap(),
-            fh["root"][1].as_u64().unwrap()
-        ]
+        [fh["root"][0].as_u64().unwrap(), fh["root"][1].as_u64().unwrap()]
     );
     let sets = truth["datasets"].as_array().unwrap();
     assert_eq!(file.datasets().len(), sets.len(), "{name}: dataset count");
@@ -164,22 +149,10 @@ fn check_values(name: &str, path: &std::path::Path, truth: &Value) {
             .unwrap_or_else(|| panic!("{name}: no dataset at {off}"));
         assert_eq!(ds.location.size, sd["size"].as_u64().unwrap());
         assert_eq!(hex(&ds.header.id), sd["id_hex"].as_str().unwrap());
-        assert_eq!(
-            ds.header.header_size as u64,
-            sd["header_size"].as_u64().unwrap()
-        );
-        assert_eq!(
-            ds.header.descs_len as u64,
-            sd["descs_len"].as_u64().unwrap()
-        );
-        assert_eq!(
-            ds.header.lookup_len as u64,
-            sd["lookup_len"].as_u64().unwrap()
-        );
-        assert_eq!(
-            ds.header.string_len as u64,
-            sd["string_len"].as_u64().unwrap()
-        );
+        assert_eq!(ds.header.header_size as u64, sd["header_size"].as_u64().unwrap());
+        assert_eq!(ds.header.descs_len as u64, sd["descs_len"].as_u64().unwrap());
+        assert_eq!(ds.header.lookup_len as u64, sd["lookup_len"].as_u64().unwrap());
+        assert_eq!(ds.header.string_len as u64, sd["string_len"].as_u64().unwrap());
         for (l, sl) in ds.lookups.iter().zip(sd["lookup"].as_array().unwrap()) {
             assert_eq!(l.hash as u64, sl["hash"].as_u64().unwrap());
             assert_eq!(l.string.as_deref(), sl["string"].as_str());
@@ -190,25 +163,13 @@ fn check_values(name: &str, path: &std::path::Path, truth: &Value) {
             let tn = format!("{name}:{}", t.display_name());
             assert_eq!(t.name.as_deref(), st["key_name"].as_str(), "{tn}");
             assert_eq!(t.index_name.as_deref(), st["index_name"].as_str(), "{tn}");
-            assert_eq!(
-                t.related_name.as_deref(),
-                st["related_name"].as_str(),
-                "{tn}"
-            );
+            assert_eq!(t.related_name.as_deref(), st["related_name"].as_str(), "{tn}");
             assert_eq!(t.type_name.as_deref(), st["type_name"].as_str(), "{tn}");
-            assert_eq!(
-                t.desc.type_info as u64,
-                st["type_info"].as_u64().unwrap(),
-                "{tn}"
-            );
+            assert_eq!(t.desc.type_info as u64, st["type_info"].as_u64().unwrap(), "{tn}");
             assert_eq!(t.prim.name(), st["prim"].as_str().unwrap(), "{tn}");
             assert_eq!(t.shape.dims as u64, st["dim"].as_u64().unwrap(), "{tn}");
             assert_eq!(t.hint.name(), st["hint"].as_str().unwrap(), "{tn}");
-            assert_eq!(
-                t.hint.value() as u64,
-                st["hint_value"].as_u64().unwrap(),
-                "{tn}"
-            );
+            assert_eq!(t.hint.value() as u64, st["hint_value"].as_u64().unwrap(), "{tn}");
             let axes = |k: &str| -> Vec<u32> {
                 st[k]
                     .as_array()
@@ -256,19 +217,12 @@ fn check_values(name: &str, path: &std::path::Path, truth: &Value) {
                     .iter()
                     .map(|p| [p[0].as_u64().unwrap(), p[1].as_u64().unwrap()])
                     .collect();
-                assert_eq!(
-                    got.iter().map(|f| [f.offset, f.size]).collect::<Vec<_>>(),
-                    want,
-                    "{tn}"
-                );
+                assert_eq!(got.iter().map(|f| [f.offset, f.size]).collect::<Vec<_>>(), want, "{tn}");
             }
             if t.hint != Hint::Dataset && t.dtype().is_some() {
                 // The array view: real then ghost axes, bytes as stored.
                 let arr = file.array(ds, t).unwrap();
-                assert_eq!(
-                    arr.shape,
-                    t.shape.axes.iter().map(|&a| a as u64).collect::<Vec<_>>()
-                );
+                assert_eq!(arr.shape, t.shape.axes.iter().map(|&a| a as u64).collect::<Vec<_>>());
                 assert_eq!(arr.data, bytes.as_ref());
             }
         }

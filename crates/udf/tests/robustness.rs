@@ -10,30 +10,20 @@ fn rich() -> Vec<u8> {
     let root = w.add_dataset("ROOT").unwrap();
     let a = w.add_dataset("A").unwrap();
     w.set_root(root);
-    w.add(
-        root,
-        TableSpec::text("t8", "h\u{e9}llo \u{1F642}", Encoding::Utf8),
-    )
-    .unwrap();
-    w.add(
-        root,
-        TableSpec::text_list("l16", &["ab", "\u{1F642}"], Encoding::Utf16),
-    )
-    .unwrap();
+    w.add(root, TableSpec::text("t8", "h\u{e9}llo \u{1F642}", Encoding::Utf8))
+        .unwrap();
+    w.add(root, TableSpec::text_list("l16", &["ab", "\u{1F642}"], Encoding::Utf16))
+        .unwrap();
     w.add(root, TableSpec::text("t32", "x\u{1F642}", Encoding::Utf32))
         .unwrap();
-    w.add(
-        root,
-        TableSpec::json_shaped("grid", &json!([[1, 2], [3, 4]]), &[2, 2]),
-    )
-    .unwrap();
+    w.add(root, TableSpec::json_shaped("grid", &json!([[1, 2], [3, 4]]), &[2, 2]))
+        .unwrap();
     w.add(
         root,
         TableSpec::array("v", &[3], &[0f32, 1.0, 2.0]).with_hint(Hint::Coord, &[1]),
     )
     .unwrap();
-    w.add(root, TableSpec::links("kids", &[Some(a), None]))
-        .unwrap();
+    w.add(root, TableSpec::links("kids", &[Some(a), None])).unwrap();
     w.add(
         a,
         TableSpec::array("i", &[2], &[0u8, 2])
@@ -59,10 +49,7 @@ fn rich() -> Vec<u8> {
 }
 
 fn sample() -> Vec<u8> {
-    rasterpack_udf::samples::sample()
-        .unwrap()
-        .to_bytes()
-        .unwrap()
+    rasterpack_udf::samples::sample().unwrap().to_bytes().unwrap()
 }
 
 /// Everything a user could do with a file.
@@ -71,11 +58,7 @@ fn exercise(bytes: Vec<u8>) {
     let limits = Limits::default();
     let doc = validate::validate(&input, &limits);
     for f in doc.findings.iter() {
-        assert!(
-            codes::severity(&f.code).is_some(),
-            "unlisted code {}",
-            f.code
-        );
+        assert!(codes::severity(&f.code).is_some(), "unlisted code {}", f.code);
     }
     let _ = UdfFormat.inspect(&input, &InspectOptions::default());
     let _ = UdfFormat.validate(&input, &ValidateOptions::default());
@@ -136,11 +119,7 @@ fn cycles_are_found_and_walks_stop() {
     bytes[e..e + 8].copy_from_slice(&root_loc.0.to_le_bytes());
     bytes[e + 8..e + 16].copy_from_slice(&root_loc.1.to_le_bytes());
     let doc = validate::validate(&Input::from_bytes("c", bytes.clone()), &Limits::default());
-    let cyc: Vec<_> = doc
-        .findings
-        .iter()
-        .filter(|f| f.code == codes::DATASET_CYCLE)
-        .collect();
+    let cyc: Vec<_> = doc.findings.iter().filter(|f| f.code == codes::DATASET_CYCLE).collect();
     assert_eq!(cyc.len(), 1, "{:?}", doc.findings);
     assert_eq!(cyc[0].offset, Some(e as u64));
     assert_eq!(doc.datasets.len(), 2);
@@ -153,8 +132,7 @@ fn deep_chains_hit_the_depth_limit() {
     let ids: Vec<_> = (0..80).map(|_| w.add_dataset("D").unwrap()).collect();
     w.set_root(ids[0]);
     for k in 0..79 {
-        w.add(ids[k], TableSpec::link("next", Some(ids[k + 1])))
-            .unwrap();
+        w.add(ids[k], TableSpec::link("next", Some(ids[k + 1]))).unwrap();
     }
     let mut out = Vec::new();
     w.write_to(&mut out).unwrap();
@@ -192,13 +170,9 @@ fn overlapping_datasets_stay_within_the_work_budget() {
     let mut w = UdfWriter::new("DOS").unwrap();
     let root = w.add_dataset("ROOT").unwrap();
     w.set_root(root);
-    w.add(root, TableSpec::links("l", &vec![None; 4096]))
+    w.add(root, TableSpec::links("l", &vec![None; 4096])).unwrap();
+    w.add(root, TableSpec::array("big", &[1 << 20], &vec![7u8; 1 << 20]))
         .unwrap();
-    w.add(
-        root,
-        TableSpec::array("big", &[1 << 20], &vec![7u8; 1 << 20]),
-    )
-    .unwrap();
     let mut bytes = w.to_bytes().unwrap();
     let f = UdfFile::open(&Input::from_bytes("d", bytes.clone()), &Limits::default()).unwrap();
     let loc = f.root().unwrap().location;
@@ -210,10 +184,6 @@ fn overlapping_datasets_stay_within_the_work_budget() {
     }
     let t = std::time::Instant::now();
     let doc = validate::validate(&Input::from_bytes("d", bytes), &Limits::default());
-    assert!(
-        doc.findings.has_code(codes::LIMIT_WORK),
-        "{:?}",
-        &doc.findings.0[..3]
-    );
+    assert!(doc.findings.has_code(codes::LIMIT_WORK), "{:?}", &doc.findings.0[..3]);
     assert!(t.elapsed().as_secs() < 20);
 }

@@ -3,9 +3,7 @@
 
 use rasterpack_common::{DType, Format, Input, Limits, NdArray, WriteOptions};
 use rasterpack_udf::model::Element;
-use rasterpack_udf::{
-    validate, Encoding, Hint, Prim, TableSpec, Text, UdfFile, UdfFormat, UdfWriter, Values,
-};
+use rasterpack_udf::{validate, Encoding, Hint, Prim, TableSpec, Text, UdfFile, UdfFormat, UdfWriter, Values};
 use serde_json::json;
 
 fn open(bytes: Vec<u8>) -> UdfFile {
@@ -43,10 +41,7 @@ fn round<T: Element + std::fmt::Debug>(vals: &[T], bits: impl Fn(&T) -> u64) {
             data.iter().map(&bits).collect::<Vec<_>>()
         );
         let arr = f.array(ds, t).unwrap();
-        assert_eq!(
-            arr.shape,
-            shape.iter().map(|&a| a as u64).collect::<Vec<_>>()
-        );
+        assert_eq!(arr.shape, shape.iter().map(|&a| a as u64).collect::<Vec<_>>());
     }
 }
 
@@ -76,15 +71,7 @@ fn every_primitive_and_dimension() {
     );
     let nan64 = f64::from_bits(0xfff8_0000_dead_beef);
     round(
-        &[
-            0.0f64,
-            -0.0,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            nan64,
-            5e-324,
-            f64::MAX,
-        ],
+        &[0.0f64, -0.0, f64::INFINITY, f64::NEG_INFINITY, nan64, 5e-324, f64::MAX],
         |v| v.to_bits(),
     );
 }
@@ -95,22 +82,12 @@ fn three_d_with_full_z_and_empty_tables() {
     let mut w = UdfWriter::new("RT").unwrap();
     let r = w.add_dataset("ROOT").unwrap();
     w.set_root(r);
-    w.add(r, TableSpec::array("cube", &[2, 3, 255], &vals))
-        .unwrap();
-    w.add(r, TableSpec::array::<f64>("empty", &[0], &[]))
-        .unwrap();
-    w.add(r, TableSpec::array::<i16>("empty2d", &[3, 0], &[]))
-        .unwrap();
+    w.add(r, TableSpec::array("cube", &[2, 3, 255], &vals)).unwrap();
+    w.add(r, TableSpec::array::<f64>("empty", &[0], &[])).unwrap();
+    w.add(r, TableSpec::array::<i16>("empty2d", &[3, 0], &[])).unwrap();
     w.add(
         r,
-        TableSpec::raw(
-            "blob",
-            Prim::Custom,
-            Hint::None,
-            &[5],
-            &[],
-            vec![1, 2, 3, 4, 5],
-        ),
+        TableSpec::raw("blob", Prim::Custom, Hint::None, &[5], &[], vec![1, 2, 3, 4, 5]),
     )
     .unwrap();
     w.add(
@@ -118,11 +95,8 @@ fn three_d_with_full_z_and_empty_tables() {
         TableSpec::array("custom_hint", &[2], &[7u16, 8]).with_hint(Hint::Custom(40), &[]),
     )
     .unwrap();
-    w.add(
-        r,
-        TableSpec::array("typed", &[2], &[1u8, 2]).type_name("my.Type<u8>"),
-    )
-    .unwrap();
+    w.add(r, TableSpec::array("typed", &[2], &[1u8, 2]).type_name("my.Type<u8>"))
+        .unwrap();
     let f = open(w.to_bytes().unwrap());
     let ds = f.root().unwrap();
     let cube = ds.table("cube").unwrap();
@@ -140,10 +114,7 @@ fn three_d_with_full_z_and_empty_tables() {
         Values::Custom(vec![1, 2, 3, 4, 5])
     );
     assert_eq!(ds.table("custom_hint").unwrap().hint, Hint::Custom(40));
-    assert_eq!(
-        ds.table("typed").unwrap().type_name.as_deref(),
-        Some("my.Type<u8>")
-    );
+    assert_eq!(ds.table("typed").unwrap().type_name.as_deref(), Some("my.Type<u8>"));
 }
 
 #[test]
@@ -164,16 +135,11 @@ fn every_hint() {
         w.add(root, TableSpec::text(n, s, e)).unwrap();
         w.add(
             root,
-            TableSpec::text_list(
-                &format!("l{n}"),
-                &["alpha", "\u{3b2}eta", "", "gamma\u{1F642}"],
-                e,
-            ),
+            TableSpec::text_list(&format!("l{n}"), &["alpha", "\u{3b2}eta", "", "gamma\u{1F642}"], e),
         )
         .unwrap();
     }
-    w.add(root, TableSpec::text("nul", "a\0b\0", Encoding::Utf8))
-        .unwrap();
+    w.add(root, TableSpec::text("nul", "a\0b\0", Encoding::Utf8)).unwrap();
     w.add(
         root,
         TableSpec::json(
@@ -187,11 +153,8 @@ fn every_hint() {
         TableSpec::json_shaped("list", &json!([1, "two", {"three": 3}]), &[3]),
     )
     .unwrap();
-    w.add(
-        root,
-        TableSpec::json_shaped("grid", &json!([[1, 2], [3, 4]]), &[2, 2]),
-    )
-    .unwrap();
+    w.add(root, TableSpec::json_shaped("grid", &json!([[1, 2], [3, 4]]), &[2, 2]))
+        .unwrap();
     let verts: Vec<f32> = vec![0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0];
     w.add(
         root,
@@ -200,12 +163,8 @@ fn every_hint() {
     .unwrap();
     w.add(
         root,
-        TableSpec::array(
-            "grid_xy",
-            &[2, 3],
-            &(0..12).map(|i| i as i16).collect::<Vec<_>>(),
-        )
-        .with_hint(Hint::Coord, &[2]),
+        TableSpec::array("grid_xy", &[2, 3], &(0..12).map(|i| i as i16).collect::<Vec<_>>())
+            .with_hint(Hint::Coord, &[2]),
     )
     .unwrap();
     w.add(
@@ -267,10 +226,7 @@ fn every_hint() {
     assert_eq!(f.datasets().len(), 4);
     let ds = f.root().unwrap();
     for n in ["t8", "ti8", "t16", "t32"] {
-        assert_eq!(
-            f.text(ds.table(n).unwrap()).unwrap(),
-            Text::Scalar(s.into())
-        );
+        assert_eq!(f.text(ds.table(n).unwrap()).unwrap(), Text::Scalar(s.into()));
         assert_eq!(
             f.text(ds.table(&format!("l{n}")).unwrap()).unwrap(),
             Text::List(vec![
@@ -281,22 +237,10 @@ fn every_hint() {
             ])
         );
     }
-    assert_eq!(
-        f.text(ds.table("nul").unwrap()).unwrap(),
-        Text::Scalar("a\0b\0".into())
-    );
-    assert_eq!(
-        f.json(ds.table("meta").unwrap()).unwrap()["nested"]["a"][1],
-        json!(2.5)
-    );
-    assert_eq!(
-        f.json(ds.table("grid").unwrap()).unwrap(),
-        json!([[1, 2], [3, 4]])
-    );
-    assert_eq!(
-        f.values::<f32>(ds.table("vertices").unwrap()).unwrap(),
-        verts
-    );
+    assert_eq!(f.text(ds.table("nul").unwrap()).unwrap(), Text::Scalar("a\0b\0".into()));
+    assert_eq!(f.json(ds.table("meta").unwrap()).unwrap()["nested"]["a"][1], json!(2.5));
+    assert_eq!(f.json(ds.table("grid").unwrap()).unwrap(), json!([[1, 2], [3, 4]]));
+    assert_eq!(f.values::<f32>(ds.table("vertices").unwrap()).unwrap(), verts);
     assert_eq!(ds.table("xforms").unwrap().shape.axes, vec![2, 4, 4]);
     assert_eq!(ds.table("image").unwrap().shape.axes, vec![2, 2, 3]);
     let links = f.file_offsets(ds.table("kids").unwrap()).unwrap();
@@ -307,10 +251,7 @@ fn every_hint() {
     assert_eq!(faces.index_target.map(|(d, _)| d), Some(1));
     // Inspect shows all of it without failing.
     let r = UdfFormat
-        .inspect(
-            &Input::from_bytes("x", w.to_bytes().unwrap()),
-            &Default::default(),
-        )
+        .inspect(&Input::from_bytes("x", w.to_bytes().unwrap()), &Default::default())
         .unwrap();
     assert!(r.findings.is_empty());
     assert_eq!(r.summary["datasets"].as_array().unwrap().len(), 4);
@@ -325,16 +266,10 @@ fn writer_refuses_invalid() {
     assert!(UdfWriter::new("TOOLONG").is_err());
     assert!(w.add(r, TableSpec::array("v", &[3], &[1u8, 2])).is_err()); // size
     assert!(w
-        .add(
-            r,
-            TableSpec::array("v", &[2], &[1u8; 4]).with_hint(Hint::None, &[2])
-        )
+        .add(r, TableSpec::array("v", &[2], &[1u8; 4]).with_hint(Hint::None, &[2]))
         .is_err()); // ghost on NONE
     assert!(w
-        .add(
-            r,
-            TableSpec::array("v", &[1], &[1u16; 3]).with_hint(Hint::Rgb, &[3])
-        )
+        .add(r, TableSpec::array("v", &[1], &[1u16; 3]).with_hint(Hint::Rgb, &[3]))
         .is_err()); // prim
     assert!(w
         .add(
@@ -344,9 +279,7 @@ fn writer_refuses_invalid() {
                 .index_into("x")
         )
         .is_err());
-    assert!(w
-        .add(r, TableSpec::array("v", &[2, 3, 256], &[0u8; 1536]))
-        .is_err()); // z too large
+    assert!(w.add(r, TableSpec::array("v", &[2, 3, 256], &[0u8; 1536])).is_err()); // z too large
     assert!(w
         .add(
             r,
@@ -378,9 +311,7 @@ fn writer_refuses_invalid() {
 
 fn arr(dtype: DType, shape: Vec<u64>) -> NdArray {
     let n: u64 = shape.iter().product();
-    let data: Vec<u8> = (0..n * dtype.size() as u64)
-        .map(|i| (i * 7 + 3) as u8)
-        .collect();
+    let data: Vec<u8> = (0..n * dtype.size() as u64).map(|i| (i * 7 + 3) as u8).collect();
     NdArray::new(dtype, shape, data).unwrap()
 }
 
@@ -391,27 +322,21 @@ fn format_write_then_read_array() {
         arr(DType::U8, vec![5]),
         arr(DType::I16, vec![3, 4]),
         arr(DType::F64, vec![2, 3, 4]),
-        arr(DType::U16, vec![2, 3, 300]), // z > 255: stored flat, shape in type_name
+        arr(DType::U16, vec![2, 3, 300]),  // z > 255: stored flat, shape in type_name
         arr(DType::I32, vec![2, 1, 2, 3]), // 4-D
         arr(DType::U64, vec![0, 3]),
     ];
     for mut a in cases {
         a.name = Some("values".into());
         a.attrs.insert("scale".into(), json!(0.5));
-        a.attrs
-            .insert("source".into(), json!({"format": "volp", "nan": "NaN"}));
+        a.attrs.insert("source".into(), json!({"format": "volp", "nan": "NaN"}));
         let mut out = Vec::new();
-        UdfFormat
-            .write_array(&a, &WriteOptions::default(), &mut out)
-            .unwrap();
+        UdfFormat.write_array(&a, &WriteOptions::default(), &mut out).unwrap();
         let input = Input::from_bytes("w", out);
         let rep = UdfFormat.validate(&input, &Default::default());
         assert!(rep.findings.is_empty(), "{:?}", rep.findings);
         let back = UdfFormat.read_array(&input, &Default::default()).unwrap();
-        assert_eq!(
-            (back.dtype, &back.shape, &back.data),
-            (a.dtype, &a.shape, &a.data)
-        );
+        assert_eq!((back.dtype, &back.shape, &back.data), (a.dtype, &a.shape, &a.data));
         assert_eq!(back.attrs["scale"], json!(0.5));
         assert_eq!(back.attrs["source"]["nan"], json!("NaN"));
         let again = UdfFormat.read_array(
@@ -427,14 +352,9 @@ fn format_write_then_read_array() {
 
 #[test]
 fn read_array_requires_element_when_ambiguous() {
-    let bytes = rasterpack_udf::samples::sample()
-        .unwrap()
-        .to_bytes()
-        .unwrap();
+    let bytes = rasterpack_udf::samples::sample().unwrap().to_bytes().unwrap();
     let input = Input::from_bytes("s", bytes);
-    let e = UdfFormat
-        .read_array(&input, &Default::default())
-        .unwrap_err();
+    let e = UdfFormat.read_array(&input, &Default::default()).unwrap_err();
     assert_eq!(e.kind, rasterpack_common::ErrorKind::Usage);
     assert!(e.message.contains("root/child/temps"));
     let req = rasterpack_common::ArrayRequest {
@@ -456,12 +376,8 @@ fn read_array_requires_element_when_ambiguous() {
 
 #[test]
 fn committed_sample_is_current() {
-    let bytes = rasterpack_udf::samples::sample()
-        .unwrap()
-        .to_bytes()
-        .unwrap();
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/udf/sample.udf");
+    let bytes = rasterpack_udf::samples::sample().unwrap().to_bytes().unwrap();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/udf/sample.udf");
     assert_eq!(
         std::fs::read(path).unwrap(),
         bytes,
@@ -471,8 +387,7 @@ fn committed_sample_is_current() {
 
 #[test]
 fn inspect_of_the_sample() {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/udf/sample.udf");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/udf/sample.udf");
     let input = Input::open(&path).unwrap();
     assert!(UdfFormat.detect(&input.head(64)));
     assert!(UdfFormat.detect(b"UDF1....") && !UdfFormat.detect(b"UDFX...."));
@@ -482,22 +397,13 @@ fn inspect_of_the_sample() {
     assert_eq!(s["file_id"], json!("DEMO"));
     let root = &s["datasets"][0];
     assert_eq!(root["path"], json!("root"));
-    assert_eq!(
-        root["tables"][0]["text"],
-        json!("rasterpack UDF sample \u{2713}")
-    );
+    assert_eq!(root["tables"][0]["text"], json!("rasterpack UDF sample \u{2713}"));
     assert_eq!(root["tables"][1]["json"]["tags"], json!(["demo", "udf"]));
     assert_eq!(root["tables"][2]["shape"], json!([3, 4]));
     let child = &s["datasets"][1];
     assert_eq!(child["path"], json!("root/child"));
-    assert_eq!(
-        child["tables"][0]["values"],
-        json!([12.5, 13.0, -2.25, 0.0, 40.125])
-    );
-    assert_eq!(
-        child["tables"][1]["text"],
-        json!(["alpha", "beta", "", "gamma"])
-    );
+    assert_eq!(child["tables"][0]["values"], json!([12.5, 13.0, -2.25, 0.0, 40.125]));
+    assert_eq!(child["tables"][1]["text"], json!(["alpha", "beta", "", "gamma"]));
     assert_eq!(r.sections.len(), 3);
     let v = UdfFormat.validate(&input, &Default::default());
     assert!(v.is_valid(true));

@@ -14,8 +14,12 @@ use rasterpack_vds_meta::{read_channel, Dataset, Values};
 /// Process CPU time (user + system, all threads) in seconds, from /proc (Linux; 0 elsewhere).
 /// The machine is shared: wall time under load says little, CPU time per byte says more.
 fn cpu_seconds() -> f64 {
-    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
-    let Some(rest) = s.rsplit_once(')').map(|(_, r)| r) else { return 0.0 };
+    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    let Some(rest) = s.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
     let f: Vec<&str> = rest.split_whitespace().collect();
     // Fields 14 and 15 of the full line (utime, stime) are 12 and 13 after the command name.
     let t = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
@@ -23,8 +27,15 @@ fn cpu_seconds() -> f64 {
 }
 
 fn main() {
-    let runs: usize = std::env::var("VDS_BENCH_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
-    let base = Spec { dims: vec![256, 256, 512], brick_size: 64, ..Default::default() };
+    let runs: usize = std::env::var("VDS_BENCH_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    let base = Spec {
+        dims: vec![256, 256, 512],
+        brick_size: 64,
+        ..Default::default()
+    };
     let data = sample_data(&base, 42);
     let bytes = data.len() as f64;
     println!("threads: {}", rayon::current_num_threads());
@@ -33,7 +44,10 @@ fn main() {
         if only.as_deref().is_some_and(|o| o != compression.name()) {
             continue;
         }
-        let spec = Spec { compression, ..base.clone() };
+        let spec = Spec {
+            compression,
+            ..base.clone()
+        };
         let path = std::env::temp_dir().join(format!("rasterpack-vds-bench-{}.vds", compression.name()));
         // Kept between runs (written once; delete to regenerate).
         if !path.exists() {
@@ -61,7 +75,8 @@ fn main() {
         let cpu1 = cpu_seconds();
         for _ in 0..runs {
             let t = Instant::now();
-            ds.read_box_into(li, [0; 6], shape, Values::Native, &mut buf).expect("read");
+            ds.read_box_into(li, [0; 6], shape, Values::Native, &mut buf)
+                .expect("read");
             best_into = best_into.min(t.elapsed().as_secs_f64());
         }
         let cpu_into = (cpu_seconds() - cpu1) / runs as f64;

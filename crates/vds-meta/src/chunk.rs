@@ -76,9 +76,14 @@ impl ChunkSpec {
     /// Serialized payload bytes (1-bit packed per row).
     pub fn payload_len(&self) -> Option<u64> {
         if self.format == SampleFormat::Bit1 {
-            self.size[0].div_ceil(8).checked_mul(self.size[1])?.checked_mul(self.size[2])
+            self.size[0]
+                .div_ceil(8)
+                .checked_mul(self.size[1])?
+                .checked_mul(self.size[2])
         } else {
-            self.voxels().checked_mul(self.format.native_bytes() as u64)?.checked_mul(self.components as u64)
+            self.voxels()
+                .checked_mul(self.format.native_bytes() as u64)?
+                .checked_mul(self.components as u64)
         }
     }
     /// RLE unit: the element size when 1, 2, 4 or 8, else the component size.
@@ -152,7 +157,11 @@ pub fn check_descriptor(d: &DataBlockDescriptor, spec: &ChunkSpec) -> Result<()>
 /// (without copying) for uncompressed chunks.
 pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut Vec<u8>) -> Result<Option<usize>> {
     if spec.compression.is_wavelet() {
-        return Err(Error::unsupported("vds.wavelet.unsupported", None, "wavelet-compressed chunks cannot be decoded by rasterpack yet"));
+        return Err(Error::unsupported(
+            "vds.wavelet.unsupported",
+            None,
+            "wavelet-compressed chunks cannot be decoded by rasterpack yet",
+        ));
     }
     let d = parse_descriptor(bytes)?;
     check_descriptor(&d, spec)?;
@@ -160,7 +169,11 @@ pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut 
         .payload_len()
         .ok_or_else(|| Error::invalid_at("vds.chunk.size", None, "chunk payload size overflows"))?;
     if want > max_alloc {
-        return Err(Error::limit("limit.alloc", None, format!("chunk payload of {want} bytes exceeds the limit")));
+        return Err(Error::limit(
+            "limit.alloc",
+            None,
+            format!("chunk payload of {want} bytes exceeds the limit"),
+        ));
     }
     let body = &bytes[24..];
     match spec.compression {
@@ -169,7 +182,10 @@ pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut 
                 return Err(Error::invalid(
                     "vds.chunk.size",
                     24,
-                    format!("uncompressed chunk holds {} payload bytes, the descriptor needs {want}", body.len()),
+                    format!(
+                        "uncompressed chunk holds {} payload bytes, the descriptor needs {want}",
+                        body.len()
+                    ),
                 ));
             }
             Ok(Some(24))
@@ -193,21 +209,48 @@ pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut 
 /// Check the 12-byte RLE header after the descriptor; returns the unit size.
 fn check_rle_header(body: &[u8], want: u64, spec: &ChunkSpec) -> Result<usize> {
     if body.len() < 12 {
-        return Err(Error::invalid("vds.chunk.rle_header", 24, "RLE chunk shorter than its 12-byte header"));
+        return Err(Error::invalid(
+            "vds.chunk.rle_header",
+            24,
+            "RLE chunk shorter than its 12-byte header",
+        ));
     }
-    let h = RleHeader { compressed_size: rd_i32(body, 0), original_size: rd_i32(body, 4), unit_size: rd_i32(body, 8) };
+    let h = RleHeader {
+        compressed_size: rd_i32(body, 0),
+        original_size: rd_i32(body, 4),
+        unit_size: rd_i32(body, 8),
+    };
     if h.compressed_size < 12 || h.compressed_size as u64 != body.len() as u64 {
         return Err(Error::invalid(
             "vds.chunk.rle_header",
             24,
-            format!("RLE compressedSize {} does not match the {} bytes after the descriptor", h.compressed_size, body.len()),
+            format!(
+                "RLE compressedSize {} does not match the {} bytes after the descriptor",
+                h.compressed_size,
+                body.len()
+            ),
         ));
     }
     if h.original_size as i64 != want as i64 {
-        return Err(Error::invalid("vds.chunk.rle_header", 28, format!("RLE originalSize {} differs from the descriptor's {want} bytes", h.original_size)));
+        return Err(Error::invalid(
+            "vds.chunk.rle_header",
+            28,
+            format!(
+                "RLE originalSize {} differs from the descriptor's {want} bytes",
+                h.original_size
+            ),
+        ));
     }
     if h.unit_size as i64 != spec.rle_unit() as i64 {
-        return Err(Error::invalid("vds.chunk.rle_header", 32, format!("RLE unit size {} (expected {} for this format)", h.unit_size, spec.rle_unit())));
+        return Err(Error::invalid(
+            "vds.chunk.rle_header",
+            32,
+            format!(
+                "RLE unit size {} (expected {} for this format)",
+                h.unit_size,
+                spec.rle_unit()
+            ),
+        ));
     }
     Ok(h.unit_size as usize)
 }
@@ -218,8 +261,13 @@ fn check_rle_header(body: &[u8], want: u64, spec: &ChunkSpec) -> Result<usize> {
 pub fn decode_rle_rows(bytes: &[u8], spec: &ChunkSpec, out: &mut [u8], row_len: usize, starts: &[usize]) -> Result<()> {
     let d = parse_descriptor(bytes)?;
     check_descriptor(&d, spec)?;
-    let want = spec.payload_len().ok_or_else(|| Error::invalid_at("vds.chunk.size", None, "chunk payload size overflows"))?;
-    if spec.format == SampleFormat::Bit1 || spec.compression != Compression::RLE || want != (row_len * starts.len()) as u64 {
+    let want = spec
+        .payload_len()
+        .ok_or_else(|| Error::invalid_at("vds.chunk.size", None, "chunk payload size overflows"))?;
+    if spec.format == SampleFormat::Bit1
+        || spec.compression != Compression::RLE
+        || want != (row_len * starts.len()) as u64
+    {
         return Err(Error::usage("decode_rle_rows: rows do not cover the payload"));
     }
     let unit = check_rle_header(&bytes[24..], want, spec)?;
@@ -232,15 +280,23 @@ pub fn zip_decode(src: &[u8], out: &mut [u8]) -> Result<()> {
     use flate2::{Decompress, FlushDecompress, Status};
     let mut d = Decompress::new(true);
     let corrupt = |d: &Decompress, e: flate2::DecompressError| {
-        Error::invalid("vds.chunk.zip_corrupt", d.total_in(), format!("zlib stream is corrupt ({e})"))
+        Error::invalid(
+            "vds.chunk.zip_corrupt",
+            d.total_in(),
+            format!("zlib stream is corrupt ({e})"),
+        )
     };
-    let st = d.decompress(src, out, FlushDecompress::Finish).map_err(|e| corrupt(&d, e))?;
+    let st = d
+        .decompress(src, out, FlushDecompress::Finish)
+        .map_err(|e| corrupt(&d, e))?;
     let mut ended = st == Status::StreamEnd;
     if !ended && d.total_out() == out.len() as u64 {
         // The buffer is full: the stream must end here without producing anything more.
         let mut probe = [0u8; 1];
         let at = d.total_in() as usize;
-        let st = d.decompress(&src[at.min(src.len())..], &mut probe, FlushDecompress::Finish).map_err(|e| corrupt(&d, e))?;
+        let st = d
+            .decompress(&src[at.min(src.len())..], &mut probe, FlushDecompress::Finish)
+            .map_err(|e| corrupt(&d, e))?;
         if d.total_out() > out.len() as u64 {
             return Err(Error::invalid(
                 "vds.chunk.zip_size",
@@ -251,20 +307,31 @@ pub fn zip_decode(src: &[u8], out: &mut [u8]) -> Result<()> {
         ended = st == Status::StreamEnd;
     }
     if !ended {
-        return Err(Error::invalid("vds.chunk.zip_truncated", d.total_in(), "zlib stream ends early"));
+        return Err(Error::invalid(
+            "vds.chunk.zip_truncated",
+            d.total_in(),
+            "zlib stream ends early",
+        ));
     }
     if d.total_out() != out.len() as u64 {
         return Err(Error::invalid(
             "vds.chunk.zip_size",
             0,
-            format!("zlib stream inflates to {} bytes, the descriptor needs {}", d.total_out(), out.len()),
+            format!(
+                "zlib stream inflates to {} bytes, the descriptor needs {}",
+                d.total_out(),
+                out.len()
+            ),
         ));
     }
     if d.total_in() != src.len() as u64 {
         return Err(Error::invalid(
             "vds.chunk.zip_trailing",
             d.total_in(),
-            format!("{} bytes after the end of the zlib stream", src.len() as u64 - d.total_in()),
+            format!(
+                "{} bytes after the end of the zlib stream",
+                src.len() as u64 - d.total_in()
+            ),
         ));
     }
     Ok(())
@@ -281,9 +348,16 @@ pub fn rle_decode(src: &[u8], unit: usize, out: &mut [u8]) -> Result<()> {
 /// `row_len` must be a multiple of `unit` (it is a whole number of elements).
 pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, starts: &[usize]) -> Result<()> {
     if unit == 0 || (!row_len.is_multiple_of(unit) && starts.len() > 1) {
-        return Err(Error::invalid("vds.chunk.rle_run", 0, format!("RLE unit size {unit} does not divide the rows")));
+        return Err(Error::invalid(
+            "vds.chunk.rle_run",
+            0,
+            format!("RLE unit size {unit} does not divide the rows"),
+        ));
     }
-    if starts.iter().any(|&s| s.checked_add(row_len).is_none_or(|e| e > out.len())) {
+    if starts
+        .iter()
+        .any(|&s| s.checked_add(row_len).is_none_or(|e| e > out.len()))
+    {
         return Err(Error::usage("RLE rows outside the output"));
     }
     let n = row_len * starts.len();
@@ -291,13 +365,21 @@ pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, 
     let mut o = 0usize;
     while o < n {
         let Some(&u0) = src.get(i) else {
-            return Err(Error::invalid("vds.chunk.rle_truncated", i as u64, format!("RLE data ends after {o} of {n} bytes")));
+            return Err(Error::invalid(
+                "vds.chunk.rle_truncated",
+                i as u64,
+                format!("RLE data ends after {o} of {n} bytes"),
+            ));
         };
         i += 1;
         let mut run = (u0 & 0x3F) as usize;
         if u0 & 0x80 != 0 {
             let Some(&u1) = src.get(i) else {
-                return Err(Error::invalid("vds.chunk.rle_truncated", i as u64, "RLE run length cut short"));
+                return Err(Error::invalid(
+                    "vds.chunk.rle_truncated",
+                    i as u64,
+                    "RLE run length cut short",
+                ));
             };
             i += 1;
             run |= (u1 as usize) << 6;
@@ -305,7 +387,11 @@ pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, 
         run += 1;
         let bytes = run * unit;
         if bytes > n - o {
-            return Err(Error::invalid("vds.chunk.rle_run", (i - 1) as u64, format!("RLE run of {run} units overruns the {n}-byte chunk at {o}")));
+            return Err(Error::invalid(
+                "vds.chunk.rle_run",
+                (i - 1) as u64,
+                format!("RLE run of {run} units overruns the {n}-byte chunk at {o}"),
+            ));
         }
         let literal = u0 & 0x40 != 0;
         let take = if literal { bytes } else { unit };
@@ -333,7 +419,11 @@ pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, 
         o += bytes;
     }
     if i != src.len() {
-        return Err(Error::invalid("vds.chunk.rle_trailing", i as u64, format!("{} bytes after the last RLE run", src.len() - i)));
+        return Err(Error::invalid(
+            "vds.chunk.rle_trailing",
+            i as u64,
+            format!("{} bytes after the last RLE run", src.len() - i),
+        ));
     }
     Ok(())
 }
@@ -341,7 +431,11 @@ pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, 
 /// Parse the 24-byte wavelet header.
 pub fn parse_wavelet_header(b: &[u8]) -> Result<WaveletHeader> {
     if b.len() < 24 {
-        return Err(Error::invalid("vds.chunk.wavelet_header", 0, format!("wavelet chunk of {} bytes is shorter than its header", b.len())));
+        return Err(Error::invalid(
+            "vds.chunk.wavelet_header",
+            0,
+            format!("wavelet chunk of {} bytes is shorter than its header", b.len()),
+        ));
     }
     let w = rd_i32(b, 20);
     Ok(WaveletHeader {
@@ -357,19 +451,37 @@ pub fn parse_wavelet_header(b: &[u8]) -> Result<WaveletHeader> {
 pub fn check_wavelet_header(h: &WaveletHeader, object_len: usize, spec: &ChunkSpec) -> Vec<(&'static str, String)> {
     let mut v = Vec::new();
     if !(671..=673).contains(&h.version) {
-        v.push(("vds.chunk.wavelet_version", format!("wavelet version {} (expected 671..673)", h.version)));
+        v.push((
+            "vds.chunk.wavelet_version",
+            format!("wavelet version {} (expected 671..673)", h.version),
+        ));
     }
     if h.compressed_size as i64 != object_len as i64 {
-        v.push(("vds.chunk.wavelet_size", format!("wavelet compressedSize {} but the chunk holds {object_len} bytes", h.compressed_size)));
+        v.push((
+            "vds.chunk.wavelet_size",
+            format!(
+                "wavelet compressedSize {} but the chunk holds {object_len} bytes",
+                h.compressed_size
+            ),
+        ));
     }
     if h.size.iter().any(|&s| !(1..=512).contains(&s)) {
-        v.push(("vds.chunk.wavelet_header", format!("wavelet sizes {:?} out of 1..512", h.size)));
+        v.push((
+            "vds.chunk.wavelet_header",
+            format!("wavelet sizes {:?} out of 1..512", h.size),
+        ));
     }
     if h.size.map(|s| s as i64) != spec.size.map(|s| s as i64) {
-        v.push(("vds.chunk.wavelet_geometry", format!("wavelet sizes {:?}, the geometry needs {:?}", h.size, spec.size)));
+        v.push((
+            "vds.chunk.wavelet_geometry",
+            format!("wavelet sizes {:?}, the geometry needs {:?}", h.size, spec.size),
+        ));
     }
     if !(1..=3).contains(&h.dimensions) {
-        v.push(("vds.chunk.wavelet_header", format!("wavelet dimensions {}", h.dimensions)));
+        v.push((
+            "vds.chunk.wavelet_header",
+            format!("wavelet dimensions {}", h.dimensions),
+        ));
     }
     v
 }
@@ -385,7 +497,11 @@ pub fn constant_native(ch: &Channel, v: f32) -> Vec<u8> {
         SampleFormat::U32 => {
             let x = v + 0.5;
             // OpenVDS converts through a float-to-int cast: values at or past 2^32 wrap to 0.
-            let u = if x.is_nan() || x <= 0.0 || x >= 4_294_967_296.0 { 0 } else { x as u32 };
+            let u = if x.is_nan() || x <= 0.0 || x >= 4_294_967_296.0 {
+                0
+            } else {
+                x as u32
+            };
             u.to_le_bytes().to_vec()
         }
         SampleFormat::U64 => {
@@ -402,7 +518,13 @@ pub fn novalue_native(ch: &Channel) -> Vec<u8> {
     match ch.format {
         SampleFormat::U8 => vec![0xFF; ch.components as usize],
         SampleFormat::U16 => [0xFFu8, 0xFF].repeat(ch.components as usize),
-        _ => constant_native(&Channel { format: ch.format, ..ch.clone() }, ch.no_value as f32),
+        _ => constant_native(
+            &Channel {
+                format: ch.format,
+                ..ch.clone()
+            },
+            ch.no_value as f32,
+        ),
     }
 }
 
@@ -432,15 +554,33 @@ pub fn native_to_f32(ch: &Channel, src: &[u8], out: &mut Vec<u8>) {
     let nv = ch.no_value as f32;
     let unv = ch.use_no_value;
     // Product rounded, then sum: two f32 roundings, never a fused multiply-add.
-    let deq = |c: u32, max: u32| -> f32 { if unv && c == max { nv } else { offset + scale * c as f32 } };
+    let deq = |c: u32, max: u32| -> f32 {
+        if unv && c == max {
+            nv
+        } else {
+            offset + scale * c as f32
+        }
+    };
     match ch.format {
         SampleFormat::Bit1 => out.extend(src.iter().flat_map(|&b| (b as f32).to_le_bytes())),
         SampleFormat::U8 => out.extend(src.iter().flat_map(|&b| deq(b as u32, 255).to_le_bytes())),
-        SampleFormat::U16 => out.extend(src.chunks_exact(2).flat_map(|c| deq(u16::from_le_bytes([c[0], c[1]]) as u32, 65535).to_le_bytes())),
+        SampleFormat::U16 => out.extend(
+            src.chunks_exact(2)
+                .flat_map(|c| deq(u16::from_le_bytes([c[0], c[1]]) as u32, 65535).to_le_bytes()),
+        ),
         SampleFormat::R32 => out.extend_from_slice(src),
-        SampleFormat::U32 => out.extend(src.chunks_exact(4).flat_map(|c| (u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f32).to_le_bytes())),
-        SampleFormat::R64 => out.extend(src.chunks_exact(8).flat_map(|c| (f64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f32).to_le_bytes())),
-        SampleFormat::U64 => out.extend(src.chunks_exact(8).flat_map(|c| (u64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f32).to_le_bytes())),
+        SampleFormat::U32 => out.extend(
+            src.chunks_exact(4)
+                .flat_map(|c| (u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f32).to_le_bytes()),
+        ),
+        SampleFormat::R64 => out.extend(
+            src.chunks_exact(8)
+                .flat_map(|c| (f64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f32).to_le_bytes()),
+        ),
+        SampleFormat::U64 => out.extend(
+            src.chunks_exact(8)
+                .flat_map(|c| (u64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f32).to_le_bytes()),
+        ),
     }
 }
 
@@ -474,7 +614,10 @@ mod tests {
         let mut short = vec![0u8; 8];
         assert_eq!(rle_decode(&src, 2, &mut short).unwrap_err().code, "vds.chunk.rle_run");
         let mut long = vec![0u8; 12];
-        assert_eq!(rle_decode(&src, 2, &mut long).unwrap_err().code, "vds.chunk.rle_truncated");
+        assert_eq!(
+            rle_decode(&src, 2, &mut long).unwrap_err().code,
+            "vds.chunk.rle_truncated"
+        );
         // two-byte run length: (0x3F | 1 << 6) + 1 = 128 units
         let mut big = vec![0u8; 128];
         rle_decode(&[0xBF, 1, 7], 1, &mut big).unwrap();
@@ -497,7 +640,10 @@ mod tests {
         assert_eq!(out, data);
         assert_eq!(zip_decode(&z, &mut [0u8; 4999]).unwrap_err().code, "vds.chunk.zip_size");
         assert_eq!(zip_decode(&z, &mut [0u8; 5001]).unwrap_err().code, "vds.chunk.zip_size");
-        assert_eq!(zip_decode(&z[..z.len() - 9], &mut out).unwrap_err().code, "vds.chunk.zip_truncated");
+        assert_eq!(
+            zip_decode(&z[..z.len() - 9], &mut out).unwrap_err().code,
+            "vds.chunk.zip_truncated"
+        );
         let mut t = z.clone();
         t.push(0);
         assert_eq!(zip_decode(&t, &mut out).unwrap_err().code, "vds.chunk.zip_trailing");
@@ -511,8 +657,14 @@ mod tests {
     fn hashes_classify() {
         assert_eq!(ChunkStatus::from_hash(0), ChunkStatus::Unwritten);
         assert_eq!(ChunkStatus::from_hash(u64::MAX), ChunkStatus::NoValue);
-        assert_eq!(ChunkStatus::from_hash(0x0101_0101_3f80_0000), ChunkStatus::Constant(1.0));
+        assert_eq!(
+            ChunkStatus::from_hash(0x0101_0101_3f80_0000),
+            ChunkStatus::Constant(1.0)
+        );
         assert_eq!(ChunkStatus::from_hash(0x1234), ChunkStatus::Data);
-        assert_eq!(adaptive_level_sizes(1000, &[128, 128, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), vec![501, 251]);
+        assert_eq!(
+            adaptive_level_sizes(1000, &[128, 128, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            vec![501, 251]
+        );
     }
 }

@@ -41,7 +41,12 @@ impl ContainerFile {
         let page = self.pages.get(i / per)?.as_ref()?;
         let el = self.entry_len();
         let s = (i % per) * el;
-        let po = self.page_dir.as_ref().and_then(|pd| pd.index_page_offsets.get(i / per)).copied().unwrap_or(0);
+        let po = self
+            .page_dir
+            .as_ref()
+            .and_then(|pd| pd.index_page_offsets.get(i / per))
+            .copied()
+            .unwrap_or(0);
         Some((page.get(s..s + el)?, po as u64 + s as u64))
     }
     /// Index entry of chunk `i` (all zero when its page was never written).
@@ -50,7 +55,10 @@ impl ContainerFile {
             return None;
         }
         Some(match self.raw_entry(i) {
-            None => IndexEntry { metadata: vec![0; self.entry.chunk_metadata_length.max(0) as usize], ..Default::default() },
+            None => IndexEntry {
+                metadata: vec![0; self.entry.chunk_metadata_length.max(0) as usize],
+                ..Default::default()
+            },
             Some((b, at)) => IndexEntry {
                 offset: le_i64(b, 0),
                 length: le_i32(b, 8),
@@ -63,9 +71,13 @@ impl ContainerFile {
     /// Entries of the written index pages: `(chunk, entry)`.
     pub fn written_entries(&self) -> impl Iterator<Item = (usize, IndexEntry)> + '_ {
         let per = self.entry.index_page_entry_count.max(1) as usize;
-        self.pages.iter().enumerate().filter(|(_, p)| p.is_some()).flat_map(move |(p, _)| {
-            (p * per..((p + 1) * per).min(self.chunk_count)).filter_map(move |i| self.entry_at(i).map(|e| (i, e)))
-        })
+        self.pages
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.is_some())
+            .flat_map(move |(p, _)| {
+                (p * per..((p + 1) * per).min(self.chunk_count)).filter_map(move |i| self.entry_at(i).map(|e| (i, e)))
+            })
     }
     pub fn hash(&self, chunk: usize) -> u64 {
         if chunk >= self.chunk_count {
@@ -75,7 +87,9 @@ impl ContainerFile {
     }
     /// `(offset, length)` of chunk `i`'s bytes.
     pub fn extent(&self, i: usize) -> (i64, i32) {
-        self.raw_entry(i).map(|(b, _)| (le_i64(b, 0), le_i32(b, 8))).unwrap_or((0, 0))
+        self.raw_entry(i)
+            .map(|(b, _)| (le_i64(b, 0), le_i32(b, 8)))
+            .unwrap_or((0, 0))
     }
 }
 
@@ -96,10 +110,14 @@ pub fn is_container(head: &[u8]) -> bool {
 }
 
 fn le_i64(b: &[u8], at: usize) -> i64 {
-    b.get(at..at + 8).map(|s| i64::from_le_bytes(s.try_into().unwrap_or([0; 8]))).unwrap_or(0)
+    b.get(at..at + 8)
+        .map(|s| i64::from_le_bytes(s.try_into().unwrap_or([0; 8])))
+        .unwrap_or(0)
 }
 fn le_i32(b: &[u8], at: usize) -> i32 {
-    b.get(at..at + 4).map(|s| i32::from_le_bytes(s.try_into().unwrap_or([0; 4]))).unwrap_or(0)
+    b.get(at..at + 4)
+        .map(|s| i32::from_le_bytes(s.try_into().unwrap_or([0; 4])))
+        .unwrap_or(0)
 }
 
 impl Container {
@@ -109,7 +127,11 @@ impl Container {
         let mut f = Findings::new();
         let hb = input.read_vec(0, HEADER_LEN.min(len), "container header", limits)?;
         if hb.len() < 12 || &hb[..12] != CONTAINER_MAGIC {
-            return Err(Error::invalid("vds.container.magic", 0, "not a HueDataStore container (magic)"));
+            return Err(Error::invalid(
+                "vds.container.magic",
+                0,
+                "not a HueDataStore container (magic)",
+            ));
         }
         if (hb.len() as u64) < HEADER_LEN {
             return Err(Error::truncated("container header", 0, HEADER_LEN, len).in_format("vds.container"));
@@ -123,7 +145,11 @@ impl Container {
             file_name_length: r.i32_le("fileNameLength")?,
         };
         if header.version != CONTAINER_VERSION {
-            f.warning("vds.container.version", Some(12), format!("version {:#x}, expected 0x10000", header.version));
+            f.warning(
+                "vds.container.version",
+                Some(12),
+                format!("version {:#x}, expected 0x10000", header.version),
+            );
         }
         if header.file_count < 0 || header.file_name_length < 0 || header.file_table_offset < HEADER_LEN as i64 {
             return Err(Error::invalid(
@@ -136,18 +162,35 @@ impl Container {
             ));
         }
         if header.file_name_length % 8 != 0 {
-            f.warning("vds.container.name_length", Some(28), format!("fileNameLength {} is not a multiple of 8", header.file_name_length));
+            f.warning(
+                "vds.container.name_length",
+                Some(28),
+                format!("fileNameLength {} is not a multiple of 8", header.file_name_length),
+            );
         }
         let entry_len = FILE_ENTRY_FIXED + header.file_name_length as u64;
         let table_len = entry_len
             .checked_mul(header.file_count as u64)
             .ok_or_else(|| Error::invalid("vds.container.file_table", 24, "file table size overflows"))?;
         if header.file_count as u64 > limits.max_entries {
-            return Err(Error::limit("limit.entries", Some(24), format!("{} files in the container", header.file_count)));
+            return Err(Error::limit(
+                "limit.entries",
+                Some(24),
+                format!("{} files in the container", header.file_count),
+            ));
         }
         let table = input
             .read_vec(header.file_table_offset as u64, table_len, "file table", limits)
-            .map_err(|e| if e.code == "truncated" { Error { code: "vds.container.file_table".into(), ..e } } else { e })?;
+            .map_err(|e| {
+                if e.code == "truncated" {
+                    Error {
+                        code: "vds.container.file_table".into(),
+                        ..e
+                    }
+                } else {
+                    e
+                }
+            })?;
         let mut files = Vec::new();
         let mut names = HashSet::new();
         for i in 0..header.file_count as u64 {
@@ -155,7 +198,12 @@ impl Container {
             let b = &table[at..at + entry_len as usize];
             let entry_offset = header.file_table_offset as u64 + i * entry_len;
             let raw_name = &b[32..];
-            let name = raw_name.iter().position(|&c| c == 0).map(|p| &raw_name[..p]).unwrap_or(raw_name).to_vec();
+            let name = raw_name
+                .iter()
+                .position(|&c| c == 0)
+                .map(|p| &raw_name[..p])
+                .unwrap_or(raw_name)
+                .to_vec();
             let entry = FileEntry {
                 entry_offset,
                 head_page_directory_offset: le_i64(b, 0),
@@ -168,21 +216,43 @@ impl Container {
                 name,
             };
             if !names.insert(entry.name.clone()) {
-                f.error("vds.container.duplicate_name", Some(entry_offset + 32), format!("file name {:?} used twice", entry.name_lossy()));
+                f.error(
+                    "vds.container.duplicate_name",
+                    Some(entry_offset + 32),
+                    format!("file name {:?} used twice", entry.name_lossy()),
+                );
             }
             let file = Self::open_file(input, limits, entry, &mut f);
             files.push(file);
         }
-        let c = Container { input: input.clone(), limits: *limits, header, files, findings: f };
+        let c = Container {
+            input: input.clone(),
+            limits: *limits,
+            header,
+            files,
+            findings: f,
+        };
         Ok(c)
     }
 
     fn open_file(input: &Input, limits: &Limits, entry: FileEntry, f: &mut Findings) -> ContainerFile {
-        let mut file = ContainerFile { entry, page_dir: None, pages: Vec::new(), chunk_count: 0, layer_meta: None, revisions: 0, usable: false };
+        let mut file = ContainerFile {
+            entry,
+            page_dir: None,
+            pages: Vec::new(),
+            chunk_count: 0,
+            layer_meta: None,
+            revisions: 0,
+            usable: false,
+        };
         let e = &file.entry;
         let eo = e.entry_offset;
         let name = e.name_lossy();
-        if e.head_chunk_count < 0 || e.index_page_entry_count < 1 || e.chunk_metadata_length < 0 || e.file_metadata_length < 0 {
+        if e.head_chunk_count < 0
+            || e.index_page_entry_count < 1
+            || e.chunk_metadata_length < 0
+            || e.file_metadata_length < 0
+        {
             f.error(
                 "vds.container.file_entry",
                 Some(eo),
@@ -194,12 +264,20 @@ impl Container {
             return file;
         }
         if e.head_page_directory_offset == 0 {
-            f.error("vds.container.page_directory", Some(eo), format!("file {name:?} has no page directory (cannot be opened)"));
+            f.error(
+                "vds.container.page_directory",
+                Some(eo),
+                format!("file {name:?} has no page directory (cannot be opened)"),
+            );
             return file;
         }
         let count = e.head_chunk_count as u64;
         if count > limits.max_entries {
-            f.push_error(&Error::limit("limit.entries", Some(eo + 8), format!("file {name:?} declares {count} chunks")));
+            f.push_error(&Error::limit(
+                "limit.entries",
+                Some(eo + 8),
+                format!("file {name:?} declares {count} chunks"),
+            ));
             return file;
         }
         let per_page = e.index_page_entry_count as u64;
@@ -213,7 +291,11 @@ impl Container {
         let mut depth = 0u32;
         while at != 0 {
             if at < 0 || !seen.insert(at) || depth >= limits.max_depth.max(1) * 16 {
-                f.error("vds.container.revision_chain", Some(eo), format!("file {name:?}: page directory chain loops or is too long at offset {at}"));
+                f.error(
+                    "vds.container.revision_chain",
+                    Some(eo),
+                    format!("file {name:?}: page directory chain loops or is too long at offset {at}"),
+                );
                 break;
             }
             depth += 1;
@@ -222,9 +304,16 @@ impl Container {
                 Ok(b) => b,
                 Err(err) => {
                     f.error(
-                        if is_head { "vds.container.page_directory" } else { "vds.container.revision_chain" },
+                        if is_head {
+                            "vds.container.page_directory"
+                        } else {
+                            "vds.container.revision_chain"
+                        },
                         Some(at as u64),
-                        format!("file {name:?}: page directory at {at} is outside the file ({})", err.message),
+                        format!(
+                            "file {name:?}: page directory at {at} is outside the file ({})",
+                            err.message
+                        ),
                     );
                     break;
                 }
@@ -233,9 +322,16 @@ impl Container {
             if is_head {
                 let idx_at = at as u64 + PAGE_DIR_FIXED + fml;
                 let offs = match input.read_vec(idx_at, pages * 8, "index page offsets", limits) {
-                    Ok(b) => b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect(),
+                    Ok(b) => b
+                        .chunks_exact(8)
+                        .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                        .collect(),
                     Err(err) => {
-                        f.error("vds.container.page_directory", Some(idx_at), format!("file {name:?}: index page offsets outside the file ({})", err.message));
+                        f.error(
+                            "vds.container.page_directory",
+                            Some(idx_at),
+                            format!("file {name:?}: index page offsets outside the file ({})", err.message),
+                        );
                         break;
                     }
                 };
@@ -258,7 +354,11 @@ impl Container {
         let page_len = match entry_len.checked_mul(per_page) {
             Some(l) => l,
             None => {
-                f.error("vds.container.index_page", Some(eo), format!("file {name:?}: index page size overflows"));
+                f.error(
+                    "vds.container.index_page",
+                    Some(eo),
+                    format!("file {name:?}: index page size overflows"),
+                );
                 return file;
             }
         };
@@ -268,7 +368,11 @@ impl Container {
             let page = if po == 0 {
                 None
             } else if po < 0 {
-                f.error("vds.container.index_page", Some(pd.index_offsets_at + p as u64 * 8), format!("file {name:?}: index page {p} offset {po} is negative"));
+                f.error(
+                    "vds.container.index_page",
+                    Some(pd.index_offsets_at + p as u64 * 8),
+                    format!("file {name:?}: index page {p} offset {po} is negative"),
+                );
                 usable = false;
                 None
             } else {
@@ -278,7 +382,10 @@ impl Container {
                         f.error(
                             "vds.container.index_page",
                             Some(pd.index_offsets_at + p as u64 * 8),
-                            format!("file {name:?}: index page {p} at {po} lies outside the file ({})", err.message),
+                            format!(
+                                "file {name:?}: index page {p} at {po} lies outside the file ({})",
+                                err.message
+                            ),
                         );
                         usable = false;
                         None
@@ -292,7 +399,11 @@ impl Container {
             let used = (count - (pages.len() as u64 - 1) * per_page) * entry_len;
             if (used as usize) < last.len() && last[used as usize..].iter().any(|&b| b != 0) {
                 let po = pd.index_page_offsets.last().copied().unwrap_or(0) as u64;
-                f.warning("vds.container.index_padding", Some(po + used), format!("file {name:?}: the last index page's padding entries are not zero"));
+                f.warning(
+                    "vds.container.index_padding",
+                    Some(po + used),
+                    format!("file {name:?}: the last index page's padding entries are not zero"),
+                );
             }
         }
         file.pages = pages;
@@ -308,11 +419,18 @@ impl Container {
                     bad.push((
                         "vds.container.chunk_extent",
                         ie.entry_offset,
-                        format!("file {name:?} chunk {i}: extent [{}, +{}) lies outside the file ({flen} bytes)", ie.offset, ie.length),
+                        format!(
+                            "file {name:?} chunk {i}: extent [{}, +{}) lies outside the file ({flen} bytes)",
+                            ie.offset, ie.length
+                        ),
                     ));
                 }
                 if ie.reserved != 0 {
-                    f.warning("vds.container.reserved", Some(ie.entry_offset + 12), format!("file {name:?} chunk {i}: reserved field is {}", ie.reserved));
+                    f.warning(
+                        "vds.container.reserved",
+                        Some(ie.entry_offset + 12),
+                        format!("file {name:?} chunk {i}: reserved field is {}", ie.reserved),
+                    );
                 }
             }
             for (code, at, msg) in bad {
@@ -344,12 +462,19 @@ impl Container {
                 f.error(
                     "vds.container.layer_metadata",
                     Some(eo + 28),
-                    format!("layer file {name:?}: file metadata is {} bytes (expected 12, or 152 for wavelet)", m.len()),
+                    format!(
+                        "layer file {name:?}: file metadata is {} bytes (expected 12, or 152 for wavelet)",
+                        m.len()
+                    ),
                 );
                 usable = false;
             }
             if cml != 8 && cml != 24 {
-                f.error("vds.container.layer_metadata", Some(eo + 24), format!("layer file {name:?}: chunk metadata length {cml} (expected 8 or 24)"));
+                f.error(
+                    "vds.container.layer_metadata",
+                    Some(eo + 24),
+                    format!("layer file {name:?}: chunk metadata length {cml} (expected 8 or 24)"),
+                );
                 usable = false;
             }
         }
@@ -368,7 +493,11 @@ impl Container {
     /// Bytes of chunk `i` of `file` (length checked at open).
     pub fn chunk_bytes(&self, file: &ContainerFile, i: usize) -> Result<Vec<u8>> {
         if i >= file.chunk_count {
-            return Err(Error::invalid_at("vds.container.chunk_extent", None, "chunk index out of range"));
+            return Err(Error::invalid_at(
+                "vds.container.chunk_extent",
+                None,
+                "chunk index out of range",
+            ));
         }
         let (offset, length) = file.extent(i);
         if length <= 0 || offset < 0 {
@@ -390,8 +519,13 @@ impl Container {
         for file in &self.files {
             let name = file.entry.name_lossy();
             let Some(pd) = &file.page_dir else { continue };
-            v.push((pd.offset, pd.index_offsets_at + 8 * pd.index_page_offsets.len() as u64, format!("page directory of {name}")));
-            let page_len = (INDEX_ENTRY_FIXED + file.entry.chunk_metadata_length.max(0) as u64) * file.entry.index_page_entry_count.max(0) as u64;
+            v.push((
+                pd.offset,
+                pd.index_offsets_at + 8 * pd.index_page_offsets.len() as u64,
+                format!("page directory of {name}"),
+            ));
+            let page_len = (INDEX_ENTRY_FIXED + file.entry.chunk_metadata_length.max(0) as u64)
+                * file.entry.index_page_entry_count.max(0) as u64;
             for (p, &po) in pd.index_page_offsets.iter().enumerate() {
                 if po > 0 {
                     v.push((po as u64, po as u64 + page_len, format!("index page {p} of {name}")));
@@ -400,7 +534,11 @@ impl Container {
             if file.usable {
                 for (i, ie) in file.written_entries() {
                     if ie.length > 0 {
-                        v.push((ie.offset as u64, ie.offset as u64 + ie.length as u64, format!("chunk {i} of {name}")));
+                        v.push((
+                            ie.offset as u64,
+                            ie.offset as u64 + ie.length as u64,
+                            format!("chunk {i} of {name}"),
+                        ));
                     }
                 }
             }
@@ -417,7 +555,9 @@ impl Container {
                 continue;
             }
             let Some(lm) = &file.layer_meta else { continue };
-            let comp = crate::layout::Compression::from_code(lm.compression_method).map(|c| c.name()).unwrap_or("Unknown");
+            let comp = crate::layout::Compression::from_code(lm.compression_method)
+                .map(|c| c.name())
+                .unwrap_or("Unknown");
             let wavelet = file.is_wavelet_adaptive();
             let mut o = json!({
                 "layerName": file.entry.name_lossy(),
@@ -443,9 +583,15 @@ impl Container {
             .files
             .iter()
             .find(|f| f.entry.file_type == FILE_TYPE_VDS && f.entry.name == layer.as_bytes())
-            .ok_or_else(|| Error::invalid_at("vds.container.missing_layer", None, format!("no layer file {layer:?}")))?;
+            .ok_or_else(|| {
+                Error::invalid_at("vds.container.missing_layer", None, format!("no layer file {layer:?}"))
+            })?;
         if !f.usable {
-            return Err(Error::invalid_at("vds.container.layer_unusable", None, format!("layer file {layer:?} cannot be read")));
+            return Err(Error::invalid_at(
+                "vds.container.layer_unusable",
+                None,
+                format!("layer file {layer:?} cannot be read"),
+            ));
         }
         Ok(f)
     }
@@ -454,18 +600,28 @@ impl Container {
 impl ObjectStore for Container {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
         if key == "VolumeDataLayout" {
-            let Some(f) = self.files.iter().find(|f| f.entry.name == b"VolumeDataLayout" && f.entry.file_type == FILE_TYPE_JSON) else {
+            let Some(f) = self
+                .files
+                .iter()
+                .find(|f| f.entry.name == b"VolumeDataLayout" && f.entry.file_type == FILE_TYPE_JSON)
+            else {
                 return Ok(None);
             };
             if !f.usable || f.chunk_count == 0 {
-                return Err(Error::invalid_at("vds.container.layout_file", Some(f.entry.entry_offset), "the VolumeDataLayout file cannot be read"));
+                return Err(Error::invalid_at(
+                    "vds.container.layout_file",
+                    Some(f.entry.entry_offset),
+                    "the VolumeDataLayout file cannot be read",
+                ));
             }
             return self.chunk_bytes(f, 0).map(Some);
         }
         if key == "LayerStatus" {
             return Ok(Some(self.layer_status_json().to_string().into_bytes()));
         }
-        let Some((layer, rest)) = key.split_once('/') else { return Ok(None) };
+        let Some((layer, rest)) = key.split_once('/') else {
+            return Ok(None);
+        };
         let file = self.layer_file(layer)?;
         if let Some(p) = rest.strip_prefix("ChunkMetadata/") {
             let Ok(p) = p.parse::<u64>() else { return Ok(None) };
@@ -475,14 +631,21 @@ impl ObjectStore for Container {
                 return Ok(None);
             }
             let pd = file.page_dir.as_ref();
-            if pd.and_then(|pd| pd.index_page_offsets.get(p as usize)).copied().unwrap_or(0) == 0 {
+            if pd
+                .and_then(|pd| pd.index_page_offsets.get(p as usize))
+                .copied()
+                .unwrap_or(0)
+                == 0
+            {
                 return Ok(None);
             }
             let wavelet = file.is_wavelet_adaptive();
             let esz = if wavelet { 28 } else { 8 };
             let mut page = vec![0u8; (per as usize).saturating_mul(esz)];
             for k in 0..per as usize {
-                let Some(ie) = file.entry_at(first as usize + k) else { break };
+                let Some(ie) = file.entry_at(first as usize + k) else {
+                    break;
+                };
                 let o = k * esz;
                 if wavelet {
                     page[o..o + 4].copy_from_slice(&(ie.length.max(0) as u32).to_le_bytes());

@@ -8,7 +8,9 @@ use serde_json::Value;
 use crate::chunk::{self, ChunkSpec, ChunkStatus};
 use crate::container::Container;
 use crate::geometry::{parse_layer_name, DimKind, LayerGeometry};
-use crate::layout::{parse_json_text, parse_layer_status, parse_layout, Channel, LayerStatus, SampleFormat, VolumeDataLayout};
+use crate::layout::{
+    parse_json_text, parse_layer_status, parse_layout, Channel, LayerStatus, SampleFormat, VolumeDataLayout,
+};
 use crate::raw::FILE_TYPE_OBJ;
 use crate::store::{DirStore, ObjectStore};
 
@@ -149,22 +151,47 @@ impl Dataset {
                 let c = std::sync::Arc::new(Container::open(input, limits)?);
                 let findings = c.findings.clone();
                 if c.file("VolumeDataLayout").is_none() {
-                    let legacy = c.files.iter().find(|f| f.entry.file_type == FILE_TYPE_OBJ && f.entry.name == b"VDSObject");
+                    let legacy = c
+                        .files
+                        .iter()
+                        .find(|f| f.entry.file_type == FILE_TYPE_OBJ && f.entry.name == b"VDSObject");
                     let Some(obj) = legacy else {
-                        return Err(Error::invalid_at("vds.container.no_layout", None, "the container holds no VolumeDataLayout file"));
+                        return Err(Error::invalid_at(
+                            "vds.container.no_layout",
+                            None,
+                            "the container holds no VolumeDataLayout file",
+                        ));
                     };
                     if !obj.usable || obj.chunk_count == 0 {
-                        return Err(Error::invalid_at("vds.container.layout_file", Some(obj.entry.entry_offset), "the VDSObject file cannot be read"));
+                        return Err(Error::invalid_at(
+                            "vds.container.layout_file",
+                            Some(obj.entry.entry_offset),
+                            "the VDSObject file cannot be read",
+                        ));
                     }
                     let text = c.chunk_bytes(obj, 0)?;
                     if text.len() as u64 > limits.max_text {
-                        return Err(Error::limit("limit.text", None, "VDSObject is larger than the text limit"));
+                        return Err(Error::limit(
+                            "limit.text",
+                            None,
+                            "VDSObject is larger than the text limit",
+                        ));
                     }
                     let mut findings = findings;
                     let layout = crate::legacy::parse_vdsobject(&text, &mut findings)?;
-                    findings.info("vds.legacy_layout.used", None, "no VolumeDataLayout: the layout was read from the legacy 'OBJ ' VDSObject file");
+                    findings.info(
+                        "vds.legacy_layout.used",
+                        None,
+                        "no VolumeDataLayout: the layout was read from the legacy 'OBJ ' VDSObject file",
+                    );
                     let json = serde_json::to_value(&layout).unwrap_or(Value::Null);
-                    return Self::open_parts(Box::new(SharedContainer(c.clone())), Some(c), findings, limits, Some((layout, json)));
+                    return Self::open_parts(
+                        Box::new(SharedContainer(c.clone())),
+                        Some(c),
+                        findings,
+                        limits,
+                        Some((layout, json)),
+                    );
                 }
                 Self::open_store(Box::new(SharedContainer(c.clone())), Some(c), findings, limits)
             }
@@ -195,7 +222,11 @@ impl Dataset {
                     .get("VolumeDataLayout")?
                     .ok_or_else(|| Error::invalid_at("vds.layout.missing", None, "no VolumeDataLayout object"))?;
                 if lbytes.len() as u64 > limits.max_text {
-                    return Err(Error::limit("limit.text", None, "VolumeDataLayout is larger than the text limit"));
+                    return Err(Error::limit(
+                        "limit.text",
+                        None,
+                        "VolumeDataLayout is larger than the text limit",
+                    ));
                 }
                 let layout_json = parse_json_text(&lbytes, "VolumeDataLayout", limits.max_depth)?;
                 let layout = parse_layout(&layout_json, &mut findings)?;
@@ -205,41 +236,79 @@ impl Dataset {
         let statuses = match store.get("LayerStatus")? {
             Some(b) => {
                 if b.len() as u64 > limits.max_text {
-                    return Err(Error::limit("limit.text", None, "LayerStatus is larger than the text limit"));
+                    return Err(Error::limit(
+                        "limit.text",
+                        None,
+                        "LayerStatus is larger than the text limit",
+                    ));
                 }
                 parse_layer_status(&parse_json_text(&b, "LayerStatus", limits.max_depth)?, &mut findings)?
             }
             None => {
-                findings.error("vds.layer_status.missing", None, "no LayerStatus object: no layer can be found");
+                findings.error(
+                    "vds.layer_status.missing",
+                    None,
+                    "no LayerStatus object: no layer can be found",
+                );
                 Vec::new()
             }
         };
         let mut layers = Vec::new();
         // One budget for every layer's per-chunk metadata (it is held in memory).
-        let total: u64 = statuses.iter().map(|s| s.chunk_count).fold(0u64, |a, c| a.saturating_add(c));
+        let total: u64 = statuses
+            .iter()
+            .map(|s| s.chunk_count)
+            .fold(0u64, |a, c| a.saturating_add(c));
         if total > limits.max_entries {
-            return Err(Error::limit("limit.entries", None, format!("the layers declare {total} chunks in all, above the limit of {}", limits.max_entries)));
+            return Err(Error::limit(
+                "limit.entries",
+                None,
+                format!(
+                    "the layers declare {total} chunks in all, above the limit of {}",
+                    limits.max_entries
+                ),
+            ));
         }
         for st in statuses {
             let geometry = match parse_layer_name(&st.layer_name) {
                 None => {
-                    findings.error("vds.layer.name", None, format!("layer name {:?} is not <channel>Dimensions_<dims>LOD<n>", st.layer_name));
+                    findings.error(
+                        "vds.layer.name",
+                        None,
+                        format!("layer name {:?} is not <channel>Dimensions_<dims>LOD<n>", st.layer_name),
+                    );
                     None
                 }
                 Some((prefix, group, lod)) => {
-                    let ch = if prefix.is_empty() { Some(0) } else { layout.channel_index(&prefix).filter(|&i| i > 0) };
+                    let ch = if prefix.is_empty() {
+                        Some(0)
+                    } else {
+                        layout.channel_index(&prefix).filter(|&i| i > 0)
+                    };
                     match ch {
                         None => {
-                            findings.error("vds.layer.unknown_channel", None, format!("layer {:?} names no channel of the layout", st.layer_name));
+                            findings.error(
+                                "vds.layer.unknown_channel",
+                                None,
+                                format!("layer {:?} names no channel of the layout", st.layer_name),
+                            );
                             None
                         }
                         Some(c) => {
                             if let Some(why) = crate::geometry::layer_allowed(&layout, c, &group, lod) {
-                                findings.error("vds.layer.not_in_layout", None, format!("layer {:?}: {why}", st.layer_name));
+                                findings.error(
+                                    "vds.layer.not_in_layout",
+                                    None,
+                                    format!("layer {:?}: {why}", st.layer_name),
+                                );
                             }
                             let g = LayerGeometry::new(&layout, c, &group, lod);
                             if g.is_none() {
-                                findings.error("vds.layer.geometry", None, format!("layer {:?} has no valid geometry", st.layer_name));
+                                findings.error(
+                                    "vds.layer.geometry",
+                                    None,
+                                    format!("layer {:?} has no valid geometry", st.layer_name),
+                                );
                             }
                             g
                         }
@@ -247,7 +316,11 @@ impl Dataset {
                 }
             };
             if st.chunk_count > limits.max_entries {
-                return Err(Error::limit("limit.entries", None, format!("layer {:?} declares {} chunks", st.layer_name, st.chunk_count)));
+                return Err(Error::limit(
+                    "limit.entries",
+                    None,
+                    format!("layer {:?} declares {} chunks", st.layer_name, st.chunk_count),
+                ));
             }
             // Per-chunk metadata is loaded only for layers whose declared chunk count agrees with
             // their geometry, so a count in a tiny LayerStatus cannot make us allocate (validation
@@ -256,19 +329,38 @@ impl Dataset {
                 Some(g) if g.chunk_count == st.chunk_count => load_chunk_meta(store.as_ref(), &st, &mut findings)?,
                 _ => Vec::new(),
             };
-            layers.push(Layer { status: st, geometry, chunks });
+            layers.push(Layer {
+                status: st,
+                geometry,
+                chunks,
+            });
         }
-        Ok(Dataset { store, container, layout, layout_json, layers, findings, limits: *limits, cache: None })
+        Ok(Dataset {
+            store,
+            container,
+            layout,
+            layout_json,
+            layers,
+            findings,
+            limits: *limits,
+            cache: None,
+        })
     }
 
     /// Keep up to `bytes` of decoded bricks between box reads (0 turns the cache off).
     pub fn set_brick_cache(&mut self, bytes: usize) {
-        self.cache = (bytes > 0).then(|| BrickCache { budget: bytes, inner: Default::default() });
+        self.cache = (bytes > 0).then(|| BrickCache {
+            budget: bytes,
+            inner: Default::default(),
+        });
     }
 
     /// `(hits, misses)` of the brick cache.
     pub fn brick_cache_stats(&self) -> (u64, u64) {
-        self.cache.as_ref().and_then(|c| c.inner.lock().ok().map(|i| (i.hits, i.misses))).unwrap_or((0, 0))
+        self.cache
+            .as_ref()
+            .and_then(|c| c.inner.lock().ok().map(|i| (i.hits, i.misses)))
+            .unwrap_or((0, 0))
     }
 
     /// A brick through the cache when there is one: `(fill element, cached data)`.
@@ -348,7 +440,10 @@ impl Dataset {
     /// the worker's reusable buffers. Returns where the result is: a fill element or one of
     /// the buffers, laid out X fastest over the chunk dims.
     fn brick(&self, layer: &Layer, index: u64, values: Values, bufs: &mut Bufs) -> Result<Brick> {
-        let g = layer.geometry.as_ref().ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "layer without geometry"))?;
+        let g = layer
+            .geometry
+            .as_ref()
+            .ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "layer without geometry"))?;
         let ch = &self.layout.channels[g.channel];
         let meta = layer.chunks.get(index as usize).copied().unwrap_or_default();
         let fill = |native: Vec<u8>, phys: f32| -> Brick {
@@ -376,9 +471,16 @@ impl Dataset {
                         format!("chunk {index} of {} is written but has no stored object", layer.name()),
                     ));
                 }
-                let spec = self.chunk_spec(layer, index).ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "no chunk spec"))?;
-                let ctx = |e: Error| Error { message: format!("{} chunk {index}: {}", layer.name(), e.message), offset: None, ..e };
-                let start = chunk::decode_payload(&bufs.io, &spec, self.limits.max_alloc, &mut bufs.scratch).map_err(ctx)?;
+                let spec = self
+                    .chunk_spec(layer, index)
+                    .ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "no chunk spec"))?;
+                let ctx = |e: Error| Error {
+                    message: format!("{} chunk {index}: {}", layer.name(), e.message),
+                    offset: None,
+                    ..e
+                };
+                let start =
+                    chunk::decode_payload(&bufs.io, &spec, self.limits.max_alloc, &mut bufs.scratch).map_err(ctx)?;
                 let mut at = match start {
                     Some(s) => Brick::Io(s),
                     None => Brick::Scratch,
@@ -429,41 +531,80 @@ impl Dataset {
 
     /// Bytes a box read produces (checked against the array limit).
     pub fn box_bytes(&self, layer_index: usize, min: &[u64; 6], max: &[u64; 6], values: Values) -> Result<u64> {
-        let layer = self.layers.get(layer_index).ok_or_else(|| Error::usage("no such layer"))?;
-        let g = layer.geometry.as_ref().ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "layer has no valid geometry"))?;
+        let layer = self
+            .layers
+            .get(layer_index)
+            .ok_or_else(|| Error::usage("no such layer"))?;
+        let g = layer
+            .geometry
+            .as_ref()
+            .ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "layer has no valid geometry"))?;
         let mut total = self.element_size(&self.layout.channels[g.channel], values) as u64;
         for d in 0..6 {
             if min[d] >= max[d] || max[d] > g.shape[d] {
-                return Err(Error::usage(format!("box [{min:?}, {max:?}) is not inside the layer shape {:?}", g.shape)));
+                return Err(Error::usage(format!(
+                    "box [{min:?}, {max:?}) is not inside the layer shape {:?}",
+                    g.shape
+                )));
             }
-            total = total.checked_mul(max[d] - min[d]).ok_or_else(|| Error::limit("limit.array", None, "box size overflows"))?;
+            total = total
+                .checked_mul(max[d] - min[d])
+                .ok_or_else(|| Error::limit("limit.array", None, "box size overflows"))?;
         }
         if total > self.limits.max_array_bytes {
-            return Err(Error::limit("limit.array", None, format!("the box holds {total} bytes, above the array limit")));
+            return Err(Error::limit(
+                "limit.array",
+                None,
+                format!("the box holds {total} bytes, above the array limit"),
+            ));
         }
         Ok(total)
     }
 
     /// [`Dataset::read_box`] into a caller's buffer of exactly [`Dataset::box_bytes`] bytes
     /// (reused across reads, it saves the page faults of a fresh allocation).
-    pub fn read_box_into(&self, layer_index: usize, min: [u64; 6], max: [u64; 6], values: Values, out: &mut [u8]) -> Result<()> {
+    pub fn read_box_into(
+        &self,
+        layer_index: usize,
+        min: [u64; 6],
+        max: [u64; 6],
+        values: Values,
+        out: &mut [u8],
+    ) -> Result<()> {
         let want = self.box_bytes(layer_index, &min, &max, values)?;
         if out.len() as u64 != want {
-            return Err(Error::usage(format!("output buffer holds {} bytes, the box needs {want}", out.len())));
+            return Err(Error::usage(format!(
+                "output buffer holds {} bytes, the box needs {want}",
+                out.len()
+            )));
         }
-        let layer = self.layers.get(layer_index).ok_or_else(|| Error::usage("no such layer"))?;
-        let g = layer.geometry.as_ref().ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "layer has no valid geometry"))?;
+        let layer = self
+            .layers
+            .get(layer_index)
+            .ok_or_else(|| Error::usage("no such layer"))?;
+        let g = layer
+            .geometry
+            .as_ref()
+            .ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "layer has no valid geometry"))?;
         let ch = &self.layout.channels[g.channel];
         if layer.chunks.len() as u64 != g.chunk_count {
             return Err(Error::invalid_at(
                 "vds.layer.chunk_count",
                 None,
-                format!("layer {} stores {} chunks, its geometry has {}", layer.name(), layer.chunks.len(), g.chunk_count),
+                format!(
+                    "layer {} stores {} chunks, its geometry has {}",
+                    layer.name(),
+                    layer.chunks.len(),
+                    g.chunk_count
+                ),
             ));
         }
         for d in 0..6 {
             if min[d] >= max[d] || max[d] > g.shape[d] {
-                return Err(Error::usage(format!("box [{min:?}, {max:?}) is not inside the layer shape {:?}", g.shape)));
+                return Err(Error::usage(format!(
+                    "box [{min:?}, {max:?}) is not inside the layer shape {:?}",
+                    g.shape
+                )));
             }
         }
         let elem = self.element_size(ch, values);
@@ -534,7 +675,11 @@ impl Dataset {
             let a = (lo - min[s]) * ostride[s];
             let b = (hi - min[s]) * ostride[s];
             if a < pos || b as usize > total {
-                return Err(Error::invalid_at("vds.layer.geometry", None, "chunks overlap in the layer"));
+                return Err(Error::invalid_at(
+                    "vds.layer.geometry",
+                    None,
+                    "chunks overlap in the layer",
+                ));
             }
             let (_, tail) = std::mem::take(&mut rest).split_at_mut((a - pos) as usize);
             let (mine, tail) = tail.split_at_mut((b - a) as usize);
@@ -556,10 +701,13 @@ impl Dataset {
                         if let Some(o) = self.cached_brick(layer_index, i, values, bufs)? {
                             return Ok((i, o));
                         }
-                        Ok((i, match self.brick(layer, i, values, bufs)? {
-                            Brick::Fill(v) => Owned::Fill(v),
-                            other => Owned::Data(std::sync::Arc::new(bufs.slice(&other).to_vec())),
-                        }))
+                        Ok((
+                            i,
+                            match self.brick(layer, i, values, bufs)? {
+                                Brick::Fill(v) => Owned::Fill(v),
+                                other => Owned::Data(std::sync::Arc::new(bufs.slice(&other).to_vec())),
+                            },
+                        ))
                     })
                     .collect::<Result<_>>()?;
                 for (i, o) in &bricks {
@@ -571,7 +719,9 @@ impl Dataset {
             } else {
                 let mut bufs = Bufs::default();
                 for &i in &idx {
-                    if self.cache.is_none() && self.direct_rle(layer, i, values, &mut bufs, buf, base, &min, &max, &ostride, elem)? {
+                    if self.cache.is_none()
+                        && self.direct_rle(layer, i, values, &mut bufs, buf, base, &min, &max, &ostride, elem)?
+                    {
                         continue;
                     }
                     if let Some(o) = self.cached_brick(layer_index, i, values, &mut bufs)? {
@@ -608,7 +758,9 @@ impl Dataset {
         ostride: &[u64; 6],
         elem: usize,
     ) -> Result<bool> {
-        let Some(g) = layer.geometry.as_ref() else { return Ok(false) };
+        let Some(g) = layer.geometry.as_ref() else {
+            return Ok(false);
+        };
         let ch = &self.layout.channels[g.channel];
         if values != Values::Native
             || layer.status.compression != crate::layout::Compression::RLE
@@ -624,7 +776,9 @@ impl Dataset {
                 return Ok(false);
             }
         }
-        let Some(&x) = g.chunk_dims.first() else { return Ok(false) };
+        let Some(&x) = g.chunk_dims.first() else {
+            return Ok(false);
+        };
         if ostride[x] != elem as u64 {
             return Ok(false);
         }
@@ -644,10 +798,20 @@ impl Dataset {
         }
         let key = format!("{}/{i}", layer.name());
         if !self.store.get_into(&key, &mut bufs.io)? {
-            return Err(Error::invalid_at("vds.chunk.missing", None, format!("chunk {i} of {} is written but has no stored object", layer.name())));
+            return Err(Error::invalid_at(
+                "vds.chunk.missing",
+                None,
+                format!("chunk {i} of {} is written but has no stored object", layer.name()),
+            ));
         }
-        let spec = self.chunk_spec(layer, i).ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "no chunk spec"))?;
-        let ctx = |e: Error| Error { message: format!("{} chunk {i}: {}", layer.name(), e.message), offset: None, ..e };
+        let spec = self
+            .chunk_spec(layer, i)
+            .ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "no chunk spec"))?;
+        let ctx = |e: Error| Error {
+            message: format!("{} chunk {i}: {}", layer.name(), e.message),
+            offset: None,
+            ..e
+        };
         if spec.compression.is_wavelet() {
             return Ok(false);
         }
@@ -657,7 +821,11 @@ impl Dataset {
 
     /// The whole layer.
     pub fn read_layer(&self, layer_index: usize, values: Values) -> Result<Vec<u8>> {
-        let g = self.layers.get(layer_index).and_then(|l| l.geometry.as_ref()).ok_or_else(|| Error::usage("no such layer"))?;
+        let g = self
+            .layers
+            .get(layer_index)
+            .and_then(|l| l.geometry.as_ref())
+            .ok_or_else(|| Error::usage("no such layer"))?;
         let shape = g.shape;
         self.read_box(layer_index, [0; 6], shape, values)
     }
@@ -777,7 +945,12 @@ fn load_chunk_meta(store: &dyn ObjectStore, st: &LayerStatus, f: &mut Findings) 
             f.error(
                 "vds.layer_status.page_directory",
                 None,
-                format!("layer {}: pageDirectory has {} entries, {} pages expected", st.layer_name, pd.len(), pages),
+                format!(
+                    "layer {}: pageDirectory has {} entries, {} pages expected",
+                    st.layer_name,
+                    pd.len(),
+                    pages
+                ),
             );
         }
     }
@@ -786,7 +959,12 @@ fn load_chunk_meta(store: &dyn ObjectStore, st: &LayerStatus, f: &mut Findings) 
     // listing instead of a lookup per declared page).
     let listed: Option<Vec<u64>> = if st.page_directory.is_none() && store.kind() == "object-dir" {
         let prefix = format!("{}/ChunkMetadata/", st.layer_name);
-        let mut v: Vec<u64> = store.list(&prefix)?.iter().filter_map(|k| k[prefix.len()..].parse().ok()).filter(|&p| p < pages).collect();
+        let mut v: Vec<u64> = store
+            .list(&prefix)?
+            .iter()
+            .filter_map(|k| k[prefix.len()..].parse().ok())
+            .filter(|&p| p < pages)
+            .collect();
         v.sort_unstable();
         Some(v)
     } else {
@@ -812,7 +990,11 @@ fn load_chunk_meta(store: &dyn ObjectStore, st: &LayerStatus, f: &mut Findings) 
             Ok(Some(b)) => b,
             Ok(None) => {
                 if st.page_directory.is_some() {
-                    f.error("vds.layer.metadata_page_missing", None, format!("chunk metadata page {key} is listed but missing"));
+                    f.error(
+                        "vds.layer.metadata_page_missing",
+                        None,
+                        format!("chunk metadata page {key} is listed but missing"),
+                    );
                 }
                 continue;
             }
@@ -826,7 +1008,11 @@ fn load_chunk_meta(store: &dyn ObjectStore, st: &LayerStatus, f: &mut Findings) 
             f.error(
                 "vds.layer.metadata_page_size",
                 None,
-                format!("chunk metadata page {key} holds {} bytes, {} x {esz} expected", page.len(), ps),
+                format!(
+                    "chunk metadata page {key} holds {} bytes, {} x {esz} expected",
+                    page.len(),
+                    ps
+                ),
             );
         }
         for k in 0..ps {
@@ -845,7 +1031,10 @@ fn load_chunk_meta(store: &dyn ObjectStore, st: &LayerStatus, f: &mut Findings) 
                     levels,
                 }
             } else {
-                ChunkMeta { hash: u64::from_le_bytes(e[..8].try_into().unwrap_or([0; 8])), ..Default::default() }
+                ChunkMeta {
+                    hash: u64::from_le_bytes(e[..8].try_into().unwrap_or([0; 8])),
+                    ..Default::default()
+                }
             };
             out[i as usize] = m;
         }

@@ -120,7 +120,11 @@ impl LayerGeometry {
         let neg = lo.negative_margin as u64;
         let pos = lo.positive_margin as u64;
         let base = (lo.brick_size as u64).checked_sub(neg + pos).filter(|&b| b > 0)?;
-        let stride = if group.len() == 2 { base.checked_mul(lo.brick_size_2d_multiplier as u64)? } else { base };
+        let stride = if group.len() == 2 {
+            base.checked_mul(lo.brick_size_2d_multiplier as u64)?
+        } else {
+            base
+        };
         let full_res = if lo.force_full_resolution_dimension || lo.full_resolution_dimension >= 0 {
             usize::try_from(lo.full_resolution_dimension).ok()
         } else {
@@ -173,7 +177,11 @@ impl LayerGeometry {
                 g.kinds[d] = DimKind::Bricked;
                 g.chunk_dims.push(d);
                 let is_full = full_res == Some(d);
-                let b = if is_full { stride } else { stride.checked_shl(lod).unwrap_or(u64::MAX).min(sizes[d]) };
+                let b = if is_full {
+                    stride
+                } else {
+                    stride.checked_shl(lod).unwrap_or(u64::MAX).min(sizes[d])
+                };
                 // A 1-voxel stride (min with N) keeps the division defined.
                 let b = b.max(1);
                 g.brick[d] = b;
@@ -246,8 +254,15 @@ impl LayerGeometry {
                     let last = i + 1 >= self.chunks[d];
                     let start = i.saturating_mul(b);
                     e.min[d] = start.min(n);
-                    e.max[d] = start.saturating_add(b).saturating_add(self.neg_margin + self.pos_margin).min(n);
-                    e.min_excl[d] = if i == 0 { 0 } else { start.saturating_add(self.neg_margin).min(n) };
+                    e.max[d] = start
+                        .saturating_add(b)
+                        .saturating_add(self.neg_margin + self.pos_margin)
+                        .min(n);
+                    e.min_excl[d] = if i == 0 {
+                        0
+                    } else {
+                        start.saturating_add(self.neg_margin).min(n)
+                    };
                     let mut mx = start.saturating_add(b).saturating_add(self.neg_margin);
                     if last {
                         mx = mx.saturating_add(self.pos_margin);
@@ -287,7 +302,11 @@ impl LayerGeometry {
 
 /// Name of a layer: channel name (omitted for the primary) + group + LOD.
 pub fn layer_name(layout: &VolumeDataLayout, channel: usize, group: &[usize], lod: u32) -> String {
-    let prefix = if channel == 0 { "" } else { layout.channels.get(channel).map(|c| c.name.as_str()).unwrap_or("") };
+    let prefix = if channel == 0 {
+        ""
+    } else {
+        layout.channels.get(channel).map(|c| c.name.as_str()).unwrap_or("")
+    };
     format!("{prefix}{}LOD{lod}", group_name(group))
 }
 
@@ -296,7 +315,10 @@ pub fn layer_allowed(layout: &VolumeDataLayout, channel: usize, group: &[usize],
     let n = layout.dimensionality();
     let lo = &layout.layout;
     if group.iter().any(|&d| d >= n) {
-        return Some(format!("dimension group {} exceeds the dimensionality {n}", group_name(group)));
+        return Some(format!(
+            "dimension group {} exceeds the dimensionality {n}",
+            group_name(group)
+        ));
     }
     if group.len() == 1 && n > 1 {
         return Some("1-D dimension groups are not used by OpenVDS".into());
@@ -319,9 +341,18 @@ mod tests {
 
     #[test]
     fn layer_names() {
-        assert_eq!(parse_layer_name("Dimensions_012LOD0"), Some((String::new(), vec![0, 1, 2], 0)));
-        assert_eq!(parse_layer_name("TraceDimensions_012LOD1"), Some(("Trace".into(), vec![0, 1, 2], 1)));
-        assert_eq!(parse_layer_name("XDimensions_Dimensions_02LOD12"), Some(("XDimensions_".into(), vec![0, 2], 12)));
+        assert_eq!(
+            parse_layer_name("Dimensions_012LOD0"),
+            Some((String::new(), vec![0, 1, 2], 0))
+        );
+        assert_eq!(
+            parse_layer_name("TraceDimensions_012LOD1"),
+            Some(("Trace".into(), vec![0, 1, 2], 1))
+        );
+        assert_eq!(
+            parse_layer_name("XDimensions_Dimensions_02LOD12"),
+            Some(("XDimensions_".into(), vec![0, 2], 12))
+        );
         assert_eq!(parse_layer_name("Dimensions_021LOD0"), None);
         assert_eq!(parse_layer_name("Dimensions_016LOD0"), None);
         assert_eq!(parse_layer_name("Dimensions_LOD0"), None);

@@ -181,7 +181,11 @@ impl MetadataItem {
             MetaValue::Blob(b) => {
                 let mut m = Map::new();
                 m.insert("bytes".into(), Value::from(b.len()));
-                let preview: String = b.iter().take(48).map(|&c| if (0x20..0x7f).contains(&c) { c as char } else { '.' }).collect();
+                let preview: String = b
+                    .iter()
+                    .take(48)
+                    .map(|&c| if (0x20..0x7f).contains(&c) { c as char } else { '.' })
+                    .collect();
                 m.insert("preview".into(), Value::from(preview));
                 Value::Object(m)
             }
@@ -331,7 +335,11 @@ fn ser_f64<S: serde::Serializer>(x: &f64, s: S) -> std::result::Result<S::Ok, S:
     rasterpack_common::json::f64_value(*x).serialize(s)
 }
 fn ser_f64_2<S: serde::Serializer>(x: &[f64; 2], s: S) -> std::result::Result<S::Ok, S::Error> {
-    [rasterpack_common::json::f64_value(x[0]), rasterpack_common::json::f64_value(x[1])].serialize(s)
+    [
+        rasterpack_common::json::f64_value(x[0]),
+        rasterpack_common::json::f64_value(x[1]),
+    ]
+    .serialize(s)
 }
 
 const CODE_JSON: &str = "vds.layout.json";
@@ -366,7 +374,11 @@ pub fn parse_json_text(bytes: &[u8], what: &str, max_depth: u32) -> Result<Value
             b'[' | b'{' => {
                 depth += 1;
                 if depth > max_depth {
-                    return Err(Error::limit("vds.layout.depth", None, format!("{what} nests deeper than {max_depth}")));
+                    return Err(Error::limit(
+                        "vds.layout.depth",
+                        None,
+                        format!("{what} nests deeper than {max_depth}"),
+                    ));
                 }
             }
             b']' | b'}' => depth = depth.saturating_sub(1),
@@ -429,7 +441,8 @@ fn fix_infinities(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 fn get<'a>(obj: &'a Map<String, Value>, key: &str, ctx: &str) -> Result<&'a Value> {
-    obj.get(key).ok_or_else(|| bad("vds.layout.missing_field", format!("{ctx}: missing \"{key}\"")))
+    obj.get(key)
+        .ok_or_else(|| bad("vds.layout.missing_field", format!("{ctx}: missing \"{key}\"")))
 }
 fn get_str(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<String> {
     get(obj, key, ctx)?
@@ -438,10 +451,13 @@ fn get_str(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<String> {
         .ok_or_else(|| bad("vds.layout.field_type", format!("{ctx}: \"{key}\" is not a string")))
 }
 fn get_bool(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<bool> {
-    get(obj, key, ctx)?.as_bool().ok_or_else(|| bad("vds.layout.field_type", format!("{ctx}: \"{key}\" is not a boolean")))
+    get(obj, key, ctx)?
+        .as_bool()
+        .ok_or_else(|| bad("vds.layout.field_type", format!("{ctx}: \"{key}\" is not a boolean")))
 }
 fn get_i64(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<i64> {
-    as_i64(get(obj, key, ctx)?).ok_or_else(|| bad("vds.layout.field_type", format!("{ctx}: \"{key}\" is not an integer")))
+    as_i64(get(obj, key, ctx)?)
+        .ok_or_else(|| bad("vds.layout.field_type", format!("{ctx}: \"{key}\" is not an integer")))
 }
 fn as_i64(v: &Value) -> Option<i64> {
     v.as_i64().or_else(|| v.as_u64().and_then(|u| i64::try_from(u).ok()))
@@ -462,10 +478,12 @@ fn as_f64_strict(v: &Value) -> Option<f64> {
     }
 }
 fn get_f64(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<f64> {
-    as_f64_null0(get(obj, key, ctx)?).ok_or_else(|| bad("vds.layout.field_type", format!("{ctx}: \"{key}\" is not a number")))
+    as_f64_null0(get(obj, key, ctx)?)
+        .ok_or_else(|| bad("vds.layout.field_type", format!("{ctx}: \"{key}\" is not a number")))
 }
 fn as_obj<'a>(v: &'a Value, ctx: &str) -> Result<&'a Map<String, Value>> {
-    v.as_object().ok_or_else(|| bad("vds.layout.field_type", format!("{ctx} is not a JSON object")))
+    v.as_object()
+        .ok_or_else(|| bad("vds.layout.field_type", format!("{ctx} is not a JSON object")))
 }
 
 /// Parse a `VolumeDataLayout` document into the model, checking it against the model's rules.
@@ -476,7 +494,10 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
         .as_array()
         .ok_or_else(|| bad("vds.layout.field_type", "axisDescriptors is not an array"))?;
     if axes_v.is_empty() || axes_v.len() > 6 {
-        return Err(bad("vds.layout.dimensionality", format!("{} axes; VDS has 1 to 6 dimensions", axes_v.len())));
+        return Err(bad(
+            "vds.layout.dimensionality",
+            format!("{} axes; VDS has 1 to 6 dimensions", axes_v.len()),
+        ));
     }
     let mut axes = Vec::new();
     for (i, a) in axes_v.iter().enumerate() {
@@ -484,7 +505,10 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
         let o = as_obj(a, &ctx)?;
         let n = get_i64(o, "numSamples", &ctx)?;
         if n < 1 {
-            return Err(bad("vds.layout.axis_size", format!("{ctx}: numSamples {n} is not positive")));
+            return Err(bad(
+                "vds.layout.axis_size",
+                format!("{ctx}: numSamples {n} is not positive"),
+            ));
         }
         let axis = Axis {
             name: get_str(o, "name", &ctx)?,
@@ -494,7 +518,11 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
             coordinate_max: get_f64(o, "coordinateMax", &ctx)?,
         };
         if !axis.coordinate_min.is_finite() || !axis.coordinate_max.is_finite() {
-            f.error("vds.layout.axis_coordinate", None, format!("{ctx}: axis coordinates must be finite"));
+            f.error(
+                "vds.layout.axis_coordinate",
+                None,
+                format!("{ctx}: axis coordinates must be finite"),
+            );
         }
         axes.push(axis);
     }
@@ -516,20 +544,36 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
             "Components_1" => 1,
             "Components_2" => 2,
             "Components_4" => 4,
-            _ => return Err(bad("vds.layout.channel_components", format!("{ctx}: unknown components {comp_s:?}"))),
+            _ => {
+                return Err(bad(
+                    "vds.layout.channel_components",
+                    format!("{ctx}: unknown components {comp_s:?}"),
+                ))
+            }
         };
         if format == SampleFormat::Bit1 && components != 1 {
-            return Err(bad("vds.layout.channel_components", format!("{ctx}: 1-bit channels have one component")));
+            return Err(bad(
+                "vds.layout.channel_components",
+                format!("{ctx}: 1-bit channels have one component"),
+            ));
         }
         let map_s = get_str(o, "channelMapping", &ctx)?;
         let mapping = match map_s.as_str() {
             "Direct" => ChannelMapping::Direct,
             "PerTrace" => ChannelMapping::PerTrace,
-            _ => return Err(bad("vds.layout.channel_mapping", format!("{ctx}: unknown channelMapping {map_s:?}"))),
+            _ => {
+                return Err(bad(
+                    "vds.layout.channel_mapping",
+                    format!("{ctx}: unknown channelMapping {map_s:?}"),
+                ))
+            }
         };
         let mapped = get_i64(o, "mappedValues", &ctx)?;
         if mapped < 0 || (mapping == ChannelMapping::PerTrace && mapped < 1) {
-            return Err(bad("vds.layout.mapped_values", format!("{ctx}: mappedValues {mapped} out of range")));
+            return Err(bad(
+                "vds.layout.mapped_values",
+                format!("{ctx}: mappedValues {mapped} out of range"),
+            ));
         }
         let vr = get(o, "valueRange", &ctx)?
             .as_array()
@@ -556,10 +600,18 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
             integer_offset: get_f64(o, "integerOffset", &ctx)?,
         };
         if i == 0 && ch.mapping != ChannelMapping::Direct {
-            f.error("vds.layout.primary_mapping", None, "the primary channel must have Direct mapping");
+            f.error(
+                "vds.layout.primary_mapping",
+                None,
+                "the primary channel must have Direct mapping",
+            );
         }
         if channels.iter().any(|c| c.name == ch.name) {
-            f.error("vds.layout.duplicate_channel", None, format!("{ctx}: channel name {:?} used twice", ch.name));
+            f.error(
+                "vds.layout.duplicate_channel",
+                None,
+                format!("{ctx}: channel name {:?} used twice", ch.name),
+            );
         }
         if matches!(ch.format, SampleFormat::U8 | SampleFormat::U16) && ch.integer_scale == 0.0 {
             f.warning("vds.layout.integer_scale", None, format!("{ctx}: integerScale is 0"));
@@ -573,7 +625,12 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
         .strip_prefix("BrickSize_")
         .and_then(|n| n.parse::<u32>().ok())
         .filter(|n| (32..=4096).contains(n) && n.is_power_of_two())
-        .ok_or_else(|| bad("vds.layout.brick_size", format!("brickSize {bs:?} is not BrickSize_32 .. BrickSize_4096 (a power of two)")))?;
+        .ok_or_else(|| {
+            bad(
+                "vds.layout.brick_size",
+                format!("brickSize {bs:?} is not BrickSize_32 .. BrickSize_4096 (a power of two)"),
+            )
+        })?;
     let neg = get_i64(lo, "negativeMargin", ctx)?;
     let pos = get_i64(lo, "positiveMargin", ctx)?;
     if neg < 0 || pos < 0 || neg + pos >= brick_size as i64 {
@@ -584,7 +641,10 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
     }
     let mult = get_i64(lo, "brickSize2DMultiplier", ctx)?;
     if !(1..=1024).contains(&mult) {
-        return Err(bad("vds.layout.brick_2d_multiplier", format!("brickSize2DMultiplier {mult} out of range")));
+        return Err(bad(
+            "vds.layout.brick_2d_multiplier",
+            format!("brickSize2DMultiplier {mult} out of range"),
+        ));
     }
     let ll = get_str(lo, "lodLevels", ctx)?;
     let lod_levels = if ll == "LODLevels_None" {
@@ -593,12 +653,20 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
         ll.strip_prefix("LODLevels_")
             .and_then(|n| n.parse::<u32>().ok())
             .filter(|n| (1..=12).contains(n))
-            .ok_or_else(|| bad("vds.layout.lod_levels", format!("lodLevels {ll:?} is not LODLevels_None .. LODLevels_12")))?
+            .ok_or_else(|| {
+                bad(
+                    "vds.layout.lod_levels",
+                    format!("lodLevels {ll:?} is not LODLevels_None .. LODLevels_12"),
+                )
+            })?
     };
     let full_res = get_i64(lo, "fullResolutionDimension", ctx)?;
     let force = get_bool(lo, "forceFullResolutionDimension", ctx)?;
     if full_res < -1 || full_res >= axes.len() as i64 || (force && full_res < 0) {
-        return Err(bad("vds.layout.full_resolution_dimension", format!("fullResolutionDimension {full_res} out of range")));
+        return Err(bad(
+            "vds.layout.full_resolution_dimension",
+            format!("fullResolutionDimension {full_res} out of range"),
+        ));
     }
     let layout = LayoutDescriptor {
         brick_size_enum: bs,
@@ -613,7 +681,9 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
     };
     let mut metadata = Vec::new();
     if let Some(md) = root.get("metadata") {
-        let arr = md.as_array().ok_or_else(|| bad("vds.layout.field_type", "metadata is not an array"))?;
+        let arr = md
+            .as_array()
+            .ok_or_else(|| bad("vds.layout.field_type", "metadata is not an array"))?;
         for (i, m) in arr.iter().enumerate() {
             match parse_meta_item(m, i) {
                 Ok(item) => metadata.push(item),
@@ -621,7 +691,12 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
             }
         }
     }
-    Ok(VolumeDataLayout { axes, channels, layout, metadata })
+    Ok(VolumeDataLayout {
+        axes,
+        channels,
+        layout,
+        metadata,
+    })
 }
 
 fn parse_meta_item(m: &Value, i: usize) -> Result<MetadataItem> {
@@ -631,7 +706,12 @@ fn parse_meta_item(m: &Value, i: usize) -> Result<MetadataItem> {
     let name = get_str(o, "name", &ctx)?;
     let type_name = get_str(o, "type", &ctx)?;
     let v = get(o, "value", &ctx)?;
-    let mbad = |msg: &str| bad("vds.layout.metadata_value", format!("{ctx} ({category}/{name}, {type_name}): {msg}"));
+    let mbad = |msg: &str| {
+        bad(
+            "vds.layout.metadata_value",
+            format!("{ctx} ({category}/{name}, {type_name}): {msg}"),
+        )
+    };
     let (base, n) = match type_name.as_str() {
         "Int" | "Float" | "Double" => (type_name.as_str(), 1),
         "String" | "BLOB" => (type_name.as_str(), 0),
@@ -664,14 +744,24 @@ fn parse_meta_item(m: &Value, i: usize) -> Result<MetadataItem> {
     let value = match base {
         "Int" => MetaValue::Int(
             list.iter()
-                .map(|x| as_i64(x).filter(|i| i32::try_from(*i).is_ok()).ok_or_else(|| mbad("not a 32-bit integer")))
+                .map(|x| {
+                    as_i64(x)
+                        .filter(|i| i32::try_from(*i).is_ok())
+                        .ok_or_else(|| mbad("not a 32-bit integer"))
+                })
                 .collect::<Result<_>>()?,
         ),
         // In Float/Double values OpenVDS reads `null` back as NaN.
         "Float" | "Double" => {
             let vals = list
                 .iter()
-                .map(|x| if x.is_null() { Ok(f64::NAN) } else { as_f64_strict(x).ok_or_else(|| mbad("not a number")) })
+                .map(|x| {
+                    if x.is_null() {
+                        Ok(f64::NAN)
+                    } else {
+                        as_f64_strict(x).ok_or_else(|| mbad("not a number"))
+                    }
+                })
                 .collect::<Result<Vec<f64>>>()?;
             if base == "Float" {
                 MetaValue::Float(vals)
@@ -680,38 +770,69 @@ fn parse_meta_item(m: &Value, i: usize) -> Result<MetadataItem> {
             }
         }
         "String" => MetaValue::String(v.as_str().ok_or_else(|| mbad("not a string"))?.to_owned()),
-        _ => MetaValue::Blob(base64_decode(v.as_str().ok_or_else(|| mbad("not a string"))?).ok_or_else(|| mbad("not valid base64"))?),
+        _ => MetaValue::Blob(
+            base64_decode(v.as_str().ok_or_else(|| mbad("not a string"))?).ok_or_else(|| mbad("not valid base64"))?,
+        ),
     };
-    Ok(MetadataItem { category, name, type_name, value })
+    Ok(MetadataItem {
+        category,
+        name,
+        type_name,
+        value,
+    })
 }
 
 /// Parse a `LayerStatus` document.
 pub fn parse_layer_status(v: &Value, f: &mut Findings) -> Result<Vec<LayerStatus>> {
-    let arr = v.as_array().ok_or_else(|| bad("vds.layer_status.json", "LayerStatus is not an array"))?;
+    let arr = v
+        .as_array()
+        .ok_or_else(|| bad("vds.layer_status.json", "LayerStatus is not an array"))?;
     let mut out = Vec::new();
     for (i, e) in arr.iter().enumerate() {
         let ctx = format!("LayerStatus entry {i}");
-        let o = e.as_object().ok_or_else(|| bad("vds.layer_status.json", format!("{ctx} is not an object")))?;
+        let o = e
+            .as_object()
+            .ok_or_else(|| bad("vds.layer_status.json", format!("{ctx} is not an object")))?;
         let req_u = |k: &str| -> Result<u64> {
-            let x = get_i64(o, k, &ctx).map_err(|e| Error { code: "vds.layer_status.field".into(), ..e })?;
+            let x = get_i64(o, k, &ctx).map_err(|e| Error {
+                code: "vds.layer_status.field".into(),
+                ..e
+            })?;
             u64::try_from(x).map_err(|_| bad("vds.layer_status.field", format!("{ctx}: {k} {x} is negative")))
         };
         let opt_u = |k: &str| o.get(k).and_then(as_i64).and_then(|x| u64::try_from(x).ok());
-        let cm = get_str(o, "compressionMethod", &ctx).map_err(|e| Error { code: "vds.layer_status.field".into(), ..e })?;
-        let compression = Compression::from_name(&cm)
-            .ok_or_else(|| bad("vds.layer_status.compression", format!("{ctx}: unknown compressionMethod {cm:?}")))?;
+        let cm = get_str(o, "compressionMethod", &ctx).map_err(|e| Error {
+            code: "vds.layer_status.field".into(),
+            ..e
+        })?;
+        let compression = Compression::from_name(&cm).ok_or_else(|| {
+            bad(
+                "vds.layer_status.compression",
+                format!("{ctx}: unknown compressionMethod {cm:?}"),
+            )
+        })?;
         let page_directory = match o.get("pageDirectory") {
             None => None,
             Some(p) => Some(
                 p.as_array()
-                    .ok_or_else(|| bad("vds.layer_status.field", format!("{ctx}: pageDirectory is not an array")))?
+                    .ok_or_else(|| {
+                        bad(
+                            "vds.layer_status.field",
+                            format!("{ctx}: pageDirectory is not an array"),
+                        )
+                    })?
                     .iter()
-                    .map(|x| as_i64(x).ok_or_else(|| bad("vds.layer_status.field", format!("{ctx}: pageDirectory entry"))))
+                    .map(|x| {
+                        as_i64(x).ok_or_else(|| bad("vds.layer_status.field", format!("{ctx}: pageDirectory entry")))
+                    })
                     .collect::<Result<Vec<_>>>()?,
             ),
         };
         let st = LayerStatus {
-            layer_name: get_str(o, "layerName", &ctx).map_err(|e| Error { code: "vds.layer_status.field".into(), ..e })?,
+            layer_name: get_str(o, "layerName", &ctx).map_err(|e| Error {
+                code: "vds.layer_status.field".into(),
+                ..e
+            })?,
             channel_name: o.get("channelName").and_then(|x| x.as_str()).map(str::to_owned),
             dimension_group: o.get("dimensionGroup").and_then(|x| x.as_str()).map(str::to_owned),
             lod: o.get("lod").and_then(as_i64),
@@ -732,16 +853,26 @@ pub fn parse_layer_status(v: &Value, f: &mut Findings) -> Result<Vec<LayerStatus
                 .map(|a| a.iter().filter_map(as_i64).collect()),
         };
         if st.page_size == 0 {
-            return Err(bad("vds.layer_status.page_size", format!("{ctx}: chunkMetadataPageSize is 0")));
+            return Err(bad(
+                "vds.layer_status.page_size",
+                format!("{ctx}: chunkMetadataPageSize is 0"),
+            ));
         }
         if st.metadata_byte_size != 8 && st.metadata_byte_size != 28 {
             return Err(bad(
                 "vds.layer_status.metadata_size",
-                format!("{ctx}: chunkMetadataByteSize {} (expected 8, or 28 for wavelet)", st.metadata_byte_size),
+                format!(
+                    "{ctx}: chunkMetadataByteSize {} (expected 8, or 28 for wavelet)",
+                    st.metadata_byte_size
+                ),
             ));
         }
         if st.produce_status.as_deref().is_some_and(|p| p != "Normal") {
-            f.info("vds.layer_status.produce_status", None, format!("{ctx}: produceStatus {:?}", st.produce_status));
+            f.info(
+                "vds.layer_status.produce_status",
+                None,
+                format!("{ctx}: produceStatus {:?}", st.produce_status),
+            );
         }
         out.push(st);
     }
@@ -800,7 +931,10 @@ mod tests {
             let data: Vec<u8> = (0..n).map(|i| (i * 37 + 5) as u8).collect();
             assert_eq!(base64_decode(&base64_encode(&data)).unwrap(), data);
         }
-        assert_eq!(base64_decode("AABAPwEBAQE=").unwrap(), vec![0, 0, 0x40, 0x3f, 1, 1, 1, 1]);
+        assert_eq!(
+            base64_decode("AABAPwEBAQE=").unwrap(),
+            vec![0, 0, 0x40, 0x3f, 1, 1, 1, 1]
+        );
         assert!(base64_decode("A=AA").is_none());
     }
 

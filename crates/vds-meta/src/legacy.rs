@@ -6,7 +6,9 @@
 
 use rasterpack_common::{Error, Findings, Result};
 
-use crate::layout::{Axis, Channel, ChannelMapping, LayoutDescriptor, MetaValue, MetadataItem, SampleFormat, VolumeDataLayout};
+use crate::layout::{
+    Axis, Channel, ChannelMapping, LayoutDescriptor, MetaValue, MetadataItem, SampleFormat, VolumeDataLayout,
+};
 
 /// A parsed Hue value.
 #[derive(Debug, Clone)]
@@ -138,7 +140,11 @@ impl P<'_> {
             match self.peek() {
                 Some(b'=') => {
                     self.i += 1;
-                    let val = if self.peek() == Some(b'"') { Hv::Str(self.string()?) } else { Hv::Raw(self.raw()?) };
+                    let val = if self.peek() == Some(b'"') {
+                        Hv::Str(self.string()?)
+                    } else {
+                        Hv::Raw(self.raw()?)
+                    };
                     self.eat(b';')?;
                     v.push((key, val));
                 }
@@ -208,7 +214,13 @@ fn range(items: &[(String, Hv)], key: &str) -> Option<[f64; 2]> {
     }
 }
 fn need<T>(v: Option<T>, what: &str) -> Result<T> {
-    v.ok_or_else(|| Error::invalid_at("vds.legacy_layout.field", None, format!("VDSObject: {what} missing or malformed")))
+    v.ok_or_else(|| {
+        Error::invalid_at(
+            "vds.legacy_layout.field",
+            None,
+            format!("VDSObject: {what} missing or malformed"),
+        )
+    })
 }
 fn format_of(s: &str) -> Option<SampleFormat> {
     SampleFormat::from_name(&format!("Format_{}", s.strip_prefix("HUEVOXELFORMAT_")?))
@@ -224,24 +236,41 @@ fn components_of(s: &str) -> Option<u32> {
 
 /// Parse a `VDSObject` text into the layout model.
 pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayout> {
-    let mut p = P { b: bytes, i: 0, depth: 0 };
+    let mut p = P {
+        b: bytes,
+        i: 0,
+        depth: 0,
+    };
     let key = p.ident()?;
     if key != "CreateObj" {
         return Err(bad("VDSObject does not start with CreateObj"));
     }
-    let Hv::Obj(ty, it) = p.object()? else { return Err(bad("no object")) };
+    let Hv::Obj(ty, it) = p.object()? else {
+        return Err(bad("no object"));
+    };
     if !ty.starts_with("HueVDS") {
         f.warning("vds.legacy_layout.object_type", None, format!("VDSObject is a {ty:?}"));
     }
-    let dims = need(text(&it, "Dimensions").and_then(|d| d.strip_prefix("HUEDIMENSION_")?.parse::<usize>().ok()), "Dimensions")?;
+    let dims = need(
+        text(&it, "Dimensions").and_then(|d| d.strip_prefix("HUEDIMENSION_")?.parse::<usize>().ok()),
+        "Dimensions",
+    )?;
     if !(1..=6).contains(&dims) {
-        return Err(Error::invalid_at("vds.layout.dimensionality", None, format!("{dims} dimensions")));
+        return Err(Error::invalid_at(
+            "vds.layout.dimensionality",
+            None,
+            format!("{dims} dimensions"),
+        ));
     }
     let mut axes = Vec::new();
     for d in 0..dims {
         let n = need(int(&it, &format!("Dimension{d}Size")), "DimensionNSize")?;
         if n < 1 {
-            return Err(Error::invalid_at("vds.layout.axis_size", None, format!("dimension {d} size {n}")));
+            return Err(Error::invalid_at(
+                "vds.layout.axis_size",
+                None,
+                format!("dimension {d} size {n}"),
+            ));
         }
         let c = need(range(&it, &format!("Dimension{d}Coordinate")), "DimensionNCoordinate")?;
         axes.push(Axis {
@@ -257,7 +286,10 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
         name: need(text(&it, "ValueName"), "ValueName")?,
         unit: text(&it, "ValueUnit").unwrap_or_default(),
         format: fmt,
-        components: need(text(&it, "VoxelComponents").as_deref().and_then(components_of), "VoxelComponents")?,
+        components: need(
+            text(&it, "VoxelComponents").as_deref().and_then(components_of),
+            "VoxelComponents",
+        )?,
         value_range: need(range(&it, "ValueRange"), "ValueRange")?,
         mapping: ChannelMapping::Direct,
         mapped_values: 0,
@@ -280,10 +312,16 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
                 name: need(text(c, "Name"), "channel Name")?,
                 unit: text(c, "Unit").unwrap_or_default(),
                 format: need(text(c, "Format").as_deref().and_then(format_of), "channel Format")?,
-                components: need(text(c, "Components").as_deref().and_then(components_of), "channel Components")?,
+                components: need(
+                    text(c, "Components").as_deref().and_then(components_of),
+                    "channel Components",
+                )?,
                 value_range: need(range(c, "ValueRange"), "channel ValueRange")?,
                 mapping,
-                mapped_values: need(int(c, "MappedValues").and_then(|m| u64::try_from(m).ok()), "MappedValues")?,
+                mapped_values: need(
+                    int(c, "MappedValues").and_then(|m| u64::try_from(m).ok()),
+                    "MappedValues",
+                )?,
                 discrete: flag(c, "Discrete").unwrap_or(false),
                 renderable: flag(c, "Renderable").unwrap_or(true),
                 allow_lossy_compression: flag(c, "AllowLossyCompression").unwrap_or(true),
@@ -294,22 +332,50 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
             });
         }
     }
-    let bs = need(text(&it, "FullVCSize").and_then(|s| s.strip_prefix("HUEVCSIZE_")?.parse::<u32>().ok()), "FullVCSize")?;
+    let bs = need(
+        text(&it, "FullVCSize").and_then(|s| s.strip_prefix("HUEVCSIZE_")?.parse::<u32>().ok()),
+        "FullVCSize",
+    )?;
     if !(32..=4096).contains(&bs) || !bs.is_power_of_two() {
-        return Err(Error::invalid_at("vds.layout.brick_size", None, format!("brick size {bs}")));
+        return Err(Error::invalid_at(
+            "vds.layout.brick_size",
+            None,
+            format!("brick size {bs}"),
+        ));
     }
     let neg = need(int(&it, "NegativeMargin"), "NegativeMargin")?;
     let pos = need(int(&it, "PositiveMargin"), "PositiveMargin")?;
     if neg < 0 || pos < 0 || neg + pos >= bs as i64 {
-        return Err(Error::invalid_at("vds.layout.margin", None, format!("margins {neg}/{pos}")));
+        return Err(Error::invalid_at(
+            "vds.layout.margin",
+            None,
+            format!("margins {neg}/{pos}"),
+        ));
     }
-    let lod = need(text(&it, "LODLevels").and_then(|s| if s == "LODLevelNone" { Some(0) } else { s.strip_prefix("LODLevel")?.parse::<u32>().ok() }), "LODLevels")?;
+    let lod = need(
+        text(&it, "LODLevels").and_then(|s| {
+            if s == "LODLevelNone" {
+                Some(0)
+            } else {
+                s.strip_prefix("LODLevel")?.parse::<u32>().ok()
+            }
+        }),
+        "LODLevels",
+    )?;
     if lod > 12 {
-        return Err(Error::invalid_at("vds.layout.lod_levels", None, format!("{lod} LOD levels")));
+        return Err(Error::invalid_at(
+            "vds.layout.lod_levels",
+            None,
+            format!("{lod} LOD levels"),
+        ));
     }
     let full_res = int(&it, "FullResolutionDimension").unwrap_or(-1);
     if full_res < -1 || full_res >= dims as i64 {
-        return Err(Error::invalid_at("vds.layout.full_resolution_dimension", None, format!("{full_res}")));
+        return Err(Error::invalid_at(
+            "vds.layout.full_resolution_dimension",
+            None,
+            format!("{full_res}"),
+        ));
     }
     let layout = LayoutDescriptor {
         brick_size_enum: format!("BrickSize_{bs}"),
@@ -324,32 +390,55 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
     };
     let mut metadata = Vec::new();
     for (k, v) in &it {
-        let (true, Hv::Obj(ty, m)) = (k == "CreateObj", v) else { continue };
+        let (true, Hv::Obj(ty, m)) = (k == "CreateObj", v) else {
+            continue;
+        };
         if !ty.starts_with("Metadata") {
             continue;
         }
         let (Some(name), Some(type_name)) = (text(m, "Name"), text(m, "Type")) else {
-            f.warning("vds.legacy_layout.metadata", None, format!("metadata object {ty:?} without Name/Type"));
+            f.warning(
+                "vds.legacy_layout.metadata",
+                None,
+                format!("metadata object {ty:?} without Name/Type"),
+            );
             continue;
         };
         let category = text(m, "Category").unwrap_or_default();
-        let comps = |b: &[(String, Hv)]| -> Vec<f64> { ["X", "Y", "Z", "T"].iter().filter_map(|c| num(b, c)).collect() };
+        let comps =
+            |b: &[(String, Hv)]| -> Vec<f64> { ["X", "Y", "Z", "T"].iter().filter_map(|c| num(b, c)).collect() };
         let value = match (type_name.as_str(), find(m, "Value")) {
             ("String", Some(Hv::Str(s))) => Some(MetaValue::String(s.clone())),
             ("Int", Some(Hv::Raw(s))) => s.parse().ok().map(|i| MetaValue::Int(vec![i])),
             ("Float", Some(Hv::Raw(s))) => s.parse().ok().map(|x| MetaValue::Float(vec![x])),
             ("Double", Some(Hv::Raw(s))) => s.parse().ok().map(|x| MetaValue::Double(vec![x])),
-            (t, Some(Hv::Block(b))) if t.starts_with("IntVector") => Some(MetaValue::Int(comps(b).iter().map(|&x| x as i64).collect())),
+            (t, Some(Hv::Block(b))) if t.starts_with("IntVector") => {
+                Some(MetaValue::Int(comps(b).iter().map(|&x| x as i64).collect()))
+            }
             (t, Some(Hv::Block(b))) if t.starts_with("FloatVector") => Some(MetaValue::Float(comps(b))),
             (t, Some(Hv::Block(b))) if t.starts_with("DoubleVector") => Some(MetaValue::Double(comps(b))),
             _ => None,
         };
         match value {
-            Some(value) => metadata.push(MetadataItem { category, name, type_name, value }),
-            None => f.info("vds.legacy_layout.metadata", None, format!("metadata {category}/{name} of type {type_name} not understood; skipped")),
+            Some(value) => metadata.push(MetadataItem {
+                category,
+                name,
+                type_name,
+                value,
+            }),
+            None => f.info(
+                "vds.legacy_layout.metadata",
+                None,
+                format!("metadata {category}/{name} of type {type_name} not understood; skipped"),
+            ),
         }
     }
-    Ok(VolumeDataLayout { axes, channels, layout, metadata })
+    Ok(VolumeDataLayout {
+        axes,
+        channels,
+        layout,
+        metadata,
+    })
 }
 
 #[cfg(test)]

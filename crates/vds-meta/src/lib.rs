@@ -18,9 +18,9 @@ pub mod layout;
 pub mod legacy;
 pub mod raw;
 pub mod store;
-pub mod validate;
 #[cfg(feature = "testsupport")]
 pub mod testsupport;
+pub mod validate;
 
 use std::path::Path;
 
@@ -79,7 +79,11 @@ impl Format for VdsFormat {
             Ok(ds) => {
                 validate::validate_dataset(&ds, &mut report);
                 describe(&ds, false, &mut report);
-                if ds.layers.iter().any(|l| l.is_wavelet() && l.chunks.iter().any(|c| c.status() == ChunkStatus::Data)) {
+                if ds
+                    .layers
+                    .iter()
+                    .any(|l| l.is_wavelet() && l.chunks.iter().any(|c| c.status() == ChunkStatus::Data))
+                {
                     report.summary.insert("wavelet_data_decoded".into(), Value::Bool(false));
                 }
             }
@@ -105,9 +109,16 @@ pub fn read_channel(ds: &Dataset, channel: Option<&str>, physical: bool) -> Resu
     };
     let ch = &ds.layout.channels[ci];
     let li = ds.lod0_layer(ci).ok_or_else(|| {
-        Error::invalid_at("vds.layer.missing", None, format!("channel {:?} has no readable LOD0 layer", ch.name))
+        Error::invalid_at(
+            "vds.layer.missing",
+            None,
+            format!("channel {:?} has no readable LOD0 layer", ch.name),
+        )
     })?;
-    let g = ds.layers[li].geometry.as_ref().ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "no geometry"))?;
+    let g = ds.layers[li]
+        .geometry
+        .as_ref()
+        .ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "no geometry"))?;
     let values = if physical { Values::Physical } else { Values::Native };
     let data = ds.read_layer(li, values)?;
     let n = ds.layout.dimensionality();
@@ -129,11 +140,18 @@ pub fn read_channel(ds: &Dataset, channel: Option<&str>, physical: bool) -> Resu
     };
     let mut a = NdArray::new(dtype, shape, data)?;
     a.name = Some(ch.name.clone());
-    a.attrs.insert("channel".into(), serde_json::to_value(ch).unwrap_or(Value::Null));
+    a.attrs
+        .insert("channel".into(), serde_json::to_value(ch).unwrap_or(Value::Null));
     a.attrs.insert("layer".into(), Value::from(ds.layers[li].name()));
     a.attrs.insert(
         "axes".into(),
-        Value::Array(ds.layout.axes.iter().map(|a| serde_json::to_value(a).unwrap_or(Value::Null)).collect()),
+        Value::Array(
+            ds.layout
+                .axes
+                .iter()
+                .map(|a| serde_json::to_value(a).unwrap_or(Value::Null))
+                .collect(),
+        ),
     );
     if matches!(ch.format, SampleFormat::U8 | SampleFormat::U16) && !physical {
         a.attrs.insert("scale".into(), f64_value(ch.integer_scale));
@@ -176,7 +194,10 @@ fn describe(ds: &Dataset, all: bool, report: &mut Report) {
     s.insert("storage".into(), Value::from(ds.storage_kind()));
     s.insert("dimensionality".into(), Value::from(lo.dimensionality()));
     s.insert("axes".into(), serde_json::to_value(&lo.axes).unwrap_or(Value::Null));
-    s.insert("channels".into(), serde_json::to_value(&lo.channels).unwrap_or(Value::Null));
+    s.insert(
+        "channels".into(),
+        serde_json::to_value(&lo.channels).unwrap_or(Value::Null),
+    );
     s.insert("layout".into(), serde_json::to_value(&lo.layout).unwrap_or(Value::Null));
     let md: Vec<Value> = lo
         .metadata
@@ -250,7 +271,8 @@ fn describe(ds: &Dataset, all: bool, report: &mut Report) {
         layer_rows.push(vec![
             l.name().to_string(),
             l.status.compression.name().to_string(),
-            g.map(|g| format!("{:?}", &g.shape[..lo.dimensionality()])).unwrap_or_default(),
+            g.map(|g| format!("{:?}", &g.shape[..lo.dimensionality()]))
+                .unwrap_or_default(),
             l.status.chunk_count.to_string(),
             c.data.to_string(),
             c.constant.to_string(),
@@ -278,10 +300,25 @@ fn describe(ds: &Dataset, all: bool, report: &mut Report) {
         vec![
             ("storage".into(), ds.storage_kind().into()),
             ("dimensionality".into(), lo.dimensionality().to_string()),
-            ("brick size".into(), format!("{} (margins -{} / +{})", lo.layout.brick_size, lo.layout.negative_margin, lo.layout.positive_margin)),
+            (
+                "brick size".into(),
+                format!(
+                    "{} (margins -{} / +{})",
+                    lo.layout.brick_size, lo.layout.negative_margin, lo.layout.positive_margin
+                ),
+            ),
             ("2-D multiplier".into(), lo.layout.brick_size_2d_multiplier.to_string()),
-            ("LOD levels".into(), format!("{} (create 2-D LODs: {})", lo.layout.lod_levels, lo.layout.create_2d_lods)),
-            ("full-resolution dim".into(), lo.layout.full_resolution_dimension.to_string()),
+            (
+                "LOD levels".into(),
+                format!(
+                    "{} (create 2-D LODs: {})",
+                    lo.layout.lod_levels, lo.layout.create_2d_lods
+                ),
+            ),
+            (
+                "full-resolution dim".into(),
+                lo.layout.full_resolution_dimension.to_string(),
+            ),
         ],
     );
     report.table(
@@ -290,12 +327,30 @@ fn describe(ds: &Dataset, all: bool, report: &mut Report) {
         lo.axes
             .iter()
             .enumerate()
-            .map(|(i, a)| vec![i.to_string(), a.name.clone(), a.unit.clone(), a.num_samples.to_string(), a.coordinate_min.to_string(), a.coordinate_max.to_string()])
+            .map(|(i, a)| {
+                vec![
+                    i.to_string(),
+                    a.name.clone(),
+                    a.unit.clone(),
+                    a.num_samples.to_string(),
+                    a.coordinate_min.to_string(),
+                    a.coordinate_max.to_string(),
+                ]
+            })
             .collect(),
     );
     report.table(
         "Channels",
-        &["#", "name", "format", "comp", "mapping", "value range", "scale / offset", "noValue"],
+        &[
+            "#",
+            "name",
+            "format",
+            "comp",
+            "mapping",
+            "value range",
+            "scale / offset",
+            "noValue",
+        ],
         lo.channels
             .iter()
             .enumerate()
@@ -305,16 +360,42 @@ fn describe(ds: &Dataset, all: bool, report: &mut Report) {
                     c.name.clone(),
                     c.format.name().trim_start_matches("Format_").to_string(),
                     c.components.to_string(),
-                    if c.mapping == layout::ChannelMapping::PerTrace { format!("PerTrace x{}", c.mapped_values) } else { "Direct".into() },
+                    if c.mapping == layout::ChannelMapping::PerTrace {
+                        format!("PerTrace x{}", c.mapped_values)
+                    } else {
+                        "Direct".into()
+                    },
                     format!("{} .. {}", c.value_range[0], c.value_range[1]),
                     format!("{} / {}", c.integer_scale, c.integer_offset),
-                    if c.use_no_value { c.no_value.to_string() } else { "-".into() },
+                    if c.use_no_value {
+                        c.no_value.to_string()
+                    } else {
+                        "-".into()
+                    },
                 ]
             })
             .collect(),
     );
-    report.table("Layers", &["layer", "compression", "shape", "chunks", "data", "const", "novalue", "unwritten", "stored"], layer_rows);
-    let shown = if all { lo.metadata.len() } else { lo.metadata.len().min(40) };
+    report.table(
+        "Layers",
+        &[
+            "layer",
+            "compression",
+            "shape",
+            "chunks",
+            "data",
+            "const",
+            "novalue",
+            "unwritten",
+            "stored",
+        ],
+        layer_rows,
+    );
+    let shown = if all {
+        lo.metadata.len()
+    } else {
+        lo.metadata.len().min(40)
+    };
     report.table(
         "Metadata",
         &["category", "name", "type", "value"],

@@ -83,12 +83,25 @@ impl DirStore {
                 }
             }
         }
-        Ok(DirStore { root: root.to_path_buf(), limits: *limits, headers })
+        Ok(DirStore {
+            root: root.to_path_buf(),
+            limits: *limits,
+            headers,
+        })
     }
 
     fn path_of(&self, key: &str) -> Result<PathBuf> {
-        if key.is_empty() || key.starts_with('/') || key.split('/').any(|c| c.is_empty() || c == "." || c == ".." || c.contains('\\')) {
-            return Err(Error::invalid_at("vds.store.key", None, format!("object key {key:?} is not a plain relative key")));
+        if key.is_empty()
+            || key.starts_with('/')
+            || key
+                .split('/')
+                .any(|c| c.is_empty() || c == "." || c == ".." || c.contains('\\'))
+        {
+            return Err(Error::invalid_at(
+                "vds.store.key",
+                None,
+                format!("object key {key:?} is not a plain relative key"),
+            ));
         }
         Ok(self.root.join(key))
     }
@@ -104,7 +117,9 @@ impl ObjectStore for DirStore {
             Err(e) => return Err(Error::io(&path.display().to_string(), &e)),
         };
         self.limits.check_alloc(meta.len(), &format!("object {key}"), None)?;
-        std::fs::read(&path).map(Some).map_err(|e| Error::io(&path.display().to_string(), &e))
+        std::fs::read(&path)
+            .map(Some)
+            .map_err(|e| Error::io(&path.display().to_string(), &e))
     }
 
     fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
@@ -115,14 +130,20 @@ impl ObjectStore for DirStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(Error::io(&path.display().to_string(), &e)),
         };
-        let len = file.metadata().map_err(|e| Error::io(&path.display().to_string(), &e))?.len();
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(&path.display().to_string(), &e))?
+            .len();
         if !file.metadata().map(|m| m.is_file()).unwrap_or(false) {
             return Ok(false);
         }
         self.limits.check_alloc(len, &format!("object {key}"), None)?;
         buf.clear();
         // Bounded by the size checked above even if the file grows meanwhile.
-        (&mut file).take(len).read_to_end(buf).map_err(|e| Error::io(&path.display().to_string(), &e))?;
+        (&mut file)
+            .take(len)
+            .read_to_end(buf)
+            .map_err(|e| Error::io(&path.display().to_string(), &e))?;
         Ok(true)
     }
 
@@ -138,14 +159,23 @@ impl ObjectStore for DirStore {
             for ent in rd {
                 let ent = ent.map_err(|e| Error::io(&dir.display().to_string(), &e))?;
                 let name = ent.file_name().to_string_lossy().into_owned();
-                let key = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+                let key = if rel.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{rel}/{name}")
+                };
                 let ft = ent.file_type().map_err(|e| Error::io(&key, &e))?;
                 if ft.is_dir() {
                     stack.push((ent.path(), key, depth + 1));
                 } else if key.starts_with(prefix) {
                     out.push(key);
                     if out.len() as u64 > self.limits.max_entries {
-                        return Err(Error::new(ErrorKind::LimitExceeded, "limit.entries", None, "too many objects"));
+                        return Err(Error::new(
+                            ErrorKind::LimitExceeded,
+                            "limit.entries",
+                            None,
+                            "too many objects",
+                        ));
                     }
                 }
             }

@@ -135,7 +135,11 @@ pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
     let elem = spec.elem();
     let mut full = [1u64; 6];
     full[..n].copy_from_slice(&spec.dims);
-    assert_eq!(data.len() as u64, full.iter().product::<u64>() * elem as u64, "data size");
+    assert_eq!(
+        data.len() as u64,
+        full.iter().product::<u64>() * elem as u64,
+        "data size"
+    );
     let mut out = Vec::new();
     for lod in 0..=spec.lod_levels {
         let g = LayerGeometry::new(&layout, 0, &group, lod).expect("geometry");
@@ -156,7 +160,11 @@ pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
                 let mut idx = 0u64;
                 let mut mul = 1u64;
                 for d in 0..6 {
-                    let c = if g.scaled[d] { (p[d] << lod).min(full[d] - 1) } else { p[d] };
+                    let c = if g.scaled[d] {
+                        (p[d] << lod).min(full[d] - 1)
+                    } else {
+                        p[d]
+                    };
                     idx += c * mul;
                     mul *= full[d];
                 }
@@ -184,17 +192,35 @@ pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
                 }
             }
             let size = g.descriptor_size(&e);
-            let body = if spec.format == SampleFormat::Bit1 { pack_bits(&payload, size) } else { payload };
+            let body = if spec.format == SampleFormat::Bit1 {
+                pack_bits(&payload, size)
+            } else {
+                payload
+            };
             uncompressed += body.len() as u64;
             let mut obj = Vec::new();
-            for v in [g.chunk_dims.len() as i32, size[0] as i32, size[1] as i32, size[2] as i32, spec.format.code(), spec.components as i32] {
+            for v in [
+                g.chunk_dims.len() as i32,
+                size[0] as i32,
+                size[1] as i32,
+                size[2] as i32,
+                spec.format.code(),
+                spec.components as i32,
+            ] {
                 obj.extend_from_slice(&v.to_le_bytes());
             }
             match spec.compression {
                 Compression::None => obj.extend_from_slice(&body),
                 Compression::Zip => obj.extend_from_slice(&miniz_oxide::deflate::compress_to_vec_zlib(&body, 6)),
                 Compression::RLE => {
-                    let unit = crate::chunk::ChunkSpec { format: spec.format, components: spec.components, dims: 3, size, compression: Compression::RLE }.rle_unit() as usize;
+                    let unit = crate::chunk::ChunkSpec {
+                        format: spec.format,
+                        components: spec.components,
+                        dims: 3,
+                        size,
+                        compression: Compression::RLE,
+                    }
+                    .rle_unit() as usize;
                     let runs = rle_encode(&body, unit);
                     obj.extend_from_slice(&((12 + runs.len()) as i32).to_le_bytes());
                     obj.extend_from_slice(&(body.len() as i32).to_le_bytes());
@@ -205,7 +231,12 @@ pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
             }
             chunks.push((fnv(&obj), Some(obj)));
         }
-        out.push(WrittenLayer { name: g.name.clone(), chunks, valid, uncompressed });
+        out.push(WrittenLayer {
+            name: g.name.clone(),
+            chunks,
+            valid,
+            uncompressed,
+        });
     }
     out
 }
@@ -218,10 +249,12 @@ fn constant_value(spec: &Spec, v: &[u8]) -> Option<f32> {
             // NaN payloads and -0.0 would not survive the hash; store them as data.
             (x.is_finite() && x.to_bits() != (-0.0f32).to_bits()).then_some(x)
         }
-        SampleFormat::U8 if !spec.use_no_value => Some(spec.integer_offset as f32 + spec.integer_scale as f32 * v[0] as f32).filter(|x| {
-            let ch = &spec.layout().channels[0];
-            crate::chunk::quantize(ch, *x) == v[0] as u32
-        }),
+        SampleFormat::U8 if !spec.use_no_value => {
+            Some(spec.integer_offset as f32 + spec.integer_scale as f32 * v[0] as f32).filter(|x| {
+                let ch = &spec.layout().channels[0];
+                crate::chunk::quantize(ch, *x) == v[0] as u32
+            })
+        }
         _ => None,
     }
 }
@@ -305,13 +338,36 @@ pub fn write_container(spec: &Spec, data: &[u8]) -> Vec<u8> {
 pub fn legacy_vdsobject(spec: &Spec) -> String {
     let names = ["Sample", "Crossline", "Inline", "Dim3", "Dim4", "Dim5"];
     let mut t = String::from("CreateObj(\"HueVDSSubset\", \"\", 1)\n{\nName=\"Subset\";\n");
-    t += &format!("VoxelFormat=\"HUEVOXELFORMAT_{}\";\n", spec.format.name().trim_start_matches("Format_"));
+    t += &format!(
+        "VoxelFormat=\"HUEVOXELFORMAT_{}\";\n",
+        spec.format.name().trim_start_matches("Format_")
+    );
     t += &format!("VoxelComponents=\"HUEVOXELCOMPONENTS_{}\";\n", spec.components);
-    t += &format!("ValueName=\"{}\";\nValueUnit=\"\";\nValueRange:\n{{\n  Min=-1;\n  Max=1;\n}}\n", spec.channel_name);
-    t += &format!("IntegerScale={};\nIntegerOffset={};\n", spec.integer_scale, spec.integer_offset);
-    t += &format!("UseNoValue=\"{}\";\nNoValue={};\n", if spec.use_no_value { "TRUE" } else { "FALSE" }, spec.no_value);
-    t += &format!("FullVCSize=\"HUEVCSIZE_{}\";\nNegativeMargin={};\nPositiveMargin={};\n", spec.brick_size, spec.negative_margin, spec.positive_margin);
-    t += &format!("LODLevels=\"{}\";\n", if spec.lod_levels == 0 { "LODLevelNone".to_string() } else { format!("LODLevel{}", spec.lod_levels) });
+    t += &format!(
+        "ValueName=\"{}\";\nValueUnit=\"\";\nValueRange:\n{{\n  Min=-1;\n  Max=1;\n}}\n",
+        spec.channel_name
+    );
+    t += &format!(
+        "IntegerScale={};\nIntegerOffset={};\n",
+        spec.integer_scale, spec.integer_offset
+    );
+    t += &format!(
+        "UseNoValue=\"{}\";\nNoValue={};\n",
+        if spec.use_no_value { "TRUE" } else { "FALSE" },
+        spec.no_value
+    );
+    t += &format!(
+        "FullVCSize=\"HUEVCSIZE_{}\";\nNegativeMargin={};\nPositiveMargin={};\n",
+        spec.brick_size, spec.negative_margin, spec.positive_margin
+    );
+    t += &format!(
+        "LODLevels=\"{}\";\n",
+        if spec.lod_levels == 0 {
+            "LODLevelNone".to_string()
+        } else {
+            format!("LODLevel{}", spec.lod_levels)
+        }
+    );
     t += &format!("Dimensions=\"HUEDIMENSION_{}\";\n", spec.dims.len());
     for (d, n) in spec.dims.iter().enumerate() {
         t += &format!("Dimension{d}Name=\"{}\";\nDimension{d}Unit=\"\";\nDimension{d}Size={n};\nDimension{d}Coordinate:\n{{\n  Min=0;\n  Max={};\n}}\n", names[d % 6], n - 1);
@@ -329,7 +385,11 @@ pub fn write_legacy_container(spec: &Spec, data: &[u8]) -> Vec<u8> {
 
 fn write_container_with(spec: &Spec, data: &[u8], legacy: bool) -> Vec<u8> {
     let layers = layers(spec, data);
-    let json = if legacy { legacy_vdsobject(spec).into_bytes() } else { serde_json::to_vec_pretty(&spec.layout_json()).expect("json") };
+    let json = if legacy {
+        legacy_vdsobject(spec).into_bytes()
+    } else {
+        serde_json::to_vec_pretty(&spec.layout_json()).expect("json")
+    };
     let mut buf = vec![0u8; 32];
     // Per file: name, type, chunk extents + metadata, page entries, file metadata.
     struct F {
@@ -343,8 +403,19 @@ fn write_container_with(spec: &Spec, data: &[u8], legacy: bool) -> Vec<u8> {
     let mut files = Vec::new();
     let jo = buf.len() as i64;
     buf.extend_from_slice(&json);
-    let (jname, jtype) = if legacy { ("VDSObject", *b"OBJ ") } else { ("VolumeDataLayout", *b"JSON") };
-    files.push(F { name: jname.into(), ftype: jtype, entries: vec![(jo, json.len() as i32, Vec::new())], per_page: 1, cml: 0, fmeta: Vec::new() });
+    let (jname, jtype) = if legacy {
+        ("VDSObject", *b"OBJ ")
+    } else {
+        ("VolumeDataLayout", *b"JSON")
+    };
+    files.push(F {
+        name: jname.into(),
+        ftype: jtype,
+        entries: vec![(jo, json.len() as i32, Vec::new())],
+        per_page: 1,
+        cml: 0,
+        fmeta: Vec::new(),
+    });
     for l in &layers {
         let mut entries = Vec::new();
         for (hash, bytes) in &l.chunks {
@@ -362,7 +433,14 @@ fn write_container_with(spec: &Spec, data: &[u8], legacy: bool) -> Vec<u8> {
         fmeta.extend_from_slice(&compression_code(spec.compression).to_le_bytes());
         fmeta.extend_from_slice(&0.0f32.to_le_bytes());
         fmeta.extend_from_slice(&(l.valid as i32).to_le_bytes());
-        files.push(F { name: l.name.clone(), ftype: *b"VDS ", entries, per_page: spec.page_entries as usize, cml: 8, fmeta });
+        files.push(F {
+            name: l.name.clone(),
+            ftype: *b"VDS ",
+            entries,
+            per_page: spec.page_entries as usize,
+            cml: 8,
+            fmeta,
+        });
     }
     let mut heads = Vec::new();
     for f in &files {
@@ -420,7 +498,10 @@ fn write_container_with(spec: &Spec, data: &[u8], legacy: bool) -> Vec<u8> {
 pub fn write_dir(spec: &Spec, data: &[u8], dir: &Path) -> std::io::Result<()> {
     let layers = layers(spec, data);
     std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join("VolumeDataLayout"), serde_json::to_vec_pretty(&spec.layout_json())?)?;
+    std::fs::write(
+        dir.join("VolumeDataLayout"),
+        serde_json::to_vec_pretty(&spec.layout_json())?,
+    )?;
     let mut status = Vec::new();
     let mut objmeta = serde_json::Map::new();
     for l in &layers {
@@ -455,7 +536,10 @@ pub fn write_dir(spec: &Spec, data: &[u8], dir: &Path) -> std::io::Result<()> {
             "uncompressedSize": l.uncompressed, "adaptiveLevelSizes": vec![0; 16],
         }));
     }
-    std::fs::write(dir.join("LayerStatus"), serde_json::to_vec_pretty(&Value::Array(status))?)?;
+    std::fs::write(
+        dir.join("LayerStatus"),
+        serde_json::to_vec_pretty(&Value::Array(status))?,
+    )?;
     let mut side = dir.as_os_str().to_owned();
     side.push(".objmeta.json");
     std::fs::write(side, serde_json::to_vec_pretty(&json!({"objects": objmeta}))?)?;
@@ -481,7 +565,14 @@ pub fn sample_data(spec: &Spec, seed: u64) -> Vec<u8> {
             SampleFormat::Bit1 => out.push((r & 1) as u8),
             SampleFormat::U8 => out.push(if r % 4 == 0 { 7 } else { (r >> 8) as u8 }),
             SampleFormat::U16 => out.extend_from_slice(&((r >> 8) as u16).to_le_bytes()),
-            SampleFormat::R32 => out.extend_from_slice(&(if r % 3 == 0 { 0.25 } else { smooth + (r % 1000) as f32 * 1e-4 }).to_le_bytes()),
+            SampleFormat::R32 => out.extend_from_slice(
+                &(if r % 3 == 0 {
+                    0.25
+                } else {
+                    smooth + (r % 1000) as f32 * 1e-4
+                })
+                .to_le_bytes(),
+            ),
             SampleFormat::U32 => out.extend_from_slice(&(r as u32).to_le_bytes()),
             SampleFormat::R64 => out.extend_from_slice(&((smooth as f64) + (r % 1000) as f64 * 1e-7).to_le_bytes()),
             SampleFormat::U64 => out.extend_from_slice(&r.to_le_bytes()),
@@ -522,7 +613,15 @@ pub fn ramp_data(spec: &Spec) -> Vec<u8> {
 /// [`write_testdata`].
 pub fn testdata_specs() -> Vec<(&'static str, Spec)> {
     vec![
-        ("small_r32_zip.vds", Spec { dims: vec![20, 12, 8], compression: Compression::Zip, page_entries: 4, ..Default::default() }),
+        (
+            "small_r32_zip.vds",
+            Spec {
+                dims: vec![20, 12, 8],
+                compression: Compression::Zip,
+                page_entries: 4,
+                ..Default::default()
+            },
+        ),
         (
             "small_u8_rle_novalue.vds",
             Spec {
@@ -540,7 +639,14 @@ pub fn testdata_specs() -> Vec<(&'static str, Spec)> {
         ),
         (
             "small_4d_r32_none_lod1.vds",
-            Spec { dims: vec![36, 3, 4, 2], lod_levels: 1, negative_margin: 2, positive_margin: 2, page_entries: 2, ..Default::default() },
+            Spec {
+                dims: vec![36, 3, 4, 2],
+                lod_levels: 1,
+                negative_margin: 2,
+                positive_margin: 2,
+                page_entries: 2,
+                ..Default::default()
+            },
         ),
     ]
 }
@@ -554,15 +660,30 @@ pub fn write_testdata(dir: &Path) -> std::io::Result<()> {
     // An invalid one: the first RLE run of chunk 0 overruns the chunk.
     let (_, spec) = &testdata_specs()[1];
     let mut bad = write_container(spec, &ramp_data(spec));
-    let c = crate::container::Container::open(&rasterpack_common::Input::from_bytes("x", bad.clone()), &Default::default())
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    let f = c.files.iter().find(|f| f.entry.file_type == *b"VDS ").ok_or_else(|| std::io::Error::other("no layer"))?;
+    let c = crate::container::Container::open(
+        &rasterpack_common::Input::from_bytes("x", bad.clone()),
+        &Default::default(),
+    )
+    .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let f = c
+        .files
+        .iter()
+        .find(|f| f.entry.file_type == *b"VDS ")
+        .ok_or_else(|| std::io::Error::other("no layer"))?;
     let o = f.extent(0).0 as usize;
     bad[o + 36] = 0xBF;
     bad[o + 37] = 0xFF;
     std::fs::write(dir.join("invalid_rle_overrun.vds"), bad)?;
-    std::fs::write(dir.join("small_legacy_vdsobject.vds"), write_legacy_container(&testdata_specs()[0].1, &ramp_data(&testdata_specs()[0].1)))?;
-    let spec = Spec { dims: vec![20, 8, 6], compression: Compression::None, page_entries: 4, ..Default::default() };
+    std::fs::write(
+        dir.join("small_legacy_vdsobject.vds"),
+        write_legacy_container(&testdata_specs()[0].1, &ramp_data(&testdata_specs()[0].1)),
+    )?;
+    let spec = Spec {
+        dims: vec![20, 8, 6],
+        compression: Compression::None,
+        page_entries: 4,
+        ..Default::default()
+    };
     let d = dir.join("small_objdir");
     let _ = std::fs::remove_dir_all(&d);
     write_dir(&spec, &ramp_data(&spec), &d)

@@ -25,7 +25,11 @@ pub fn validate_dataset(ds: &Dataset, report: &mut Report) {
         layer_checks(ds, layer, &mut report.findings);
     }
     if ds.lod0_layer(0).is_none() {
-        report.findings.warning("vds.layer.no_primary", None, "no LOD0 layer of the primary channel is stored");
+        report.findings.warning(
+            "vds.layer.no_primary",
+            None,
+            "no LOD0 layer of the primary channel is stored",
+        );
     }
     if wavelet_layers > 0 {
         report.findings.info(
@@ -47,7 +51,11 @@ pub(crate) fn container_checks(c: &crate::container::Container, f: &mut Findings
         }
         if let Some((end, owner)) = &reach {
             if *s < *end {
-                f.error("vds.container.overlap", Some(*s), format!("{what} [{s}, {e}) overlaps {owner} (ends at {end})"));
+                f.error(
+                    "vds.container.overlap",
+                    Some(*s),
+                    format!("{what} [{s}, {e}) overlaps {owner} (ends at {end})"),
+                );
             }
         }
         if reach.as_ref().is_none_or(|(end, _)| *e > *end) {
@@ -59,12 +67,30 @@ pub(crate) fn container_checks(c: &crate::container::Container, f: &mut Findings
         let name = file.entry.name_lossy();
         if t == FILE_TYPE_JSON {
             if file.entry.head_chunk_count != 1 {
-                f.warning("vds.container.json_file", Some(file.entry.entry_offset + 8), format!("JSON file {name:?} has {} chunks, expected 1", file.entry.head_chunk_count));
+                f.warning(
+                    "vds.container.json_file",
+                    Some(file.entry.entry_offset + 8),
+                    format!(
+                        "JSON file {name:?} has {} chunks, expected 1",
+                        file.entry.head_chunk_count
+                    ),
+                );
             }
         } else if t == FILE_TYPE_OBJ && c.file("VolumeDataLayout").is_some() {
-            f.info("vds.container.legacy_object", Some(file.entry.entry_offset + 20), format!("legacy 'OBJ ' file {name:?} ignored (a VolumeDataLayout exists)"));
+            f.info(
+                "vds.container.legacy_object",
+                Some(file.entry.entry_offset + 20),
+                format!("legacy 'OBJ ' file {name:?} ignored (a VolumeDataLayout exists)"),
+            );
         } else if t != FILE_TYPE_VDS && t != FILE_TYPE_OBJ {
-            f.info("vds.container.unknown_file_type", Some(file.entry.entry_offset + 20), format!("file {name:?} of unknown type {:?} ignored", String::from_utf8_lossy(&t)));
+            f.info(
+                "vds.container.unknown_file_type",
+                Some(file.entry.entry_offset + 20),
+                format!(
+                    "file {name:?} of unknown type {:?} ignored",
+                    String::from_utf8_lossy(&t)
+                ),
+            );
         }
         if t == FILE_TYPE_VDS && file.usable {
             if let Some(lm) = &file.layer_meta {
@@ -72,7 +98,10 @@ pub(crate) fn container_checks(c: &crate::container::Container, f: &mut Findings
                     f.error(
                         "vds.container.compression",
                         file.page_dir.as_ref().map(|p| p.offset + 16),
-                        format!("layer file {name:?}: unknown compression method {}", lm.compression_method),
+                        format!(
+                            "layer file {name:?}: unknown compression method {}",
+                            lm.compression_method
+                        ),
                     );
                 }
             }
@@ -88,7 +117,10 @@ fn layer_checks(ds: &Dataset, layer: &Layer, f: &mut Findings) {
         f.error(
             "vds.layer.valid_chunk_count",
             None,
-            format!("layer {name}: validChunkCount {} but {written} chunks have a non-zero hash", st.valid_chunk_count),
+            format!(
+                "layer {name}: validChunkCount {} but {written} chunks have a non-zero hash",
+                st.valid_chunk_count
+            ),
         );
     }
     let wavelet_meta = st.metadata_byte_size == 28;
@@ -96,16 +128,27 @@ fn layer_checks(ds: &Dataset, layer: &Layer, f: &mut Findings) {
         f.error(
             "vds.layer.metadata_size",
             None,
-            format!("layer {name}: wavelet (adaptive) chunk metadata with {} compression", st.compression.name()),
+            format!(
+                "layer {name}: wavelet (adaptive) chunk metadata with {} compression",
+                st.compression.name()
+            ),
         );
     } else if !wavelet_meta && layer.is_wavelet() {
         // OpenVDS then reads the layer as non-adaptive wavelet (no level table): allowed, noted.
-        f.warning("vds.layer.metadata_size", None, format!("layer {name}: wavelet layer without adaptive-level chunk metadata"));
+        f.warning(
+            "vds.layer.metadata_size",
+            None,
+            format!("layer {name}: wavelet layer without adaptive-level chunk metadata"),
+        );
     }
     if let (Some(ch), Some(lod)) = (&st.channel_name, st.lod) {
         if let Some(g) = &layer.geometry {
             if ds.layout.channels[g.channel].name != *ch || lod != g.lod as i64 {
-                f.error("vds.layer_status.mismatch", None, format!("layer {name}: LayerStatus says channel {ch:?} LOD {lod}, the name says otherwise"));
+                f.error(
+                    "vds.layer_status.mismatch",
+                    None,
+                    format!("layer {name}: LayerStatus says channel {ch:?} LOD {lod}, the name says otherwise"),
+                );
             }
         }
     }
@@ -114,7 +157,10 @@ fn layer_checks(ds: &Dataset, layer: &Layer, f: &mut Findings) {
         f.error(
             "vds.layer.chunk_count",
             None,
-            format!("layer {name}: {} chunks stored, the geometry has {} ({:?} per dim)", st.chunk_count, g.chunk_count, g.chunks),
+            format!(
+                "layer {name}: {} chunks stored, the geometry has {} ({:?} per dim)",
+                st.chunk_count, g.chunk_count, g.chunks
+            ),
         );
         return;
     }
@@ -143,10 +189,18 @@ fn layer_checks(ds: &Dataset, layer: &Layer, f: &mut Findings) {
                 match rest.parse::<u64>() {
                     Ok(i) if i < layer.chunks.len() as u64 => {
                         if layer.chunks[i as usize].hash == 0 {
-                            f.warning("vds.chunk.orphan", None, format!("object {k} exists but its chunk is unwritten (hash 0)"));
+                            f.warning(
+                                "vds.chunk.orphan",
+                                None,
+                                format!("object {k} exists but its chunk is unwritten (hash 0)"),
+                            );
                         }
                     }
-                    _ => f.warning("vds.store.unknown_object", None, format!("object {k} is not a chunk of the layer")),
+                    _ => f.warning(
+                        "vds.store.unknown_object",
+                        None,
+                        format!("object {k} is not a chunk of the layer"),
+                    ),
                 }
             }
         }
@@ -159,11 +213,19 @@ fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, check_headers: bool, f: &mut
     let status = meta.status();
     let key = format!("{name}/{i}");
     let fail = |f: &mut Findings, e: &Error| {
-        let sev = if e.kind == ErrorKind::Unsupported { Severity::Info } else { Severity::Error };
+        let sev = if e.kind == ErrorKind::Unsupported {
+            Severity::Info
+        } else {
+            Severity::Error
+        };
         f.push(sev, e.code.to_string(), None, format!("chunk {key}: {}", e.message));
     };
     if !layer.is_wavelet() && meta.levels.iter().any(|&b| b != 0) {
-        f.warning("vds.chunk.levels", None, format!("chunk {key}: adaptive levels set in a non-wavelet layer"));
+        f.warning(
+            "vds.chunk.levels",
+            None,
+            format!("chunk {key}: adaptive levels set in a non-wavelet layer"),
+        );
     }
     if status == ChunkStatus::Unwritten {
         return;
@@ -176,18 +238,30 @@ fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, check_headers: bool, f: &mut
         match ds.store().chunk_metadata_header(&key) {
             None => {
                 if status == ChunkStatus::Data {
-                    f.warning("vds.object_metadata.missing", None, format!("chunk {key}: no x-amz-meta-vdschunkmetadata header (the page is used)"));
+                    f.warning(
+                        "vds.object_metadata.missing",
+                        None,
+                        format!("chunk {key}: no x-amz-meta-vdschunkmetadata header (the page is used)"),
+                    );
                 }
             }
             Some(h) => match base64_decode(&h) {
-                None => f.error("vds.object_metadata.base64", None, format!("chunk {key}: chunk metadata header is not base64")),
+                None => f.error(
+                    "vds.object_metadata.base64",
+                    None,
+                    format!("chunk {key}: chunk metadata header is not base64"),
+                ),
                 Some(b) => {
                     let mut want = meta.hash.to_le_bytes().to_vec();
                     if layer.is_wavelet() {
                         want.extend_from_slice(&meta.levels);
                     }
                     if status == ChunkStatus::Data && b != want {
-                        f.error("vds.object_metadata.mismatch", None, format!("chunk {key}: object metadata disagrees with the chunk-metadata page"));
+                        f.error(
+                            "vds.object_metadata.mismatch",
+                            None,
+                            format!("chunk {key}: object metadata disagrees with the chunk-metadata page"),
+                        );
                     }
                 }
             },
@@ -197,19 +271,34 @@ fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, check_headers: bool, f: &mut
         ChunkStatus::NoValue | ChunkStatus::Constant(_) => {
             if let Some(b) = &bytes {
                 if !b.is_empty() {
-                    f.warning("vds.chunk.constant_stored", None, format!("chunk {key} is {} but {} bytes are stored", status.name(), b.len()));
+                    f.warning(
+                        "vds.chunk.constant_stored",
+                        None,
+                        format!("chunk {key} is {} but {} bytes are stored", status.name(), b.len()),
+                    );
                 }
             }
             if status == ChunkStatus::NoValue {
                 let g = layer.geometry.as_ref();
                 if g.is_some_and(|g| !ds.layout.channels[g.channel].use_no_value) {
-                    f.warning("vds.chunk.novalue_unused", None, format!("chunk {key} is all-NoValue in a channel without useNoValue"));
+                    f.warning(
+                        "vds.chunk.novalue_unused",
+                        None,
+                        format!("chunk {key} is all-NoValue in a channel without useNoValue"),
+                    );
                 }
             }
         }
         ChunkStatus::Data => {
             let Some(bytes) = bytes else {
-                f.error("vds.chunk.missing", None, format!("chunk {key} is written (hash {:016x}) but no object is stored", meta.hash));
+                f.error(
+                    "vds.chunk.missing",
+                    None,
+                    format!(
+                        "chunk {key} is written (hash {:016x}) but no object is stored",
+                        meta.hash
+                    ),
+                );
                 return;
             };
             let Some(spec) = ds.chunk_spec(layer, i) else { return };
@@ -222,11 +311,19 @@ fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, check_headers: bool, f: &mut
                         }
                         if let Some(s) = meta.serialized_size {
                             if s as usize != bytes.len() {
-                                f.error("vds.chunk.serialized_size", None, format!("chunk {key}: metadata says {s} bytes, {} stored", bytes.len()));
+                                f.error(
+                                    "vds.chunk.serialized_size",
+                                    None,
+                                    format!("chunk {key}: metadata says {s} bytes, {} stored", bytes.len()),
+                                );
                             }
                         }
                         if meta.levels[0] == 0 {
-                            f.warning("vds.chunk.levels", None, format!("chunk {key}: wavelet chunk without adaptive levels"));
+                            f.warning(
+                                "vds.chunk.levels",
+                                None,
+                                format!("chunk {key}: wavelet chunk without adaptive levels"),
+                            );
                         }
                     }
                 }
@@ -256,10 +353,17 @@ fn layer_totals(ds: &Dataset, layer: &Layer, f: &mut Findings) {
         if m.status() != ChunkStatus::Data {
             continue;
         }
-        let Some(spec) = ds.chunk_spec(layer, i as u64) else { return };
+        let Some(spec) = ds.chunk_spec(layer, i as u64) else {
+            return;
+        };
         uncompressed = uncompressed.saturating_add(spec.payload_len().unwrap_or(0));
         // A missing object is reported on its own (vds.chunk.missing); it counts 0 here.
-        let size = ds.store().object_size(&format!("{name}/{i}")).ok().flatten().unwrap_or(0);
+        let size = ds
+            .store()
+            .object_size(&format!("{name}/{i}"))
+            .ok()
+            .flatten()
+            .unwrap_or(0);
         serialized = serialized.saturating_add(size);
         if layer.is_wavelet() {
             for (k, s) in chunk::adaptive_level_sizes(size, &m.levels).into_iter().enumerate() {
@@ -269,18 +373,30 @@ fn layer_totals(ds: &Dataset, layer: &Layer, f: &mut Findings) {
     }
     if let Some(u) = layer.status.uncompressed_size {
         if u != uncompressed {
-            f.warning("vds.layer.uncompressed_size", None, format!("layer {name}: uncompressedSize {u}, its stored chunks decode to {uncompressed} bytes"));
+            f.warning(
+                "vds.layer.uncompressed_size",
+                None,
+                format!("layer {name}: uncompressedSize {u}, its stored chunks decode to {uncompressed} bytes"),
+            );
         }
     }
     if let Some(u) = layer.status.serialized_size {
         if u != serialized {
-            f.warning("vds.layer.serialized_size", None, format!("layer {name}: serializedSize {u}, its chunk objects hold {serialized} bytes"));
+            f.warning(
+                "vds.layer.serialized_size",
+                None,
+                format!("layer {name}: serializedSize {u}, its chunk objects hold {serialized} bytes"),
+            );
         }
     }
     if let (Some(a), true) = (&layer.status.adaptive_level_sizes, layer.is_wavelet()) {
         let want: Vec<i64> = levels.iter().map(|&x| x as i64).collect();
         if a.len() == 16 && *a != want {
-            f.warning("vds.layer.adaptive_level_sizes", None, format!("layer {name}: adaptiveLevelSizes {a:?}, the chunks' levels sum to {want:?}"));
+            f.warning(
+                "vds.layer.adaptive_level_sizes",
+                None,
+                format!("layer {name}: adaptiveLevelSizes {a:?}, the chunks' levels sum to {want:?}"),
+            );
         }
     }
 }

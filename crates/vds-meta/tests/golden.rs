@@ -37,7 +37,15 @@ fn inspect_matches_golden() {
     let bless = std::env::var_os("VDS_BLESS").is_some();
     for name in ["small_u8_rle_novalue.vds", "small_4d_r32_none_lod1.vds", "small_objdir"] {
         let input = Input::open(&data.join(name)).unwrap();
-        let r = VdsFormat.inspect(&input, &InspectOptions { all: true, ..Default::default() }).unwrap();
+        let r = VdsFormat
+            .inspect(
+                &input,
+                &InspectOptions {
+                    all: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
         let json = serde_json::to_string_pretty(&serde_json::Value::Object(r.summary.clone())).unwrap() + "\n";
         let text = render(&r.sections);
         for (ext, got) in [("json", json), ("txt", text)] {
@@ -45,8 +53,13 @@ fn inspect_matches_golden() {
             if bless {
                 std::fs::write(&path, &got).unwrap();
             } else {
-                let want = std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("{} missing: run with VDS_BLESS=1", path.display()));
-                assert!(got == want, "{} differs from the golden output (VDS_BLESS=1 regenerates)", path.display());
+                let want = std::fs::read_to_string(&path)
+                    .unwrap_or_else(|_| panic!("{} missing: run with VDS_BLESS=1", path.display()));
+                assert!(
+                    got == want,
+                    "{} differs from the golden output (VDS_BLESS=1 regenerates)",
+                    path.display()
+                );
             }
         }
     }

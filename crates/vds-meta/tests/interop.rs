@@ -17,7 +17,11 @@ fn corpus() -> Option<PathBuf> {
         return None;
     };
     let dir = Path::new(&c).join("vds");
-    assert!(dir.is_dir(), "RASTERPACK_CORPUS is set but {} is missing", dir.display());
+    assert!(
+        dir.is_dir(),
+        "RASTERPACK_CORPUS is set but {} is missing",
+        dir.display()
+    );
     Some(dir)
 }
 
@@ -29,10 +33,12 @@ fn truths(dir: &Path) -> Vec<(PathBuf, Value)> {
         .collect();
     v.sort();
     assert!(v.len() >= 13, "expected the 13 VDS samples, found {}", v.len());
-    v.into_iter().map(|p| {
-        let t: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
-        (p, t)
-    }).collect()
+    v.into_iter()
+        .map(|p| {
+            let t: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+            (p, t)
+        })
+        .collect()
 }
 
 fn jf(v: &Value) -> f64 {
@@ -73,7 +79,10 @@ fn datasets_match_truth() {
         check_metadata(&name, &ds, &t);
         let wavelet = ds.layers.iter().any(|l| l.is_wavelet());
         let tl = t["layers"].as_array().unwrap();
-        let mut names: Vec<String> = tl.iter().map(|l| l["layerName"].as_str().unwrap().to_string()).collect();
+        let mut names: Vec<String> = tl
+            .iter()
+            .map(|l| l["layerName"].as_str().unwrap().to_string())
+            .collect();
         let mut mine: Vec<String> = ds.layers.iter().map(|l| l.name().to_string()).collect();
         names.sort();
         mine.sort();
@@ -115,7 +124,11 @@ fn datasets_match_truth() {
 fn check_layout(name: &str, ds: &Dataset, t: &Value) {
     let tl = &t["layout"];
     let lo = &ds.layout;
-    assert_eq!(lo.dimensionality() as u64, tl["dimensionality"].as_u64().unwrap(), "{name}");
+    assert_eq!(
+        lo.dimensionality() as u64,
+        tl["dimensionality"].as_u64().unwrap(),
+        "{name}"
+    );
     for (a, ta) in lo.axes.iter().zip(tl["axes"].as_array().unwrap()) {
         assert_eq!(a.name, ta["name"].as_str().unwrap());
         assert_eq!(a.unit, ta["unit"].as_str().unwrap());
@@ -139,18 +152,29 @@ fn check_layout(name: &str, ds: &Dataset, t: &Value) {
         assert!(same_f64(c.no_value, jf(&x["noValue"])), "{name} noValue");
         assert!(same_f64(c.integer_scale, jf(&x["integerScale"])), "{name}");
         assert!(same_f64(c.integer_offset, jf(&x["integerOffset"])), "{name}");
-        assert!(same_f64(c.value_range[0], jf(&x["valueRange"][0])) && same_f64(c.value_range[1], jf(&x["valueRange"][1])));
+        assert!(
+            same_f64(c.value_range[0], jf(&x["valueRange"][0])) && same_f64(c.value_range[1], jf(&x["valueRange"][1]))
+        );
     }
     let l = &lo.layout;
     assert_eq!(l.brick_size as u64, tl["brickSize"].as_u64().unwrap());
     assert_eq!(l.brick_size_enum, tl["brickSizeEnum"].as_str().unwrap());
     assert_eq!(l.negative_margin as u64, tl["negativeMargin"].as_u64().unwrap());
     assert_eq!(l.positive_margin as u64, tl["positiveMargin"].as_u64().unwrap());
-    assert_eq!(l.brick_size_2d_multiplier as u64, tl["brickSize2DMultiplier"].as_u64().unwrap());
+    assert_eq!(
+        l.brick_size_2d_multiplier as u64,
+        tl["brickSize2DMultiplier"].as_u64().unwrap()
+    );
     assert_eq!(l.lod_levels as u64, tl["lodLevels"].as_u64().unwrap());
     assert_eq!(l.create_2d_lods, tl["create2DLODs"].as_bool().unwrap());
-    assert_eq!(l.force_full_resolution_dimension, tl["forceFullResolutionDimension"].as_bool().unwrap());
-    assert_eq!(l.full_resolution_dimension as i64, tl["fullResolutionDimension"].as_i64().unwrap());
+    assert_eq!(
+        l.force_full_resolution_dimension,
+        tl["forceFullResolutionDimension"].as_bool().unwrap()
+    );
+    assert_eq!(
+        l.full_resolution_dimension as i64,
+        tl["fullResolutionDimension"].as_i64().unwrap()
+    );
 }
 
 fn check_metadata(name: &str, ds: &Dataset, t: &Value) {
@@ -163,11 +187,19 @@ fn check_metadata(name: &str, ds: &Dataset, t: &Value) {
         let v = &x["value"];
         match &m.value {
             MetaValue::Int(i) => {
-                let want: Vec<i64> = if v.is_array() { v.as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect() } else { vec![v.as_i64().unwrap()] };
+                let want: Vec<i64> = if v.is_array() {
+                    v.as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect()
+                } else {
+                    vec![v.as_i64().unwrap()]
+                };
                 assert_eq!(*i, want, "{name} {}", m.name);
             }
             MetaValue::Float(f) | MetaValue::Double(f) => {
-                let want: Vec<f64> = if v.is_array() { v.as_array().unwrap().iter().map(jf).collect() } else { vec![jf(v)] };
+                let want: Vec<f64> = if v.is_array() {
+                    v.as_array().unwrap().iter().map(jf).collect()
+                } else {
+                    vec![jf(v)]
+                };
                 assert_eq!(f.len(), want.len());
                 for (a, b) in f.iter().zip(&want) {
                     assert!(same_f64(*a, *b), "{name} {}: {a} vs {b}", m.name);
@@ -183,13 +215,23 @@ fn check_layer(name: &str, ds: &Dataset, tl: &Value) {
     let lname = tl["layerName"].as_str().unwrap();
     let li = ds.layers.iter().position(|l| l.name() == lname).unwrap();
     let layer = &ds.layers[li];
-    let g = layer.geometry.as_ref().unwrap_or_else(|| panic!("{name} {lname}: no geometry"));
+    let g = layer
+        .geometry
+        .as_ref()
+        .unwrap_or_else(|| panic!("{name} {lname}: no geometry"));
     let n = ds.layout.dimensionality();
     assert_eq!(g.chunk_count, tl["chunkCount"].as_u64().unwrap(), "{name} {lname}");
     assert_eq!(layer.chunks.len() as u64, g.chunk_count);
     assert_eq!(g.shape[..n].to_vec(), u64s(&tl["layerShape"]), "{name} {lname} shape");
     let cd: Vec<usize> = g.chunk_dims.clone();
-    assert_eq!(cd, u64s(&tl["chunkDimensions"]).iter().map(|&x| x as usize).collect::<Vec<_>>(), "{name} {lname} chunk dims");
+    assert_eq!(
+        cd,
+        u64s(&tl["chunkDimensions"])
+            .iter()
+            .map(|&x| x as usize)
+            .collect::<Vec<_>>(),
+        "{name} {lname} chunk dims"
+    );
     assert_eq!(ds.layout.channels[g.channel].name, tl["channelName"].as_str().unwrap());
     assert_eq!(g.lod as u64, tl["lod"].as_u64().unwrap());
     for c in tl["chunks"].as_array().unwrap() {
@@ -197,11 +239,27 @@ fn check_layer(name: &str, ds: &Dataset, tl: &Value) {
         let e = g.chunk_extent(i);
         assert_eq!(e.min[..n].to_vec(), u64s(&c["min"]), "{name} {lname} chunk {i} min");
         assert_eq!(e.max[..n].to_vec(), u64s(&c["max"]), "{name} {lname} chunk {i} max");
-        assert_eq!(e.min_excl[..n].to_vec(), u64s(&c["minExcludingMargin"]), "{name} {lname} chunk {i}");
-        assert_eq!(e.max_excl[..n].to_vec(), u64s(&c["maxExcludingMargin"]), "{name} {lname} chunk {i}");
+        assert_eq!(
+            e.min_excl[..n].to_vec(),
+            u64s(&c["minExcludingMargin"]),
+            "{name} {lname} chunk {i}"
+        );
+        assert_eq!(
+            e.max_excl[..n].to_vec(),
+            u64s(&c["maxExcludingMargin"]),
+            "{name} {lname} chunk {i}"
+        );
         let m = layer.chunks[i as usize];
-        assert_eq!(format!("{:016x}", m.hash), c["hash"].as_str().unwrap(), "{name} {lname} chunk {i} hash");
-        assert_eq!(m.status().name(), c["status"].as_str().unwrap(), "{name} {lname} chunk {i} status");
+        assert_eq!(
+            format!("{:016x}", m.hash),
+            c["hash"].as_str().unwrap(),
+            "{name} {lname} chunk {i} hash"
+        );
+        assert_eq!(
+            m.status().name(),
+            c["status"].as_str().unwrap(),
+            "{name} {lname} chunk {i} status"
+        );
         if let Some(cv) = c.get("constantValue") {
             assert_eq!(m.status(), chunk::ChunkStatus::Constant(jf(cv) as f32));
         }
@@ -223,9 +281,14 @@ fn check_layer(name: &str, ds: &Dataset, tl: &Value) {
     }
     // Every layer read whole, as f32 and natively, against samples and statistics.
     let ch = &ds.layout.channels[g.channel];
-    let phys = ds.read_layer(li, Values::Physical).unwrap_or_else(|e| panic!("{name} {lname}: {e}"));
+    let phys = ds
+        .read_layer(li, Values::Physical)
+        .unwrap_or_else(|e| panic!("{name} {lname}: {e}"));
     let nat = ds.read_layer(li, Values::Native).unwrap();
-    let f: Vec<f32> = phys.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    let f: Vec<f32> = phys
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
     let shape = g.shape;
     let at = |pos: &[u64]| -> usize {
         let mut idx = 0u64;
@@ -240,14 +303,30 @@ fn check_layer(name: &str, ds: &Dataset, tl: &Value) {
         let pos = u64s(&s["pos"]);
         let k = at(&pos);
         let want = jf(&s["value"]) as f32;
-        assert!(f[k].to_bits() == want.to_bits() || (f[k].is_nan() && want.is_nan()), "{name} {lname} sample {pos:?}: {} vs {want}", f[k]);
+        assert!(
+            f[k].to_bits() == want.to_bits() || (f[k].is_nan() && want.is_nan()),
+            "{name} {lname} sample {pos:?}: {} vs {want}",
+            f[k]
+        );
         if let Some(r) = s.get("raw") {
             match ch.format {
                 SampleFormat::U8 | SampleFormat::Bit1 => assert_eq!(nat[k] as u64, r.as_u64().unwrap()),
-                SampleFormat::U16 => assert_eq!(u16::from_le_bytes([nat[2 * k], nat[2 * k + 1]]) as u64, r.as_u64().unwrap()),
-                SampleFormat::U32 => assert_eq!(u32::from_le_bytes(nat[4 * k..4 * k + 4].try_into().unwrap()) as u64, r.as_u64().unwrap()),
-                SampleFormat::U64 => assert_eq!(u64::from_le_bytes(nat[8 * k..8 * k + 8].try_into().unwrap()), r.as_u64().unwrap()),
-                SampleFormat::R64 => assert!(same_f64(f64::from_le_bytes(nat[8 * k..8 * k + 8].try_into().unwrap()), jf(r))),
+                SampleFormat::U16 => assert_eq!(
+                    u16::from_le_bytes([nat[2 * k], nat[2 * k + 1]]) as u64,
+                    r.as_u64().unwrap()
+                ),
+                SampleFormat::U32 => assert_eq!(
+                    u32::from_le_bytes(nat[4 * k..4 * k + 4].try_into().unwrap()) as u64,
+                    r.as_u64().unwrap()
+                ),
+                SampleFormat::U64 => assert_eq!(
+                    u64::from_le_bytes(nat[8 * k..8 * k + 8].try_into().unwrap()),
+                    r.as_u64().unwrap()
+                ),
+                SampleFormat::R64 => assert!(same_f64(
+                    f64::from_le_bytes(nat[8 * k..8 * k + 8].try_into().unwrap()),
+                    jf(r)
+                )),
                 SampleFormat::R32 => {}
             }
         }
@@ -260,21 +339,47 @@ fn check_layer(name: &str, ds: &Dataset, tl: &Value) {
     assert_eq!(mx as f64, jf(&st["max"]), "{name} {lname} max");
     let sum: f64 = f.iter().map(|&x| x as f64).sum();
     let want = jf(&st["sum"]);
-    assert!((sum - want).abs() <= 1e-9 * jf(&st["sum_abs"]).max(1.0), "{name} {lname} sum {sum} vs {want}");
+    assert!(
+        (sum - want).abs() <= 1e-9 * jf(&st["sum_abs"]).max(1.0),
+        "{name} {lname} sum {sum} vs {want}"
+    );
     if let Some(sn) = tl.get("stats_native") {
         let vals: Vec<f64> = match ch.format {
             SampleFormat::U8 | SampleFormat::Bit1 => nat.iter().map(|&b| b as f64).collect(),
-            SampleFormat::U16 => nat.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]) as f64).collect(),
-            SampleFormat::U32 => nat.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
-            SampleFormat::U64 => nat.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
-            SampleFormat::R64 => nat.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect(),
+            SampleFormat::U16 => nat
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]) as f64)
+                .collect(),
+            SampleFormat::U32 => nat
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()) as f64)
+                .collect(),
+            SampleFormat::U64 => nat
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap()) as f64)
+                .collect(),
+            SampleFormat::R64 => nat
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
             SampleFormat::R32 => f.iter().map(|&x| x as f64).collect(),
         };
         assert_eq!(vals.len() as u64, sn["count"].as_u64().unwrap());
-        assert_eq!(vals.iter().copied().fold(f64::INFINITY, f64::min), jf(&sn["min"]), "{name} {lname} native min");
-        assert_eq!(vals.iter().copied().fold(f64::NEG_INFINITY, f64::max), jf(&sn["max"]), "{name} {lname} native max");
+        assert_eq!(
+            vals.iter().copied().fold(f64::INFINITY, f64::min),
+            jf(&sn["min"]),
+            "{name} {lname} native min"
+        );
+        assert_eq!(
+            vals.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            jf(&sn["max"]),
+            "{name} {lname} native max"
+        );
         let s: f64 = vals.iter().sum();
-        assert!((s - jf(&sn["sum"])).abs() <= 1e-9 * jf(&sn["sum_abs"]).max(1.0), "{name} {lname} native sum");
+        assert!(
+            (s - jf(&sn["sum"])).abs() <= 1e-9 * jf(&sn["sum_abs"]).max(1.0),
+            "{name} {lname} native sum"
+        );
     }
     // A sub-box read agrees with the whole-layer read.
     let mut lo = [0u64; 6];
@@ -288,7 +393,11 @@ fn check_layer(name: &str, ds: &Dataset, tl: &Value) {
     let mut p = lo;
     loop {
         let w = at(&p);
-        assert_eq!(&sub[4 * k..4 * k + 4], &phys[4 * w..4 * w + 4], "{name} {lname} box at {p:?}");
+        assert_eq!(
+            &sub[4 * k..4 * k + 4],
+            &phys[4 * w..4 * w + 4],
+            "{name} {lname} box at {p:?}"
+        );
         k += 1;
         let mut d = 0;
         loop {
@@ -327,19 +436,38 @@ fn chunk_test_vectors() {
             assert_eq!(w.size.map(|s| s as u64).to_vec(), size);
             assert_eq!(w.dimensions as i64, h["dimensions"].as_i64().unwrap());
             assert_eq!(w.integer_info as i64, h["integerInfo"].as_i64().unwrap());
-            let spec = ChunkSpec { format: SampleFormat::R32, components: 1, dims: 3, size: [size[0], size[1], size[2]], compression: Compression::from_name(method).unwrap() };
+            let spec = ChunkSpec {
+                format: SampleFormat::R32,
+                components: 1,
+                dims: 3,
+                size: [size[0], size[1], size[2]],
+                compression: Compression::from_name(method).unwrap(),
+            };
             let e = chunk::decode_payload(&bytes, &spec, 1 << 30, &mut Vec::new()).unwrap_err();
             assert_eq!(e.kind, ErrorKind::Unsupported);
             continue;
         }
         let d = chunk::parse_descriptor(&bytes).unwrap();
         assert_eq!(d.format as i64, h["format_code"].as_i64().unwrap());
-        let spec = ChunkSpec { format: SampleFormat::R32, components: 1, dims: d.dimensionality as usize, size: [size[0], size[1], size[2]], compression: Compression::from_name(method).unwrap() };
+        let spec = ChunkSpec {
+            format: SampleFormat::R32,
+            components: 1,
+            dims: d.dimensionality as usize,
+            size: [size[0], size[1], size[2]],
+            compression: Compression::from_name(method).unwrap(),
+        };
         let mut out = Vec::new();
         let start = chunk::decode_payload(&bytes, &spec, 1 << 30, &mut out).unwrap();
-        let payload: &[u8] = match start { Some(s) => &bytes[s..], None => &out };
+        let payload: &[u8] = match start {
+            Some(s) => &bytes[s..],
+            None => &out,
+        };
         assert_eq!(payload.len() as u64, v["expected"]["decoded_bytes"].as_u64().unwrap());
-        assert_eq!(format!("{:x}", Sha256::digest(payload)), v["expected"]["sha256"].as_str().unwrap(), "{file}");
+        assert_eq!(
+            format!("{:x}", Sha256::digest(payload)),
+            v["expected"]["sha256"].as_str().unwrap(),
+            "{file}"
+        );
         none += 1;
     }
     assert!(none >= 4);

@@ -43,7 +43,13 @@ fn fuzz_regressions_stay_small() {
         PEAK.store(base, Ordering::Relaxed);
         let input = Input::from_bytes("r.vds", bytes);
         let _ = VdsFormat.validate(&input, &ValidateOptions::default());
-        let _ = VdsFormat.inspect(&input, &InspectOptions { all: true, ..Default::default() });
+        let _ = VdsFormat.inspect(
+            &input,
+            &InspectOptions {
+                all: true,
+                ..Default::default()
+            },
+        );
         let _ = VdsFormat.read_array(&input, &Default::default());
         let peak = PEAK.load(Ordering::Relaxed) - base;
         assert!(peak < limit, "{}: peak {peak} bytes", p.display());
@@ -59,7 +65,11 @@ fn huge_declared_chunk_count_allocates_nothing() {
     use rasterpack_vds_meta::testsupport::{sample_data, write_dir, Spec};
     let dir = std::env::temp_dir().join(format!("rp-vds-huge-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let spec = Spec { dims: vec![20, 6, 4], compression: Compression::None, ..Default::default() };
+    let spec = Spec {
+        dims: vec![20, 6, 4],
+        compression: Compression::None,
+        ..Default::default()
+    };
     write_dir(&spec, &sample_data(&spec, 3), &dir).unwrap();
     let ls_path = dir.join("LayerStatus");
     let mut ls: serde_json::Value = serde_json::from_slice(&std::fs::read(&ls_path).unwrap()).unwrap();

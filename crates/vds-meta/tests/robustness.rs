@@ -8,7 +8,13 @@ use rasterpack_vds_meta::testsupport::{sample_data, write_container, write_dir, 
 use rasterpack_vds_meta::VdsFormat;
 
 fn small(compression: Compression, format: SampleFormat) -> Vec<u8> {
-    let spec = Spec { dims: vec![40, 9, 5], format, compression, page_entries: 1, ..Default::default() };
+    let spec = Spec {
+        dims: vec![40, 9, 5],
+        format,
+        compression,
+        page_entries: 1,
+        ..Default::default()
+    };
     write_container(&spec, &sample_data(&spec, 1))
 }
 
@@ -18,7 +24,11 @@ fn validate(bytes: Vec<u8>) -> Report {
 
 fn assert_code(r: &Report, code: &str) {
     assert!(!r.is_valid(false), "expected invalid with {code}: {:?}", r.findings);
-    assert!(r.findings.iter().any(|f| f.code == code), "expected {code}: {:?}", r.findings);
+    assert!(
+        r.findings.iter().any(|f| f.code == code),
+        "expected {code}: {:?}",
+        r.findings
+    );
 }
 
 /// Absolute position of chunk `i` of the first layer, and the offset of its index entry.
@@ -32,7 +42,10 @@ fn chunk_at(bytes: &[u8], i: usize) -> (usize, usize, usize) {
 fn layer_entry(bytes: &[u8]) -> (usize, usize) {
     let c = Container::open(&Input::from_bytes("x", bytes.to_vec()), &Limits::default()).unwrap();
     let f = c.files.iter().find(|f| f.entry.file_type == *b"VDS ").unwrap();
-    (f.entry.entry_offset as usize, f.page_dir.as_ref().unwrap().offset as usize)
+    (
+        f.entry.entry_offset as usize,
+        f.page_dir.as_ref().unwrap().offset as usize,
+    )
 }
 
 #[test]
@@ -70,8 +83,14 @@ fn crafted_corruptions() {
     b[o + 36] = 0xBF;
     b[o + 37] = 0xFF;
     let r = validate(b.clone());
-    assert!(r.findings.iter().any(|f| f.code.starts_with("vds.chunk.rle")), "{:?}", r.findings);
-    let e = VdsFormat.read_array(&Input::from_bytes("x", b), &Default::default()).unwrap_err();
+    assert!(
+        r.findings.iter().any(|f| f.code.starts_with("vds.chunk.rle")),
+        "{:?}",
+        r.findings
+    );
+    let e = VdsFormat
+        .read_array(&Input::from_bytes("x", b), &Default::default())
+        .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Invalid);
     assert!(e.code.starts_with("vds.chunk.rle"), "{e}");
 
@@ -101,7 +120,13 @@ fn crafted_corruptions() {
 
     // Legacy layout: the JSON file renamed to an 'OBJ ' VDSObject: the text is not a Hue object.
     let c = Container::open(&Input::from_bytes("x", good.clone()), &Limits::default()).unwrap();
-    let jf = c.files.iter().find(|f| f.entry.file_type == *b"JSON").unwrap().entry.entry_offset as usize;
+    let jf = c
+        .files
+        .iter()
+        .find(|f| f.entry.file_type == *b"JSON")
+        .unwrap()
+        .entry
+        .entry_offset as usize;
     let mut b = good.clone();
     b[jf + 20..jf + 24].copy_from_slice(b"OBJ ");
     b[jf + 32..jf + 48].copy_from_slice(b"VDSObject\0\0\0\0\0\0\0");
@@ -123,14 +148,22 @@ fn crafted_corruptions() {
     let mut b = zgood.clone();
     b[o + len - 2] ^= 0x55; // Adler-32
     let r = validate(b);
-    assert!(r.findings.iter().any(|f| f.code.starts_with("vds.chunk.zip")), "{:?}", r.findings);
+    assert!(
+        r.findings.iter().any(|f| f.code.starts_with("vds.chunk.zip")),
+        "{:?}",
+        r.findings
+    );
 }
 
 #[test]
 fn zlib_bomb_is_bounded() {
     let dir = std::env::temp_dir().join(format!("rp-vds-bomb-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let spec = Spec { dims: vec![32, 32, 32], compression: Compression::Zip, ..Default::default() };
+    let spec = Spec {
+        dims: vec![32, 32, 32],
+        compression: Compression::Zip,
+        ..Default::default()
+    };
     write_dir(&spec, &sample_data(&spec, 2), &dir).unwrap();
     // 64 MiB of zeros behind a descriptor that announces 128 KiB.
     let obj = dir.join("Dimensions_012LOD0/0");
@@ -155,8 +188,18 @@ fn exercise(bytes: Vec<u8>) {
 
 #[test]
 fn truncation_and_flip_sweep() {
-    for (c, f) in [(Compression::None, SampleFormat::R32), (Compression::RLE, SampleFormat::U8), (Compression::Zip, SampleFormat::U16)] {
-        let spec = Spec { dims: vec![20, 6, 4], format: f, compression: c, page_entries: 1, ..Default::default() };
+    for (c, f) in [
+        (Compression::None, SampleFormat::R32),
+        (Compression::RLE, SampleFormat::U8),
+        (Compression::Zip, SampleFormat::U16),
+    ] {
+        let spec = Spec {
+            dims: vec![20, 6, 4],
+            format: f,
+            compression: c,
+            page_entries: 1,
+            ..Default::default()
+        };
         let good = write_container(&spec, &sample_data(&spec, 4));
         for cut in 0..good.len() {
             exercise(good[..cut].to_vec());
@@ -176,7 +219,13 @@ fn truncation_and_flip_sweep() {
 fn object_store_flip_sweep() {
     let dir = std::env::temp_dir().join(format!("rp-vds-flip-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let spec = Spec { dims: vec![20, 6, 4], compression: Compression::RLE, page_entries: 2, lod_levels: 1, ..Default::default() };
+    let spec = Spec {
+        dims: vec![20, 6, 4],
+        compression: Compression::RLE,
+        page_entries: 2,
+        lod_levels: 1,
+        ..Default::default()
+    };
     write_dir(&spec, &sample_data(&spec, 8), &dir).unwrap();
     let input = Input::open(&dir).unwrap();
     let mut files = vec![dir.join("VolumeDataLayout"), dir.join("LayerStatus")];

@@ -17,7 +17,14 @@ fn check_container(spec: &Spec, data: &[u8]) {
     let ds = Dataset::open(&input, &Limits::default()).unwrap();
     let li = ds.lod0_layer(0).unwrap();
     let got = ds.read_layer(li, Values::Native).unwrap();
-    assert!(got == data, "{:?} {:?} {:?} comps {}: LOD0 differs", spec.format, spec.compression, spec.dims, spec.components);
+    assert!(
+        got == data,
+        "{:?} {:?} {:?} comps {}: LOD0 differs",
+        spec.format,
+        spec.compression,
+        spec.dims,
+        spec.components
+    );
     // LODs: voxel v of LOD n is LOD0 voxel v << n (the writer subsamples).
     for l in &ds.layers {
         let g = l.geometry.as_ref().unwrap();
@@ -33,8 +40,14 @@ fn check_container(spec: &Spec, data: &[u8]) {
         for z in 0..g.shape[2] {
             for y in 0..g.shape[1] {
                 for x in 0..g.shape[0] {
-                    let src = (((z << g.lod).min(full[2] - 1) * full[1] + (y << g.lod).min(full[1] - 1)) * full[0] + (x << g.lod).min(full[0] - 1)) as usize;
-                    assert_eq!(&got[k * elem..(k + 1) * elem], &data[src * elem..(src + 1) * elem], "{} voxel {x},{y},{z}", l.name());
+                    let src = (((z << g.lod).min(full[2] - 1) * full[1] + (y << g.lod).min(full[1] - 1)) * full[0]
+                        + (x << g.lod).min(full[0] - 1)) as usize;
+                    assert_eq!(
+                        &got[k * elem..(k + 1) * elem],
+                        &data[src * elem..(src + 1) * elem],
+                        "{} voxel {x},{y},{z}",
+                        l.name()
+                    );
                     k += 1;
                 }
             }
@@ -59,7 +72,13 @@ fn every_format_and_codec() {
     ];
     for (format, components) in formats {
         for compression in [Compression::None, Compression::RLE, Compression::Zip] {
-            let spec = Spec { dims: vec![37, 20, 9], format, components, compression, ..Default::default() };
+            let spec = Spec {
+                dims: vec![37, 20, 9],
+                format,
+                components,
+                compression,
+                ..Default::default()
+            };
             let data = sample_data(&spec, 7);
             check_container(&spec, &data);
         }
@@ -98,7 +117,11 @@ fn margins_lods_and_pages() {
         assert_eq!(ds.layers.len(), 3);
     }
     // 4-D with a constant region.
-    let spec = Spec { dims: vec![33, 5, 6, 4], compression: Compression::RLE, ..Default::default() };
+    let spec = Spec {
+        dims: vec![33, 5, 6, 4],
+        compression: Compression::RLE,
+        ..Default::default()
+    };
     let mut data = sample_data(&spec, 5);
     for v in data.chunks_exact_mut(4).take(33 * 5 * 6) {
         v.copy_from_slice(&0.5f32.to_le_bytes());
@@ -108,22 +131,66 @@ fn margins_lods_and_pages() {
 
 #[test]
 fn extreme_floats() {
-    let specials32 = [f32::NAN, f32::from_bits(0x7fc0_1234), f32::from_bits(0xffa0_0001), -0.0, 0.0, f32::INFINITY, f32::NEG_INFINITY, f32::MIN_POSITIVE, f32::MAX, f32::MIN, 1e-45];
-    let specials64 = [f64::NAN, f64::from_bits(0x7ff8_dead_beef_0001), -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::MAX, f64::MIN, 5e-324];
+    let specials32 = [
+        f32::NAN,
+        f32::from_bits(0x7fc0_1234),
+        f32::from_bits(0xffa0_0001),
+        -0.0,
+        0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::MIN,
+        1e-45,
+    ];
+    let specials64 = [
+        f64::NAN,
+        f64::from_bits(0x7ff8_dead_beef_0001),
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::MAX,
+        f64::MIN,
+        5e-324,
+    ];
     for compression in [Compression::None, Compression::RLE, Compression::Zip] {
-        let spec = Spec { dims: vec![11, 3, 2], compression, ..Default::default() };
-        let data: Vec<u8> = (0..66).flat_map(|i| specials32[i % specials32.len()].to_le_bytes()).collect();
+        let spec = Spec {
+            dims: vec![11, 3, 2],
+            compression,
+            ..Default::default()
+        };
+        let data: Vec<u8> = (0..66)
+            .flat_map(|i| specials32[i % specials32.len()].to_le_bytes())
+            .collect();
         check_container(&spec, &data);
-        let spec = Spec { dims: vec![11, 3, 2], compression, format: SampleFormat::R64, ..Default::default() };
-        let data: Vec<u8> = (0..66).flat_map(|i| specials64[i % specials64.len()].to_le_bytes()).collect();
+        let spec = Spec {
+            dims: vec![11, 3, 2],
+            compression,
+            format: SampleFormat::R64,
+            ..Default::default()
+        };
+        let data: Vec<u8> = (0..66)
+            .flat_map(|i| specials64[i % specials64.len()].to_le_bytes())
+            .collect();
         check_container(&spec, &data);
         // -0.0 everywhere: all-equal but must not become a 0.0 constant.
-        let spec = Spec { dims: vec![5, 4, 3], compression, ..Default::default() };
+        let spec = Spec {
+            dims: vec![5, 4, 3],
+            compression,
+            ..Default::default()
+        };
         let data: Vec<u8> = (0..60).flat_map(|_| (-0.0f32).to_le_bytes()).collect();
         check_container(&spec, &data);
     }
-    let spec = Spec { dims: vec![9, 2, 2], format: SampleFormat::U64, ..Default::default() };
-    let data: Vec<u8> = (0..36u64).flat_map(|i| [0, 1, u64::MAX, u64::MAX - 1][i as usize % 4].to_le_bytes()).collect();
+    let spec = Spec {
+        dims: vec![9, 2, 2],
+        format: SampleFormat::U64,
+        ..Default::default()
+    };
+    let data: Vec<u8> = (0..36u64)
+        .flat_map(|i| [0, 1, u64::MAX, u64::MAX - 1][i as usize % 4].to_le_bytes())
+        .collect();
     check_container(&spec, &data);
 }
 
@@ -146,16 +213,33 @@ fn quantized_physical_values() {
     assert_eq!(a.shape, vec![6, 10, 20]);
     for (k, c) in a.data.chunks_exact(4).enumerate() {
         let v = f32::from_le_bytes(c.try_into().unwrap());
-        let want = if data[k] == 255 { -999.25f32 } else { -1.25f32 + 0.01f32 * data[k] as f32 };
+        let want = if data[k] == 255 {
+            -999.25f32
+        } else {
+            -1.25f32 + 0.01f32 * data[k] as f32
+        };
         assert_eq!(v.to_bits(), want.to_bits());
     }
-    let spec = Spec { dims: vec![20, 10, 6], format: SampleFormat::U16, integer_scale: 0.5, integer_offset: 1500.0, ..Default::default() };
+    let spec = Spec {
+        dims: vec![20, 10, 6],
+        format: SampleFormat::U16,
+        integer_scale: 0.5,
+        integer_offset: 1500.0,
+        ..Default::default()
+    };
     let data = sample_data(&spec, 12);
-    let ds = Dataset::open(&Input::from_bytes("q.vds", write_container(&spec, &data)), &Limits::default()).unwrap();
+    let ds = Dataset::open(
+        &Input::from_bytes("q.vds", write_container(&spec, &data)),
+        &Limits::default(),
+    )
+    .unwrap();
     let a = read_channel(&ds, None, true).unwrap();
     for (k, c) in a.data.chunks_exact(4).enumerate() {
         let code = u16::from_le_bytes([data[2 * k], data[2 * k + 1]]);
-        assert_eq!(f32::from_le_bytes(c.try_into().unwrap()), 1500.0f32 + 0.5f32 * code as f32);
+        assert_eq!(
+            f32::from_le_bytes(c.try_into().unwrap()),
+            1500.0f32 + 0.5f32 * code as f32
+        );
     }
 }
 
@@ -163,7 +247,14 @@ fn quantized_physical_values() {
 fn object_store_directory() {
     let dir = std::env::temp_dir().join(format!("rp-vds-dir-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let spec = Spec { dims: vec![40, 40, 12], compression: Compression::Zip, lod_levels: 1, page_entries: 2, unwritten: vec![2], ..Default::default() };
+    let spec = Spec {
+        dims: vec![40, 40, 12],
+        compression: Compression::Zip,
+        lod_levels: 1,
+        page_entries: 2,
+        unwritten: vec![2],
+        ..Default::default()
+    };
     let data = sample_data(&spec, 9);
     write_dir(&spec, &data, &dir).unwrap();
     assert!(VdsFormat.detect_dir(&dir));
@@ -174,7 +265,10 @@ fn object_store_directory() {
     let ds = Dataset::open(&input, &Limits::default()).unwrap();
     let cbytes = write_container(&spec, &data);
     let cds = Dataset::open(&Input::from_bytes("c.vds", cbytes), &Limits::default()).unwrap();
-    assert_eq!(ds.read_layer(0, Values::Native).unwrap(), cds.read_layer(0, Values::Native).unwrap());
+    assert_eq!(
+        ds.read_layer(0, Values::Native).unwrap(),
+        cds.read_layer(0, Values::Native).unwrap()
+    );
     // A chunk object that disagrees with its metadata header is found.
     let side = format!("{}.objmeta.json", dir.display());
     let text = std::fs::read_to_string(&side).unwrap();
@@ -191,7 +285,11 @@ fn object_store_directory() {
     std::fs::write(dir.join("Dimensions_012LOD0/2"), b"x").unwrap();
     std::fs::write(dir.join("Dimensions_012LOD0/notachunk"), b"x").unwrap();
     let r = VdsFormat.validate(&input, &ValidateOptions::default());
-    assert!(r.findings.has_code("vds.chunk.orphan") && r.findings.has_code("vds.store.unknown_object"), "{:?}", r.findings);
+    assert!(
+        r.findings.has_code("vds.chunk.orphan") && r.findings.has_code("vds.store.unknown_object"),
+        "{:?}",
+        r.findings
+    );
     // LayerStatus disagreeing with the pages and the geometry.
     let ls_path = dir.join("LayerStatus");
     let ls: serde_json::Value = serde_json::from_slice(&std::fs::read(&ls_path).unwrap()).unwrap();
@@ -201,7 +299,11 @@ fn object_store_directory() {
     bad[0]["serializedSize"] = 5.into();
     std::fs::write(&ls_path, bad.to_string()).unwrap();
     let r = VdsFormat.validate(&input, &ValidateOptions::default());
-    for code in ["vds.layer.valid_chunk_count", "vds.layer_status.page_directory", "vds.layer.serialized_size"] {
+    for code in [
+        "vds.layer.valid_chunk_count",
+        "vds.layer_status.page_directory",
+        "vds.layer.serialized_size",
+    ] {
         assert!(r.findings.has_code(code), "{code}: {:?}", r.findings);
     }
     let mut bad = ls.clone();
@@ -237,22 +339,38 @@ fn object_store_directory() {
     let mut bad = lay.clone();
     bad["axisDescriptors"][0]["numSamples"] = 0.into();
     std::fs::write(&lay_path, bad.to_string()).unwrap();
-    assert!(VdsFormat.validate(&input, &ValidateOptions::default()).findings.has_code("vds.layout.axis_size"));
+    assert!(VdsFormat
+        .validate(&input, &ValidateOptions::default())
+        .findings
+        .has_code("vds.layout.axis_size"));
     let mut bad = lay.clone();
     bad["channelDescriptors"][0]["format"] = "Format_U7".into();
     std::fs::write(&lay_path, bad.to_string()).unwrap();
-    assert!(VdsFormat.validate(&input, &ValidateOptions::default()).findings.has_code("vds.layout.channel_format"));
+    assert!(VdsFormat
+        .validate(&input, &ValidateOptions::default())
+        .findings
+        .has_code("vds.layout.channel_format"));
     let mut bad = lay.clone();
     bad["metadata"][0]["type"] = "IntVector2".into();
     std::fs::write(&lay_path, bad.to_string()).unwrap();
-    assert!(VdsFormat.validate(&input, &ValidateOptions::default()).findings.has_code("vds.layout.metadata_value"));
+    assert!(VdsFormat
+        .validate(&input, &ValidateOptions::default())
+        .findings
+        .has_code("vds.layout.metadata_value"));
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(side);
 }
 
 #[test]
 fn box_reads_with_a_brick_cache() {
-    let spec = Spec { dims: vec![70, 40, 20], negative_margin: 2, positive_margin: 2, compression: Compression::RLE, lod_levels: 1, ..Default::default() };
+    let spec = Spec {
+        dims: vec![70, 40, 20],
+        negative_margin: 2,
+        positive_margin: 2,
+        compression: Compression::RLE,
+        lod_levels: 1,
+        ..Default::default()
+    };
     let data = sample_data(&spec, 21);
     let bytes = write_container(&spec, &data);
     let plain = Dataset::open(&Input::from_bytes("c.vds", bytes.clone()), &Limits::default()).unwrap();
@@ -266,13 +384,19 @@ fn box_reads_with_a_brick_cache() {
             lo[2] = z;
             hi[2] = z + 1;
             for values in [Values::Native, Values::Physical] {
-                assert_eq!(plain.read_box(li, lo, hi, values).unwrap(), cached.read_box(li, lo, hi, values).unwrap());
+                assert_eq!(
+                    plain.read_box(li, lo, hi, values).unwrap(),
+                    cached.read_box(li, lo, hi, values).unwrap()
+                );
             }
         }
         let (mut lo, mut hi) = ([0u64; 6], shape);
         lo[1] = shape[1] / 2;
         hi[1] = lo[1] + 1;
-        assert_eq!(plain.read_box(li, lo, hi, Values::Native).unwrap(), cached.read_box(li, lo, hi, Values::Native).unwrap());
+        assert_eq!(
+            plain.read_box(li, lo, hi, Values::Native).unwrap(),
+            cached.read_box(li, lo, hi, Values::Native).unwrap()
+        );
     }
     let (hits, misses) = cached.brick_cache_stats();
     assert!(hits > misses * 5, "hits {hits} misses {misses}");
@@ -282,12 +406,26 @@ fn box_reads_with_a_brick_cache() {
 fn legacy_vdsobject_layout() {
     use rasterpack_vds_meta::testsupport::write_legacy_container;
     for compression in [Compression::None, Compression::RLE, Compression::Zip] {
-        let spec = Spec { dims: vec![40, 9, 5], compression, format: SampleFormat::U16, integer_scale: 0.5, integer_offset: 10.0, lod_levels: 1, negative_margin: 1, positive_margin: 1, ..Default::default() };
+        let spec = Spec {
+            dims: vec![40, 9, 5],
+            compression,
+            format: SampleFormat::U16,
+            integer_scale: 0.5,
+            integer_offset: 10.0,
+            lod_levels: 1,
+            negative_margin: 1,
+            positive_margin: 1,
+            ..Default::default()
+        };
         let data = sample_data(&spec, 13);
         let input = Input::from_bytes("legacy.vds", write_legacy_container(&spec, &data));
         let r = VdsFormat.validate(&input, &ValidateOptions::default());
         let bad: Vec<_> = r.findings.iter().filter(|f| f.severity != Severity::Info).collect();
-        assert!(bad.is_empty() && r.findings.has_code("vds.legacy_layout.used"), "{:?}", r.findings);
+        assert!(
+            bad.is_empty() && r.findings.has_code("vds.legacy_layout.used"),
+            "{:?}",
+            r.findings
+        );
         let ds = Dataset::open(&input, &Limits::default()).unwrap();
         assert_eq!(ds.layout.channels[0].integer_scale, 0.5);
         assert_eq!(ds.layout.metadata.len(), 2);
@@ -295,9 +433,19 @@ fn legacy_vdsobject_layout() {
         let a = read_channel(&ds, None, false).unwrap();
         assert_eq!(a.data, data);
         // Equal to the same dataset with a JSON layout.
-        let js = Dataset::open(&Input::from_bytes("j.vds", write_container(&spec, &data)), &Limits::default()).unwrap();
-        assert_eq!(serde_json::to_value(&js.layout.axes).unwrap(), serde_json::to_value(&ds.layout.axes).unwrap());
-        assert_eq!(serde_json::to_value(&js.layout.layout).unwrap(), serde_json::to_value(&ds.layout.layout).unwrap());
+        let js = Dataset::open(
+            &Input::from_bytes("j.vds", write_container(&spec, &data)),
+            &Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&js.layout.axes).unwrap(),
+            serde_json::to_value(&ds.layout.axes).unwrap()
+        );
+        assert_eq!(
+            serde_json::to_value(&js.layout.layout).unwrap(),
+            serde_json::to_value(&ds.layout.layout).unwrap()
+        );
     }
 }
 
@@ -305,7 +453,13 @@ fn legacy_vdsobject_layout() {
 fn object_store_without_page_directory() {
     let dir = std::env::temp_dir().join(format!("rp-vds-nopd-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let spec = Spec { dims: vec![70, 40, 12], compression: Compression::RLE, page_entries: 2, unwritten: vec![1], ..Default::default() };
+    let spec = Spec {
+        dims: vec![70, 40, 12],
+        compression: Compression::RLE,
+        page_entries: 2,
+        unwritten: vec![1],
+        ..Default::default()
+    };
     let data = sample_data(&spec, 17);
     write_dir(&spec, &data, &dir).unwrap();
     let ls_path = dir.join("LayerStatus");
@@ -315,10 +469,17 @@ fn object_store_without_page_directory() {
     let input = Input::open(&dir).unwrap();
     let r = VdsFormat.validate(&input, &ValidateOptions::default());
     assert!(r.is_valid(true), "{:?}", r.findings);
-    let with = Dataset::open(&Input::from_bytes("c.vds", write_container(&spec, &data)), &Limits::default()).unwrap();
+    let with = Dataset::open(
+        &Input::from_bytes("c.vds", write_container(&spec, &data)),
+        &Limits::default(),
+    )
+    .unwrap();
     let ds = Dataset::open(&input, &Limits::default()).unwrap();
     assert_eq!(ds.layers[0].chunks, with.layers[0].chunks);
-    assert_eq!(ds.read_layer(0, Values::Native).unwrap(), with.read_layer(0, Values::Native).unwrap());
+    assert_eq!(
+        ds.read_layer(0, Values::Native).unwrap(),
+        with.read_layer(0, Values::Native).unwrap()
+    );
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(format!("{}.objmeta.json", dir.display()));
 }

@@ -17,7 +17,10 @@ fn samples_are_current_and_valid() {
     for (name, spec) in testdata_specs() {
         let bytes = std::fs::read(dir().join(name)).unwrap();
         let data = ramp_data(&spec);
-        assert!(bytes == write_container(&spec, &data), "{name} is stale: regenerate testdata");
+        assert!(
+            bytes == write_container(&spec, &data),
+            "{name} is stale: regenerate testdata"
+        );
         let input = Input::from_bytes(name, bytes);
         let r = VdsFormat.validate(&input, &ValidateOptions::default());
         assert!(r.is_valid(true), "{name}: {:?}", r.findings);
@@ -31,13 +34,20 @@ fn samples_are_current_and_valid() {
             assert!(got.iter().zip(&data).all(|(g, d)| g == d || *g == 255), "{name}");
         }
     }
-    let r = VdsFormat.validate(&Input::open(&dir().join("invalid_rle_overrun.vds")).unwrap(), &ValidateOptions::default());
+    let r = VdsFormat.validate(
+        &Input::open(&dir().join("invalid_rle_overrun.vds")).unwrap(),
+        &ValidateOptions::default(),
+    );
     assert!(r.findings.has_code("vds.chunk.rle_run"), "{:?}", r.findings);
     // The same data as small_r32_zip.vds, its layout in the legacy VDSObject text.
     let (_, spec) = &testdata_specs()[0];
     let legacy = Input::open(&dir().join("small_legacy_vdsobject.vds")).unwrap();
     let r = VdsFormat.validate(&legacy, &ValidateOptions::default());
-    assert!(r.is_valid(true) && r.findings.has_code("vds.legacy_layout.used"), "{:?}", r.findings);
+    assert!(
+        r.is_valid(true) && r.findings.has_code("vds.legacy_layout.used"),
+        "{:?}",
+        r.findings
+    );
     let ds = Dataset::open(&legacy, &Limits::default()).unwrap();
     assert_eq!(ds.read_layer(0, Values::Native).unwrap(), ramp_data(spec));
     let d = dir().join("small_objdir");

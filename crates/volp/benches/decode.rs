@@ -31,7 +31,10 @@ fn mbps(bytes: usize, d: Duration) -> f64 {
 }
 
 fn main() {
-    let mib: u64 = std::env::var("VOLP_BENCH_MIB").ok().and_then(|s| s.parse().ok()).unwrap_or(256);
+    let mib: u64 = std::env::var("VOLP_BENCH_MIB")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(256);
     let (levels, lat) = (mib / 4, 1024u64);
     let lon = 1024u64;
     let n = (levels * lat * lon) as usize;
@@ -46,7 +49,9 @@ fn main() {
                 state ^= state >> 7;
                 state ^= state << 17;
                 let noise = (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
-                let v = 280.0 - 0.5 * l as f32 + 10.0 * ((x as f32) * 0.01).sin() * ((y as f32) * 0.013).cos() + 0.05 * noise;
+                let v = 280.0 - 0.5 * l as f32
+                    + 10.0 * ((x as f32) * 0.01).sin() * ((y as f32) * 0.013).cos()
+                    + 0.05 * noise;
                 data.extend_from_slice(&v.to_le_bytes());
             }
         }
@@ -76,8 +81,17 @@ fn main() {
         volp.push(time(1, || decode(&file).expect("decode")));
     }
     let (bare, volp) = (median(bare), median(volp));
-    println!("bare zstd decompress : {:>8.1?}  {:>7.0} MB/s (decoded bytes)", bare, mbps(out_len, bare));
-    println!("volp decode          : {:>8.1?}  {:>7.0} MB/s  ratio to bare zstd {:.3}", volp, mbps(out_len, volp), volp.as_secs_f64() / bare.as_secs_f64());
+    println!(
+        "bare zstd decompress : {:>8.1?}  {:>7.0} MB/s (decoded bytes)",
+        bare,
+        mbps(out_len, bare)
+    );
+    println!(
+        "volp decode          : {:>8.1?}  {:>7.0} MB/s  ratio to bare zstd {:.3}",
+        volp,
+        mbps(out_len, volp),
+        volp.as_secs_f64() / bare.as_secs_f64()
+    );
 
     let vol = decode(&file).expect("decode");
     let phys = time(runs, || to_physical(&vol));
@@ -98,5 +112,9 @@ fn main() {
     let val = time(3, || validate(&file));
     println!("validate (full)      : {:>8.1?}  {:>7.0} MB/s", val, mbps(out_len, val));
     let again = time(3, || decode(&file).expect("decode"));
-    println!("volp decode (again)  : {:>8.1?}  {:>7.0} MB/s", again, mbps(out_len, again));
+    println!(
+        "volp decode (again)  : {:>8.1?}  {:>7.0} MB/s",
+        again,
+        mbps(out_len, again)
+    );
 }

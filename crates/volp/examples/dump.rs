@@ -4,7 +4,13 @@ fn main() {
         let data = std::fs::read(&path).expect("read");
         println!("{path}");
         for f in rasterpack_volp::validate(&data).iter() {
-            println!("  {:7} {:32} {:>8} {}", f.severity.as_str(), f.code, f.offset.map(|o| o.to_string()).unwrap_or_default(), f.message);
+            println!(
+                "  {:7} {:32} {:>8} {}",
+                f.severity.as_str(),
+                f.code,
+                f.offset.map(|o| o.to_string()).unwrap_or_default(),
+                f.message
+            );
         }
     }
 }

@@ -42,11 +42,17 @@ fn build_report(data: &[u8], limits: &Limits, decode: bool, all: bool) -> Result
     let mut volume: Option<Volume> = None;
     let body = data.get(s.body_offset as usize..).unwrap_or(&[]);
     match (&s.check.header, s.check.compression_ok) {
-        (_, false) => report.findings.info("volp.body.not_checked", Some(s.body_offset), "body not checked: its compression is not zstd"),
+        (_, false) => report.findings.info(
+            "volp.body.not_checked",
+            Some(s.body_offset),
+            "body not checked: its compression is not zstd",
+        ),
         (Some(h), true) if decode || h.decoded_len() <= INSPECT_DECODE_MAX => {
             let expected = h.decoded_len();
             let planned = parse::plan_body(body, s.body_offset, expected).and_then(|frames| {
-                let n = limits.check_alloc(expected, "decoded body", Some(s.body_offset)).map_err(crate::parse::alloc_limit)?;
+                let n = limits
+                    .check_alloc(expected, "decoded body", Some(s.body_offset))
+                    .map_err(crate::parse::alloc_limit)?;
                 Ok((frames, n))
             });
             match planned {
@@ -56,7 +62,10 @@ fn build_report(data: &[u8], limits: &Limits, decode: bool, all: bool) -> Result
                     match parse::decode_frames(&frames, s.body_offset, &mut out) {
                         Ok(info) => {
                             body_info = Some(info);
-                            volume = Some(Volume { header: h.clone(), data: out });
+                            volume = Some(Volume {
+                                header: h.clone(),
+                                data: out,
+                            });
                         }
                         Err(e) => report.findings.push_error(&e),
                     }
@@ -74,7 +83,10 @@ fn build_report(data: &[u8], limits: &Limits, decode: bool, all: bool) -> Result
                 report.findings.info(
                     "volp.body.not_decoded",
                     Some(s.body_offset),
-                    format!("body larger than {} not decoded by inspect (use --all or validate)", fmt_bytes(INSPECT_DECODE_MAX)),
+                    format!(
+                        "body larger than {} not decoded by inspect (use --all or validate)",
+                        fmt_bytes(INSPECT_DECODE_MAX)
+                    ),
                 );
             }
         }
@@ -100,7 +112,11 @@ fn describe(report: &mut Report, s: &Structure, body: Option<BodyInfo>, volume: 
             sum.insert("compression".into(), Value::from(h.compression.clone()));
             sum.insert("elements".into(), Value::from(h.elements()));
             sum.insert("decoded_len".into(), Value::from(decoded));
-            let ratio = if s.body_len > 0 { decoded as f64 / s.body_len as f64 } else { f64::NAN };
+            let ratio = if s.body_len > 0 {
+                decoded as f64 / s.body_len as f64
+            } else {
+                f64::NAN
+            };
             sum.insert("ratio".into(), f64_value(ratio));
             let mut meta = Map::new();
             for (k, v) in h.metadata.entries() {
@@ -115,8 +131,14 @@ fn describe(report: &mut Report, s: &Structure, body: Option<BodyInfo>, volume: 
             rows.push(("offset".into(), fmt_f64(h.offset)));
             rows.push(("compression".into(), h.compression.clone()));
             rows.push(("header".into(), format!("{} bytes at offset 8", s.prefix.header_len)));
-            rows.push(("body (compressed)".into(), format!("{} at offset {}", fmt_bytes(s.body_len), s.body_offset)));
-            rows.push(("decoded".into(), format!("{} ({} elements)", fmt_bytes(decoded), h.elements())));
+            rows.push((
+                "body (compressed)".into(),
+                format!("{} at offset {}", fmt_bytes(s.body_len), s.body_offset),
+            ));
+            rows.push((
+                "decoded".into(),
+                format!("{} ({} elements)", fmt_bytes(decoded), h.elements()),
+            ));
             rows.push(("ratio".into(), format!("{ratio:.2}")));
         }
         None => {
@@ -127,20 +149,33 @@ fn describe(report: &mut Report, s: &Structure, body: Option<BodyInfo>, volume: 
             if let Some(sh) = c.shape {
                 sum.insert("shape".into(), Value::from(sh.to_vec()));
             }
-            rows.push(("header".into(), format!("{} bytes at offset 8 (rules failed, see findings)", s.prefix.header_len)));
-            rows.push(("body (compressed)".into(), format!("{} at offset {}", fmt_bytes(s.body_len), s.body_offset)));
+            rows.push((
+                "header".into(),
+                format!("{} bytes at offset 8 (rules failed, see findings)", s.prefix.header_len),
+            ));
+            rows.push((
+                "body (compressed)".into(),
+                format!("{} at offset {}", fmt_bytes(s.body_len), s.body_offset),
+            ));
         }
     }
     if let Some(b) = body {
         sum.insert("zstd_frames".into(), Value::from(b.zstd_frames));
         sum.insert("skippable_frames".into(), Value::from(b.skippable_frames));
-        rows.push(("frames".into(), format!("{} zstd, {} skippable", b.zstd_frames, b.skippable_frames)));
+        rows.push((
+            "frames".into(),
+            format!("{} zstd, {} skippable", b.zstd_frames, b.skippable_frames),
+        ));
     }
     report.fields("VOLP header", rows);
 
     if let Some(h) = &c.header {
-        let mut meta_rows: Vec<(String, String)> =
-            h.metadata.entries().into_iter().map(|(k, v)| (k.to_string(), compact(v, all))).collect();
+        let mut meta_rows: Vec<(String, String)> = h
+            .metadata
+            .entries()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), compact(v, all)))
+            .collect();
         for (k, v) in &h.unknown {
             meta_rows.push((format!("{k} (unknown key)"), compact(v, all)));
         }
@@ -156,7 +191,11 @@ fn describe(report: &mut Report, s: &Structure, body: Option<BodyInfo>, volume: 
         let st = model::stats(v);
         let (sc, of) = (v.header.scale, v.header.offset);
         let phys = |x: Option<f64>| x.map(|x| x * sc + of);
-        let (pmin, pmax) = if sc < 0.0 { (phys(st.max), phys(st.min)) } else { (phys(st.min), phys(st.max)) };
+        let (pmin, pmax) = if sc < 0.0 {
+            (phys(st.max), phys(st.min))
+        } else {
+            (phys(st.min), phys(st.max))
+        };
         let opt = |x: Option<f64>| x.map(f64_value).unwrap_or(Value::Null);
         let txt = |x: Option<f64>| x.map(fmt_f64).unwrap_or_else(|| "-".into());
         report.summary.insert(
@@ -172,7 +211,12 @@ fn describe(report: &mut Report, s: &Structure, body: Option<BodyInfo>, volume: 
             &["", "min", "max", "mean"],
             vec![
                 vec!["stored".into(), txt(st.min), txt(st.max), txt(st.mean)],
-                vec!["physical (stored * scale + offset)".into(), txt(pmin), txt(pmax), txt(phys(st.mean))],
+                vec![
+                    "physical (stored * scale + offset)".into(),
+                    txt(pmin),
+                    txt(pmax),
+                    txt(phys(st.mean)),
+                ],
             ],
         );
         if st.nan_count > 0 {
@@ -189,7 +233,11 @@ fn load(input: &Input, limits: &Limits) -> Result<std::sync::Arc<Vec<u8>>> {
 }
 
 fn attr_f64(attrs: &Map<String, Value>, key: &str, default: f64) -> f64 {
-    attrs.get(key).and_then(Value::as_f64).filter(|v| v.is_finite()).unwrap_or(default)
+    attrs
+        .get(key)
+        .and_then(Value::as_f64)
+        .filter(|v| v.is_finite())
+        .unwrap_or(default)
 }
 
 impl Format for VolpFormat {
@@ -263,9 +311,17 @@ impl Format for VolpFormat {
         let level = match opts.compress.as_deref() {
             None => DEFAULT_LEVEL,
             Some(c) if c.eq_ignore_ascii_case("zstd") => DEFAULT_LEVEL,
-            Some(c) => match c.split_once(':').filter(|(n, _)| n.eq_ignore_ascii_case("zstd")).and_then(|(_, l)| l.parse::<i32>().ok()) {
+            Some(c) => match c
+                .split_once(':')
+                .filter(|(n, _)| n.eq_ignore_ascii_case("zstd"))
+                .and_then(|(_, l)| l.parse::<i32>().ok())
+            {
                 Some(l) if (1..=22).contains(&l) => l,
-                _ => return Err(Error::usage(format!("VOLP compression must be \"zstd\" or \"zstd:LEVEL\" (1..=22), not {c:?}"))),
+                _ => {
+                    return Err(Error::usage(format!(
+                        "VOLP compression must be \"zstd\" or \"zstd:LEVEL\" (1..=22), not {c:?}"
+                    )))
+                }
             },
         };
         let scale = attr_f64(&array.attrs, "scale", 1.0);

@@ -19,7 +19,10 @@ pub enum JValue {
     Null,
     Bool(bool),
     /// A number: its exact source text and the nearest f64 (infinite when out of range).
-    Number { raw: String, value: f64 },
+    Number {
+        raw: String,
+        value: f64,
+    },
     String(String),
     Array(Vec<Node>),
     /// Members in source order; keys are unique (duplicates are a parse error).
@@ -87,7 +90,11 @@ impl JValue {
 
 /// Parse exactly one JSON value, with optional JSON whitespace around it and nothing else.
 pub fn parse(text: &str, max_depth: u32) -> Result<Node, JsonError> {
-    let mut p = Parser { s: text.as_bytes(), pos: 0, max_depth };
+    let mut p = Parser {
+        s: text.as_bytes(),
+        pos: 0,
+        max_depth,
+    };
     p.ws();
     let node = p.value(0)?;
     p.ws();
@@ -109,7 +116,11 @@ impl Parser<'_> {
             Some(b) => format!("byte 0x{b:02x}"),
             None => "end of header".to_string(),
         };
-        JsonError { kind: JsonErrorKind::Syntax, offset, message: format!("{what} (found {found})") }
+        JsonError {
+            kind: JsonErrorKind::Syntax,
+            offset,
+            message: format!("{what} (found {found})"),
+        }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -395,13 +406,35 @@ mod tests {
 
     #[test]
     fn refuses_extensions_and_duplicates() {
-        for s in ["NaN", "Infinity", "-Infinity", "+1", ".5", "01", "1.", "1e", "[1,]", "{\"a\":1,}", "'a'", "{a:1}", "\"\t\"", "{} x", "{}\0", "\"\\ud800\"", "\"\\x\"", ""] {
+        for s in [
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "+1",
+            ".5",
+            "01",
+            "1.",
+            "1e",
+            "[1,]",
+            "{\"a\":1,}",
+            "'a'",
+            "{a:1}",
+            "\"\t\"",
+            "{} x",
+            "{}\0",
+            "\"\\ud800\"",
+            "\"\\x\"",
+            "",
+        ] {
             assert_eq!(bad(s).kind, JsonErrorKind::Syntax, "{s:?}");
         }
         let e = bad(r#"{"a":1,"b":{"c":1,"c":2}}"#);
         assert_eq!(e.kind, JsonErrorKind::DuplicateKey("c".into()));
         assert_eq!(e.offset, 18);
-        assert!(matches!(bad(r#"{"a":1,"\u0061":2}"#).kind, JsonErrorKind::DuplicateKey(_)));
+        assert!(matches!(
+            bad(r#"{"a":1,"\u0061":2}"#).kind,
+            JsonErrorKind::DuplicateKey(_)
+        ));
         assert_eq!(parse(&"[".repeat(100), 64).unwrap_err().kind, JsonErrorKind::TooDeep);
     }
 }

@@ -33,7 +33,8 @@ pub fn read_header(data: &[u8], limits: &Limits) -> Result<VolpFile> {
     if let Some(e) = s.check.errors.first() {
         return Err(e.clone());
     }
-    s.file().ok_or_else(|| Error::invalid_at("volp.header.invalid", Some(8), "header rules failed"))
+    s.file()
+        .ok_or_else(|| Error::invalid_at("volp.header.invalid", Some(8), "header rules failed"))
 }
 
 /// Decode a whole file with the default limits.
@@ -48,16 +49,24 @@ pub fn decode_with_limits(data: &[u8], limits: &Limits) -> Result<Volume> {
     let expected = file.header.decoded_len();
     let body = data.get(file.body_offset as usize..).unwrap_or(&[]);
     let frames = parse::plan_body(body, file.body_offset, expected)?;
-    let n = limits.check_alloc(expected, "decoded body", Some(file.body_offset)).map_err(crate::parse::alloc_limit)?;
+    let n = limits
+        .check_alloc(expected, "decoded body", Some(file.body_offset))
+        .map_err(crate::parse::alloc_limit)?;
     if expected > limits.max_array_bytes {
         return Err(Error::new(
             ErrorKind::LimitExceeded,
             "volp.limit.array",
             Some(file.body_offset),
-            format!("decoded body of {expected} bytes exceeds the configured array limit of {} bytes", limits.max_array_bytes),
+            format!(
+                "decoded body of {expected} bytes exceeds the configured array limit of {} bytes",
+                limits.max_array_bytes
+            ),
         ));
     }
     let mut out = vec![0u8; n];
     parse::decode_frames(&frames, file.body_offset, &mut out)?;
-    Ok(Volume { header: file.header, data: out })
+    Ok(Volume {
+        header: file.header,
+        data: out,
+    })
 }

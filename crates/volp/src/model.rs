@@ -19,7 +19,12 @@ impl Metadata {
     /// Present keys in spec order.
     pub fn entries(&self) -> Vec<(&'static str, &Value)> {
         let mut out = Vec::new();
-        for (k, v) in [("bbox", &self.bbox), ("levels", &self.levels), ("variable", &self.variable), ("valid_time", &self.valid_time)] {
+        for (k, v) in [
+            ("bbox", &self.bbox),
+            ("levels", &self.levels),
+            ("variable", &self.variable),
+            ("valid_time", &self.valid_time),
+        ] {
             if let Some(v) = v {
                 out.push((k, v));
             }
@@ -83,11 +88,26 @@ pub struct Volume {
 macro_rules! for_each_value {
     ($dtype:expr, $data:expr, |$v:ident| $body:expr) => {
         match $dtype {
-            DType::U8 => $data.iter().for_each(|&b| { let $v = b as f64; $body }),
-            DType::I16 => $data.chunks_exact(2).for_each(|c| { let $v = i16::from_le_bytes([c[0], c[1]]) as f64; $body }),
-            DType::I32 => $data.chunks_exact(4).for_each(|c| { let $v = i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64; $body }),
-            DType::F32 => $data.chunks_exact(4).for_each(|c| { let $v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64; $body }),
-            DType::F64 => $data.chunks_exact(8).for_each(|c| { let $v = f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]); $body }),
+            DType::U8 => $data.iter().for_each(|&b| {
+                let $v = b as f64;
+                $body
+            }),
+            DType::I16 => $data.chunks_exact(2).for_each(|c| {
+                let $v = i16::from_le_bytes([c[0], c[1]]) as f64;
+                $body
+            }),
+            DType::I32 => $data.chunks_exact(4).for_each(|c| {
+                let $v = i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64;
+                $body
+            }),
+            DType::F32 => $data.chunks_exact(4).for_each(|c| {
+                let $v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64;
+                $body
+            }),
+            DType::F64 => $data.chunks_exact(8).for_each(|c| {
+                let $v = f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+                $body
+            }),
             _ => {}
         }
     };
@@ -102,9 +122,18 @@ pub fn to_physical(volume: &Volume) -> Vec<f64> {
     let d = &volume.data;
     match volume.header.dtype {
         DType::U8 => d.iter().map(|&b| b as f64 * s + o).collect(),
-        DType::I16 => d.chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]]) as f64 * s + o).collect(),
-        DType::I32 => d.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64 * s + o).collect(),
-        DType::F32 => d.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64 * s + o).collect(),
+        DType::I16 => d
+            .chunks_exact(2)
+            .map(|c| i16::from_le_bytes([c[0], c[1]]) as f64 * s + o)
+            .collect(),
+        DType::I32 => d
+            .chunks_exact(4)
+            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64 * s + o)
+            .collect(),
+        DType::F32 => d
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64 * s + o)
+            .collect(),
         DType::F64 => d
             .chunks_exact(8)
             .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) * s + o)

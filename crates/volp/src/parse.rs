@@ -22,7 +22,10 @@ pub fn parse_prefix(data: &[u8]) -> Result<RawPrefix, Error> {
         return Err(Error::invalid(
             "volp.magic",
             0,
-            format!("not a VOLP file: magic is {:?}, expected \"VOLP\"", String::from_utf8_lossy(&found[..n])),
+            format!(
+                "not a VOLP file: magic is {:?}, expected \"VOLP\"",
+                String::from_utf8_lossy(&found[..n])
+            ),
         ));
     }
     if data.len() < PREFIX_LEN {
@@ -30,11 +33,17 @@ pub fn parse_prefix(data: &[u8]) -> Result<RawPrefix, Error> {
             ErrorKind::Truncated,
             "volp.prefix.truncated",
             Some(data.len() as u64),
-            format!("file is {} bytes long: the 8-byte prefix (magic + header length) is incomplete", data.len()),
+            format!(
+                "file is {} bytes long: the 8-byte prefix (magic + header length) is incomplete",
+                data.len()
+            ),
         ));
     }
     let header_len = u32::from_le_bytes([data[4], data[5], data[6], data[7]]);
-    Ok(RawPrefix { magic: MAGIC, header_len })
+    Ok(RawPrefix {
+        magic: MAGIC,
+        header_len,
+    })
 }
 
 /// Check the declared header length against the spec limit (inclusive 1..=1 MiB), the caller's
@@ -52,7 +61,10 @@ pub fn header_bytes<'a>(data: &'a [u8], prefix: &RawPrefix, limits: &Limits) -> 
         return Err(Error::limit(
             "volp.limit.header",
             Some(4),
-            format!("header length {len} exceeds the configured text limit of {} bytes", limits.max_text),
+            format!(
+                "header length {len} exceeds the configured text limit of {} bytes",
+                limits.max_text
+            ),
         ));
     }
     let end = PREFIX_LEN + len as usize;
@@ -74,13 +86,20 @@ pub fn header_bytes<'a>(data: &'a [u8], prefix: &RawPrefix, limits: &Limits) -> 
 pub fn parse_header_json(bytes: &[u8], limits: &Limits) -> Result<Vec<(String, Node)>, Error> {
     let base = PREFIX_LEN as u64;
     if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
-        return Err(Error::invalid("volp.header.bom", base, "header starts with a UTF-8 byte order mark"));
+        return Err(Error::invalid(
+            "volp.header.bom",
+            base,
+            "header starts with a UTF-8 byte order mark",
+        ));
     }
     let text = std::str::from_utf8(bytes).map_err(|e| {
         Error::invalid(
             "volp.header.utf8",
             base + e.valid_up_to() as u64,
-            format!("header is not valid UTF-8 (invalid byte at header offset {})", e.valid_up_to()),
+            format!(
+                "header is not valid UTF-8 (invalid byte at header offset {})",
+                e.valid_up_to()
+            ),
         )
     })?;
     let depth = limits.max_depth.clamp(1, 128);
@@ -185,7 +204,10 @@ fn integral(raw: &str) -> Integral {
 
 /// Apply every header rule of the spec and the ERRATA VOLP table.
 pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
-    let mut c = HeaderCheck { compression_ok: true, ..Default::default() };
+    let mut c = HeaderCheck {
+        compression_ok: true,
+        ..Default::default()
+    };
     let get = |k: &str| members.iter().find(|(key, _)| key == k).map(|(_, n)| n);
     let at = |n: &Node| base + n.offset as u64;
     for (k, v) in members {
@@ -195,17 +217,27 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
     // version: integral number or null/missing; < 1 -> 1.
     let mut version = 1u64;
     match get("version") {
-        None => c.notes.info("volp.version.missing", None, "no \"version\" key: read as version 1"),
+        None => c
+            .notes
+            .info("volp.version.missing", None, "no \"version\" key: read as version 1"),
         Some(n) => match &n.value {
-            JValue::Null => c.notes.info("volp.version.missing", Some(at(n)), "\"version\" is null: read as version 1"),
+            JValue::Null => c.notes.info(
+                "volp.version.missing",
+                Some(at(n)),
+                "\"version\" is null: read as version 1",
+            ),
             JValue::Number { raw, .. } => match integral(raw) {
-                Integral::Value { negative, magnitude } if negative || magnitude < 1 => {
-                    c.notes.info("volp.version.defaulted", Some(at(n)), format!("version {raw} is below 1: read as version 1"))
-                }
+                Integral::Value { negative, magnitude } if negative || magnitude < 1 => c.notes.info(
+                    "volp.version.defaulted",
+                    Some(at(n)),
+                    format!("version {raw} is below 1: read as version 1"),
+                ),
                 Integral::Value { magnitude, .. } => version = magnitude,
-                Integral::TooLarge { negative: true } => {
-                    c.notes.info("volp.version.defaulted", Some(at(n)), format!("version {raw} is below 1: read as version 1"))
-                }
+                Integral::TooLarge { negative: true } => c.notes.info(
+                    "volp.version.defaulted",
+                    Some(at(n)),
+                    format!("version {raw} is below 1: read as version 1"),
+                ),
                 Integral::TooLarge { negative: false } => version = u64::MAX,
                 Integral::Fraction => c.errors.push(Error::invalid(
                     "volp.version.invalid",
@@ -221,20 +253,31 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
         },
     }
     if version > 1 {
-        c.notes.info("volp.version.newer", get("version").map(at), format!("version {version} is newer than 1: decoded with the version 1 layout"));
+        c.notes.info(
+            "volp.version.newer",
+            get("version").map(at),
+            format!("version {version} is newer than 1: decoded with the version 1 layout"),
+        );
     }
 
     // dtype: exactly one of the five names.
     let mut dtype = None;
     match get("dtype") {
-        None => c.errors.push(Error::invalid_at("volp.dtype.missing", Some(base), "required key \"dtype\" is missing")),
+        None => c.errors.push(Error::invalid_at(
+            "volp.dtype.missing",
+            Some(base),
+            "required key \"dtype\" is missing",
+        )),
         Some(n) => match &n.value {
             JValue::String(s) => match DType::from_name(s).filter(|d| DTYPES.contains(d)) {
                 Some(d) => dtype = Some(d),
                 None => c.errors.push(Error::invalid(
                     "volp.dtype.unsupported",
                     at(n),
-                    format!("dtype \"{}\" is not one of uint8, int16, int32, float32, float64", s.escape_debug()),
+                    format!(
+                        "dtype \"{}\" is not one of uint8, int16, int32, float32, float64",
+                        s.escape_debug()
+                    ),
                 )),
             },
             other => c.errors.push(Error::invalid(
@@ -249,7 +292,11 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
     // shape: exactly 3 integral numbers >= 1.
     let mut shape = None;
     match get("shape") {
-        None => c.errors.push(Error::invalid_at("volp.shape.missing", Some(base), "required key \"shape\" is missing")),
+        None => c.errors.push(Error::invalid_at(
+            "volp.shape.missing",
+            Some(base),
+            "required key \"shape\" is missing",
+        )),
         Some(n) => match &n.value {
             JValue::Array(items) if items.len() == 3 => {
                 let mut dims = [0u64; 3];
@@ -257,11 +304,16 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
                 for (i, item) in items.iter().enumerate() {
                     let problem = match &item.value {
                         JValue::Number { raw, .. } => match integral(raw) {
-                            Integral::Value { negative: false, magnitude } if magnitude >= 1 => {
+                            Integral::Value {
+                                negative: false,
+                                magnitude,
+                            } if magnitude >= 1 => {
                                 dims[i] = magnitude;
                                 None
                             }
-                            Integral::Value { .. } | Integral::TooLarge { negative: true } => Some(format!("{raw} is below 1")),
+                            Integral::Value { .. } | Integral::TooLarge { negative: true } => {
+                                Some(format!("{raw} is below 1"))
+                            }
                             Integral::TooLarge { negative: false } => Some(format!("{raw} does not fit in 64 bits")),
                             Integral::Fraction => Some(format!("{raw} is not an integer")),
                         },
@@ -283,7 +335,10 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
             JValue::Array(items) => c.errors.push(Error::invalid(
                 "volp.shape.invalid",
                 at(n),
-                format!("shape must have exactly 3 dimensions [levels, lat, lon], found {}", items.len()),
+                format!(
+                    "shape must have exactly 3 dimensions [levels, lat, lon], found {}",
+                    items.len()
+                ),
             )),
             other => c.errors.push(Error::invalid(
                 "volp.shape.invalid",
@@ -315,7 +370,9 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
                         Some(len) if len > MAX_BODY_LEN => c.errors.push(Error::invalid_at(
                             "volp.limit.body",
                             shape_at,
-                            format!("decoded body would be {len} bytes, above the limit of {MAX_BODY_LEN} bytes (256 MiB)"),
+                            format!(
+                                "decoded body would be {len} bytes, above the limit of {MAX_BODY_LEN} bytes (256 MiB)"
+                            ),
                         )),
                         Some(_) => {}
                     }
@@ -327,7 +384,11 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
     // compression: case-insensitive "zstd"; missing -> zstd with a warning.
     let mut compression = "zstd".to_string();
     match get("compression") {
-        None => c.notes.warning("volp.compression.missing", None, "no \"compression\" key: assuming \"zstd\""),
+        None => c.notes.warning(
+            "volp.compression.missing",
+            None,
+            "no \"compression\" key: assuming \"zstd\"",
+        ),
         Some(n) => match &n.value {
             JValue::String(s) if s.eq_ignore_ascii_case("zstd") => compression = s.clone(),
             JValue::String(s) => {
@@ -335,7 +396,10 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
                 c.errors.push(Error::invalid(
                     "volp.compression.unknown",
                     at(n),
-                    format!("compression \"{}\" is not supported: only \"zstd\" is defined", s.escape_debug()),
+                    format!(
+                        "compression \"{}\" is not supported: only \"zstd\" is defined",
+                        s.escape_debug()
+                    ),
                 ))
             }
             other => {
@@ -343,7 +407,10 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
                 c.errors.push(Error::invalid(
                     "volp.compression.unknown",
                     at(n),
-                    format!("\"compression\" must be the string \"zstd\", found {}", other.type_name()),
+                    format!(
+                        "\"compression\" must be the string \"zstd\", found {}",
+                        other.type_name()
+                    ),
                 ))
             }
         },
@@ -353,7 +420,11 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
     let number_or_default = |key: &str, default: f64, c: &mut HeaderCheck| -> f64 {
         match get(key) {
             None => {
-                c.notes.info(format!("volp.{key}.missing"), None, format!("no \"{key}\" key: using {default:?}"));
+                c.notes.info(
+                    format!("volp.{key}.missing"),
+                    None,
+                    format!("no \"{key}\" key: using {default:?}"),
+                );
                 default
             }
             Some(n) => match &n.value {
@@ -379,7 +450,12 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
 
     // Metadata: shown, remarks at most.
     let meta = |k: &str| get(k).map(|n| n.value.to_serde());
-    let metadata = Metadata { bbox: meta("bbox"), levels: meta("levels"), variable: meta("variable"), valid_time: meta("valid_time") };
+    let metadata = Metadata {
+        bbox: meta("bbox"),
+        levels: meta("levels"),
+        variable: meta("variable"),
+        valid_time: meta("valid_time"),
+    };
     check_metadata(members, shape, base, &mut c.notes);
     let mut unknown = Map::new();
     for (k, v) in members {
@@ -389,12 +465,25 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
     }
     if !unknown.is_empty() {
         let names: Vec<&str> = unknown.keys().map(|s| s.as_str()).collect();
-        c.notes.info("volp.header.unknown_keys", None, format!("unknown header keys ignored: {}", names.join(", ")));
+        c.notes.info(
+            "volp.header.unknown_keys",
+            None,
+            format!("unknown header keys ignored: {}", names.join(", ")),
+        );
     }
 
     if c.errors.is_empty() {
         if let (Some(dtype), Some(shape)) = (dtype, shape) {
-            c.header = Some(Header { version, dtype, shape, scale, offset, compression, metadata, unknown });
+            c.header = Some(Header {
+                version,
+                dtype,
+                shape,
+                scale,
+                offset,
+                compression,
+                metadata,
+                unknown,
+            });
         }
     }
     c
@@ -410,26 +499,47 @@ fn check_metadata(members: &[(String, Node)], shape: Option<[u64; 3]>, base: u64
                         notes.info(
                             "volp.metadata.levels_len",
                             at,
-                            format!("\"levels\" has {} entries for shape[0] = {} (not used for decoding)", items.len(), s[0]),
+                            format!(
+                                "\"levels\" has {} entries for shape[0] = {} (not used for decoding)",
+                                items.len(),
+                                s[0]
+                            ),
                         );
                     }
                 }
             }
-            ("levels", v) => notes.info("volp.metadata.type", at, format!("\"levels\" is {}, expected an array", v.type_name())),
+            ("levels", v) => notes.info(
+                "volp.metadata.type",
+                at,
+                format!("\"levels\" is {}, expected an array", v.type_name()),
+            ),
             ("bbox", JValue::Object(m)) => {
                 let missing: Vec<&str> = ["west", "south", "east", "north", "bottom", "top"]
                     .into_iter()
-                    .filter(|key| !m.iter().any(|(mk, mv)| mk == key && matches!(mv.value, JValue::Number { .. })))
+                    .filter(|key| {
+                        !m.iter()
+                            .any(|(mk, mv)| mk == key && matches!(mv.value, JValue::Number { .. }))
+                    })
                     .collect();
                 if !missing.is_empty() {
-                    notes.info("volp.metadata.bbox", at, format!("\"bbox\" lacks numeric {}", missing.join(", ")));
+                    notes.info(
+                        "volp.metadata.bbox",
+                        at,
+                        format!("\"bbox\" lacks numeric {}", missing.join(", ")),
+                    );
                 }
             }
-            ("bbox", v) => notes.info("volp.metadata.type", at, format!("\"bbox\" is {}, expected an object", v.type_name())),
+            ("bbox", v) => notes.info(
+                "volp.metadata.type",
+                at,
+                format!("\"bbox\" is {}, expected an object", v.type_name()),
+            ),
             ("variable" | "valid_time", JValue::String(_)) => {}
-            ("variable" | "valid_time", v) => {
-                notes.info("volp.metadata.type", at, format!("\"{k}\" is {}, expected a string", v.type_name()))
-            }
+            ("variable" | "valid_time", v) => notes.info(
+                "volp.metadata.type",
+                at,
+                format!("\"{k}\" is {}, expected a string", v.type_name()),
+            ),
             _ => {}
         }
     }
@@ -463,14 +573,24 @@ pub fn parse_structure(data: &[u8], limits: &Limits) -> Result<Structure, Error>
     let members = parse_header_json(hb, limits)?;
     let check = check_header(&members, PREFIX_LEN as u64);
     let body_offset = (PREFIX_LEN + hb.len()) as u64;
-    Ok(Structure { prefix, check, body_offset, body_len: data.len() as u64 - body_offset })
+    Ok(Structure {
+        prefix,
+        check,
+        body_offset,
+        body_len: data.len() as u64 - body_offset,
+    })
 }
 
 /// One frame of the body.
 #[derive(Debug, Clone, Copy)]
 pub enum Frame<'a> {
     /// A zstd frame: its bytes and the content size its header declares, if any.
-    Zstd { offset: u64, bytes: &'a [u8], content_size: Option<u64>, max_output: u64 },
+    Zstd {
+        offset: u64,
+        bytes: &'a [u8],
+        content_size: Option<u64>,
+        max_output: u64,
+    },
     /// A skippable frame (magic 0x184D2A5?): ignored.
     Skippable { offset: u64, len: u64 },
 }
@@ -483,7 +603,11 @@ fn zstd_err(code: usize) -> &'static str {
 /// the last frame) without decompressing anything.
 pub fn frames(body: &[u8], body_offset: u64) -> Result<Vec<Frame<'_>>, Error> {
     if body.is_empty() {
-        return Err(Error::invalid("volp.body.empty", body_offset, "the body is empty: a zstd frame is required"));
+        return Err(Error::invalid(
+            "volp.body.empty",
+            body_offset,
+            "the body is empty: a zstd frame is required",
+        ));
     }
     let mut out = Vec::new();
     let mut pos = 0usize;
@@ -492,7 +616,11 @@ pub fn frames(body: &[u8], body_offset: u64) -> Result<Vec<Frame<'_>>, Error> {
         let abs = body_offset + pos as u64;
         let not_a_frame = |what: &str| {
             if out.is_empty() {
-                Error::invalid("volp.body.decompress", abs, format!("the body is not zstd data: {what}"))
+                Error::invalid(
+                    "volp.body.decompress",
+                    abs,
+                    format!("the body is not zstd data: {what}"),
+                )
             } else {
                 Error::invalid(
                     "volp.body.trailing_bytes",
@@ -507,7 +635,11 @@ pub fn frames(body: &[u8], body_offset: u64) -> Result<Vec<Frame<'_>>, Error> {
         let magic = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
         if magic & SKIPPABLE_MAGIC_MASK == SKIPPABLE_MAGIC_BASE {
             if rest.len() < 8 {
-                return Err(Error::invalid("volp.body.decompress", abs, "skippable frame header is truncated"));
+                return Err(Error::invalid(
+                    "volp.body.decompress",
+                    abs,
+                    "skippable frame header is truncated",
+                ));
             }
             let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]) as u64;
             let total = 8 + len;
@@ -518,29 +650,44 @@ pub fn frames(body: &[u8], body_offset: u64) -> Result<Vec<Frame<'_>>, Error> {
                     format!("skippable frame declares {len} bytes, only {} remain", rest.len() - 8),
                 ));
             }
-            out.push(Frame::Skippable { offset: abs, len: total });
+            out.push(Frame::Skippable {
+                offset: abs,
+                len: total,
+            });
             pos += total as usize;
             continue;
         }
         if magic != ZSTD_FRAME_MAGIC {
             return Err(not_a_frame(&format!("magic 0x{magic:08x} is not a zstd frame")));
         }
-        let content_size = zstd::zstd_safe::get_frame_content_size(rest).map_err(|_| {
-            Error::invalid("volp.body.decompress", abs, "zstd frame header is corrupt or truncated")
-        })?;
+        let content_size = zstd::zstd_safe::get_frame_content_size(rest)
+            .map_err(|_| Error::invalid("volp.body.decompress", abs, "zstd frame header is corrupt or truncated"))?;
         let size = zstd::zstd_safe::find_frame_compressed_size(rest).map_err(|code| {
-            Error::invalid("volp.body.decompress", abs, format!("zstd frame is corrupt or truncated: {}", zstd_err(code)))
+            Error::invalid(
+                "volp.body.decompress",
+                abs,
+                format!("zstd frame is corrupt or truncated: {}", zstd_err(code)),
+            )
         })?;
         if size == 0 || size > rest.len() {
             return Err(Error::invalid("volp.body.decompress", abs, "zstd frame is truncated"));
         }
         let bytes = &rest[..size];
         let max_output = content_size.unwrap_or_else(|| block_bound(bytes));
-        out.push(Frame::Zstd { offset: abs, bytes, content_size, max_output });
+        out.push(Frame::Zstd {
+            offset: abs,
+            bytes,
+            content_size,
+            max_output,
+        });
         pos += size;
     }
     if !out.iter().any(|f| matches!(f, Frame::Zstd { .. })) {
-        return Err(Error::invalid("volp.body.decompress", body_offset, "the body holds only skippable frames, no zstd data"));
+        return Err(Error::invalid(
+            "volp.body.decompress",
+            body_offset,
+            "the body holds only skippable frames, no zstd data",
+        ));
     }
     Ok(out)
 }
@@ -563,7 +710,9 @@ fn block_bound(frame: &[u8]) -> u64 {
     let mut pos = 5 + usize::from(!single) + dict_len + fcs_len;
     let mut bound = 0u64;
     loop {
-        let Some(h) = frame.get(pos..pos + 3) else { return u64::MAX };
+        let Some(h) = frame.get(pos..pos + 3) else {
+            return u64::MAX;
+        };
         let h = u32::from_le_bytes([h[0], h[1], h[2], 0]);
         let (last, kind, size) = (h & 1 == 1, (h >> 1) & 3, (h >> 3) as u64);
         pos += 3;
@@ -620,14 +769,25 @@ pub fn decode_body(body: &[u8], body_offset: u64, out: &mut [u8]) -> Result<Body
 /// Decode planned frames into `out` (see [`decode_body`]).
 pub fn decode_frames(frames: &[Frame<'_>], body_offset: u64, out: &mut [u8]) -> Result<BodyInfo, Error> {
     let expected = out.len() as u64;
-    let mut dctx = zstd::zstd_safe::DCtx::try_create()
-        .ok_or_else(|| Error::new(ErrorKind::Io, "volp.zstd_context", None, "could not create a zstd context"))?;
+    let mut dctx = zstd::zstd_safe::DCtx::try_create().ok_or_else(|| {
+        Error::new(
+            ErrorKind::Io,
+            "volp.zstd_context",
+            None,
+            "could not create a zstd context",
+        )
+    })?;
     let mut written = 0usize;
     let mut info = BodyInfo::default();
     for f in frames {
         match *f {
             Frame::Skippable { .. } => info.skippable_frames += 1,
-            Frame::Zstd { offset, bytes, content_size, .. } => {
+            Frame::Zstd {
+                offset,
+                bytes,
+                content_size,
+                ..
+            } => {
                 info.zstd_frames += 1;
                 let room = out.len() - written;
                 if let Some(cs) = content_size {
@@ -645,7 +805,11 @@ pub fn decode_frames(frames: &[Frame<'_>], body_offset: u64, out: &mut [u8]) -> 
                 match dctx.decompress(&mut out[written..], bytes) {
                     Ok(n) if n <= room => written += n,
                     Ok(_) => {
-                        return Err(Error::invalid("volp.body.decompress", offset, "zstd reported more output than it was given room for"))
+                        return Err(Error::invalid(
+                            "volp.body.decompress",
+                            offset,
+                            "zstd reported more output than it was given room for",
+                        ))
                     }
                     Err(code) => {
                         let name = zstd_err(code);
@@ -656,7 +820,11 @@ pub fn decode_frames(frames: &[Frame<'_>], body_offset: u64, out: &mut [u8]) -> 
                                 format!("zstd frame decodes past the expected {expected} bytes (stopped at the limit)"),
                             )
                         } else {
-                            Error::invalid("volp.body.decompress", offset, format!("zstd decompression failed: {name}"))
+                            Error::invalid(
+                                "volp.body.decompress",
+                                offset,
+                                format!("zstd decompression failed: {name}"),
+                            )
                         });
                     }
                 }
@@ -679,7 +847,10 @@ mod tests {
 
     fn int(raw: &str) -> Option<u64> {
         match integral(raw) {
-            Integral::Value { negative: false, magnitude } => Some(magnitude),
+            Integral::Value {
+                negative: false,
+                magnitude,
+            } => Some(magnitude),
             _ => None,
         }
     }
@@ -692,12 +863,24 @@ mod tests {
         assert_eq!(int("20E-1"), Some(2));
         assert_eq!(int("0.02e2"), Some(2));
         assert_eq!(int("18446744073709551615"), Some(u64::MAX));
-        assert!(matches!(integral("18446744073709551616"), Integral::TooLarge { negative: false }));
-        assert!(matches!(integral("1e999999999999999999999"), Integral::TooLarge { negative: false }));
+        assert!(matches!(
+            integral("18446744073709551616"),
+            Integral::TooLarge { negative: false }
+        ));
+        assert!(matches!(
+            integral("1e999999999999999999999"),
+            Integral::TooLarge { negative: false }
+        ));
         assert!(matches!(integral("2.5"), Integral::Fraction));
         assert!(matches!(integral("1.0000000000000000001"), Integral::Fraction));
         assert!(matches!(integral("1e-400"), Integral::Fraction));
-        assert!(matches!(integral("-3"), Integral::Value { negative: true, magnitude: 3 }));
+        assert!(matches!(
+            integral("-3"),
+            Integral::Value {
+                negative: true,
+                magnitude: 3
+            }
+        ));
         assert!(matches!(integral("0e5"), Integral::Value { magnitude: 0, .. }));
     }
 }

@@ -33,5 +33,15 @@ pub struct RawPrefix {
 }
 
 /// Header keys with a meaning in the spec; every other key is "unknown" and ignored.
-pub const KNOWN_KEYS: [&str; 10] =
-    ["version", "shape", "dtype", "compression", "scale", "offset", "bbox", "levels", "variable", "valid_time"];
+pub const KNOWN_KEYS: [&str; 10] = [
+    "version",
+    "shape",
+    "dtype",
+    "compression",
+    "scale",
+    "offset",
+    "bbox",
+    "levels",
+    "variable",
+    "valid_time",
+];

@@ -40,19 +40,35 @@ pub fn temperature() -> Vec<u8> {
         }
     }
     let mut meta = Map::new();
-    meta.insert("bbox".into(), json!({"west": -10, "south": 35, "east": 30, "north": 70, "bottom": 1000, "top": 250}));
+    meta.insert(
+        "bbox".into(),
+        json!({"west": -10, "south": 35, "east": 30, "north": 70, "bottom": 1000, "top": 250}),
+    );
     meta.insert("levels".into(), json!([1000, 850, 500, 250]));
     meta.insert("variable".into(), json!("air_temperature"));
     meta.insert("valid_time".into(), json!("2026-01-15T12:00:00Z"));
     meta.insert("units".into(), json!("K"));
-    encode(DType::I16, [4, nlat as u64, nlon as u64], &data, 0.01, 250.0, &meta, DEFAULT_LEVEL).unwrap_or_default()
+    encode(
+        DType::I16,
+        [4, nlat as u64, nlon as u64],
+        &data,
+        0.01,
+        250.0,
+        &meta,
+        DEFAULT_LEVEL,
+    )
+    .unwrap_or_default()
 }
 
 /// `cloud_2x8x8_float32.volp`: a tiny unscaled float32 field (one NaN for "no data").
 pub fn cloud() -> Vec<u8> {
     let mut data = Vec::new();
     for i in 0..2 * 8 * 8 {
-        let v = if i == 17 { f32::NAN } else { ((i as f32) * 0.37).sin().abs() };
+        let v = if i == 17 {
+            f32::NAN
+        } else {
+            ((i as f32) * 0.37).sin().abs()
+        };
         data.extend_from_slice(&v.to_le_bytes());
     }
     let mut meta = Map::new();
@@ -73,7 +89,10 @@ pub fn invalid_bad_magic() -> Vec<u8> {
 /// `invalid_truncated_body.volp`: the temperature sample cut in the middle of its zstd frame.
 pub fn invalid_truncated_body() -> Vec<u8> {
     let mut d = temperature();
-    let header_len = d.get(4..8).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize).unwrap_or(0);
+    let header_len = d
+        .get(4..8)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .unwrap_or(0);
     let body = d.len().saturating_sub(8 + header_len);
     d.truncate(8 + header_len + body / 2);
     d

@@ -36,11 +36,17 @@ pub fn validate_full(data: &[u8], limits: &Limits) -> Validation {
     v.findings.extend(s.check.notes.clone());
     let body = data.get(s.body_offset as usize..).unwrap_or(&[]);
     if !s.check.compression_ok {
-        v.findings.info("volp.body.not_checked", Some(s.body_offset), "body not checked: its compression is not zstd");
+        v.findings.info(
+            "volp.body.not_checked",
+            Some(s.body_offset),
+            "body not checked: its compression is not zstd",
+        );
     } else if let Some(h) = &s.check.header {
         let expected = h.decoded_len();
         let planned = parse::plan_body(body, s.body_offset, expected).and_then(|frames| {
-            let n = limits.check_alloc(expected, "decoded body", Some(s.body_offset)).map_err(crate::parse::alloc_limit)?;
+            let n = limits
+                .check_alloc(expected, "decoded body", Some(s.body_offset))
+                .map_err(crate::parse::alloc_limit)?;
             Ok((frames, n))
         });
         match planned {
@@ -51,7 +57,10 @@ pub fn validate_full(data: &[u8], limits: &Limits) -> Validation {
                     Ok(info) => {
                         v.body = Some(info);
                         if !v.findings.has_errors() {
-                            v.volume = Some(Volume { header: h.clone(), data: out });
+                            v.volume = Some(Volume {
+                                header: h.clone(),
+                                data: out,
+                            });
                         }
                     }
                     Err(e) => v.findings.push_error(&e),

@@ -29,10 +29,12 @@ pub fn encode(
         )));
     }
     if shape.contains(&0) {
-        return Err(Error::usage(format!("VOLP shape {shape:?} has an empty dimension: every dimension must be >= 1")));
+        return Err(Error::usage(format!(
+            "VOLP shape {shape:?} has an empty dimension: every dimension must be >= 1"
+        )));
     }
-    let expected = rasterpack_common::byte_len(dtype, &shape)
-        .ok_or_else(|| Error::usage(format!("shape {shape:?} overflows")))?;
+    let expected =
+        rasterpack_common::byte_len(dtype, &shape).ok_or_else(|| Error::usage(format!("shape {shape:?} overflows")))?;
     if expected > MAX_BODY_LEN {
         return Err(Error::usage(format!(
             "volume of {expected} bytes exceeds VOLP's 256 MiB decoded body limit; readers would refuse it"
@@ -46,7 +48,9 @@ pub fn encode(
         )));
     }
     if !scale.is_finite() || !offset.is_finite() {
-        return Err(Error::usage(format!("scale ({scale}) and offset ({offset}) must be finite numbers")));
+        return Err(Error::usage(format!(
+            "scale ({scale}) and offset ({offset}) must be finite numbers"
+        )));
     }
     let mut h = Map::new();
     h.insert("version".into(), Value::from(1));
@@ -57,13 +61,18 @@ pub fn encode(
     h.insert("offset".into(), Value::from(offset));
     for (k, v) in metadata {
         if KNOWN_KEYS[..6].contains(&k.as_str()) {
-            return Err(Error::usage(format!("metadata key \"{k}\" is reserved for the VOLP header itself")));
+            return Err(Error::usage(format!(
+                "metadata key \"{k}\" is reserved for the VOLP header itself"
+            )));
         }
         h.insert(k.clone(), v.clone());
     }
     let header = serde_json::to_vec(&Value::Object(h)).map_err(|e| Error::usage(format!("header JSON: {e}")))?;
     if header.len() > MAX_HEADER_LEN as usize {
-        return Err(Error::usage(format!("header of {} bytes exceeds VOLP's 1 MiB limit", header.len())));
+        return Err(Error::usage(format!(
+            "header of {} bytes exceeds VOLP's 1 MiB limit",
+            header.len()
+        )));
     }
     let body = zstd::bulk::compress(data, level).map_err(|e| Error::io("zstd compression", &e))?;
     let mut out = Vec::with_capacity(8 + header.len() + body.len());

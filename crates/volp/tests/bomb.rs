@@ -121,14 +121,22 @@ fn tiny_body_declaring_256_mib_allocates_nothing_large() {
     let _g = SERIAL.lock().unwrap();
     // The header asks for exactly the 256 MiB limit; the body can produce 128 KiB at most.
     let h = r#"{"shape":[256,1024,1024],"dtype":"uint8","compression":"zstd"}"#;
-    for body in [rle_frame(1, None), rle_frame(1, Some(128 << 10)), zstd::bulk::compress(&[1, 2, 3], 3).unwrap()] {
+    for body in [
+        rle_frame(1, None),
+        rle_frame(1, Some(128 << 10)),
+        zstd::bulk::compress(&[1, 2, 3], 3).unwrap(),
+    ] {
         let file = volp(h, &body);
         let peak = peak_during(|| {
             let e = decode(&file).unwrap_err();
             assert_eq!(e.code, "volp.body.size_mismatch", "{e}");
             let input = Input::from_bytes("small", file.clone());
             assert!(!VolpFormat.validate(&input, &Default::default()).is_valid(false));
-            assert!(VolpFormat.inspect(&input, &Default::default()).unwrap().findings.has_errors());
+            assert!(VolpFormat
+                .inspect(&input, &Default::default())
+                .unwrap()
+                .findings
+                .has_errors());
         });
         assert!(peak < 4 << 20, "peak heap {peak} bytes");
     }

@@ -34,7 +34,11 @@ fn inspect_output_is_stable() {
     for name in ["temperature_4x32x32_int16", "cloud_2x8x8_float32"] {
         let input = Input::open(&root.join(format!("../../testdata/volp/{name}.volp"))).unwrap();
         let r = VolpFormat.inspect(&input, &Default::default()).unwrap();
-        let findings: Vec<String> = r.findings.iter().map(|f| format!("{} {} {:?} {}", f.severity.as_str(), f.code, f.offset, f.message)).collect();
+        let findings: Vec<String> = r
+            .findings
+            .iter()
+            .map(|f| format!("{} {} {:?} {}", f.severity.as_str(), f.code, f.offset, f.message))
+            .collect();
         let got = format!(
             "{}\n\n{}\n## findings\n{}\n",
             serde_json::to_string_pretty(&r.summary).unwrap(),
@@ -46,7 +50,11 @@ fn inspect_output_is_stable() {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(&path, &got).unwrap();
         }
-        let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (run with VOLP_BLESS=1)", path.display()));
-        assert_eq!(got, want, "{name}: inspect output changed; rerun with VOLP_BLESS=1 if intended");
+        let want = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (run with VOLP_BLESS=1)", path.display()));
+        assert_eq!(
+            got, want,
+            "{name}: inspect output changed; rerun with VOLP_BLESS=1 if intended"
+        );
     }
 }

@@ -16,15 +16,32 @@ const CODE_MAP: &[(&str, &[&str])] = &[
     ("HEADER_TOO_LARGE", &["volp.header.len_out_of_range"]),
     ("TRUNCATED_HEADER", &["volp.header.truncated"]),
     ("HEADER_NOT_UTF8", &["volp.header.utf8", "volp.header.bom"]),
-    ("HEADER_BAD_JSON", &["volp.header.json", "volp.header.duplicate_key", "volp.header.depth", "volp.header.bom"]),
+    (
+        "HEADER_BAD_JSON",
+        &[
+            "volp.header.json",
+            "volp.header.duplicate_key",
+            "volp.header.depth",
+            "volp.header.bom",
+        ],
+    ),
     ("HEADER_NOT_OBJECT", &["volp.header.not_object"]),
-    ("BAD_SHAPE", &["volp.shape.invalid", "volp.shape.missing", "volp.shape.overflow"]),
-    ("BAD_DTYPE", &["volp.dtype.unsupported", "volp.dtype.missing", "volp.dtype.invalid"]),
+    (
+        "BAD_SHAPE",
+        &["volp.shape.invalid", "volp.shape.missing", "volp.shape.overflow"],
+    ),
+    (
+        "BAD_DTYPE",
+        &["volp.dtype.unsupported", "volp.dtype.missing", "volp.dtype.invalid"],
+    ),
     ("BAD_VERSION", &["volp.version.invalid"]),
     ("UNKNOWN_COMPRESSION", &["volp.compression.unknown"]),
     ("BODY_TOO_LARGE", &["volp.limit.body", "volp.shape.overflow"]),
     ("BODY_SIZE_MISMATCH", &["volp.body.size_mismatch"]),
-    ("DECOMPRESS_FAILED", &["volp.body.decompress", "volp.body.empty", "volp.body.trailing_bytes"]),
+    (
+        "DECOMPRESS_FAILED",
+        &["volp.body.decompress", "volp.body.empty", "volp.body.trailing_bytes"],
+    ),
     ("TRAILING_BYTES", &["volp.body.trailing_bytes"]),
     ("TRAILING_DATA", &["volp.body.trailing_bytes"]),
     ("SHAPE_OVERFLOW", &["volp.shape.overflow"]),
@@ -39,7 +56,11 @@ fn corpus() -> Option<PathBuf> {
         }
         Some(dir) => {
             let d = Path::new(&dir).join("volp");
-            assert!(d.is_dir(), "RASTERPACK_CORPUS is set but {} does not exist", d.display());
+            assert!(
+                d.is_dir(),
+                "RASTERPACK_CORPUS is set but {} does not exist",
+                d.display()
+            );
             Some(d)
         }
     }
@@ -87,10 +108,18 @@ fn corpus_verdicts_codes_and_values() {
         let truth: Value = serde_json::from_slice(&std::fs::read(sc).unwrap()).unwrap();
         let name = truth["file"].as_str().unwrap();
         let data = std::fs::read(dir.join(name)).unwrap();
-        assert_eq!(sha256_hex(&data), truth["file_sha256"].as_str().unwrap(), "{name}: corpus file changed");
+        assert_eq!(
+            sha256_hex(&data),
+            truth["file_sha256"].as_str().unwrap(),
+            "{name}: corpus file changed"
+        );
         let v = validate_full(&data, &Limits::default());
         let codes: Vec<(Severity, &str)> = v.findings.iter().map(|f| (f.severity, f.code.as_str())).collect();
-        let first_error = v.findings.iter().find(|f| f.severity == Severity::Error).map(|f| f.code.as_str());
+        let first_error = v
+            .findings
+            .iter()
+            .find(|f| f.severity == Severity::Error)
+            .map(|f| f.code.as_str());
         let has_warning = codes.iter().any(|(s, _)| *s == Severity::Warning);
         let verdict = truth["expected_verdict"].as_str().unwrap();
         let code = truth["error_code"].as_str();
@@ -111,7 +140,10 @@ fn corpus_verdicts_codes_and_values() {
             }
         } else if verdict == "implementation_defined" {
             // The sidecar's code names the ambiguity, not an error of ours.
-            assert!(first_error.is_some(), "{name}: expected invalid per ERRATA, got {codes:?}");
+            assert!(
+                first_error.is_some(),
+                "{name}: expected invalid per ERRATA, got {codes:?}"
+            );
             assert!(decode(&data).is_err(), "{name}: decode must refuse an invalid file");
         } else {
             let code = code.unwrap_or_else(|| panic!("{name}: invalid without error_code"));
@@ -121,7 +153,10 @@ fn corpus_verdicts_codes_and_values() {
                 .unwrap_or_else(|| panic!("{name}: sidecar code {code} is not mapped (docs/formats/volp.md)"))
                 .1;
             let got = first_error.unwrap_or_else(|| panic!("{name}: expected invalid ({code}), got {codes:?}"));
-            assert!(mine.contains(&got), "{name}: expected one of {mine:?} for {code}, got {codes:?}");
+            assert!(
+                mine.contains(&got),
+                "{name}: expected one of {mine:?} for {code}, got {codes:?}"
+            );
             assert!(decode(&data).is_err(), "{name}: decode must refuse an invalid file");
         }
 
@@ -129,12 +164,29 @@ fn corpus_verdicts_codes_and_values() {
             let vol = decode(&data).unwrap_or_else(|e| panic!("{name}: {e}"));
             let h = &vol.header;
             assert_eq!(h.dtype.name(), ed["dtype"].as_str().unwrap(), "{name}");
-            let shape: Vec<u64> = ed["shape"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+            let shape: Vec<u64> = ed["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_u64().unwrap())
+                .collect();
             assert_eq!(h.shape.to_vec(), shape, "{name}");
             assert_eq!(h.elements(), ed["elements"].as_u64().unwrap(), "{name}");
-            assert_eq!(h.scale.to_bits(), ed["scale"].as_f64().unwrap().to_bits(), "{name}: scale");
-            assert_eq!(h.offset.to_bits(), ed["offset"].as_f64().unwrap().to_bits(), "{name}: offset");
-            assert_eq!(sha256_hex(&vol.data), ed["stored_sha256"].as_str().unwrap(), "{name}: stored values");
+            assert_eq!(
+                h.scale.to_bits(),
+                ed["scale"].as_f64().unwrap().to_bits(),
+                "{name}: scale"
+            );
+            assert_eq!(
+                h.offset.to_bits(),
+                ed["offset"].as_f64().unwrap().to_bits(),
+                "{name}: offset"
+            );
+            assert_eq!(
+                sha256_hex(&vol.data),
+                ed["stored_sha256"].as_str().unwrap(),
+                "{name}: stored values"
+            );
             if let Some(s) = ed.get("stored_b64").and_then(Value::as_str) {
                 assert_eq!(vol.data, b64(s), "{name}: stored bytes");
             }
@@ -150,13 +202,19 @@ fn corpus_verdicts_codes_and_values() {
             let arr = VolpFormat.read_array(&input, &ArrayRequest::default()).unwrap();
             assert_eq!(arr.data, vol.data, "{name}");
             assert_eq!(arr.shape, shape, "{name}");
-            let req = ArrayRequest { physical: true, ..Default::default() };
+            let req = ArrayRequest {
+                physical: true,
+                ..Default::default()
+            };
             let arr = VolpFormat.read_array(&input, &req).unwrap();
             assert_eq!(arr.data, phys, "{name}");
             checked_values += 1;
         }
     }
-    eprintln!("checked {} VOLP samples ({checked_values} with decoded values)", sidecars.len());
+    eprintln!(
+        "checked {} VOLP samples ({checked_values} with decoded values)",
+        sidecars.len()
+    );
 }
 
 #[test]
@@ -184,7 +242,10 @@ fn corpus_inspect_and_validate_reports() {
             assert!(r.is_valid(false), "{name}: {:?}", r.findings);
             assert!(r.summary.contains_key("stats"), "{name}");
             let i = VolpFormat.inspect(&input, &Default::default()).unwrap();
-            assert!(i.summary.contains_key("dtype") && i.summary.contains_key("ratio"), "{name}");
+            assert!(
+                i.summary.contains_key("dtype") && i.summary.contains_key("ratio"),
+                "{name}"
+            );
         } else {
             assert!(!r.is_valid(false), "{name}");
         }

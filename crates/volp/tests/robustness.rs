@@ -11,7 +11,16 @@ fn samples() -> Vec<Vec<u8>> {
     meta.insert("variable".into(), json!("v"));
     let f32s: Vec<u8> = (0..2 * 3 * 4).flat_map(|i| (i as f32 * 0.5).to_le_bytes()).collect();
     let i16s: Vec<u8> = (0..2 * 2 * 3).flat_map(|i| (i as i16 * -700).to_le_bytes()).collect();
-    let mut multi = encode(DType::U8, [1, 2, 4], &[1, 2, 3, 4, 5, 6, 7, 8], 2.0, 1.0, &Map::new(), 3).unwrap();
+    let mut multi = encode(
+        DType::U8,
+        [1, 2, 4],
+        &[1, 2, 3, 4, 5, 6, 7, 8],
+        2.0,
+        1.0,
+        &Map::new(),
+        3,
+    )
+    .unwrap();
     // Rewrite the body of the last file as: skippable frame, checksummed frame, streaming frame.
     let body_at = multi.len() - zstd::bulk::compress(&[1, 2, 3, 4, 5, 6, 7, 8], 3).unwrap().len();
     multi.truncate(body_at);
@@ -39,7 +48,13 @@ fn exercise(data: &[u8]) {
     assert_eq!(d.is_ok(), !v.findings.has_errors(), "{:?} vs {:?}", d.err(), v.findings);
     let input = Input::from_bytes("fuzz", data.to_vec());
     let _ = VolpFormat.inspect(&input, &Default::default());
-    let _ = VolpFormat.read_array(&input, &ArrayRequest { physical: true, ..Default::default() });
+    let _ = VolpFormat.read_array(
+        &input,
+        &ArrayRequest {
+            physical: true,
+            ..Default::default()
+        },
+    );
 }
 
 #[test]

@@ -40,8 +40,20 @@ fn cases() -> Vec<(DType, Vec<u8>)> {
     ];
     vec![
         (DType::U8, vec![0, 1, 2, 127, 128, 254, 255, 42, 0, 255, 7, 9]),
-        (DType::I16, le(&[i16::MIN, -1, 0, 1, i16::MAX, -300, 300, 12345, -12345, 2, 3, 4], i16::to_le_bytes)),
-        (DType::I32, le(&[i32::MIN, -1, 0, 1, i32::MAX, -70000, 70000, 5, 6, 7, 8, 9], i32::to_le_bytes)),
+        (
+            DType::I16,
+            le(
+                &[i16::MIN, -1, 0, 1, i16::MAX, -300, 300, 12345, -12345, 2, 3, 4],
+                i16::to_le_bytes,
+            ),
+        ),
+        (
+            DType::I32,
+            le(
+                &[i32::MIN, -1, 0, 1, i32::MAX, -70000, 70000, 5, 6, 7, 8, 9],
+                i32::to_le_bytes,
+            ),
+        ),
         (DType::F32, le(&f32s, f32::to_le_bytes)),
         (DType::F64, le(&f64s, f64::to_le_bytes)),
     ]
@@ -50,7 +62,10 @@ fn cases() -> Vec<(DType, Vec<u8>)> {
 #[test]
 fn every_dtype_round_trips_bit_exactly() {
     let mut meta = Map::new();
-    meta.insert("bbox".into(), json!({"west": -10, "south": 40, "east": 5, "north": 52, "bottom": 1000, "top": 100}));
+    meta.insert(
+        "bbox".into(),
+        json!({"west": -10, "south": 40, "east": 5, "north": 52, "bottom": 1000, "top": 100}),
+    );
     meta.insert("levels".into(), json!([1000, 850, 500]));
     meta.insert("variable".into(), json!("t"));
     meta.insert("valid_time".into(), json!("2026-01-01T00:00:00Z"));
@@ -58,7 +73,12 @@ fn every_dtype_round_trips_bit_exactly() {
     for (dtype, data) in cases() {
         for level in [1, 3, 19] {
             let file = encode(dtype, [3, 2, 2], &data, 0.25, -1.5, &meta, level).unwrap();
-            assert!(validate(&file).iter().all(|f| f.severity == rasterpack_common::Severity::Info), "{dtype:?}");
+            assert!(
+                validate(&file)
+                    .iter()
+                    .all(|f| f.severity == rasterpack_common::Severity::Info),
+                "{dtype:?}"
+            );
             let v = decode(&file).unwrap();
             assert_eq!(v.data, data, "{dtype:?} level {level}");
             assert_eq!(v.header.dtype, dtype);
@@ -70,7 +90,10 @@ fn every_dtype_round_trips_bit_exactly() {
             let stored = NdArray::new(dtype, vec![3, 2, 2], data.clone()).unwrap().to_f64();
             for (p, s) in phys.iter().zip(&stored) {
                 let want = s * 0.25 + -1.5;
-                assert!(p.to_bits() == want.to_bits() || (p.is_nan() && want.is_nan()), "{dtype:?}");
+                assert!(
+                    p.to_bits() == want.to_bits() || (p.is_nan() && want.is_nan()),
+                    "{dtype:?}"
+                );
             }
         }
     }
@@ -78,7 +101,13 @@ fn every_dtype_round_trips_bit_exactly() {
 
 #[test]
 fn scale_offset_extremes_round_trip() {
-    for (s, o) in [(-0.0, -0.0), (f64::MAX, f64::MIN), (f64::from_bits(1), 1e300), (0.1, 0.2), (1.0 / 3.0, -2.0 / 7.0)] {
+    for (s, o) in [
+        (-0.0, -0.0),
+        (f64::MAX, f64::MIN),
+        (f64::from_bits(1), 1e300),
+        (0.1, 0.2),
+        (1.0 / 3.0, -2.0 / 7.0),
+    ] {
         let file = encode(DType::U8, [1, 1, 1], &[9], s, o, &Map::new(), 3).unwrap();
         let h = decode(&file).unwrap().header;
         assert_eq!((h.scale.to_bits(), h.offset.to_bits()), (s.to_bits(), o.to_bits()));
@@ -107,7 +136,9 @@ fn format_trait_round_trip() {
         arr.attrs.insert("variable".into(), json!("q"));
         arr.attrs.insert("unrelated".into(), json!("not carried"));
         let mut out = Vec::new();
-        VolpFormat.write_array(&arr, &WriteOptions::default(), &mut out).unwrap();
+        VolpFormat
+            .write_array(&arr, &WriteOptions::default(), &mut out)
+            .unwrap();
         assert!(VolpFormat.detect(&out));
         let input = Input::from_bytes("mem.volp", out);
         let back = VolpFormat.read_array(&input, &ArrayRequest::default()).unwrap();
@@ -116,12 +147,22 @@ fn format_trait_round_trip() {
         assert_eq!(back.attrs["offset"], json!(10.0));
         assert_eq!(back.name.as_deref(), Some("q"));
         assert!(!back.attrs.contains_key("unrelated"));
-        let phys = VolpFormat.read_array(&input, &ArrayRequest { physical: true, ..Default::default() }).unwrap();
+        let phys = VolpFormat
+            .read_array(
+                &input,
+                &ArrayRequest {
+                    physical: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
         assert_eq!(phys.dtype, DType::F64);
         // Physical arrays carry no scale/offset, so writing them back does not apply them twice.
         assert!(!phys.attrs.contains_key("scale"));
         let mut again = Vec::new();
-        VolpFormat.write_array(&phys, &WriteOptions::default(), &mut again).unwrap();
+        VolpFormat
+            .write_array(&phys, &WriteOptions::default(), &mut again)
+            .unwrap();
         let h = decode(&again).unwrap().header;
         assert_eq!((h.scale, h.offset), (1.0, 0.0));
         // inspect and validate on the same bytes.
@@ -135,13 +176,47 @@ fn format_trait_round_trip() {
 
 #[test]
 fn format_trait_refusals_are_usage_errors() {
-    let kinds = |arr: NdArray, opts: WriteOptions| VolpFormat.write_array(&arr, &opts, &mut Vec::new()).unwrap_err().kind;
+    let kinds =
+        |arr: NdArray, opts: WriteOptions| VolpFormat.write_array(&arr, &opts, &mut Vec::new()).unwrap_err().kind;
     use rasterpack_common::ErrorKind::Usage;
-    assert_eq!(kinds(NdArray::new(DType::U16, vec![1, 1, 1], vec![0, 0]).unwrap(), Default::default()), Usage);
-    assert_eq!(kinds(NdArray::new(DType::U8, vec![2, 2], vec![0; 4]).unwrap(), Default::default()), Usage);
-    assert_eq!(kinds(NdArray::new(DType::U8, vec![1, 1, 1, 4], vec![0; 4]).unwrap(), Default::default()), Usage);
-    let lz4 = WriteOptions { compress: Some("lz4".into()), ..Default::default() };
-    assert_eq!(kinds(NdArray::new(DType::U8, vec![1, 1, 1], vec![0]).unwrap(), lz4), Usage);
-    let lvl = WriteOptions { compress: Some("zstd:19".into()), ..Default::default() };
-    VolpFormat.write_array(&NdArray::new(DType::U8, vec![1, 1, 1], vec![0]).unwrap(), &lvl, &mut Vec::new()).unwrap();
+    assert_eq!(
+        kinds(
+            NdArray::new(DType::U16, vec![1, 1, 1], vec![0, 0]).unwrap(),
+            Default::default()
+        ),
+        Usage
+    );
+    assert_eq!(
+        kinds(
+            NdArray::new(DType::U8, vec![2, 2], vec![0; 4]).unwrap(),
+            Default::default()
+        ),
+        Usage
+    );
+    assert_eq!(
+        kinds(
+            NdArray::new(DType::U8, vec![1, 1, 1, 4], vec![0; 4]).unwrap(),
+            Default::default()
+        ),
+        Usage
+    );
+    let lz4 = WriteOptions {
+        compress: Some("lz4".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        kinds(NdArray::new(DType::U8, vec![1, 1, 1], vec![0]).unwrap(), lz4),
+        Usage
+    );
+    let lvl = WriteOptions {
+        compress: Some("zstd:19".into()),
+        ..Default::default()
+    };
+    VolpFormat
+        .write_array(
+            &NdArray::new(DType::U8, vec![1, 1, 1], vec![0]).unwrap(),
+            &lvl,
+            &mut Vec::new(),
+        )
+        .unwrap();
 }

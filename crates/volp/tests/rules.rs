@@ -30,10 +30,16 @@ fn with_header(h: &str) -> Vec<u8> {
 }
 
 fn errors(f: &Findings) -> Vec<&str> {
-    f.iter().filter(|x| x.severity == Severity::Error).map(|x| x.code.as_str()).collect()
+    f.iter()
+        .filter(|x| x.severity == Severity::Error)
+        .map(|x| x.code.as_str())
+        .collect()
 }
 fn warnings(f: &Findings) -> Vec<&str> {
-    f.iter().filter(|x| x.severity == Severity::Warning).map(|x| x.code.as_str()).collect()
+    f.iter()
+        .filter(|x| x.severity == Severity::Warning)
+        .map(|x| x.code.as_str())
+        .collect()
 }
 
 #[track_caller]
@@ -65,27 +71,50 @@ fn only_shape_and_dtype_are_required() {
 
 #[test]
 fn version_rules() {
-    for (v, eff) in [("1", 1), ("null", 1), ("0", 1), ("-5", 1), ("2", 2), ("3.0", 3), ("1e1", 10), ("-1e400", 1)] {
+    for (v, eff) in [
+        ("1", 1),
+        ("null", 1),
+        ("0", 1),
+        ("-5", 1),
+        ("2", 2),
+        ("3.0", 3),
+        ("1e1", 10),
+        ("-1e400", 1),
+    ] {
         let d = with_header(&format!(r#"{{"version":{v},{BASE},"compression":"zstd"}}"#));
         let f = assert_valid(&d);
         assert!(warnings(&f).is_empty(), "{v}: {f:?}");
         assert_eq!(decode(&d).unwrap().header.version, eff, "{v}");
     }
     for v in [r#""nope""#, r#""1""#, "true", "1.5", "[1]", "{}"] {
-        assert_invalid(&with_header(&format!(r#"{{"version":{v},{BASE},"compression":"zstd"}}"#)), "volp.version.invalid");
+        assert_invalid(
+            &with_header(&format!(r#"{{"version":{v},{BASE},"compression":"zstd"}}"#)),
+            "volp.version.invalid",
+        );
     }
 }
 
 #[test]
 fn scale_offset_defaults_with_warnings() {
-    for (s, o) in [(r#""0.5""#, "null"), ("null", r#""abc""#), ("true", "[]"), ("1e400", "-1e999")] {
+    for (s, o) in [
+        (r#""0.5""#, "null"),
+        ("null", r#""abc""#),
+        ("true", "[]"),
+        ("1e400", "-1e999"),
+    ] {
         let d = with_header(&format!(r#"{{{BASE},"compression":"zstd","scale":{s},"offset":{o}}}"#));
         let f = assert_valid(&d);
-        assert_eq!(warnings(&f), vec!["volp.scale.invalid", "volp.offset.invalid"], "{s} {o}");
+        assert_eq!(
+            warnings(&f),
+            vec!["volp.scale.invalid", "volp.offset.invalid"],
+            "{s} {o}"
+        );
         let h = decode(&d).unwrap().header;
         assert_eq!((h.scale, h.offset), (1.0, 0.0));
     }
-    let d = with_header(&format!(r#"{{{BASE},"compression":"zstd","scale":-0.0,"offset":1e-320}}"#));
+    let d = with_header(&format!(
+        r#"{{{BASE},"compression":"zstd","scale":-0.0,"offset":1e-320}}"#
+    ));
     let h = decode(&d).unwrap().header;
     assert!(h.scale == 0.0 && h.scale.is_sign_negative() && h.offset == 1e-320);
 }
@@ -96,18 +125,49 @@ fn compression_is_case_insensitive_zstd_only() {
         let f = assert_valid(&with_header(&format!(r#"{{{BASE},"compression":"{c}"}}"#)));
         assert!(warnings(&f).is_empty());
     }
-    for c in [r#""lz4""#, r#""none""#, r#""zstd ""#, r#""""#, "null", "1", r#"["zstd"]"#] {
-        assert_invalid(&with_header(&format!(r#"{{{BASE},"compression":{c}}}"#)), "volp.compression.unknown");
+    for c in [
+        r#""lz4""#,
+        r#""none""#,
+        r#""zstd ""#,
+        r#""""#,
+        "null",
+        "1",
+        r#"["zstd"]"#,
+    ] {
+        assert_invalid(
+            &with_header(&format!(r#"{{{BASE},"compression":{c}}}"#)),
+            "volp.compression.unknown",
+        );
     }
 }
 
 #[test]
 fn shape_rules() {
     for s in ["[1,1,4]", "[1.0,1,4.0]", "[1e0,10e-1,0.4e1]"] {
-        assert_valid(&with_header(&format!(r#"{{"shape":{s},"dtype":"float32","compression":"zstd"}}"#)));
+        assert_valid(&with_header(&format!(
+            r#"{{"shape":{s},"dtype":"float32","compression":"zstd"}}"#
+        )));
     }
-    for s in ["[1,1,4.5]", r#"[1,"1",4]"#, "[1,true,4]", "[1,null,4]", "[0,1,4]", "[1,-1,4]", "[1,4]", "[1,1,1,4]", "[]", "4", r#""1,1,4""#, "{}", "[1,1,-0]", "[1,1,1e-400]"] {
-        assert_invalid(&with_header(&format!(r#"{{"shape":{s},"dtype":"float32","compression":"zstd"}}"#)), "volp.shape.invalid");
+    for s in [
+        "[1,1,4.5]",
+        r#"[1,"1",4]"#,
+        "[1,true,4]",
+        "[1,null,4]",
+        "[0,1,4]",
+        "[1,-1,4]",
+        "[1,4]",
+        "[1,1,1,4]",
+        "[]",
+        "4",
+        r#""1,1,4""#,
+        "{}",
+        "[1,1,-0]",
+        "[1,1,1e-400]",
+    ] {
+        assert_invalid(
+            &with_header(&format!(r#"{{"shape":{s},"dtype":"float32","compression":"zstd"}}"#)),
+            "volp.shape.invalid",
+        );
     }
     // Products never wrap: 2^32 * 2^32 overflows u64.
     assert_invalid(
@@ -118,16 +178,28 @@ fn shape_rules() {
         &with_header(r#"{"shape":[1,1,18446744073709551616],"dtype":"uint8","compression":"zstd"}"#),
         "volp.shape.invalid",
     );
-    assert_invalid(&with_header(r#"{"dtype":"float32","compression":"zstd"}"#), "volp.shape.missing");
+    assert_invalid(
+        &with_header(r#"{"dtype":"float32","compression":"zstd"}"#),
+        "volp.shape.missing",
+    );
 }
 
 #[test]
 fn dtype_rules() {
     for d in ["f4", ">f4", "<f4", "Float32", "float16", "uint16", "int8", "bool", ""] {
-        assert_invalid(&with_header(&format!(r#"{{"shape":[1,1,4],"dtype":"{d}","compression":"zstd"}}"#)), "volp.dtype.unsupported");
+        assert_invalid(
+            &with_header(&format!(r#"{{"shape":[1,1,4],"dtype":"{d}","compression":"zstd"}}"#)),
+            "volp.dtype.unsupported",
+        );
     }
-    assert_invalid(&with_header(r#"{"shape":[1,1,4],"dtype":4,"compression":"zstd"}"#), "volp.dtype.invalid");
-    assert_invalid(&with_header(r#"{"shape":[1,1,4],"compression":"zstd"}"#), "volp.dtype.missing");
+    assert_invalid(
+        &with_header(r#"{"shape":[1,1,4],"dtype":4,"compression":"zstd"}"#),
+        "volp.dtype.invalid",
+    );
+    assert_invalid(
+        &with_header(r#"{"shape":[1,1,4],"compression":"zstd"}"#),
+        "volp.dtype.missing",
+    );
 }
 
 #[test]
@@ -140,14 +212,28 @@ fn header_bytes_rules() {
     let mut bad_utf8 = good.clone().into_bytes();
     bad_utf8.insert(good.len() - 2, 0xFF);
     assert_invalid(&file(&bad_utf8, &zstd(F4)), "volp.header.utf8");
-    assert_invalid(&with_header(&format!(r#"{{{BASE},"compression":"zstd","scale":NaN}}"#)), "volp.header.json");
+    assert_invalid(
+        &with_header(&format!(r#"{{{BASE},"compression":"zstd","scale":NaN}}"#)),
+        "volp.header.json",
+    );
     assert_invalid(&with_header(&format!("{good}\0")), "volp.header.json");
     assert_invalid(&with_header(&format!("{good}{{}}")), "volp.header.json");
     assert_invalid(&with_header(&format!("{good}\u{a0}")), "volp.header.json");
-    assert_invalid(&with_header(&format!(r#"{{{BASE},"compression":"zstd","dtype":"float32"}}"#)), "volp.header.duplicate_key");
-    assert_invalid(&with_header(&format!(r#"{{{BASE},"compression":"zstd","bbox":{{"west":1,"west":2}}}}"#)), "volp.header.duplicate_key");
+    assert_invalid(
+        &with_header(&format!(r#"{{{BASE},"compression":"zstd","dtype":"float32"}}"#)),
+        "volp.header.duplicate_key",
+    );
+    assert_invalid(
+        &with_header(&format!(
+            r#"{{{BASE},"compression":"zstd","bbox":{{"west":1,"west":2}}}}"#
+        )),
+        "volp.header.duplicate_key",
+    );
     assert_invalid(&with_header("[1,1,4]"), "volp.header.not_object");
-    assert_invalid(&with_header(&format!("{}{{}}{}", "[".repeat(200), "]".repeat(200))), "volp.header.depth");
+    assert_invalid(
+        &with_header(&format!("{}{{}}{}", "[".repeat(200), "]".repeat(200))),
+        "volp.header.depth",
+    );
     // JSON whitespace around the object is fine.
     assert_valid(&with_header(&format!(" \r\n\t{good}\n\n ")));
 }
@@ -174,7 +260,10 @@ fn body_limit_is_checked_before_decompressing() {
     assert!(errors(&f).contains(&"volp.body.size_mismatch"), "{f:?}");
     let over = with_header(r#"{"shape":[1,1,268435457],"dtype":"uint8","compression":"zstd"}"#);
     assert_invalid(&over, "volp.limit.body");
-    assert_invalid(&with_header(r#"{"shape":[1,1,67108865],"dtype":"float32","compression":"zstd"}"#), "volp.limit.body");
+    assert_invalid(
+        &with_header(r#"{"shape":[1,1,67108865],"dtype":"float32","compression":"zstd"}"#),
+        "volp.limit.body",
+    );
 }
 
 #[test]
@@ -248,7 +337,12 @@ fn all_findings_are_collected() {
     let d = with_header(r#"{"version":"x","shape":[0,1],"dtype":"f4","compression":"gzip","scale":"1"}"#);
     let f = validate(&d);
     let e = errors(&f);
-    for c in ["volp.version.invalid", "volp.shape.invalid", "volp.dtype.unsupported", "volp.compression.unknown"] {
+    for c in [
+        "volp.version.invalid",
+        "volp.shape.invalid",
+        "volp.dtype.unsupported",
+        "volp.compression.unknown",
+    ] {
         assert!(e.contains(&c), "{c} missing from {f:?}");
     }
     assert!(warnings(&f).contains(&"volp.scale.invalid"));
@@ -281,18 +375,48 @@ fn a_body_of_exactly_256_mib_decodes() {
 fn caller_limits_are_honoured() {
     use rasterpack_common::{ArrayRequest, ErrorKind, Format, Input, Limits};
     let d = with_header(&format!(r#"{{{BASE},"compression":"zstd"}}"#));
-    let small = Limits { max_alloc: 8, ..Limits::default() };
+    let small = Limits {
+        max_alloc: 8,
+        ..Limits::default()
+    };
     let e = rasterpack_volp::decode_with_limits(&d, &small).unwrap_err();
-    assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::LimitExceeded, "volp.limit.alloc"));
+    assert_eq!(
+        (e.kind, e.code.as_ref()),
+        (ErrorKind::LimitExceeded, "volp.limit.alloc")
+    );
     let input = Input::from_bytes("x", d.clone());
-    let req = ArrayRequest { limits: Limits { max_array_bytes: 8, ..Limits::default() }, ..Default::default() };
+    let req = ArrayRequest {
+        limits: Limits {
+            max_array_bytes: 8,
+            ..Limits::default()
+        },
+        ..Default::default()
+    };
     let e = rasterpack_volp::VolpFormat.read_array(&input, &req).unwrap_err();
-    assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::LimitExceeded, "volp.limit.array"));
-    let req = ArrayRequest { limits: Limits { max_alloc: 8, ..Limits::default() }, ..Default::default() };
+    assert_eq!(
+        (e.kind, e.code.as_ref()),
+        (ErrorKind::LimitExceeded, "volp.limit.array")
+    );
+    let req = ArrayRequest {
+        limits: Limits {
+            max_alloc: 8,
+            ..Limits::default()
+        },
+        ..Default::default()
+    };
     let e = rasterpack_volp::VolpFormat.read_array(&input, &req).unwrap_err();
-    assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::LimitExceeded, "volp.limit.alloc"));
-    let tiny_text = Limits { max_text: 4, ..Limits::default() };
-    assert_eq!(rasterpack_volp::decode_with_limits(&d, &tiny_text).unwrap_err().code, "volp.limit.header");
+    assert_eq!(
+        (e.kind, e.code.as_ref()),
+        (ErrorKind::LimitExceeded, "volp.limit.alloc")
+    );
+    let tiny_text = Limits {
+        max_text: 4,
+        ..Limits::default()
+    };
+    assert_eq!(
+        rasterpack_volp::decode_with_limits(&d, &tiny_text).unwrap_err().code,
+        "volp.limit.header"
+    );
     let v = rasterpack_volp::validate_full(&d, &small);
     assert!(v.findings.has_code("volp.limit.alloc"), "{:?}", v.findings);
 }

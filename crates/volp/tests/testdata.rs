@@ -13,11 +13,20 @@ fn dir() -> PathBuf {
 #[test]
 fn committed_samples_match_the_generator() {
     for (name, bytes) in samples::all() {
-        let on_disk = std::fs::read(dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e} (run the make_volp_testdata example)"));
-        assert!(on_disk == bytes, "{name} differs from the generator: rerun `cargo run -p rasterpack-volp --example make_volp_testdata`");
+        let on_disk = std::fs::read(dir().join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e} (run the make_volp_testdata example)"));
+        assert!(
+            on_disk == bytes,
+            "{name} differs from the generator: rerun `cargo run -p rasterpack-volp --example make_volp_testdata`"
+        );
         let input = Input::open(&dir().join(name)).unwrap();
         let r = VolpFormat.validate(&input, &Default::default());
-        assert_eq!(r.is_valid(true), !name.starts_with("invalid"), "{name}: {:?}", r.findings);
+        assert_eq!(
+            r.is_valid(true),
+            !name.starts_with("invalid"),
+            "{name}: {:?}",
+            r.findings
+        );
     }
     let input = Input::open(&dir().join("temperature_4x32x32_int16.volp")).unwrap();
     let r = VolpFormat.inspect(&input, &Default::default()).unwrap();
