@@ -48,12 +48,7 @@ fn m32_all(codes: &[u8], n: usize, out: &mut Vec<i32>, at: usize, what: &str) ->
     out.clear();
     out.resize(n, 0);
     let mut r = M32Reader::new(codes);
-    for slot in out.iter_mut() {
-        match r.next_value() {
-            Ok(v) => *slot = v,
-            Err(e) => return Err(err(e.code(), at, format!("LSOP12 {what} stream: {e:?}"))),
-        }
-    }
+    r.fill(out).map_err(|e| err(e.code(), at, format!("LSOP12 {what} stream: {e:?}")))?;
     r.finish().map_err(|e: M32Error| err(e.code(), at, format!("LSOP12 {what} stream holds more codes than the tile needs")))
 }
 
@@ -105,33 +100,12 @@ pub fn decode(block: &[u8], rows: usize, cols: usize, out: &mut [i32]) -> Result
         return Err(err("gvrs.codec.bad_length", 58, format!("LSOP12 interior length {n_interior} cannot hold {nn} residuals")));
     }
     let payload = &block[header..];
-    let mut init_codes = vec![0u8; n_init];
-    let mut interior_codes = vec![0u8; n_interior];
-    match method & 0x0F {
-        0 => {
-            let mut r = BitReader::new(payload);
-            huffman::decode_sequence(&mut r, &mut init_codes).map_err(|e| err(e.code(), header, format!("LSOP12 initializer Huffman: {e:?}")))?;
-            huffman::decode_sequence(&mut r, &mut interior_codes).map_err(|e| err(e.code(), header, format!("LSOP12 interior Huffman: {e:?}")))?;
-            let used = r.pos().div_ceil(8);
-            if used != payload.len() {
-                return Err(err("gvrs.codec.trailing_data", header + used, format!("{} byte(s) after the LSOP12 Huffman data", payload.len() - used)));
-            }
-        }
-        1 => {
-            let a = zlib::inflate_exact(payload, &mut init_codes).map_err(|e| err(e.code(), header, format!("LSOP12 initializer: {}", e.message(n_init))))?;
-            let b = zlib::inflate_exact(&payload[a..], &mut interior_codes)
-                .map_err(|e| err(e.code(), header + a, format!("LSOP12 interior: {}", e.message(n_interior))))?;
-            if a + b != payload.len() {
-                return Err(err("gvrs.codec.trailing_data", header + a + b, format!("{} byte(s) after the LSOP12 zlib streams", payload.len() - a - b)));
-            }
-        }
-        m => return Err(err("gvrs.codec.bad_lsop_method", 62, format!("LSOP12 residual method {m} is not 0 (Huffman) or 1 (Deflate)"))),
-    }
-    let mut init = Vec::new();
-    let mut interior = Vec::new();
-    m32_all(&init_codes, ni, &mut init, header, "initializer")?;
-    m32_all(&interior_codes, nn, &mut interior, header, "interior")?;
-    reconstruct(seed, &u, rows, cols, &init, &interior, out);
+    // The byte and value buffers are reused by the thread's next tile (lengths checked above).
+    STREAMS.with(|cell| {
+        let mut guard = cell.borrow_mut();
+        let st = &mut *guard;
+        decode_streams(payload, header, method, seed, &u, rows, cols, (n_init, n_interior), st, out)
+    })?;
     if let Some(expected) = checksum {
         let mut bytes = Vec::with_capacity(cells * 4);
         for v in out.iter() {
@@ -142,6 +116,66 @@ pub fn decode(block: &[u8], rows: usize, cols: usize, out: &mut [i32]) -> Result
             return Err(err("gvrs.codec.lsop_checksum", HEADER_LEN, format!("LSOP12 value checksum {expected:#010x} != computed {got:#010x}")));
         }
     }
+    Ok(())
+}
+
+/// Per-thread buffers for the residual streams of [`decode`].
+#[derive(Default)]
+struct Streams {
+    init_codes: Vec<u8>,
+    interior_codes: Vec<u8>,
+    init: Vec<i32>,
+    interior: Vec<i32>,
+}
+
+thread_local! {
+    static STREAMS: std::cell::RefCell<Streams> = std::cell::RefCell::new(Streams::default());
+}
+
+/// Decode the two residual streams and rebuild the tile (the body of [`decode`]).
+#[allow(clippy::too_many_arguments)]
+fn decode_streams(
+    payload: &[u8],
+    header: usize,
+    method: u8,
+    seed: i32,
+    u: &[f32; 12],
+    rows: usize,
+    cols: usize,
+    (n_init, n_interior): (usize, usize),
+    st: &mut Streams,
+    out: &mut [i32],
+) -> Result<(), LsopError> {
+    let (ni, nn) = counts(rows, cols);
+    st.init_codes.clear();
+    st.init_codes.resize(n_init, 0);
+    st.interior_codes.clear();
+    st.interior_codes.resize(n_interior, 0);
+    let init_codes = &mut st.init_codes[..];
+    let interior_codes = &mut st.interior_codes[..];
+    match method & 0x0F {
+        0 => {
+            let mut r = BitReader::new(payload);
+            huffman::decode_sequence(&mut r, init_codes).map_err(|e| err(e.code(), header, format!("LSOP12 initializer Huffman: {e:?}")))?;
+            huffman::decode_sequence(&mut r, interior_codes).map_err(|e| err(e.code(), header, format!("LSOP12 interior Huffman: {e:?}")))?;
+            let used = r.pos().div_ceil(8);
+            if used != payload.len() {
+                return Err(err("gvrs.codec.trailing_data", header + used, format!("{} byte(s) after the LSOP12 Huffman data", payload.len() - used)));
+            }
+        }
+        1 => {
+            let a = zlib::inflate_exact(payload, init_codes).map_err(|e| err(e.code(), header, format!("LSOP12 initializer: {}", e.message(n_init))))?;
+            let b = zlib::inflate_exact(&payload[a..], interior_codes)
+                .map_err(|e| err(e.code(), header + a, format!("LSOP12 interior: {}", e.message(n_interior))))?;
+            if a + b != payload.len() {
+                return Err(err("gvrs.codec.trailing_data", header + a + b, format!("{} byte(s) after the LSOP12 zlib streams", payload.len() - a - b)));
+            }
+        }
+        m => return Err(err("gvrs.codec.bad_lsop_method", 62, format!("LSOP12 residual method {m} is not 0 (Huffman) or 1 (Deflate)"))),
+    }
+    m32_all(init_codes, ni, &mut st.init, header, "initializer")?;
+    m32_all(interior_codes, nn, &mut st.interior, header, "interior")?;
+    reconstruct(seed, u, rows, cols, &st.init, &st.interior, out);
     Ok(())
 }
 
