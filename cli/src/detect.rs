@@ -5,7 +5,7 @@ use std::path::Path;
 
 use rasterpack_common::{Error, ErrorKind, Format, Input, Limits};
 
-use crate::registry;
+use rasterpack_cli::registry;
 
 /// Open a path (or `-` for standard input, read whole, bounded by the allocation limit).
 pub fn open(path: &str, limits: &Limits) -> Result<Input, Error> {

@@ -6,7 +6,6 @@
 mod convert;
 mod detect;
 mod output;
-mod registry;
 
 use std::process::ExitCode;
 

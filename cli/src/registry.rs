@@ -6,7 +6,6 @@ use rasterpack_common::Format;
 pub fn formats() -> Vec<&'static dyn Format> {
     vec![
         &rasterpack_common::npy_format::NpyFormat,
-        // FORMAT OWNERS: uncomment your line once your crate exports the type.
         &rasterpack_volp::VolpFormat,
         &rasterpack_gvrs::GvrsFormat,
         &rasterpack_udf::UdfFormat,

@@ -7,7 +7,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use rasterpack_common::{ArrayRequest, Format, Input, InspectOptions, Limits, ValidateOptions};
+use rasterpack_common::{ArrayRequest, Input, InspectOptions, Limits, ValidateOptions};
 
 struct Counting;
 
@@ -38,16 +38,6 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-fn formats() -> Vec<&'static dyn Format> {
-    vec![
-        &rasterpack_common::npy_format::NpyFormat,
-        &rasterpack_volp::VolpFormat,
-        &rasterpack_gvrs::GvrsFormat,
-        &rasterpack_udf::UdfFormat,
-        &rasterpack_fold::FoldFormat,
-        &rasterpack_vds_meta::VdsFormat,
-    ]
-}
 
 fn samples() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("testdata");
@@ -83,7 +73,7 @@ fn exercise(bytes: Vec<u8>) -> usize {
     let input = Input::from_bytes("damaged", bytes);
     let head = input.head(64);
     let limits = test_limits();
-    for f in formats().into_iter().filter(|f| f.detect(&head)) {
+    for f in rasterpack_cli::registry::formats().into_iter().filter(|f| f.detect(&head)) {
         let _ = f.inspect(&input, &InspectOptions { all: false, limits });
         let _ = f.validate(&input, &ValidateOptions { limits });
         // Whole arrays may legitimately be large (a sparse volume); the limits bound them.
