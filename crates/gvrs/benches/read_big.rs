@@ -4,6 +4,9 @@
 //! writer is timed instead.
 //!
 //! `RASTERPACK_CORPUS=/work/shared/corpus cargo bench -p rasterpack-gvrs --bench read_big`
+//!
+//! With `GVRS_BENCH_ONCE=1` it decodes the element once on one thread and exits (for
+//! `valgrind --tool=callgrind` instruction counts).
 
 use std::time::Instant;
 
@@ -44,6 +47,14 @@ fn main() {
         }
     };
     let f = GvrsFile::open(input.clone(), Limits::default()).expect("open");
+    if std::env::var_os("GVRS_BENCH_ONCE").is_some() {
+        // One whole-element decode on one thread and nothing else: for instruction counts
+        // (`valgrind --tool=callgrind`), which do not depend on the machine's load.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
+        let a = pool.install(|| f.read_element(0, false).expect("decode"));
+        println!("decoded {} bytes once on one thread", a.data.len());
+        return;
+    }
     let cells = f.geometry.cells() as f64;
     let mb = cells * 4.0 / 1e6;
     let threads = rayon::current_num_threads();

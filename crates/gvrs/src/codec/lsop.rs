@@ -296,8 +296,13 @@ fn reconstruct(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32],
                 // into rows the ring does not hold for this column (known cells, rewritten
                 // below, or rows not on it); their results are never read.
                 let n = (b - a).div_ceil(PAD) * PAD;
-                for (r, slot) in (a..b).zip(sc.res[a..b].iter_mut()) {
-                    *slot = interior[(r - 2) * iw + (s - 3 * r - 2)];
+                // Consecutive rows of this column are iw - 3 residuals apart (one row per
+                // column when cols < 8, so the stride is then unused).
+                let mut at = (a - 2) * iw + (s - 3 * a - 2);
+                let stride = (nc - 3).saturating_sub(4);
+                for slot in &mut sc.res[a..b] {
+                    *slot = interior[at];
+                    at += stride;
                 }
                 let col = |d: usize, shift: usize| &sc.ring_f[(s - d) % RING][a - shift..a - shift + n];
                 let (z1, z6) = (col(1, 0), col(2, 0));
@@ -326,16 +331,23 @@ fn reconstruct(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32],
                         of[j] = x as f32;
                     }
                 }
-                for (r, &x) in (a..b).zip(cur_i[a..b].iter()) {
-                    v[r * nc + s - 3 * r] = x;
+                let mut at = a * nc + s - 3 * a;
+                for &x in &cur_i[a..b] {
+                    v[at] = x;
+                    at += nc - 3;
                 }
             }
             // Already known cells (rows 0 and 1, columns 0 and 1) enter the ring as they are.
-            let known = (r_lo..=r_hi.min(1)).chain(c_small.max(2).max(r_lo)..=r_hi);
-            for r in known {
+            let mut known = |r: usize| {
                 let x = v[r * nc + s - 3 * r];
                 cur_i[r] = x;
                 cur_f[r] = x as f32;
+            };
+            for r in r_lo..r_hi.min(1) + 1 {
+                known(r);
+            }
+            for r in c_small.max(2).max(r_lo)..r_hi + 1 {
+                known(r);
             }
             sc.ring_i[q] = cur_i;
             sc.ring_f[q] = cur_f;
