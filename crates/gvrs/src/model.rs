@@ -389,12 +389,20 @@ impl GvrsFile {
 
     /// Decode one element's block (`block` = the stored bytes, `at` = its absolute offset).
     pub fn decode_block(&self, element: usize, block: &[u8], at: u64) -> Result<Plane> {
+        let mut plane = Plane::Int(Vec::new());
+        self.decode_block_into(element, block, at, &mut plane)?;
+        Ok(plane)
+    }
+
+    /// As [`GvrsFile::decode_block`], into `plane`, whose buffer is reused (not re-zeroed) when
+    /// it already has the element's kind: every decoder writes every cell of the tile.
+    pub fn decode_block_into(&self, element: usize, block: &[u8], at: u64, plane: &mut Plane) -> Result<()> {
         let el = self.check_element(element)?;
         let cells = self.geometry.cells_per_tile() as usize;
         let unc = el.spec.element_type.uncompressed_len(cells as u64).unwrap_or(u64::MAX);
         let (tr, tc) = (self.geometry.tile_rows as usize, self.geometry.tile_cols as usize);
         if block.len() as u64 == unc {
-            return Ok(match el.spec.element_type {
+            *plane = match el.spec.element_type {
                 ElementType::Float => {
                     Plane::Float(block.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
                 }
@@ -402,7 +410,8 @@ impl GvrsFile {
                     Plane::Int(block.chunks_exact(2).take(cells).map(|c| i16::from_le_bytes([c[0], c[1]]) as i32).collect())
                 }
                 _ => Plane::Int(block.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
-            });
+            };
+            return Ok(());
         }
         let idx = *block.first().ok_or_else(|| Error::invalid("gvrs.tile.block_length", at, "empty tile block"))?;
         let codec = match self.codecs.get(idx as usize) {
@@ -430,23 +439,33 @@ impl GvrsFile {
                 e.in_format("gvrs.tile")
             }
         };
-        Ok(match el.spec.element_type {
+        match el.spec.element_type {
             ElementType::Float => {
-                let mut out = vec![0f32; cells];
-                codec::decode_float(codec, block, tr, tc, &mut out).map_err(shift)?;
-                Plane::Float(out)
+                let mut out = match std::mem::replace(plane, Plane::Int(Vec::new())) {
+                    Plane::Float(v) => v,
+                    Plane::Int(_) => Vec::new(),
+                };
+                out.resize(cells, 0.0);
+                let r = codec::decode_float(codec, block, tr, tc, &mut out).map_err(shift);
+                *plane = Plane::Float(out);
+                r
             }
             t => {
-                let mut out = vec![0i32; cells];
-                codec::decode_int(codec, block, tr, tc, &mut out).map_err(shift)?;
-                if t == ElementType::Short {
+                let mut out = match std::mem::replace(plane, Plane::Int(Vec::new())) {
+                    Plane::Int(v) => v,
+                    Plane::Float(_) => Vec::new(),
+                };
+                out.resize(cells, 0);
+                let r = codec::decode_int(codec, block, tr, tc, &mut out).map_err(shift);
+                if r.is_ok() && t == ElementType::Short {
                     for v in &mut out {
                         *v = *v as i16 as i32;
                     }
                 }
-                Plane::Int(out)
+                *plane = Plane::Int(out);
+                r
             }
-        })
+        }
     }
 
     /// Decode one element of a stored tile (no cache).
@@ -554,10 +573,17 @@ impl GvrsFile {
         let band = g.tile_rows as usize * row_bytes;
         out.par_chunks_mut(band).enumerate().try_for_each(|(tr, dst)| -> Result<()> {
             let tr = tr as u32;
+            // One tile buffer per band, reused for each of its tiles.
+            let mut buf = Plane::Int(Vec::new());
             for tc in 0..g.grid_cols {
                 let plane = match self.tile_offset(tr, tc) {
                     None => None,
-                    Some(off) => Some(self.decode_tile(off, element)?),
+                    Some(off) => {
+                        let (rec, bytes) = self.read_tile_record(off)?;
+                        let (rel, n) = rec.blocks[element];
+                        self.decode_block_into(element, &bytes[rel..rel + n], rec.record.start + rel as u64, &mut buf)?;
+                        Some(&buf)
+                    }
                 };
                 let c0 = tc * g.tile_cols;
                 let c1 = (c0 + g.tile_cols).min(g.cols);
@@ -565,7 +591,7 @@ impl GvrsFile {
                 for r in 0..nr {
                     let o = r * row_bytes + c0 as usize * dtype.size();
                     let d = &mut dst[o..o + (c1 - c0) as usize * dtype.size()];
-                    put_row(el, plane.as_ref(), r * g.tile_cols as usize, d, codes);
+                    put_row(el, plane, r * g.tile_cols as usize, d, codes);
                 }
             }
             Ok(())
