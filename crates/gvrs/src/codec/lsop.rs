@@ -309,26 +309,15 @@ fn reconstruct(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32],
                 let (z2, z3, z4, z5, z7) = (col(4, 1), col(3, 1), col(2, 1), col(1, 1), col(5, 1));
                 let (z8, z9, z10, z11, z12) = (col(8, 2), col(7, 2), col(6, 2), col(5, 2), col(4, 2));
                 let res = &sc.res[a..a + n];
-                let oi = &mut cur_i[a..a + n];
-                let of = &mut cur_f[a..a + n];
-                let mut all_small = true;
-                for j in 0..n {
-                    let p = u[0] * z1[j] + u[1] * z2[j] + u[2] * z3[j] + u[3] * z4[j] + u[4] * z5[j] + u[5] * z6[j] + u[6] * z7[j] + u[7] * z8[j]
-                        + u[8] * z9[j] + u[9] * z10[j] + u[10] * z11[j] + u[11] * z12[j];
-                    let (e, small) = round_small(p);
-                    all_small &= small;
-                    let x = e.wrapping_add(res[j]);
-                    oi[j] = x;
-                    of[j] = x as f32;
-                }
-                if !all_small {
+                let z = [z1, z2, z3, z4, z5, z6, z7, z8, z9, z10, z11, z12];
+                if !lanes(u, &z, res, &mut cur_i[a..a + n], &mut cur_f[a..a + n]) {
                     // Rare (huge values or coefficients, NaN): redo the real rows exactly.
                     for j in 0..b - a {
                         let p = u[0] * z1[j] + u[1] * z2[j] + u[2] * z3[j] + u[3] * z4[j] + u[4] * z5[j] + u[5] * z6[j] + u[6] * z7[j] + u[7] * z8[j]
                             + u[8] * z9[j] + u[9] * z10[j] + u[10] * z11[j] + u[11] * z12[j];
                         let x = java_round(p).wrapping_add(res[j]);
-                        oi[j] = x;
-                        of[j] = x as f32;
+                        cur_i[a + j] = x;
+                        cur_f[a + j] = x as f32;
                     }
                 }
                 let mut at = a * nc + s - 3 * a;
@@ -353,6 +342,31 @@ fn reconstruct(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32],
             sc.ring_f[q] = cur_f;
         }
     });
+}
+
+/// The cells of one wavefront column: `z[k]` holds neighbour k + 1 of each cell (Gridfour's
+/// z1..z12), `res` the residuals. A separate function so that its slices are known not to
+/// overlap (no runtime alias checks) and the loop vectorizes. Returns false when some estimate
+/// was outside the fast rounding range (the caller then redoes the column exactly).
+#[inline(never)]
+fn lanes(u: &[f32; 12], z: &[&[f32]; 12], res: &[i32], oi: &mut [i32], of: &mut [f32]) -> bool {
+    let n = oi.len();
+    if of.len() != n || res.len() != n || z.iter().any(|c| c.len() != n) {
+        return false; // never: the caller cuts every slice to the column's length
+    }
+    let [z1, z2, z3, z4, z5, z6, z7, z8, z9, z10, z11, z12] = *z;
+    let u = *u;
+    let mut all_small = true;
+    for j in 0..n {
+        let p = u[0] * z1[j] + u[1] * z2[j] + u[2] * z3[j] + u[3] * z4[j] + u[4] * z5[j] + u[5] * z6[j] + u[6] * z7[j] + u[7] * z8[j] + u[8] * z9[j]
+            + u[9] * z10[j] + u[10] * z11[j] + u[11] * z12[j];
+        let (e, small) = round_small(p);
+        all_small &= small;
+        let x = e.wrapping_add(res[j]);
+        oi[j] = x;
+        of[j] = x as f32;
+    }
+    all_small
 }
 
 /// The row-by-row wavefront reconstruction kept as the reference for [`reconstruct`].
