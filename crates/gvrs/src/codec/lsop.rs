@@ -45,7 +45,7 @@ fn counts(rows: usize, cols: usize) -> (usize, usize) {
 }
 
 fn m32_all(codes: &[u8], n: usize, out: &mut Vec<i32>, at: usize, what: &str) -> Result<(), LsopError> {
-    out.clear();
+    // No re-zeroing of a reused buffer: `fill` writes every value or fails.
     out.resize(n, 0);
     let mut r = M32Reader::new(codes);
     r.fill(out).map_err(|e| err(e.code(), at, format!("LSOP12 {what} stream: {e:?}")))?;
@@ -147,9 +147,8 @@ fn decode_streams(
     out: &mut [i32],
 ) -> Result<(), LsopError> {
     let (ni, nn) = counts(rows, cols);
-    st.init_codes.clear();
+    // Not re-zeroed: both decoders write every byte of their output or fail.
     st.init_codes.resize(n_init, 0);
-    st.interior_codes.clear();
     st.interior_codes.resize(n_interior, 0);
     let init_codes = &mut st.init_codes[..];
     let interior_codes = &mut st.interior_codes[..];
