@@ -558,3 +558,45 @@ fn fold_arrays_convert_and_damaged_files_are_repaired() {
         "the repair restores the original bytes"
     );
 }
+
+#[test]
+fn vds_datasets_both_storage_kinds_convert() {
+    let dir = scratch("vds");
+    // An object-store dataset is a directory, detected by its VolumeDataLayout.
+    let objdir = testdata("vds/small_objdir");
+    let o = run(&["validate", "--json", &objdir]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["files"][0]["format"], Value::from("vds"));
+    assert_eq!(code(&run(&["validate", &testdata("vds/invalid_rle_overrun.vds")])), 1);
+
+    // 3-D R32 -> .npy (dims reversed) and -> VOLP, which validates and holds the same values.
+    let zip = testdata("vds/small_r32_zip.vds");
+    let npy = dir.join("zip.npy");
+    assert_eq!(code(&run(&["convert", &zip, npy.to_str().unwrap()])), 0);
+    let arr = read_npy(&npy);
+    assert_eq!(arr.dtype, rasterpack_common::DType::F32);
+    assert_eq!(arr.shape.len(), 3);
+    let volp = dir.join("zip.volp");
+    let o = run(&["convert", &zip, volp.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(code(&run(&["validate", volp.to_str().unwrap()])), 0);
+    let again = dir.join("again.npy");
+    assert_eq!(code(&run(&["convert", volp.to_str().unwrap(), again.to_str().unwrap()])), 0);
+    assert_eq!(read_npy(&again), arr);
+
+    // U8 codes natively, dequantized float32 with --physical.
+    let u8s = testdata("vds/small_u8_rle_novalue.vds");
+    let codes = dir.join("codes.npy");
+    let phys = dir.join("phys.npy");
+    assert_eq!(code(&run(&["convert", &u8s, codes.to_str().unwrap()])), 0);
+    assert_eq!(code(&run(&["convert", &u8s, phys.to_str().unwrap(), "--physical"])), 0);
+    assert_eq!(read_npy(&codes).dtype, rasterpack_common::DType::U8);
+    assert_eq!(read_npy(&phys).dtype, rasterpack_common::DType::F32);
+
+    // A 4-D volume is not representable in VOLP: exit 2, nothing written.
+    let four = testdata("vds/small_4d_r32_none_lod1.vds");
+    let refused = dir.join("four.volp");
+    assert_eq!(code(&run(&["convert", &four, refused.to_str().unwrap()])), 2);
+    assert!(!refused.exists());
+}
