@@ -165,9 +165,10 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
         }
     }
 
-    // Pair table: when the first code leaves room for a whole second code within the table
-    // width, one lookup yields both symbols (residual codes of smooth data are mostly short).
-    // Entry: sym1 | sym2 << 8 | bits used << 16 | symbols (1 or 2) << 24; 0 = long code.
+    // Multi-symbol table: when the first codes leave room for whole further codes within the
+    // table width, one lookup yields up to three symbols (residual codes of smooth data are
+    // mostly short). Entry: sym1 | sym2 << 8 | sym3 << 16 | bits used (<= 11) << 24 | symbols
+    // (1..=3) << 28; 0 = long code.
     let mut pairs = vec![0u32; size];
     for (i, p) in pairs.iter_mut().enumerate() {
         let e = table[i];
@@ -175,12 +176,17 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
             continue;
         }
         let l1 = e >> 16;
-        *p = (e & 0xFF) | (l1 << 16) | (1 << 24);
+        *p = (e & 0xFF) | (l1 << 24) | (1 << 28);
         if !small {
             let e2 = table[i >> l1];
             let l2 = e2 >> 16;
             if e2 & LONG == 0 && l1 + l2 <= bits {
-                *p = (e & 0xFF) | ((e2 & 0xFF) << 8) | ((l1 + l2) << 16) | (2 << 24);
+                *p = (e & 0xFF) | ((e2 & 0xFF) << 8) | ((l1 + l2) << 24) | (2 << 28);
+                let e3 = table[i >> (l1 + l2)];
+                let l3 = e3 >> 16;
+                if e3 & LONG == 0 && l1 + l2 + l3 <= bits {
+                    *p = (e & 0xFF) | ((e2 & 0xFF) << 8) | ((e3 & 0xFF) << 16) | ((l1 + l2 + l3) << 24) | (3 << 28);
+                }
             }
         }
     }
@@ -212,10 +218,10 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
     };
     let mut k = 0;
     // Main loop: one refill (>= 56 bits) serves four lookups of at most `bits` (<= 11) bits
-    // each; every lookup stores two bytes and advances by the entry's symbol count (a single
-    // symbol's second byte is overwritten by the next lookup), so there is no branch on the
-    // entry kind. Stops 8 symbols before the end so the stores stay inside `out`.
-    while k + 8 <= n {
+    // each; every lookup stores four bytes (its symbols, then bytes the next lookups or the
+    // tail loop overwrite) and advances by the entry's symbol count, so there is no branch on
+    // the entry kind. Stops 16 symbols before the end so the stores stay inside `out`.
+    while k + 16 <= n {
         fr.refill();
         for _ in 0..4 {
             let idx = (fr.buf & mask) as usize;
@@ -225,10 +231,9 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
                 k += 1;
                 break; // the walk may have used the buffered bits: refill
             }
-            out[k] = p as u8;
-            out[k + 1] = (p >> 8) as u8;
-            k += (p >> 24) as usize;
-            fr.consume((p >> 16) & 0x1F);
+            out[k..k + 4].copy_from_slice(&p.to_le_bytes());
+            k += (p >> 28) as usize;
+            fr.consume((p >> 24) & 0xF);
         }
     }
     while k < n {
@@ -239,7 +244,7 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
             out[k] = long(&mut fr, idx)?;
             k += 1;
         } else {
-            // One symbol at a time here (a pair may not fit before the end).
+            // One symbol at a time here (several may not fit before the end).
             out[k] = p as u8;
             k += 1;
             fr.consume(table[idx] >> 16);
