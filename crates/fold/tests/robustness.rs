@@ -145,3 +145,44 @@ fn streamed_and_whole_zstd_paths_agree_on_corrupt_frames() {
         }
     }
 }
+
+#[test]
+fn streamed_npz_in_two_zstd_frames_decodes_into_the_fixed_buffer() {
+    // An NPZ0 payload of two concatenated zstd frames (no single content size): the streamed
+    // path decodes both into one uncomp_len buffer (stable output across frames); a byte more
+    // or less in uncomp_len is a mismatch, as on the whole path.
+    let mut seed = 11u64;
+    let floats: Vec<u8> = (0..(6usize << 20))
+        .map(|_| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as u8
+        })
+        .collect();
+    let arr = NdArray::new(DType::U8, vec![floats.len() as u64], floats).unwrap();
+    let npz = rasterpack_fold::npz::write(&[("a", &arr)]);
+    let (x, y) = npz.split_at(npz.len() / 3);
+    let mut frames = zstd::bulk::compress(x, 1).unwrap();
+    frames.extend_from_slice(&zstd::bulk::compress(y, 1).unwrap());
+    assert!(frames.len() > 4 << 20);
+    for delta in [0i64, -1, 1] {
+        let mut b = FoldBuilder::new();
+        b.add_chunk("nuclear_arrays", "NPZ0", &frames, ChunkOptions { compression: Compression::None, ecc: None }).unwrap();
+        let mut bytes = b.to_bytes().unwrap();
+        bytes[28 + 7] = 1;
+        bytes[28 + 8..28 + 16].copy_from_slice(&(npz.len() as u64).wrapping_add_signed(delta).to_be_bytes());
+        let input = Input::from_bytes("two-frames", bytes);
+        let v = FoldFormat.validate(&input, &ValidateOptions::default());
+        let i = FoldFormat.inspect(&input, &InspectOptions::default()).unwrap();
+        let codes = |r: &rasterpack_common::Report| {
+            let mut c: Vec<String> = r.findings.iter().filter(|f| f.code.starts_with("fold.payload.")).map(|f| f.code.clone()).collect();
+            c.sort();
+            c
+        };
+        assert_eq!(codes(&v), codes(&i), "delta {delta}: {:?} vs {:?}", v.findings, i.findings);
+        if delta == 0 {
+            assert!(codes(&v).is_empty(), "{:?}", v.findings);
+        } else {
+            assert!(v.findings.has_code("fold.payload.uncomp_len_mismatch"), "{:?}", v.findings);
+        }
+    }
+}
