@@ -27,7 +27,11 @@ fn data(noisy: bool) -> Vec<u8> {
         let x = (i % 4096) as f32 / 4096.0;
         let y = (i / 4096) as f32 / 4096.0;
         let smooth = (x * 6.0).sin() * (y * 4.0).cos() * 100.0;
-        let v = if noisy { smooth + ((seed >> 40) as f32) * 1e-6 } else { (smooth * 64.0).round() / 64.0 };
+        let v = if noisy {
+            smooth + ((seed >> 40) as f32) * 1e-6
+        } else {
+            (smooth * 64.0).round() / 64.0
+        };
         out.extend_from_slice(&v.to_le_bytes());
     }
     out
@@ -95,7 +99,8 @@ fn run(raw: &[u8]) {
     std::fs::write(&raw_file, b.to_bytes().unwrap()).unwrap();
     let arr = NdArray::new(DType::F32, vec![4096, (raw.len() / 4 / 4096) as u64], raw.clone()).unwrap();
     let mut b = FoldBuilder::new();
-    b.add_npz("nuclear_arrays", &[("field", &arr)], ChunkOptions::default()).unwrap();
+    b.add_npz("nuclear_arrays", &[("field", &arr)], ChunkOptions::default())
+        .unwrap();
     let npz_file = dir.join(format!("rp-fold-bench-npz-{}.fold", std::process::id()));
     std::fs::write(&npz_file, b.to_bytes().unwrap()).unwrap();
 
@@ -108,7 +113,10 @@ fn run(raw: &[u8]) {
             let r = FoldFormat.validate(&input, &ValidateOptions::default());
             assert!(r.is_valid(true), "{:?}", r.findings);
         });
-        let cpu = process_cpu().zip(cpu0).map(|(b, a)| (b - a) / runs as u32).unwrap_or_default();
+        let cpu = process_cpu()
+            .zip(cpu0)
+            .map(|(b, a)| (b - a) / runs as u32)
+            .unwrap_or_default();
         println!(
             "validate {label}: wall {:.1} ms best of {runs} = {:.0} MB/s uncompressed; CPU {:.0} ms per run (both threads) ({} MiB stored as {:.1} MiB)",
             d.as_secs_f64() * 1e3,
@@ -143,13 +151,19 @@ fn run(raw: &[u8]) {
     });
     let zstd_t = best_cpu(3, || {
         let mut out = Vec::with_capacity(raw.len());
-        zstd::bulk::Decompressor::new().unwrap().decompress_to_buffer(&comp, &mut out).unwrap();
+        zstd::bulk::Decompressor::new()
+            .unwrap()
+            .decompress_to_buffer(&comp, &mut out)
+            .unwrap();
         std::hint::black_box(out);
     });
     let mut warm: Vec<u8> = vec![1u8; raw.len()];
     let zstd_warm = best_cpu(3, || {
         warm.clear();
-        zstd::bulk::Decompressor::new().unwrap().decompress_to_buffer(&comp, &mut warm).unwrap();
+        zstd::bulk::Decompressor::new()
+            .unwrap()
+            .decompress_to_buffer(&comp, &mut warm)
+            .unwrap();
     });
     let zstd_stream = best_cpu(3, || {
         use std::io::Read;
@@ -170,7 +184,10 @@ fn run(raw: &[u8]) {
     let zstd_huge = |stable: bool| {
         best_cpu(3, || {
             use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer};
-            let mut map = memmap2::MmapOptions::new().len(raw.len().div_ceil(2 << 20) * (2 << 20)).map_anon().unwrap();
+            let mut map = memmap2::MmapOptions::new()
+                .len(raw.len().div_ceil(2 << 20) * (2 << 20))
+                .map_anon()
+                .unwrap();
             let _ = map.advise(memmap2::Advice::HugePage);
             let mut d = DCtx::create();
             if stable {
@@ -196,16 +213,56 @@ fn run(raw: &[u8]) {
     });
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!("  stage CPU times (one thread):");
-    println!("    read file (pread):        {:6.1} ms ({:.0} MB/s)", ms(read), mbps(comp.len(), read));
-    println!("    read in 2 MiB pieces:     {:6.1} ms ({:.0} MB/s)", ms(pieces), mbps(comp.len(), pieces));
-    println!("    SHA-256 of stored payload:{:6.1} ms ({:.0} MB/s)", ms(sha), mbps(comp.len(), sha));
-    println!("    CRC32C of stored payload: {:6.1} ms ({:.0} MB/s)", ms(crc), mbps(comp.len(), crc));
-    println!("    zstd decompress:          {:6.1} ms ({:.0} MB/s uncompressed)", ms(zstd_t), mbps(raw.len(), zstd_t));
-    println!("    zstd into a reused buffer:{:6.1} ms ({:.0} MB/s uncompressed)", ms(zstd_warm), mbps(raw.len(), zstd_warm));
-    println!("    zstd streamed, 256 KiB:   {:6.1} ms ({:.0} MB/s uncompressed)", ms(zstd_stream), mbps(raw.len(), zstd_stream));
-    println!("    zstd in pieces, huge pages: {:6.1} ms ({:.0} MB/s uncompressed)", ms(zstd_huge_buf), mbps(raw.len(), zstd_huge_buf));
-    println!("    ... stable output buffer: {:6.1} ms ({:.0} MB/s uncompressed)", ms(zstd_huge_stable), mbps(raw.len(), zstd_huge_stable));
-    println!("    CRC-32 of an npz member:  {:6.1} ms ({:.0} MB/s)", ms(zip_crc), mbps(raw.len(), zip_crc));
+    println!(
+        "    read file (pread):        {:6.1} ms ({:.0} MB/s)",
+        ms(read),
+        mbps(comp.len(), read)
+    );
+    println!(
+        "    read in 2 MiB pieces:     {:6.1} ms ({:.0} MB/s)",
+        ms(pieces),
+        mbps(comp.len(), pieces)
+    );
+    println!(
+        "    SHA-256 of stored payload:{:6.1} ms ({:.0} MB/s)",
+        ms(sha),
+        mbps(comp.len(), sha)
+    );
+    println!(
+        "    CRC32C of stored payload: {:6.1} ms ({:.0} MB/s)",
+        ms(crc),
+        mbps(comp.len(), crc)
+    );
+    println!(
+        "    zstd decompress:          {:6.1} ms ({:.0} MB/s uncompressed)",
+        ms(zstd_t),
+        mbps(raw.len(), zstd_t)
+    );
+    println!(
+        "    zstd into a reused buffer:{:6.1} ms ({:.0} MB/s uncompressed)",
+        ms(zstd_warm),
+        mbps(raw.len(), zstd_warm)
+    );
+    println!(
+        "    zstd streamed, 256 KiB:   {:6.1} ms ({:.0} MB/s uncompressed)",
+        ms(zstd_stream),
+        mbps(raw.len(), zstd_stream)
+    );
+    println!(
+        "    zstd in pieces, huge pages: {:6.1} ms ({:.0} MB/s uncompressed)",
+        ms(zstd_huge_buf),
+        mbps(raw.len(), zstd_huge_buf)
+    );
+    println!(
+        "    ... stable output buffer: {:6.1} ms ({:.0} MB/s uncompressed)",
+        ms(zstd_huge_stable),
+        mbps(raw.len(), zstd_huge_stable)
+    );
+    println!(
+        "    CRC-32 of an npz member:  {:6.1} ms ({:.0} MB/s)",
+        ms(zip_crc),
+        mbps(raw.len(), zip_crc)
+    );
     // Raw chunk: streamed (pieces + SHA-256 + CRC32C on one thread, zstd on the other).
     let est = (pieces + sha + crc).max(zstd_stream);
     println!(

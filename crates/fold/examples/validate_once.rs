@@ -27,7 +27,8 @@ fn main() {
         }
         let arr = NdArray::new(DType::F32, vec![4096, (n / 4096) as u64], raw).expect("array");
         let mut b = FoldBuilder::new();
-        b.add_npz("nuclear_arrays", &[("field", &arr)], ChunkOptions::default()).expect("npz");
+        b.add_npz("nuclear_arrays", &[("field", &arr)], ChunkOptions::default())
+            .expect("npz");
         std::fs::write(&path, b.to_bytes().expect("fold")).expect("write");
         return;
     }

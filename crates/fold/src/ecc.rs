@@ -224,7 +224,12 @@ impl Rs {
             }
         }
         // Formal derivative in characteristic 2: only odd powers survive.
-        let deriv: Vec<u8> = lambda.iter().enumerate().skip(1).map(|(i, &c)| if i % 2 == 1 { c } else { 0 }).collect();
+        let deriv: Vec<u8> = lambda
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(i, &c)| if i % 2 == 1 { c } else { 0 })
+            .collect();
         // Work on a copy: a failed correction leaves the caller's bytes untouched.
         let mut fixed = cw.to_vec();
         for &j in &positions {
@@ -307,7 +312,12 @@ pub fn repair(rs: &Rs, data: &mut [u8], ecc: &[u8]) -> Repair {
     let k = rs.k();
     let nsym = rs.nsym();
     let nblocks = data.len().div_ceil(k);
-    let mut rep = Repair { payload_bytes: 0, usable_blocks: 0, blocks: nblocks, failed: false };
+    let mut rep = Repair {
+        payload_bytes: 0,
+        usable_blocks: 0,
+        blocks: nblocks,
+        failed: false,
+    };
     let stream_len = data.len() + nblocks * nsym;
     if ecc.len() != nblocks * nsym {
         rep.failed = true;

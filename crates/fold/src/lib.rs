@@ -104,9 +104,15 @@ fn build_report(a: &Analysis, input: &Input, all: bool) -> Report {
             ("version".into(), c.index.version.clone()),
             (
                 "created_at_unix".into(),
-                c.index.created_at_unix.map(rasterpack_common::json::fmt_f64).unwrap_or_else(|| "-".into()),
+                c.index
+                    .created_at_unix
+                    .map(rasterpack_common::json::fmt_f64)
+                    .unwrap_or_else(|| "-".into()),
             ),
-            ("index".into(), format!("offset {}, {}", c.header.index_off, fmt_bytes(c.header.index_len))),
+            (
+                "index".into(),
+                format!("offset {}, {}", c.header.index_off, fmt_bytes(c.header.index_len)),
+            ),
             ("chunks".into(), c.index.declared_chunks.to_string()),
             (
                 "manifest hash".into(),
@@ -123,7 +129,11 @@ fn build_report(a: &Analysis, input: &Input, all: bool) -> Report {
         .iter()
         .map(|st| {
             let e = &st.entry;
-            let ratio = if e.comp_len > 0 { format!("{:.2}", e.uncomp_len as f64 / e.comp_len as f64) } else { "-".into() };
+            let ratio = if e.comp_len > 0 {
+                format!("{:.2}", e.uncomp_len as f64 / e.comp_len as f64)
+            } else {
+                "-".into()
+            };
             vec![
                 e.name.clone(),
                 e.ctype.clone(),
@@ -144,7 +154,18 @@ fn build_report(a: &Analysis, input: &Input, all: bool) -> Report {
         .collect();
     r.table(
         "Chunks",
-        &["name", "ctype", "compression", "offset", "stored", "uncompressed", "ratio", "CRC32C", "SHA-256", "ECC"],
+        &[
+            "name",
+            "ctype",
+            "compression",
+            "offset",
+            "stored",
+            "uncompressed",
+            "ratio",
+            "CRC32C",
+            "SHA-256",
+            "ECC",
+        ],
         rows,
     );
     let meta = serde_json::to_string_pretty(&c.index.metadata.to_serde()).unwrap_or_default();
@@ -167,12 +188,27 @@ fn build_report(a: &Analysis, input: &Input, all: bool) -> Report {
                         ]
                     })
                     .collect();
-                r.table(format!("Chunk {:?} (NPZ0 arrays)", st.entry.name), &["array", "dtype", "shape", "note"], rows);
+                r.table(
+                    format!("Chunk {:?} (NPZ0 arrays)", st.entry.name),
+                    &["array", "dtype", "shape", "note"],
+                    rows,
+                );
             }
             Content::Zip(names) => {
-                let shown: Vec<&str> = names.iter().take(if all { usize::MAX } else { 20 }).map(|s| s.as_str()).collect();
-                let more = if names.len() > shown.len() { format!("\n... {} more", names.len() - shown.len()) } else { String::new() };
-                r.text(format!("Chunk {:?} ({}: zip members)", st.entry.name, st.entry.ctype), format!("{}{more}", shown.join("\n")));
+                let shown: Vec<&str> = names
+                    .iter()
+                    .take(if all { usize::MAX } else { 20 })
+                    .map(|s| s.as_str())
+                    .collect();
+                let more = if names.len() > shown.len() {
+                    format!("\n... {} more", names.len() - shown.len())
+                } else {
+                    String::new()
+                };
+                r.text(
+                    format!("Chunk {:?} ({}: zip members)", st.entry.name, st.entry.ctype),
+                    format!("{}{more}", shown.join("\n")),
+                );
             }
             _ => {}
         }
@@ -211,10 +247,17 @@ fn chunk_options(opts: &WriteOptions) -> Result<ChunkOptions> {
             "zstd" => co.compression = Compression::Zstd(3),
             "none" => co.compression = Compression::None,
             p if p.starts_with("rs") => {
-                let n: u8 = p[2..].trim_matches(|c| c == '(' || c == ')').parse().map_err(|_| Error::usage(format!("bad ECC {p:?}")))?;
+                let n: u8 = p[2..]
+                    .trim_matches(|c| c == '(' || c == ')')
+                    .parse()
+                    .map_err(|_| Error::usage(format!("bad ECC {p:?}")))?;
                 co.ecc = Some(n);
             }
-            other => return Err(Error::usage(format!("FOLD compression {other:?}: use zstd, none, optionally +rs16/+rs32/+rs64"))),
+            other => {
+                return Err(Error::usage(format!(
+                    "FOLD compression {other:?}: use zstd, none, optionally +rs16/+rs32/+rs64"
+                )))
+            }
         }
     }
     Ok(co)
@@ -238,12 +281,26 @@ impl Format for FoldFormat {
     }
 
     fn inspect(&self, input: &Input, opts: &InspectOptions) -> Result<Report> {
-        let a = analyze(input, &AnalyzeOptions { limits: opts.limits, content: true, ..Default::default() })?;
+        let a = analyze(
+            input,
+            &AnalyzeOptions {
+                limits: opts.limits,
+                content: true,
+                ..Default::default()
+            },
+        )?;
         Ok(build_report(&a, input, opts.all))
     }
 
     fn validate(&self, input: &Input, opts: &ValidateOptions) -> Report {
-        match analyze(input, &AnalyzeOptions { limits: opts.limits, content: false, ..Default::default() }) {
+        match analyze(
+            input,
+            &AnalyzeOptions {
+                limits: opts.limits,
+                content: false,
+                ..Default::default()
+            },
+        ) {
             Ok(a) => build_report(&a, input, false),
             Err(e) => {
                 let mut r = Report::new("fold");
@@ -254,17 +311,31 @@ impl Format for FoldFormat {
     }
 
     fn read_array(&self, input: &Input, req: &ArrayRequest) -> Result<NdArray> {
-        let a = analyze(input, &AnalyzeOptions { limits: req.limits, content: true, ..Default::default() })?;
+        let a = analyze(
+            input,
+            &AnalyzeOptions {
+                limits: req.limits,
+                content: true,
+                ..Default::default()
+            },
+        )?;
         let Some(c) = &a.container else {
             let f = a.findings.iter().next();
             return Err(Error::invalid_at(
                 f.map(|f| f.code.clone()).unwrap_or_else(|| "fold.invalid".into()),
                 f.and_then(|f| f.offset),
-                f.map(|f| f.message.clone()).unwrap_or_else(|| "not a readable FOLD file".into()),
+                f.map(|f| f.message.clone())
+                    .unwrap_or_else(|| "not a readable FOLD file".into()),
             ));
         };
         let choices = array_choices(&a);
-        let listing = || choices.iter().map(|(c, n)| format!("{c}/{n}")).collect::<Vec<_>>().join(", ");
+        let listing = || {
+            choices
+                .iter()
+                .map(|(c, n)| format!("{c}/{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let (chunk, name) = match &req.element {
             Some(el) => {
                 let hit: Vec<&(String, String)> = match el.split_once('/') {
@@ -275,14 +346,29 @@ impl Format for FoldFormat {
                 };
                 match hit.as_slice() {
                     [one] => (*one).clone(),
-                    [] => return Err(Error::usage(format!("no NPZ0 array {el:?}; choose one of: {}", listing()))),
-                    _ => return Err(Error::usage(format!("array name {el:?} is ambiguous; use CHUNK/ARRAY: {}", listing()))),
+                    [] => {
+                        return Err(Error::usage(format!(
+                            "no NPZ0 array {el:?}; choose one of: {}",
+                            listing()
+                        )))
+                    }
+                    _ => {
+                        return Err(Error::usage(format!(
+                            "array name {el:?} is ambiguous; use CHUNK/ARRAY: {}",
+                            listing()
+                        )))
+                    }
                 }
             }
             None => match choices.as_slice() {
                 [one] => one.clone(),
                 [] => return Err(Error::usage("the file holds no NPZ0 array")),
-                _ => return Err(Error::usage(format!("the file holds several arrays; choose one with --element CHUNK/ARRAY: {}", listing()))),
+                _ => {
+                    return Err(Error::usage(format!(
+                        "the file holds several arrays; choose one with --element CHUNK/ARRAY: {}",
+                        listing()
+                    )))
+                }
             },
         };
         let bytes = validate::read_chunk(input, c, &chunk, &req.limits)?;
@@ -291,10 +377,20 @@ impl Format for FoldFormat {
 
     fn write_array(&self, array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) -> Result<()> {
         let mut b = FoldBuilder::new();
-        let name = array.name.clone().filter(|n| !n.is_empty() && !n.contains('/')).unwrap_or_else(|| "arr_0".into());
-        b.metadata("writer", pjson::Value::str(concat!("rasterpack ", env!("CARGO_PKG_VERSION"))))?;
+        let name = array
+            .name
+            .clone()
+            .filter(|n| !n.is_empty() && !n.contains('/'))
+            .unwrap_or_else(|| "arr_0".into());
+        b.metadata(
+            "writer",
+            pjson::Value::str(concat!("rasterpack ", env!("CARGO_PKG_VERSION"))),
+        )?;
         if !array.attrs.is_empty() {
-            b.metadata("source_attrs", pjson::Value::from_serde(&J::Object(array.attrs.clone())))?;
+            b.metadata(
+                "source_attrs",
+                pjson::Value::from_serde(&J::Object(array.attrs.clone())),
+            )?;
         }
         b.add_npz("nuclear_arrays", &[(&name, array)], chunk_options(opts)?)?;
         b.write_to(out)
@@ -318,8 +414,20 @@ impl Format for FoldFormat {
 /// FOLD -> FOLD: copy the file with every ECC-repairable chunk repaired in place. Refuses
 /// files that are invalid for any other reason.
 pub fn repair_copy(input: &Input, limits: &Limits, out: &mut dyn Write) -> Result<()> {
-    let a = analyze(input, &AnalyzeOptions { limits: *limits, content: false, keep_repairs: true, keep_payload: false })?;
-    if let Some(bad) = a.findings.iter().find(|f| f.severity == rasterpack_common::Severity::Error) {
+    let a = analyze(
+        input,
+        &AnalyzeOptions {
+            limits: *limits,
+            content: false,
+            keep_repairs: true,
+            keep_payload: false,
+        },
+    )?;
+    if let Some(bad) = a
+        .findings
+        .iter()
+        .find(|f| f.severity == rasterpack_common::Severity::Error)
+    {
         return Err(Error::new(
             ErrorKind::Invalid,
             bad.code.clone(),

@@ -128,12 +128,17 @@ pub fn members(b: &[u8], limits: &Limits) -> Result<Vec<Member>> {
     let mut cd_size = le32(b, eocd + 12).unwrap_or(0) as u64;
     let mut cd_off = le32(b, eocd + 16).unwrap_or(0) as u64;
     if count == 0xFFFF || cd_size == 0xFFFF_FFFF || cd_off == 0xFFFF_FFFF {
-        let loc = eocd.checked_sub(20).ok_or_else(|| bad(eocd as u64, "zip64 locator missing"))?;
+        let loc = eocd
+            .checked_sub(20)
+            .ok_or_else(|| bad(eocd as u64, "zip64 locator missing"))?;
         if le32(b, loc) != Some(ZIP64_LOCATOR_SIG) {
             return Err(bad(loc as u64, "zip64 locator missing"));
         }
         let z = le64(b, loc + 8).unwrap_or(u64::MAX);
-        let zi = usize::try_from(z).ok().filter(|&z| z < b.len()).ok_or_else(|| bad(loc as u64, "zip64 record out of bounds"))?;
+        let zi = usize::try_from(z)
+            .ok()
+            .filter(|&z| z < b.len())
+            .ok_or_else(|| bad(loc as u64, "zip64 record out of bounds"))?;
         if le32(b, zi) != Some(ZIP64_EOCD_SIG) {
             return Err(bad(z, "bad zip64 end record"));
         }
@@ -154,7 +159,9 @@ pub fn members(b: &[u8], limits: &Limits) -> Result<Vec<Member>> {
         if le32(b, p) != Some(CDIR_SIG) {
             return Err(bad(p as u64, "bad central directory entry"));
         }
-        let hdr = b.get(p..p + 46).ok_or_else(|| bad(p as u64, "truncated central directory"))?;
+        let hdr = b
+            .get(p..p + 46)
+            .ok_or_else(|| bad(p as u64, "truncated central directory"))?;
         let method = le16(hdr, 10).unwrap_or(0);
         let crc = le32(hdr, 16).unwrap_or(0);
         let mut comp = le32(hdr, 20).unwrap_or(0) as u64;
@@ -163,8 +170,12 @@ pub fn members(b: &[u8], limits: &Limits) -> Result<Vec<Member>> {
         let xlen = le16(hdr, 30).unwrap_or(0) as usize;
         let clen = le16(hdr, 32).unwrap_or(0) as usize;
         let mut local = le32(hdr, 42).unwrap_or(0) as u64;
-        let name = b.get(p + 46..p + 46 + nlen).ok_or_else(|| bad(p as u64, "truncated member name"))?;
-        let extra = b.get(p + 46 + nlen..p + 46 + nlen + xlen).ok_or_else(|| bad(p as u64, "truncated extra field"))?;
+        let name = b
+            .get(p + 46..p + 46 + nlen)
+            .ok_or_else(|| bad(p as u64, "truncated member name"))?;
+        let extra = b
+            .get(p + 46 + nlen..p + 46 + nlen + xlen)
+            .ok_or_else(|| bad(p as u64, "truncated extra field"))?;
         // zip64 extended information: the 0xFFFFFFFF fields, in order.
         let mut x = 0;
         while x + 4 <= extra.len() {
@@ -210,9 +221,10 @@ pub fn member_bytes<'a>(b: &'a [u8], m: &Member, limits: &Limits) -> Result<std:
     let nlen = le16(b, lo + 26).ok_or_else(|| bad(m.local_offset, "truncated local header"))? as u64;
     let xlen = le16(b, lo + 28).ok_or_else(|| bad(m.local_offset, "truncated local header"))? as u64;
     let start = m.local_offset + 30 + nlen + xlen;
-    let end = start.checked_add(m.comp_size).filter(|&e| e <= b.len() as u64).ok_or_else(|| {
-        bad(m.local_offset, format!("member {:?}: data out of bounds", m.name))
-    })?;
+    let end = start
+        .checked_add(m.comp_size)
+        .filter(|&e| e <= b.len() as u64)
+        .ok_or_else(|| bad(m.local_offset, format!("member {:?}: data out of bounds", m.name)))?;
     let src = &b[start as usize..end as usize];
     let size = limits.check_alloc(m.uncomp_size, "npz member", Some(start))?;
     let data = match m.method {
@@ -226,7 +238,10 @@ pub fn member_bytes<'a>(b: &'a [u8], m: &Member, limits: &Limits) -> Result<std:
             let d = miniz_oxide::inflate::decompress_to_vec_with_limit(src, size)
                 .map_err(|e| bad(start, format!("member {:?}: deflate error {:?}", m.name, e.status)))?;
             if d.len() != size {
-                return Err(bad(start, format!("member {:?}: inflates to {} bytes, {} declared", m.name, d.len(), size)));
+                return Err(bad(
+                    start,
+                    format!("member {:?}: inflates to {} bytes, {} declared", m.name, d.len(), size),
+                ));
             }
             Cow::Owned(d)
         }
@@ -271,7 +286,10 @@ pub fn describe(b: &[u8], limits: &Limits) -> Result<Vec<ArrayInfo>> {
             Ok(h) => {
                 let avail = data.len() as u64 - h.data_offset.min(data.len() as u64);
                 if avail != h.data_len {
-                    return Err(bad(0, format!("array {name:?}: {avail} data bytes, shape needs {}", h.data_len)));
+                    return Err(bad(
+                        0,
+                        format!("array {name:?}: {avail} data bytes, shape needs {}", h.data_len),
+                    ));
                 }
                 out.push(ArrayInfo {
                     name,
@@ -280,9 +298,12 @@ pub fn describe(b: &[u8], limits: &Limits) -> Result<Vec<ArrayInfo>> {
                     unsupported: h.fortran_order.then(|| "Fortran order".to_string()),
                 })
             }
-            Err(e) if e.kind == rasterpack_common::ErrorKind::Unsupported => {
-                out.push(ArrayInfo { name, dtype: "?".into(), shape: Vec::new(), unsupported: Some(e.message) })
-            }
+            Err(e) if e.kind == rasterpack_common::ErrorKind::Unsupported => out.push(ArrayInfo {
+                name,
+                dtype: "?".into(),
+                shape: Vec::new(),
+                unsupported: Some(e.message),
+            }),
             Err(e) => return Err(bad(0, format!("array {name:?}: {}", e.message))),
         }
     }
@@ -366,7 +387,9 @@ mod tests {
     fn crc32_check_value() {
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
         assert_eq!(crc32(b""), 0);
-        let data: Vec<u8> = (0..(9u32 << 20) + 7).map(|i| (i.wrapping_mul(2654435761) >> 7) as u8).collect();
+        let data: Vec<u8> = (0..(9u32 << 20) + 7)
+            .map(|i| (i.wrapping_mul(2654435761) >> 7) as u8)
+            .collect();
         assert_eq!(crc32_par(&data), crc32(&data));
         for split in [0usize, 1, 5, 1000] {
             let (a, b) = data[..2000].split_at(split);

@@ -53,7 +53,10 @@ pub struct Container {
 impl Container {
     /// `.mind` files are FOLD files holding a chunk named `ai_graph` or `ai_vectors`.
     pub fn is_mind(&self) -> bool {
-        self.index.entries.iter().any(|e| e.name == "ai_graph" || e.name == "ai_vectors")
+        self.index
+            .entries
+            .iter()
+            .any(|e| e.name == "ai_graph" || e.name == "ai_vectors")
     }
 }
 
@@ -76,16 +79,27 @@ pub fn open(input: &Input, limits: &Limits, f: &mut Findings) -> Result<Option<C
         f.error(
             "fold.header.bad_magic",
             Some(0),
-            format!("magic is {:?}, expected \"FOLDv1\\0\\0\"", crate::raw::ctype_display(&header.magic)),
+            format!(
+                "magic is {:?}, expected \"FOLDv1\\0\\0\"",
+                crate::raw::ctype_display(&header.magic)
+            ),
         );
         return Ok(None);
     }
     if header.header_len as u64 != HEADER_LEN {
         // Reported, but the rest of the file is still checked: the layout does not depend on it.
-        f.error("fold.header.header_len", Some(8), format!("header_len is {}, must be 28", header.header_len));
+        f.error(
+            "fold.header.header_len",
+            Some(8),
+            format!("header_len is {}, must be 28", header.header_len),
+        );
     }
     if header.index_off < HEADER_LEN {
-        let why = if header.index_off == 0 { " (the writer never finalized the file)" } else { "" };
+        let why = if header.index_off == 0 {
+            " (the writer never finalized the file)"
+        } else {
+            ""
+        };
         f.error(
             "fold.header.index_off_lt_header",
             Some(12),
@@ -104,7 +118,11 @@ pub fn open(input: &Input, limits: &Limits, f: &mut Findings) -> Result<Option<C
         return Ok(None);
     }
     // Layer 3: bounds.
-    if header.index_off.checked_add(header.index_len).is_none_or(|e| e > file_len) {
+    if header
+        .index_off
+        .checked_add(header.index_len)
+        .is_none_or(|e| e > file_len)
+    {
         f.error(
             "fold.bounds.index_out_of_bounds",
             Some(12),
@@ -132,13 +150,21 @@ pub fn open(input: &Input, limits: &Limits, f: &mut Findings) -> Result<Option<C
         Some(i) => i,
         None => return Ok(None),
     };
-    Ok(Some(Container { file_len, header, index }))
+    Ok(Some(Container {
+        file_len,
+        header,
+        index,
+    }))
 }
 
 fn check_index(value: Value, at: u64, f: &mut Findings) -> Option<Index> {
     let at = Some(at);
     if !matches!(value, Value::Object(_)) {
-        f.error("fold.index.index_bad_json", at, format!("index is a JSON {}, not an object", value.type_name()));
+        f.error(
+            "fold.index.index_bad_json",
+            at,
+            format!("index is a JSON {}, not an object", value.type_name()),
+        );
         return None;
     }
     match value.get("format") {
@@ -146,7 +172,10 @@ fn check_index(value: Value, at: u64, f: &mut Findings) -> Option<Index> {
         Some(v) => f.error(
             "fold.index.index_bad_format",
             at,
-            format!("index format is {}, must be \"fold\" (also for .mind files)", pjson::dumps(v, false, pjson::Ascii::Raw)),
+            format!(
+                "index format is {}, must be \"fold\" (also for .mind files)",
+                pjson::dumps(v, false, pjson::Ascii::Raw)
+            ),
         ),
         None => f.error("fold.index.index_bad_format", at, "index has no \"format\" member"),
     }
@@ -166,14 +195,22 @@ fn check_index(value: Value, at: u64, f: &mut Findings) -> Option<Index> {
         None => None,
         Some(v @ (Value::Int(_) | Value::Float(_))) => v.as_f64(),
         Some(v) => {
-            f.warning("fold.index.bad_type", at, format!("created_at_unix is a {}, expected a number", v.type_name()));
+            f.warning(
+                "fold.index.bad_type",
+                at,
+                format!("created_at_unix is a {}, expected a number", v.type_name()),
+            );
             None
         }
     };
     let metadata = match value.get("metadata") {
         Some(m @ Value::Object(_)) => m.clone(),
         Some(m) => {
-            f.error("fold.index.bad_type", at, format!("metadata is a {}, expected an object", m.type_name()));
+            f.error(
+                "fold.index.bad_type",
+                at,
+                format!("metadata is a {}, expected an object", m.type_name()),
+            );
             Value::Object(Vec::new())
         }
         None => {
@@ -184,7 +221,11 @@ fn check_index(value: Value, at: u64, f: &mut Findings) -> Option<Index> {
     let items: &[Value] = match value.get("chunks") {
         Some(Value::Array(a)) => a,
         Some(v) => {
-            f.error("fold.index.bad_type", at, format!("chunks is a {}, expected an array", v.type_name()));
+            f.error(
+                "fold.index.bad_type",
+                at,
+                format!("chunks is a {}, expected an array", v.type_name()),
+            );
             &[]
         }
         None => {
@@ -197,18 +238,33 @@ fn check_index(value: Value, at: u64, f: &mut Findings) -> Option<Index> {
     for (pos, item) in items.iter().enumerate() {
         if let Some(e) = check_entry(pos, item, at, f) {
             if !names.insert(e.name.clone()) {
-                f.error("fold.index.duplicate_name", at, format!("chunk name {:?} appears more than once", e.name));
+                f.error(
+                    "fold.index.duplicate_name",
+                    at,
+                    format!("chunk name {:?} appears more than once", e.name),
+                );
             }
             entries.push(e);
         }
     }
     let declared_chunks = items.len();
-    Some(Index { version, created_at_unix, metadata, entries, declared_chunks, value })
+    Some(Index {
+        version,
+        created_at_unix,
+        metadata,
+        entries,
+        declared_chunks,
+        value,
+    })
 }
 
 fn check_entry(pos: usize, item: &Value, at: Option<u64>, f: &mut Findings) -> Option<Entry> {
     if !matches!(item, Value::Object(_)) {
-        f.error("fold.index.bad_type", at, format!("chunks[{pos}] is a {}, expected an object", item.type_name()));
+        f.error(
+            "fold.index.bad_type",
+            at,
+            format!("chunks[{pos}] is a {}, expected an object", item.type_name()),
+        );
         return None;
     }
     let label = match item.get("name").and_then(|v| v.as_str()) {
@@ -220,7 +276,11 @@ fn check_entry(pos: usize, item: &Value, at: Option<u64>, f: &mut Findings) -> O
         match item.get(key) {
             Some(Value::Str(s)) => s.to_string_lossy(),
             Some(v) => {
-                f.error("fold.index.bad_type", at, format!("{label}: {key} is a {}, expected a string", v.type_name()));
+                f.error(
+                    "fold.index.bad_type",
+                    at,
+                    format!("{label}: {key} is a {}, expected a string", v.type_name()),
+                );
                 ok = false;
                 String::new()
             }
@@ -241,13 +301,21 @@ fn check_entry(pos: usize, item: &Value, at: Option<u64>, f: &mut Findings) -> O
             Some(v @ Value::Int(_)) => match v.as_u64() {
                 Some(u) => u,
                 None => {
-                    f.error("fold.index.bad_type", at, format!("{label}: {key} is not an unsigned 64-bit integer"));
+                    f.error(
+                        "fold.index.bad_type",
+                        at,
+                        format!("{label}: {key} is not an unsigned 64-bit integer"),
+                    );
                     ok2 = false;
                     0
                 }
             },
             Some(v) => {
-                f.error("fold.index.bad_type", at, format!("{label}: {key} is a {}, expected an integer", v.type_name()));
+                f.error(
+                    "fold.index.bad_type",
+                    at,
+                    format!("{label}: {key} is a {}, expected an integer", v.type_name()),
+                );
                 ok2 = false;
                 0
             }
@@ -270,20 +338,49 @@ fn check_entry(pos: usize, item: &Value, at: Option<u64>, f: &mut Findings) -> O
     }
     let mut good = true;
     if ctype.len() != 4 || !ctype.is_ascii() {
-        f.error("fold.index.bad_ctype", at, format!("{label}: ctype {ctype:?} is not 4 ASCII characters"));
+        f.error(
+            "fold.index.bad_ctype",
+            at,
+            format!("{label}: ctype {ctype:?} is not 4 ASCII characters"),
+        );
         good = false;
     }
     if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
-        f.error("fold.index.bad_sha256", at, format!("{label}: sha256 {sha256:?} is not 64 lowercase hex digits"));
+        f.error(
+            "fold.index.bad_sha256",
+            at,
+            format!("{label}: sha256 {sha256:?} is not 64 lowercase hex digits"),
+        );
     }
     if header_len != CHUNK_HEADER_LEN {
-        f.error("fold.index.header_len", at, format!("{label}: header_len {header_len}, must be 32"));
+        f.error(
+            "fold.index.header_len",
+            at,
+            format!("{label}: header_len {header_len}, must be 32"),
+        );
     }
     if crc32c > u32::MAX as u64 {
-        f.error("fold.index.bad_type", at, format!("{label}: crc32c {crc32c} does not fit 32 bits"));
+        f.error(
+            "fold.index.bad_type",
+            at,
+            format!("{label}: crc32c {crc32c} does not fit 32 bits"),
+        );
     }
     if !good {
         return None;
     }
-    Some(Entry { pos, name, ctype, flags, offset, header_len, comp_len, uncomp_len, crc32c, sha256, ecc_algo, ecc_len })
+    Some(Entry {
+        pos,
+        name,
+        ctype,
+        flags,
+        offset,
+        header_len,
+        comp_len,
+        uncomp_len,
+        crc32c,
+        sha256,
+        ecc_algo,
+        ecc_len,
+    })
 }

@@ -169,7 +169,11 @@ pub fn parse(bytes: &[u8], max_depth: u32) -> Result<Value, ParseError> {
         offset: e.valid_up_to(),
         message: "invalid UTF-8".into(),
     })?;
-    let mut p = Parser { s: text.as_bytes(), i: 0, max_depth };
+    let mut p = Parser {
+        s: text.as_bytes(),
+        i: 0,
+        max_depth,
+    };
     p.ws();
     let v = p.value(0)?;
     p.ws();
@@ -187,7 +191,10 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn err(&self, m: &str) -> ParseError {
-        ParseError { offset: self.i, message: m.to_string() }
+        ParseError {
+            offset: self.i,
+            message: m.to_string(),
+        }
     }
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.s.get(self.i) {
@@ -268,19 +275,28 @@ impl Parser<'_> {
         let text = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("0");
         if is_float {
             // Rust's parse is correctly rounded like Python's float(); overflow gives +-inf.
-            let f = text.parse::<f64>().map_err(|_| ParseError { offset: start, message: "bad number".into() })?;
+            let f = text.parse::<f64>().map_err(|_| ParseError {
+                offset: start,
+                message: "bad number".into(),
+            })?;
             Ok(Value::Float(f))
         } else {
             let digits = std::str::from_utf8(&self.s[int_start..int_end]).unwrap_or("0");
             if digits.len() > MAX_INT_DIGITS {
-                return Err(ParseError { offset: start, message: "integer literal too long".into() });
+                return Err(ParseError {
+                    offset: start,
+                    message: "integer literal too long".into(),
+                });
             }
             let neg = neg && digits != "0";
             Ok(Value::Int(if neg { format!("-{digits}") } else { digits.to_string() }))
         }
     }
     fn hex4(&mut self) -> Result<u16, ParseError> {
-        let h = self.s.get(self.i..self.i + 4).ok_or_else(|| self.err("truncated \\u escape"))?;
+        let h = self
+            .s
+            .get(self.i..self.i + 4)
+            .ok_or_else(|| self.err("truncated \\u escape"))?;
         let h = std::str::from_utf8(h).map_err(|_| self.err("bad \\u escape"))?;
         if !h.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(self.err("bad \\u escape"));
@@ -404,7 +420,11 @@ pub fn py_float_repr(x: f64) -> String {
         return if x > 0.0 { "Infinity".into() } else { "-Infinity".into() };
     }
     if x == 0.0 {
-        return if x.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+        return if x.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
     }
     // Rust's `{:e}` prints the shortest round-trip digits, like Python's repr.
     let e = format!("{:e}", x.abs());
@@ -414,7 +434,11 @@ pub fn py_float_repr(x: f64) -> String {
     // picks the even one; exact formatting at n digits rounds half to even, so prefer it when
     // it still round-trips.
     let exact = format!("{:.*e}", n.saturating_sub(1), x.abs());
-    let e = if exact.parse::<f64>().ok() == Some(x.abs()) { exact } else { e };
+    let e = if exact.parse::<f64>().ok() == Some(x.abs()) {
+        exact
+    } else {
+        e
+    };
     let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
@@ -605,8 +629,18 @@ mod tests {
 
     #[test]
     fn key_order_is_code_point_order() {
-        let v = Value::object(vec![("\u{ff61}", Value::Null), ("\u{1F600}", Value::Null), ("Z", Value::Null)]);
-        assert_eq!(dumps(&v, true, Ascii::Escape), r#"{"Z":null,"\uff61":null,"\ud83d\ude00":null}"#);
-        assert_eq!(dumps(&v, false, Ascii::Raw), "{\"\u{ff61}\":null,\"\u{1F600}\":null,\"Z\":null}");
+        let v = Value::object(vec![
+            ("\u{ff61}", Value::Null),
+            ("\u{1F600}", Value::Null),
+            ("Z", Value::Null),
+        ]);
+        assert_eq!(
+            dumps(&v, true, Ascii::Escape),
+            r#"{"Z":null,"\uff61":null,"\ud83d\ude00":null}"#
+        );
+        assert_eq!(
+            dumps(&v, false, Ascii::Raw),
+            "{\"\u{ff61}\":null,\"\u{1F600}\":null,\"Z\":null}"
+        );
     }
 }

@@ -61,7 +61,10 @@ impl ChunkHeader {
 
 /// A 4-byte type code for people: ASCII as is, other bytes escaped.
 pub fn ctype_display(c: &[u8]) -> String {
-    c.iter().flat_map(|&b| std::ascii::escape_default(b)).map(|b| b as char).collect()
+    c.iter()
+        .flat_map(|&b| std::ascii::escape_default(b))
+        .map(|b| b as char)
+        .collect()
 }
 
 impl FileHeader {
@@ -97,7 +100,18 @@ impl ChunkHeader {
         b
     }
     pub fn from_bytes(b: &[u8; 32]) -> ChunkHeader {
-        let u64_at = |o: usize| u64::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3], b[o + 4], b[o + 5], b[o + 6], b[o + 7]]);
+        let u64_at = |o: usize| {
+            u64::from_be_bytes([
+                b[o],
+                b[o + 1],
+                b[o + 2],
+                b[o + 3],
+                b[o + 4],
+                b[o + 5],
+                b[o + 6],
+                b[o + 7],
+            ])
+        };
         let u32_at = |o: usize| u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
         ChunkHeader {
             ctype: [b[0], b[1], b[2], b[3]],

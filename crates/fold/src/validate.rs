@@ -89,14 +89,27 @@ pub fn analyze(input: &Input, opts: &AnalyzeOptions) -> Result<Analysis, Error> 
         out.findings = head;
         return Ok(out);
     };
-    let mut l = Layers { structure: head, ..Default::default() };
+    let mut l = Layers {
+        structure: head,
+        ..Default::default()
+    };
     let hashes = chunk_hashes(&container, &mut l);
     let mut spans: Vec<(u64, u64, String)> = Vec::new();
     for entry in &container.index.entries {
-        let st = check_chunk(input, &container, entry, &hashes, opts, &mut l, &mut spans, &mut out.repairs)?;
+        let st = check_chunk(
+            input,
+            &container,
+            entry,
+            &hashes,
+            opts,
+            &mut l,
+            &mut spans,
+            &mut out.repairs,
+        )?;
         out.chunks.push(st);
     }
-    let complete = spans.len() == container.index.entries.len() && container.index.entries.len() == container.index.declared_chunks;
+    let complete = spans.len() == container.index.entries.len()
+        && container.index.entries.len() == container.index.declared_chunks;
     check_layout(&container, &mut spans, complete, &mut l);
     let (ok, recomputed) = check_manifest(&container, &mut l);
     out.manifest_ok = ok;
@@ -117,7 +130,11 @@ fn chunk_hashes(c: &Container, l: &mut Layers) -> Option<Vec<(String, String)>> 
     let at = Some(c.header.index_off);
     match c.index.metadata.get("chunk_hashes") {
         None => {
-            l.integrity.warning("fold.integrity.chunk_hashes_missing", at, "metadata has no chunk_hashes");
+            l.integrity.warning(
+                "fold.integrity.chunk_hashes_missing",
+                at,
+                "metadata has no chunk_hashes",
+            );
             None
         }
         Some(Value::Object(m)) => {
@@ -138,7 +155,11 @@ fn chunk_hashes(c: &Container, l: &mut Layers) -> Option<Vec<(String, String)>> 
             Some(v)
         }
         Some(other) => {
-            l.structure.error("fold.index.bad_type", at, format!("metadata.chunk_hashes is a {}, expected an object", other.type_name()));
+            l.structure.error(
+                "fold.index.bad_type",
+                at,
+                format!("metadata.chunk_hashes is a {}, expected an object", other.type_name()),
+            );
             None
         }
     }
@@ -164,7 +185,10 @@ fn decode(flags: u32, comp: &[u8], uncomp_len: u64) -> Result<Option<Vec<u8>>, (
             if comp.len() as u64 != uncomp_len {
                 return Err((
                     "fold.payload.uncomp_len_mismatch",
-                    format!("uncompressed chunk holds {} bytes, uncomp_len says {uncomp_len}", comp.len()),
+                    format!(
+                        "uncompressed chunk holds {} bytes, uncomp_len says {uncomp_len}",
+                        comp.len()
+                    ),
                 ));
             }
             Ok(None)
@@ -188,9 +212,11 @@ fn decode(flags: u32, comp: &[u8], uncomp_len: u64) -> Result<Option<Vec<u8>>, (
                 // is produced, never past uncomp_len + 1.
                 return stream_decode(comp, uncomp_len).map(Some);
             }
-            let cap = usize::try_from(uncomp_len).map_err(|_| ("fold.limits.chunk_too_large", "uncomp_len too large".to_string()))?;
+            let cap = usize::try_from(uncomp_len)
+                .map_err(|_| ("fold.limits.chunk_too_large", "uncomp_len too large".to_string()))?;
             let mut buf: Vec<u8> = Vec::with_capacity(cap);
-            let mut dec = zstd::bulk::Decompressor::new().map_err(|e| ("fold.payload.decompress_failed", e.to_string()))?;
+            let mut dec =
+                zstd::bulk::Decompressor::new().map_err(|e| ("fold.payload.decompress_failed", e.to_string()))?;
             match dec.decompress_to_buffer(comp, &mut buf) {
                 Ok(n) if n as u64 == uncomp_len => Ok(Some(buf)),
                 Ok(n) => Err((
@@ -204,13 +230,17 @@ fn decode(flags: u32, comp: &[u8], uncomp_len: u64) -> Result<Option<Vec<u8>>, (
                 Err(e) => Err(("fold.payload.decompress_failed", format!("zstd: {e}"))),
             }
         }
-        _ => Err(("fold.chunk.bad_flags", format!("flags {flags} is neither 0 (none) nor 1 (zstd)"))),
+        _ => Err((
+            "fold.chunk.bad_flags",
+            format!("flags {flags} is neither 0 (none) nor 1 (zstd)"),
+        )),
     }
 }
 
 fn stream_decode(comp: &[u8], uncomp_len: u64) -> Result<Vec<u8>, (&'static str, String)> {
     use std::io::Read;
-    let dec = zstd::stream::read::Decoder::with_buffer(comp).map_err(|e| ("fold.payload.decompress_failed", format!("zstd: {e}")))?;
+    let dec = zstd::stream::read::Decoder::with_buffer(comp)
+        .map_err(|e| ("fold.payload.decompress_failed", format!("zstd: {e}")))?;
     let mut out = Vec::new();
     dec.take(uncomp_len.saturating_add(1))
         .read_to_end(&mut out)
@@ -221,7 +251,10 @@ fn stream_decode(comp: &[u8], uncomp_len: u64) -> Result<Vec<u8>, (&'static str,
             if out.len() as u64 > uncomp_len {
                 format!("zstd payload decompresses to more than uncomp_len ({uncomp_len}) bytes")
             } else {
-                format!("zstd payload decompresses to {} bytes, uncomp_len says {uncomp_len}", out.len())
+                format!(
+                    "zstd payload decompresses to {} bytes, uncomp_len says {uncomp_len}",
+                    out.len()
+                )
             },
         ));
     }
@@ -359,7 +392,11 @@ fn zstd_consume(
     if collect {
         // Up front only what the stored size can plausibly expand to (see `decode`).
         let plausible = comp_len.saturating_mul(65536).saturating_add(1 << 20);
-        let map = if uncomp_len >= STREAM_MIN && uncomp_len <= plausible { huge_buffer(uncomp_len) } else { None };
+        let map = if uncomp_len >= STREAM_MIN && uncomp_len <= plausible {
+            huge_buffer(uncomp_len)
+        } else {
+            None
+        };
         match map {
             Some(m) => {
                 // zstd then decodes blocks straight into the buffer instead of into its window
@@ -377,7 +414,10 @@ fn zstd_consume(
     let mut produced = 0u64;
     let mut hint = 1usize;
     // One decoder step; returns (input consumed, output produced, zstd hint).
-    let mut step = |inb: &mut InBuffer<'_>, sink: &mut Sink, scratch: &mut [u8]| -> Result<(usize, usize, usize), (&'static str, String)> {
+    let mut step = |inb: &mut InBuffer<'_>,
+                    sink: &mut Sink,
+                    scratch: &mut [u8]|
+     -> Result<(usize, usize, usize), (&'static str, String)> {
         let before = inb.pos();
         let full = (sink.len() as u64) >= uncomp_len;
         let map_dst = match sink {
@@ -427,7 +467,10 @@ fn zstd_consume(
                 return Err(too_much());
             }
             if used == 0 && got == 0 {
-                return Err(("fold.payload.decompress_failed", "zstd: decoder made no progress".into()));
+                return Err((
+                    "fold.payload.decompress_failed",
+                    "zstd: decoder made no progress".into(),
+                ));
             }
         }
         let _ = free.send(buf);
@@ -448,7 +491,10 @@ fn zstd_consume(
         }
     }
     if hint != 0 {
-        return Err(("fold.payload.decompress_failed", "zstd: data ends inside a frame".into()));
+        return Err((
+            "fold.payload.decompress_failed",
+            "zstd: data ends inside a frame".into(),
+        ));
     }
     if produced != uncomp_len {
         return Err((
@@ -506,7 +552,11 @@ fn check_chunk(
     let max = MAX_CHUNK_SIZE.min(opts.limits.max_alloc);
     // Layer 2: the index's sizes, before any read.
     let mut too_large = Vec::new();
-    for (what, v) in [("comp_len", e.comp_len), ("uncomp_len", e.uncomp_len), ("ecc_len", e.ecc_len)] {
+    for (what, v) in [
+        ("comp_len", e.comp_len),
+        ("uncomp_len", e.uncomp_len),
+        ("ecc_len", e.ecc_len),
+    ] {
         if v > max {
             l.limits.error(
                 "fold.limits.chunk_too_large",
@@ -518,12 +568,17 @@ fn check_chunk(
     }
     // Layer 3: the chunk header must lie in the file.
     if e.offset < crate::raw::HEADER_LEN
-        || e.offset.checked_add(CHUNK_HEADER_LEN).is_none_or(|end| end > c.file_len)
+        || e.offset
+            .checked_add(CHUNK_HEADER_LEN)
+            .is_none_or(|end| end > c.file_len)
     {
         l.bounds.error(
             "fold.bounds.chunk_out_of_bounds",
             at,
-            format!("chunk {name:?}: header at offset {} is outside the chunk area of the file ({} bytes)", e.offset, c.file_len),
+            format!(
+                "chunk {name:?}: header at offset {} is outside the chunk area of the file ({} bytes)",
+                e.offset, c.file_len
+            ),
         );
         return Ok(st);
     }
@@ -551,13 +606,24 @@ fn check_chunk(
         l.structure.error(
             "fold.chunk.header_mismatch",
             at,
-            format!("chunk {name:?}: chunk header and index disagree (header vs index): {}", diffs.join(", ")),
+            format!(
+                "chunk {name:?}: chunk header and index disagree (header vs index): {}",
+                diffs.join(", ")
+            ),
         );
     }
     if h.flags != FLAG_NONE && h.flags != FLAG_ZSTD {
-        l.structure.error("fold.chunk.bad_flags", Some(e.offset + 4), format!("chunk {name:?}: flags {} is neither 0 nor 1", h.flags));
+        l.structure.error(
+            "fold.chunk.bad_flags",
+            Some(e.offset + 4),
+            format!("chunk {name:?}: flags {} is neither 0 nor 1", h.flags),
+        );
     }
-    for (what, v, off) in [("comp_len", h.comp_len, 16u64), ("uncomp_len", h.uncomp_len, 8), ("ecc_len", h.ecc_len as u64, 28)] {
+    for (what, v, off) in [
+        ("comp_len", h.comp_len, 16u64),
+        ("uncomp_len", h.uncomp_len, 8),
+        ("ecc_len", h.ecc_len as u64, 28),
+    ] {
         if v > max && !too_large.contains(&v) {
             l.limits.error(
                 "fold.limits.chunk_too_large",
@@ -571,7 +637,9 @@ fn check_chunk(
         return Ok(st);
     }
     let payload_off = e.offset + CHUNK_HEADER_LEN;
-    let end = payload_off.checked_add(h.comp_len).and_then(|x| x.checked_add(h.ecc_len as u64));
+    let end = payload_off
+        .checked_add(h.comp_len)
+        .and_then(|x| x.checked_add(h.ecc_len as u64));
     match end {
         Some(end) if end <= c.file_len => spans.push((e.offset, end, name.clone())),
         _ => {
@@ -605,7 +673,10 @@ fn check_chunk(
             } else {
                 Err((
                     "fold.payload.uncomp_len_mismatch",
-                    format!("uncompressed chunk holds {} bytes, uncomp_len says {}", h.comp_len, h.uncomp_len),
+                    format!(
+                        "uncompressed chunk holds {} bytes, uncomp_len says {}",
+                        h.comp_len, h.uncomp_len
+                    ),
                 ))
             };
             Some((crc, sha, dec))
@@ -625,7 +696,10 @@ fn check_chunk(
                 );
                 ((crc, sha), dec)
             } else {
-                (hashes(&comp), decode(flags, &comp, uncomp_len).map(|o| o.map(Payload::Vec)))
+                (
+                    hashes(&comp),
+                    decode(flags, &comp, uncomp_len).map(|o| o.map(Payload::Vec)),
+                )
             };
             (comp, ecc_bytes, crc, sha, dec)
         }
@@ -636,11 +710,19 @@ fn check_chunk(
     if e.ecc_algo == "none" {
         st.ecc_status = "none".into();
         if h.ecc_len != 0 {
-            l.integrity.warning("fold.ecc.unexpected_bytes", Some(ecc_off), format!("chunk {name:?}: ecc_algo \"none\" but {} ECC bytes", h.ecc_len));
+            l.integrity.warning(
+                "fold.ecc.unexpected_bytes",
+                Some(ecc_off),
+                format!("chunk {name:?}: ecc_algo \"none\" but {} ECC bytes", h.ecc_len),
+            );
         }
     } else if rs.is_none() {
         st.ecc_status = format!("unknown ({})", e.ecc_algo);
-        l.integrity.warning("fold.ecc.unknown_algo", Some(ecc_off), format!("chunk {name:?}: unknown ecc_algo {:?}: ECC not used", e.ecc_algo));
+        l.integrity.warning(
+            "fold.ecc.unknown_algo",
+            Some(ecc_off),
+            format!("chunk {name:?}: unknown ecc_algo {:?}: ECC not used", e.ecc_algo),
+        );
     }
     if let Some(rs) = &rs {
         let k = rs.k() as u64;
@@ -652,7 +734,13 @@ fn check_chunk(
             l.integrity.warning(
                 "fold.ecc.bad_len",
                 Some(e.offset + 28),
-                format!("chunk {name:?}: {} ECC bytes, {} expected for {} payload bytes with rs({})", h.ecc_len, expected, h.comp_len, rs.nsym()),
+                format!(
+                    "chunk {name:?}: {} ECC bytes, {} expected for {} payload bytes with rs({})",
+                    h.ecc_len,
+                    expected,
+                    h.comp_len,
+                    rs.nsym()
+                ),
             );
         } else if !(crc_ok && sha_ok) {
             let before = comp.clone();
@@ -666,7 +754,10 @@ fn check_chunk(
                 l.integrity.warning(
                     "fold.ecc.repaired",
                     Some(payload_off),
-                    format!("chunk {name:?}: Reed-Solomon corrected {} byte(s) of the stored payload", rep.payload_bytes),
+                    format!(
+                        "chunk {name:?}: Reed-Solomon corrected {} byte(s) of the stored payload",
+                        rep.payload_bytes
+                    ),
                 );
                 decoded = decode(flags, &comp, uncomp_len).map(|o| o.map(Payload::Vec));
                 if opts.keep_repairs {
@@ -683,14 +774,20 @@ fn check_chunk(
                 comp = before;
                 st.ecc_status = format!("rs({}) uncorrectable", rs.nsym());
                 let why = if multi {
-                    format!(" (multi-block pyfolds layout: parity usable for {} of {} blocks)", rep.usable_blocks, rep.blocks)
+                    format!(
+                        " (multi-block pyfolds layout: parity usable for {} of {} blocks)",
+                        rep.usable_blocks, rep.blocks
+                    )
                 } else {
                     String::new()
                 };
                 l.integrity.error(
                     "fold.ecc.ecc_uncorrectable",
                     Some(payload_off),
-                    format!("chunk {name:?}: payload corrupted beyond what rs({}) can correct{why}", rs.nsym()),
+                    format!(
+                        "chunk {name:?}: payload corrupted beyond what rs({}) can correct{why}",
+                        rs.nsym()
+                    ),
                 );
             }
         } else if multi {
@@ -724,14 +821,20 @@ fn check_chunk(
         l.integrity.error(
             "fold.integrity.crc_mismatch",
             Some(e.offset + 24),
-            format!("chunk {name:?}: CRC32C of the stored payload is {crc:#010x}, header says {:#010x}", h.crc32c),
+            format!(
+                "chunk {name:?}: CRC32C of the stored payload is {crc:#010x}, header says {:#010x}",
+                h.crc32c
+            ),
         );
     }
     if !sha_ok {
         l.integrity.error(
             "fold.integrity.sha_mismatch",
             Some(c.header.index_off),
-            format!("chunk {name:?}: SHA-256 of the stored payload is {sha}, index says {}", e.sha256),
+            format!(
+                "chunk {name:?}: SHA-256 of the stored payload is {sha}, index says {}",
+                e.sha256
+            ),
         );
     }
     if let Some(hm) = hashes_meta {
@@ -739,7 +842,10 @@ fn check_chunk(
             Some((_, h2)) if *h2 != e.sha256 => l.integrity.error(
                 "fold.integrity.chunk_hashes_mismatch",
                 Some(c.header.index_off),
-                format!("chunk {name:?}: metadata.chunk_hashes says {h2}, the index entry says {}", e.sha256),
+                format!(
+                    "chunk {name:?}: metadata.chunk_hashes says {h2}, the index entry says {}",
+                    e.sha256
+                ),
             ),
             Some(_) => {}
             None => l.integrity.warning(
@@ -758,7 +864,8 @@ fn check_chunk(
         Ok(None) => &comp,
         Err((code, msg)) => {
             if *code != "fold.chunk.bad_flags" {
-                l.semantics.error(*code, Some(payload_off), format!("chunk {name:?}: {msg}"));
+                l.semantics
+                    .error(*code, Some(payload_off), format!("chunk {name:?}: {msg}"));
             }
             return Ok(st);
         }
@@ -782,7 +889,10 @@ fn check_chunk(
             Err(err) => l.semantics.error(
                 "fold.payload.bad_json",
                 Some(payload_off),
-                format!("chunk {name:?}: JSON payload invalid at decoded byte {}: {}", err.offset, err.message),
+                format!(
+                    "chunk {name:?}: JSON payload invalid at decoded byte {}: {}",
+                    err.offset, err.message
+                ),
             ),
         },
         "NPZ0" => match npz::describe(raw, &opts.limits) {
@@ -793,7 +903,10 @@ fn check_chunk(
                         l.semantics.info(
                             "fold.payload.npz_dtype_unsupported",
                             Some(payload_off),
-                            format!("chunk {name:?}: array {:?} cannot be decoded by rasterpack: {why}", a.name),
+                            format!(
+                                "chunk {name:?}: array {:?} cannot be decoded by rasterpack: {why}",
+                                a.name
+                            ),
                         );
                     }
                 }
@@ -804,12 +917,18 @@ fn check_chunk(
             Err(err) if err.kind == rasterpack_common::ErrorKind::Unsupported => l.semantics.info(
                 "fold.payload.npz_unsupported",
                 Some(payload_off),
-                format!("chunk {name:?}: NPZ0 archive uses a feature rasterpack does not implement: {}", err.message),
+                format!(
+                    "chunk {name:?}: NPZ0 archive uses a feature rasterpack does not implement: {}",
+                    err.message
+                ),
             ),
             Err(err) => l.semantics.error(
                 "fold.payload.bad_npz",
                 Some(payload_off),
-                format!("chunk {name:?}: NPZ0 payload is not a readable .npz archive: {}", err.message),
+                format!(
+                    "chunk {name:?}: NPZ0 payload is not a readable .npz archive: {}",
+                    err.message
+                ),
             ),
         },
         _ => {
@@ -839,7 +958,11 @@ fn check_layout(c: &Container, spans: &mut [(u64, u64, String)], complete: bool,
                 format!("chunk {name:?} at offset {start} overlaps the {cursor_name} (ends at {cursor})"),
             );
         } else if *start > cursor && complete {
-            l.bounds.warning("fold.bounds.gap", Some(cursor), format!("{} unused byte(s) before chunk {name:?}", start - cursor));
+            l.bounds.warning(
+                "fold.bounds.gap",
+                Some(cursor),
+                format!("{} unused byte(s) before chunk {name:?}", start - cursor),
+            );
         }
         if *end > cursor {
             cursor = *end;
@@ -848,13 +971,25 @@ fn check_layout(c: &Container, spans: &mut [(u64, u64, String)], complete: bool,
     }
     let idx = c.header.index_off;
     if idx < cursor {
-        l.bounds.error("fold.bounds.overlap", Some(idx), format!("the index at offset {idx} overlaps the {cursor_name} (ends at {cursor})"));
+        l.bounds.error(
+            "fold.bounds.overlap",
+            Some(idx),
+            format!("the index at offset {idx} overlaps the {cursor_name} (ends at {cursor})"),
+        );
     } else if idx > cursor && complete {
-        l.bounds.warning("fold.bounds.gap", Some(cursor), format!("{} unused byte(s) before the index", idx - cursor));
+        l.bounds.warning(
+            "fold.bounds.gap",
+            Some(cursor),
+            format!("{} unused byte(s) before the index", idx - cursor),
+        );
     }
     let idx_end = idx.saturating_add(c.header.index_len);
     if c.file_len > idx_end {
-        l.bounds.warning("fold.bounds.trailing_bytes", Some(idx_end), format!("{} byte(s) after the index", c.file_len - idx_end));
+        l.bounds.warning(
+            "fold.bounds.trailing_bytes",
+            Some(idx_end),
+            format!("{} byte(s) after the index", c.file_len - idx_end),
+        );
     }
 }
 
@@ -876,7 +1011,11 @@ fn check_manifest(c: &Container, l: &mut Layers) -> (Option<bool>, Option<String
     let recomputed = manifest_hash(&c.index.metadata);
     match c.index.metadata.get("manifest_hash") {
         None => {
-            l.manifest.info("fold.manifest.missing", at, "metadata has no manifest_hash: nothing to verify");
+            l.manifest.info(
+                "fold.manifest.missing",
+                at,
+                "metadata has no manifest_hash: nothing to verify",
+            );
             (None, Some(recomputed))
         }
         Some(Value::Str(s)) if s.eq_str(&recomputed) => (Some(true), Some(recomputed)),
@@ -903,7 +1042,12 @@ pub fn read_chunk(input: &Input, c: &Container, name: &str, limits: &Limits) -> 
     let mut l = Layers::default();
     let mut spans = Vec::new();
     let mut repairs = Vec::new();
-    let opts = AnalyzeOptions { limits: *limits, content: false, keep_repairs: false, keep_payload: true };
+    let opts = AnalyzeOptions {
+        limits: *limits,
+        content: false,
+        keep_repairs: false,
+        keep_payload: true,
+    };
     let st = check_chunk(input, c, e, &None, &opts, &mut l, &mut spans, &mut repairs)?;
     let mut all = l.structure;
     all.extend(l.limits);
@@ -913,5 +1057,11 @@ pub fn read_chunk(input: &Input, c: &Container, name: &str, limits: &Limits) -> 
     if let Some(bad) = all.iter().find(|f| f.severity == rasterpack_common::Severity::Error) {
         return Err(Error::invalid_at(bad.code.clone(), bad.offset, bad.message.clone()));
     }
-    st.payload.ok_or_else(|| Error::invalid_at("fold.payload.unreadable", Some(e.offset), format!("chunk {name:?} could not be decoded")))
+    st.payload.ok_or_else(|| {
+        Error::invalid_at(
+            "fold.payload.unreadable",
+            Some(e.offset),
+            format!("chunk {name:?} could not be decoded"),
+        )
+    })
 }

@@ -39,7 +39,10 @@ pub struct ChunkOptions {
 
 impl Default for ChunkOptions {
     fn default() -> Self {
-        ChunkOptions { compression: Compression::Zstd(3), ecc: None }
+        ChunkOptions {
+            compression: Compression::Zstd(3),
+            ecc: None,
+        }
     }
 }
 
@@ -80,7 +83,13 @@ impl FoldBuilder {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0);
-        FoldBuilder { chunks: Vec::new(), metadata: Vec::new(), created_at_unix: now, version: "1.2.0".into(), notes: Vec::new() }
+        FoldBuilder {
+            chunks: Vec::new(),
+            metadata: Vec::new(),
+            created_at_unix: now,
+            version: "1.2.0".into(),
+            notes: Vec::new(),
+        }
     }
 
     /// Set a user metadata member (`chunk_hashes` and `manifest_hash` are computed).
@@ -105,7 +114,10 @@ impl FoldBuilder {
             return Err(Error::usage(format!("chunk name {name:?} used twice")));
         }
         if payload.len() as u64 > MAX_CHUNK_SIZE {
-            return Err(Error::usage(format!("chunk {name:?}: {} bytes exceed the 1 GiB chunk limit", payload.len())));
+            return Err(Error::usage(format!(
+                "chunk {name:?}: {} bytes exceed the 1 GiB chunk limit",
+                payload.len()
+            )));
         }
         let (stored, flags) = match opts.compression {
             Compression::None => (payload.to_vec(), FLAG_NONE),
@@ -115,12 +127,15 @@ impl FoldBuilder {
             ),
         };
         if stored.len() as u64 > MAX_CHUNK_SIZE {
-            return Err(Error::usage(format!("chunk {name:?}: compressed payload exceeds the 1 GiB chunk limit")));
+            return Err(Error::usage(format!(
+                "chunk {name:?}: compressed payload exceeds the 1 GiB chunk limit"
+            )));
         }
         let (ecc_bytes, ecc_algo) = match opts.ecc {
             None => (Vec::new(), "none".to_string()),
             Some(n) => {
-                let rs = Rs::new(n as usize).ok_or_else(|| Error::usage(format!("rs({n}) is not a valid Reed-Solomon code")))?;
+                let rs = Rs::new(n as usize)
+                    .ok_or_else(|| Error::usage(format!("rs({n}) is not a valid Reed-Solomon code")))?;
                 if stored.len() > rs.k() {
                     self.notes.push(format!(
                         "chunk {name:?}: {} stored bytes exceed one rs({n}) block ({} bytes); written without ECC because pyfolds' multi-block ECC layout cannot repair",
@@ -142,7 +157,14 @@ impl FoldBuilder {
             ecc_len: ecc_bytes.len() as u32,
         };
         let sha256 = hex(&Sha256::digest(&stored));
-        self.chunks.push(Prepared { name: name.to_string(), header, stored, ecc: ecc_bytes, ecc_algo, sha256 });
+        self.chunks.push(Prepared {
+            name: name.to_string(),
+            header,
+            stored,
+            ecc: ecc_bytes,
+            ecc_algo,
+            sha256,
+        });
         Ok(())
     }
 
@@ -156,7 +178,9 @@ impl FoldBuilder {
     pub fn add_npz(&mut self, name: &str, arrays: &[(&str, &NdArray)], opts: ChunkOptions) -> Result<()> {
         let total: u64 = arrays.iter().map(|(_, a)| a.data.len() as u64 + 256).sum();
         if total > MAX_CHUNK_SIZE {
-            return Err(Error::usage(format!("chunk {name:?}: arrays exceed the 1 GiB chunk limit")));
+            return Err(Error::usage(format!(
+                "chunk {name:?}: arrays exceed the 1 GiB chunk limit"
+            )));
         }
         for (n, _) in arrays {
             if n.is_empty() || n.len() > 200 {
@@ -169,7 +193,12 @@ impl FoldBuilder {
     /// The metadata as it will be written (with `chunk_hashes` and `manifest_hash`).
     pub fn final_metadata(&self) -> Value {
         let mut m = self.metadata.clone();
-        let hashes = Value::Object(self.chunks.iter().map(|c| (JStr::new(&c.name), Value::str(&c.sha256))).collect());
+        let hashes = Value::Object(
+            self.chunks
+                .iter()
+                .map(|c| (JStr::new(&c.name), Value::str(&c.sha256)))
+                .collect(),
+        );
         m.push((JStr::new("chunk_hashes"), hashes));
         let mh = crate::validate::manifest_hash(&Value::Object(m.clone()));
         m.push((JStr::new("manifest_hash"), Value::str(&mh)));
@@ -204,7 +233,12 @@ impl FoldBuilder {
             ("chunks", Value::Array(entries)),
         ]);
         let text = pjson::dumps(&index, false, Ascii::Raw);
-        let header = FileHeader { magic: MAGIC, header_len: HEADER_LEN as u32, index_off: offset, index_len: text.len() as u64 };
+        let header = FileHeader {
+            magic: MAGIC,
+            header_len: HEADER_LEN as u32,
+            index_off: offset,
+            index_len: text.len() as u64,
+        };
         let io = |e: std::io::Error| Error::io("writing FOLD output", &e);
         out.write_all(&header.to_bytes()).map_err(io)?;
         for c in &self.chunks {

@@ -18,7 +18,11 @@ fn corpus() -> Option<PathBuf> {
         return None;
     };
     let dir = Path::new(&root).join("fold");
-    assert!(dir.is_dir(), "RASTERPACK_CORPUS is set but {} is missing", dir.display());
+    assert!(
+        dir.is_dir(),
+        "RASTERPACK_CORPUS is set but {} is missing",
+        dir.display()
+    );
     Some(dir)
 }
 
@@ -46,12 +50,14 @@ fn normalize_sidecar(v: &J) -> J {
     match v {
         J::Object(m) if m.len() == 1 && m.contains_key("$nonfinite") => {
             let s = m["$nonfinite"].as_str().unwrap_or("");
-            J::String(match s {
-                "nan" => "NaN",
-                "inf" | "infinity" => "Infinity",
-                _ => "-Infinity",
-            }
-            .into())
+            J::String(
+                match s {
+                    "nan" => "NaN",
+                    "inf" | "infinity" => "Infinity",
+                    _ => "-Infinity",
+                }
+                .into(),
+            )
         }
         J::Object(m) => J::Object(m.iter().map(|(k, v)| (k.clone(), normalize_sidecar(v))).collect()),
         J::Array(a) => J::Array(a.iter().map(normalize_sidecar).collect()),
@@ -73,24 +79,47 @@ fn corpus_verdicts_codes_and_values() {
     for (path, truth) in samples(&dir) {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let bytes = std::fs::read(&path).unwrap();
-        assert_eq!(hex(&Sha256::digest(&bytes)), truth["file_sha256"].as_str().unwrap(), "{name}: corpus file changed");
+        assert_eq!(
+            hex(&Sha256::digest(&bytes)),
+            truth["file_sha256"].as_str().unwrap(),
+            "{name}: corpus file changed"
+        );
         let input = Input::open(&path).unwrap();
         let report = FoldFormat.validate(&input, &ValidateOptions::default());
         let verdict = truth["expected_verdict"].as_str().unwrap();
         let codes: Vec<String> = report.findings.iter().map(|f| f.code.clone()).collect();
         let has_code = |c: &str| {
             let want = c.to_ascii_lowercase();
-            report.findings.iter().any(|f| f.code.rsplit('.').next() == Some(want.as_str()))
+            report
+                .findings
+                .iter()
+                .any(|f| f.code.rsplit('.').next() == Some(want.as_str()))
         };
-        let warnings = report.findings.iter().filter(|f| f.severity == Severity::Warning).count();
+        let warnings = report
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Warning)
+            .count();
         match verdict {
             "valid" => {
-                assert!(report.is_valid(false), "{name}: expected valid, got {:?}", report.findings);
+                assert!(
+                    report.is_valid(false),
+                    "{name}: expected valid, got {:?}",
+                    report.findings
+                );
                 assert_eq!(warnings, 0, "{name}: unexpected warnings {:?}", report.findings);
             }
             "valid_with_warning" | "implementation_defined" => {
-                assert!(report.is_valid(false), "{name}: expected valid, got {:?}", report.findings);
-                assert!(!report.is_valid(true), "{name}: expected a warning, got {:?}", report.findings);
+                assert!(
+                    report.is_valid(false),
+                    "{name}: expected valid, got {:?}",
+                    report.findings
+                );
+                assert!(
+                    !report.is_valid(true),
+                    "{name}: expected a warning, got {:?}",
+                    report.findings
+                );
             }
             "invalid" => assert!(!report.is_valid(false), "{name}: expected invalid, got {codes:?}"),
             other => panic!("{name}: unknown verdict {other}"),
@@ -99,7 +128,14 @@ fn corpus_verdicts_codes_and_values() {
             assert!(has_code(code), "{name}: expected code {code}, got {codes:?}");
         }
         // Values: decoded content against the sidecar.
-        let a = analyze(&input, &AnalyzeOptions { content: true, ..Default::default() }).unwrap();
+        let a = analyze(
+            &input,
+            &AnalyzeOptions {
+                content: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         if let Some(c) = &a.container {
             if truth["manifest_source_utf8"].is_string() {
                 assert_eq!(
@@ -107,10 +143,18 @@ fn corpus_verdicts_codes_and_values() {
                     truth["manifest_source_utf8"].as_str().unwrap(),
                     "{name}: manifest source differs"
                 );
-                assert_eq!(a.manifest_recomputed.as_deref(), truth["manifest_hash_recomputed"].as_str(), "{name}");
+                assert_eq!(
+                    a.manifest_recomputed.as_deref(),
+                    truth["manifest_hash_recomputed"].as_str(),
+                    "{name}"
+                );
                 assert_eq!(a.manifest_ok, truth["manifest_hash_matches"].as_bool(), "{name}");
             }
-            assert_eq!(c.index.value.to_serde(), normalize_sidecar(&truth["index"]), "{name}: index differs");
+            assert_eq!(
+                c.index.value.to_serde(),
+                normalize_sidecar(&truth["index"]),
+                "{name}: index differs"
+            );
         }
         for tc in truth["chunks"].as_array().into_iter().flatten() {
             let Some(p) = tc.get("payload") else { continue };
@@ -121,7 +165,11 @@ fn corpus_verdicts_codes_and_values() {
             if verdict != "valid" && st.uncompressed_sha256.is_none() {
                 continue; // an invalid file's chunk we refused to decode
             }
-            assert_eq!(st.uncompressed_sha256.as_deref(), p["uncompressed_sha256"].as_str(), "{name}/{cname}: sha");
+            assert_eq!(
+                st.uncompressed_sha256.as_deref(),
+                p["uncompressed_sha256"].as_str(),
+                "{name}/{cname}: sha"
+            );
             if let Some(j) = p.get("json") {
                 match &st.content {
                     Content::Json(v) => assert_eq!(v.to_serde(), normalize_sidecar(j), "{name}/{cname}: JSON"),
@@ -135,10 +183,15 @@ fn corpus_verdicts_codes_and_values() {
                 }
             }
             if let Some(arrays) = p.get("npz_arrays").and_then(|v| v.as_object()) {
-                let Content::Npz(info) = &st.content else { panic!("{name}/{cname}: expected NPZ") };
+                let Content::Npz(info) = &st.content else {
+                    panic!("{name}/{cname}: expected NPZ")
+                };
                 assert_eq!(info.len(), arrays.len(), "{name}/{cname}");
                 for (an, av) in arrays {
-                    let i = info.iter().find(|x| &x.name == an).unwrap_or_else(|| panic!("{name}: array {an}"));
+                    let i = info
+                        .iter()
+                        .find(|x| &x.name == an)
+                        .unwrap_or_else(|| panic!("{name}: array {an}"));
                     assert_eq!(i.dtype, av["dtype"].as_str().unwrap(), "{name}/{an}");
                     assert_eq!(J::from(i.shape.clone()), av["shape"], "{name}/{an}");
                     let Some(values) = av.get("values") else { continue };
@@ -146,7 +199,13 @@ fn corpus_verdicts_codes_and_values() {
                         continue;
                     }
                     let arr = FoldFormat
-                        .read_array(&input, &ArrayRequest { element: Some(format!("{cname}/{an}")), ..Default::default() })
+                        .read_array(
+                            &input,
+                            &ArrayRequest {
+                                element: Some(format!("{cname}/{an}")),
+                                ..Default::default()
+                            },
+                        )
                         .unwrap_or_else(|e| panic!("{name}/{an}: {e}"));
                     let mut want = Vec::new();
                     flatten(&normalize_sidecar(values), &mut want);
@@ -154,8 +213,12 @@ fn corpus_verdicts_codes_and_values() {
                     assert_eq!(got.len(), want.len(), "{name}/{an}");
                     for (g, w) in got.iter().zip(&want) {
                         match (arr.dtype, w) {
-                            (DType::F32 | DType::F64, J::String(s)) => assert_eq!(rasterpack_common::json::fmt_f64(*g), *s),
-                            (DType::F32 | DType::F64, w) => assert_eq!(g.to_bits(), w.as_f64().unwrap().to_bits(), "{name}/{an}"),
+                            (DType::F32 | DType::F64, J::String(s)) => {
+                                assert_eq!(rasterpack_common::json::fmt_f64(*g), *s)
+                            }
+                            (DType::F32 | DType::F64, w) => {
+                                assert_eq!(g.to_bits(), w.as_f64().unwrap().to_bits(), "{name}/{an}")
+                            }
                             (DType::Bool, J::Bool(b)) => assert_eq!(*g != 0.0, *b),
                             (_, w) => assert_eq!(*g, w.as_f64().unwrap(), "{name}/{an}"),
                         }
@@ -202,7 +265,12 @@ fn corpus_ecc_single_block_repair_and_detection() {
                 let input = Input::from_bytes("bad", bad);
                 let r = FoldFormat.validate(&input, &ValidateOptions::default());
                 if nerr <= nsym / 2 {
-                    assert!(r.is_valid(false), "{base}/{}: {nerr} errors not repaired: {:?}", st.entry.name, r.findings);
+                    assert!(
+                        r.is_valid(false),
+                        "{base}/{}: {nerr} errors not repaired: {:?}",
+                        st.entry.name,
+                        r.findings
+                    );
                     assert!(r.findings.has_code("fold.ecc.repaired"));
                     // convert writes the repaired file: byte-identical to the original.
                     let mut out = Vec::new();

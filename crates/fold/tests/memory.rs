@@ -42,8 +42,21 @@ fn memory_is_bounded() {
         let mut b = FoldBuilder::new();
         for i in 0..8 {
             let payload: Vec<u8> = (0..2 * MIB).map(|j| ((j * 31 + i) % 251) as u8).collect();
-            let c = if i % 2 == 0 { Compression::Zstd(1) } else { Compression::None };
-            b.add_chunk(&format!("c{i}"), "BLOB", &payload, ChunkOptions { compression: c, ecc: None }).unwrap();
+            let c = if i % 2 == 0 {
+                Compression::Zstd(1)
+            } else {
+                Compression::None
+            };
+            b.add_chunk(
+                &format!("c{i}"),
+                "BLOB",
+                &payload,
+                ChunkOptions {
+                    compression: c,
+                    ecc: None,
+                },
+            )
+            .unwrap();
         }
         std::fs::write(&path, b.to_bytes().unwrap()).unwrap();
     }
@@ -59,7 +72,16 @@ fn memory_is_bounded() {
     let mut frame = vec![0x28, 0xb5, 0x2f, 0xfd, 0xc0, 0x00];
     frame.extend_from_slice(&(1u64 << 30).to_le_bytes());
     let mut b = FoldBuilder::new();
-    b.add_chunk("x", "BLOB", &frame, ChunkOptions { compression: Compression::None, ecc: None }).unwrap();
+    b.add_chunk(
+        "x",
+        "BLOB",
+        &frame,
+        ChunkOptions {
+            compression: Compression::None,
+            ecc: None,
+        },
+    )
+    .unwrap();
     let mut file = b.to_bytes().unwrap();
     file[28 + 7] = 1; // flags: zstd
     file[28 + 8..28 + 16].copy_from_slice(&(1u64 << 30).to_be_bytes()); // uncomp_len

@@ -8,9 +8,11 @@ use rasterpack_fold::{ChunkOptions, Compression, FoldBuilder, FoldFormat};
 fn sample(compression: Compression, ecc: Option<u8>) -> Vec<u8> {
     let mut b = FoldBuilder::new();
     b.created_at_unix = 1.5;
-    b.metadata("k", Value::Array(vec![Value::Float(f64::NAN), Value::int(7)])).unwrap();
+    b.metadata("k", Value::Array(vec![Value::Float(f64::NAN), Value::int(7)]))
+        .unwrap();
     let opts = ChunkOptions { compression, ecc };
-    b.add_json("meta", &Value::object(vec![("a", Value::Float(0.5))]), opts).unwrap();
+    b.add_json("meta", &Value::object(vec![("a", Value::Float(0.5))]), opts)
+        .unwrap();
     let arr = NdArray::new(DType::I16, vec![2, 3], (0..12).collect()).unwrap();
     b.add_npz("arrays", &[("x", &arr)], opts).unwrap();
     b.add_chunk("blob", "BLOB", b"0123456789", opts).unwrap();
@@ -28,7 +30,9 @@ fn exercise(bytes: Vec<u8>) {
 fn truncation_at_every_offset() {
     for (c, e) in [(Compression::Zstd(3), None), (Compression::None, Some(16))] {
         let good = sample(c, e);
-        assert!(FoldFormat.validate(&Input::from_bytes("g", good.clone()), &ValidateOptions::default()).is_valid(true));
+        assert!(FoldFormat
+            .validate(&Input::from_bytes("g", good.clone()), &ValidateOptions::default())
+            .is_valid(true));
         for cut in 0..good.len() {
             let input = Input::from_bytes("x", good[..cut].to_vec());
             let r = FoldFormat.validate(&input, &ValidateOptions::default());
@@ -39,7 +43,11 @@ fn truncation_at_every_offset() {
 
 #[test]
 fn every_byte_flipped() {
-    for (c, e) in [(Compression::Zstd(3), None), (Compression::None, Some(16)), (Compression::Zstd(3), Some(32))] {
+    for (c, e) in [
+        (Compression::Zstd(3), None),
+        (Compression::None, Some(16)),
+        (Compression::Zstd(3), Some(32)),
+    ] {
         let good = sample(c, e);
         for i in 0..good.len() {
             let mut bad = good.clone();
@@ -101,7 +109,15 @@ fn deep_but_allowed_nesting_does_not_overflow_the_stack() {
     let input = Input::from_bytes("deep", bytes);
     let r = FoldFormat.validate(&input, &ValidateOptions::default());
     assert!(r.is_valid(true), "{:?}", r.findings);
-    let _ = FoldFormat.inspect(&input, &InspectOptions { all: true, ..Default::default() }).unwrap();
+    let _ = FoldFormat
+        .inspect(
+            &input,
+            &InspectOptions {
+                all: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
 }
 
 #[test]
@@ -129,19 +145,37 @@ fn streamed_and_whole_zstd_paths_agree_on_corrupt_frames() {
         };
         f[at] ^= 0x55 + k as u8;
         let mut b = FoldBuilder::new();
-        b.add_chunk("z", ctype, &f, ChunkOptions { compression: Compression::None, ecc: None }).unwrap();
+        b.add_chunk(
+            "z",
+            ctype,
+            &f,
+            ChunkOptions {
+                compression: Compression::None,
+                ecc: None,
+            },
+        )
+        .unwrap();
         let mut bytes = b.to_bytes().unwrap();
         bytes[28 + 7] = 1;
         bytes[28 + 8..28 + 16].copy_from_slice(&(payload.len() as u64).to_be_bytes());
         let input = Input::from_bytes("z", bytes);
         let v = FoldFormat.validate(&input, &ValidateOptions::default());
         let i = FoldFormat.inspect(&input, &InspectOptions::default()).unwrap();
-        let payload_errors = |r: &rasterpack_common::Report| {
-            r.findings.iter().any(|f| f.code.starts_with("fold.payload."))
-        };
-        assert_eq!(payload_errors(&v), payload_errors(&i), "damage at {at}: {:?} vs {:?}", v.findings, i.findings);
+        let payload_errors =
+            |r: &rasterpack_common::Report| r.findings.iter().any(|f| f.code.starts_with("fold.payload."));
+        assert_eq!(
+            payload_errors(&v),
+            payload_errors(&i),
+            "damage at {at}: {:?} vs {:?}",
+            v.findings,
+            i.findings
+        );
         if k == 0 {
-            assert!(v.findings.has_code("fold.payload.decompress_failed"), "{:?}", v.findings);
+            assert!(
+                v.findings.has_code("fold.payload.decompress_failed"),
+                "{:?}",
+                v.findings
+            );
         }
     }
 }
@@ -166,7 +200,16 @@ fn streamed_npz_in_two_zstd_frames_decodes_into_the_fixed_buffer() {
     assert!(frames.len() > 4 << 20);
     for delta in [0i64, -1, 1] {
         let mut b = FoldBuilder::new();
-        b.add_chunk("nuclear_arrays", "NPZ0", &frames, ChunkOptions { compression: Compression::None, ecc: None }).unwrap();
+        b.add_chunk(
+            "nuclear_arrays",
+            "NPZ0",
+            &frames,
+            ChunkOptions {
+                compression: Compression::None,
+                ecc: None,
+            },
+        )
+        .unwrap();
         let mut bytes = b.to_bytes().unwrap();
         bytes[28 + 7] = 1;
         bytes[28 + 8..28 + 16].copy_from_slice(&(npz.len() as u64).wrapping_add_signed(delta).to_be_bytes());
@@ -174,15 +217,30 @@ fn streamed_npz_in_two_zstd_frames_decodes_into_the_fixed_buffer() {
         let v = FoldFormat.validate(&input, &ValidateOptions::default());
         let i = FoldFormat.inspect(&input, &InspectOptions::default()).unwrap();
         let codes = |r: &rasterpack_common::Report| {
-            let mut c: Vec<String> = r.findings.iter().filter(|f| f.code.starts_with("fold.payload.")).map(|f| f.code.clone()).collect();
+            let mut c: Vec<String> = r
+                .findings
+                .iter()
+                .filter(|f| f.code.starts_with("fold.payload."))
+                .map(|f| f.code.clone())
+                .collect();
             c.sort();
             c
         };
-        assert_eq!(codes(&v), codes(&i), "delta {delta}: {:?} vs {:?}", v.findings, i.findings);
+        assert_eq!(
+            codes(&v),
+            codes(&i),
+            "delta {delta}: {:?} vs {:?}",
+            v.findings,
+            i.findings
+        );
         if delta == 0 {
             assert!(codes(&v).is_empty(), "{:?}", v.findings);
         } else {
-            assert!(v.findings.has_code("fold.payload.uncomp_len_mismatch"), "{:?}", v.findings);
+            assert!(
+                v.findings.has_code("fold.payload.uncomp_len_mismatch"),
+                "{:?}",
+                v.findings
+            );
         }
     }
 }

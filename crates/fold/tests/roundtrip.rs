@@ -11,16 +11,64 @@ fn arrays() -> Vec<NdArray> {
     out.push(mk(DType::Bool, vec![3], vec![0, 1, 1]));
     out.push(mk(DType::U8, vec![2, 2], vec![0, 255, 1, 128]));
     out.push(mk(DType::I8, vec![2], vec![0x80, 0x7f]));
-    out.push(mk(DType::U16, vec![2], [0u16, u16::MAX].iter().flat_map(|v| v.to_le_bytes()).collect()));
-    out.push(mk(DType::I16, vec![2], [i16::MIN, i16::MAX].iter().flat_map(|v| v.to_le_bytes()).collect()));
-    out.push(mk(DType::U32, vec![2], [0u32, u32::MAX].iter().flat_map(|v| v.to_le_bytes()).collect()));
-    out.push(mk(DType::I32, vec![2], [i32::MIN, i32::MAX].iter().flat_map(|v| v.to_le_bytes()).collect()));
-    out.push(mk(DType::U64, vec![2], [0u64, u64::MAX].iter().flat_map(|v| v.to_le_bytes()).collect()));
-    out.push(mk(DType::I64, vec![2], [i64::MIN, i64::MAX].iter().flat_map(|v| v.to_le_bytes()).collect()));
-    let f32s = [0.0f32, -0.0, f32::MIN_POSITIVE, f32::MAX, f32::INFINITY, f32::NEG_INFINITY, f32::from_bits(0x7fc0_1234), 1e-45];
-    out.push(mk(DType::F32, vec![2, 4], f32s.iter().flat_map(|v| v.to_le_bytes()).collect()));
-    let f64s = [0.0f64, -0.0, f64::MAX, f64::from_bits(0xfff8_0000_dead_beef), 5e-324, f64::NEG_INFINITY];
-    out.push(mk(DType::F64, vec![3, 2], f64s.iter().flat_map(|v| v.to_le_bytes()).collect()));
+    out.push(mk(
+        DType::U16,
+        vec![2],
+        [0u16, u16::MAX].iter().flat_map(|v| v.to_le_bytes()).collect(),
+    ));
+    out.push(mk(
+        DType::I16,
+        vec![2],
+        [i16::MIN, i16::MAX].iter().flat_map(|v| v.to_le_bytes()).collect(),
+    ));
+    out.push(mk(
+        DType::U32,
+        vec![2],
+        [0u32, u32::MAX].iter().flat_map(|v| v.to_le_bytes()).collect(),
+    ));
+    out.push(mk(
+        DType::I32,
+        vec![2],
+        [i32::MIN, i32::MAX].iter().flat_map(|v| v.to_le_bytes()).collect(),
+    ));
+    out.push(mk(
+        DType::U64,
+        vec![2],
+        [0u64, u64::MAX].iter().flat_map(|v| v.to_le_bytes()).collect(),
+    ));
+    out.push(mk(
+        DType::I64,
+        vec![2],
+        [i64::MIN, i64::MAX].iter().flat_map(|v| v.to_le_bytes()).collect(),
+    ));
+    let f32s = [
+        0.0f32,
+        -0.0,
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::from_bits(0x7fc0_1234),
+        1e-45,
+    ];
+    out.push(mk(
+        DType::F32,
+        vec![2, 4],
+        f32s.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    ));
+    let f64s = [
+        0.0f64,
+        -0.0,
+        f64::MAX,
+        f64::from_bits(0xfff8_0000_dead_beef),
+        5e-324,
+        f64::NEG_INFINITY,
+    ];
+    out.push(mk(
+        DType::F64,
+        vec![3, 2],
+        f64s.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    ));
     out.push(mk(DType::F32, vec![0, 3], Vec::new()));
     out
 }
@@ -55,7 +103,14 @@ fn every_codec_and_ecc_round_trips() {
             let input = Input::from_bytes("rt.fold", bytes);
             let r = FoldFormat.validate(&input, &ValidateOptions::default());
             assert!(r.is_valid(true), "{compression:?}/{ecc:?}: {:?}", r.findings);
-            let a = analyze(&input, &AnalyzeOptions { content: true, ..Default::default() }).unwrap();
+            let a = analyze(
+                &input,
+                &AnalyzeOptions {
+                    content: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
             assert_eq!(a.manifest_ok, Some(true));
             let json = a.chunks.iter().find(|c| c.entry.name == "llm_manifest").unwrap();
             match &json.content {
@@ -66,9 +121,16 @@ fn every_codec_and_ecc_round_trips() {
                 other => panic!("{other:?}"),
             }
             for (i, want) in arrs.iter().enumerate() {
-                let req = ArrayRequest { element: Some(format!("nuclear_arrays/a{i}")), ..Default::default() };
+                let req = ArrayRequest {
+                    element: Some(format!("nuclear_arrays/a{i}")),
+                    ..Default::default()
+                };
                 let got = FoldFormat.read_array(&input, &req).unwrap();
-                assert_eq!((got.dtype, &got.shape, &got.data), (want.dtype, &want.shape, &want.data), "a{i}");
+                assert_eq!(
+                    (got.dtype, &got.shape, &got.data),
+                    (want.dtype, &want.shape, &want.data),
+                    "a{i}"
+                );
             }
             // ECC is kept for payloads that fit one block, dropped (with a note) otherwise.
             for st in &a.chunks {
@@ -91,7 +153,16 @@ fn ecc_repairs_what_it_can_and_detects_the_rest() {
     for n in [16u8, 32, 64] {
         let mut b = FoldBuilder::new();
         let payload: Vec<u8> = (0..(255 - n as usize)).map(|i| (i * 7) as u8).collect();
-        b.add_chunk("data", "BLOB", &payload, ChunkOptions { compression: Compression::None, ecc: Some(n) }).unwrap();
+        b.add_chunk(
+            "data",
+            "BLOB",
+            &payload,
+            ChunkOptions {
+                compression: Compression::None,
+                ecc: Some(n),
+            },
+        )
+        .unwrap();
         let good = b.to_bytes().unwrap();
         let start = 28 + 32;
         let mut seed = n as u64;
@@ -115,10 +186,20 @@ fn ecc_repairs_what_it_can_and_detects_the_rest() {
                 let input = Input::from_bytes("bad", bad);
                 let r = FoldFormat.validate(&input, &ValidateOptions::default());
                 if nerr <= n as usize / 2 {
-                    assert!(r.is_valid(false) && r.findings.has_code("fold.ecc.repaired"), "{n}/{nerr}: {:?}", r.findings);
+                    assert!(
+                        r.is_valid(false) && r.findings.has_code("fold.ecc.repaired"),
+                        "{n}/{nerr}: {:?}",
+                        r.findings
+                    );
                     let mut out = Vec::new();
                     FoldFormat
-                        .convert_special(&input, &FoldFormat, &ArrayRequest::default(), &WriteOptions::default(), &mut out)
+                        .convert_special(
+                            &input,
+                            &FoldFormat,
+                            &ArrayRequest::default(),
+                            &WriteOptions::default(),
+                            &mut out,
+                        )
                         .unwrap()
                         .unwrap();
                     assert_eq!(out, good);
@@ -127,7 +208,13 @@ fn ecc_repairs_what_it_can_and_detects_the_rest() {
                     assert!(r.findings.has_code("fold.ecc.ecc_uncorrectable"));
                     let mut out = Vec::new();
                     let res = FoldFormat
-                        .convert_special(&input, &FoldFormat, &ArrayRequest::default(), &WriteOptions::default(), &mut out)
+                        .convert_special(
+                            &input,
+                            &FoldFormat,
+                            &ArrayRequest::default(),
+                            &WriteOptions::default(),
+                            &mut out,
+                        )
                         .unwrap();
                     assert!(res.is_err());
                 }
@@ -141,7 +228,9 @@ fn write_array_and_element_selection() {
     let mut arr = NdArray::new(DType::F32, vec![2, 3], (0..24).collect()).unwrap();
     arr.name = Some("temperature".into());
     let mut out = Vec::new();
-    FoldFormat.write_array(&arr, &WriteOptions::default(), &mut out).unwrap();
+    FoldFormat
+        .write_array(&arr, &WriteOptions::default(), &mut out)
+        .unwrap();
     assert!(FoldFormat.detect(&out[..64.min(out.len())]));
     let input = Input::from_bytes("w.fold", out);
     assert!(FoldFormat.validate(&input, &ValidateOptions::default()).is_valid(true));
@@ -152,16 +241,45 @@ fn write_array_and_element_selection() {
     // Two NPZ0 chunks holding the same array name: ambiguous without CHUNK/ARRAY.
     let mut b = FoldBuilder::new();
     b.add_npz("one", &[("x", &arr)], ChunkOptions::default()).unwrap();
-    b.add_npz("two", &[("x", &arr), ("y", &arr)], ChunkOptions::default()).unwrap();
+    b.add_npz("two", &[("x", &arr), ("y", &arr)], ChunkOptions::default())
+        .unwrap();
     let input = Input::from_bytes("two.fold", b.to_bytes().unwrap());
     let err = FoldFormat.read_array(&input, &ArrayRequest::default()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Usage);
-    assert!(err.message.contains("one/x") && err.message.contains("two/y"), "{}", err.message);
-    let err = FoldFormat.read_array(&input, &ArrayRequest { element: Some("x".into()), ..Default::default() }).unwrap_err();
+    assert!(
+        err.message.contains("one/x") && err.message.contains("two/y"),
+        "{}",
+        err.message
+    );
+    let err = FoldFormat
+        .read_array(
+            &input,
+            &ArrayRequest {
+                element: Some("x".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Usage);
-    let y = FoldFormat.read_array(&input, &ArrayRequest { element: Some("y".into()), ..Default::default() }).unwrap();
+    let y = FoldFormat
+        .read_array(
+            &input,
+            &ArrayRequest {
+                element: Some("y".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
     assert_eq!(y.data, arr.data);
-    let x = FoldFormat.read_array(&input, &ArrayRequest { element: Some("two/x".into()), ..Default::default() }).unwrap();
+    let x = FoldFormat
+        .read_array(
+            &input,
+            &ArrayRequest {
+                element: Some("two/x".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
     assert_eq!(x.data, arr.data);
 }
 
@@ -170,7 +288,11 @@ fn manifest_hash_is_python_exact() {
     // Values checked with CPython 3.11:
     // hashlib.sha256(json.dumps({"chunk_hashes":{},"b":1.0,"a":"\u00e9","c":[1e-07,1e+16,-0.0]},
     //     sort_keys=True, separators=(",",":")).encode()).hexdigest()
-    let meta = pjson::parse(r#"{"chunk_hashes":{},"b":1.0,"a":"é","c":[1e-07,1e16,-0.0]}"#.as_bytes(), 64).unwrap();
+    let meta = pjson::parse(
+        r#"{"chunk_hashes":{},"b":1.0,"a":"é","c":[1e-07,1e16,-0.0]}"#.as_bytes(),
+        64,
+    )
+    .unwrap();
     assert_eq!(
         rasterpack_fold::validate::manifest_source(&meta),
         r#"{"a":"\u00e9","b":1.0,"c":[1e-07,1e+16,-0.0],"chunk_hashes":{}}"#
@@ -212,7 +334,8 @@ fn large_chunks_stream_and_agree_with_the_full_path() {
         .collect();
     for compression in [Compression::Zstd(1), Compression::None] {
         let mut b = FoldBuilder::new();
-        b.add_chunk("big", "F32R", &payload, ChunkOptions { compression, ecc: None }).unwrap();
+        b.add_chunk("big", "F32R", &payload, ChunkOptions { compression, ecc: None })
+            .unwrap();
         let good = b.to_bytes().unwrap();
         assert!(good.len() > 5 << 20);
         let input = Input::from_bytes("big", good.clone());
@@ -223,7 +346,10 @@ fn large_chunks_stream_and_agree_with_the_full_path() {
         flip[28 + 32 + 5_000_000] ^= 0x10;
         let mut short = good.clone();
         short[28 + 8..28 + 16].copy_from_slice(&((9u64 << 20) - 1).to_be_bytes());
-        for (bad, code) in [(flip, "fold.integrity.crc_mismatch"), (short, "fold.payload.uncomp_len_mismatch")] {
+        for (bad, code) in [
+            (flip, "fold.integrity.crc_mismatch"),
+            (short, "fold.payload.uncomp_len_mismatch"),
+        ] {
             let input = Input::from_bytes("bad", bad);
             let v = FoldFormat.validate(&input, &ValidateOptions::default());
             assert!(v.findings.has_code(code), "{compression:?} {code}: {:?}", v.findings);
@@ -235,22 +361,47 @@ fn large_chunks_stream_and_agree_with_the_full_path() {
     // A zstd frame cut short, stored with valid CRC/SHA, flags patched to zstd.
     let frame = zstd::bulk::compress(&payload, 1).unwrap();
     let mut b = FoldBuilder::new();
-    b.add_chunk("cut", "F32R", &frame[..frame.len() - 1000], ChunkOptions { compression: Compression::None, ecc: None })
-        .unwrap();
+    b.add_chunk(
+        "cut",
+        "F32R",
+        &frame[..frame.len() - 1000],
+        ChunkOptions {
+            compression: Compression::None,
+            ecc: None,
+        },
+    )
+    .unwrap();
     let mut bad = b.to_bytes().unwrap();
     bad[28 + 7] = 1;
     bad[28 + 8..28 + 16].copy_from_slice(&(payload.len() as u64).to_be_bytes());
     let input = Input::from_bytes("cut", bad);
     let v = FoldFormat.validate(&input, &ValidateOptions::default());
     let i = FoldFormat.inspect(&input, &Default::default()).unwrap();
-    assert!(v.findings.has_code("fold.payload.decompress_failed"), "{:?}", v.findings);
-    assert!(i.findings.has_code("fold.payload.decompress_failed"), "{:?}", i.findings);
+    assert!(
+        v.findings.has_code("fold.payload.decompress_failed"),
+        "{:?}",
+        v.findings
+    );
+    assert!(
+        i.findings.has_code("fold.payload.decompress_failed"),
+        "{:?}",
+        i.findings
+    );
 }
 
 #[test]
 fn damaged_parity_is_reported_and_rewritten() {
     let mut b = FoldBuilder::new();
-    b.add_chunk("d", "BLOB", b"some payload bytes", ChunkOptions { compression: Compression::None, ecc: Some(16) }).unwrap();
+    b.add_chunk(
+        "d",
+        "BLOB",
+        b"some payload bytes",
+        ChunkOptions {
+            compression: Compression::None,
+            ecc: Some(16),
+        },
+    )
+    .unwrap();
     let good = b.to_bytes().unwrap();
     let ecc_off = 28 + 32 + 18;
     // Parity only damaged: payload verifies, warning, convert restores the parity.
@@ -258,7 +409,11 @@ fn damaged_parity_is_reported_and_rewritten() {
     bad[ecc_off + 3] ^= 0xA5;
     let input = Input::from_bytes("p", bad.clone());
     let r = FoldFormat.validate(&input, &ValidateOptions::default());
-    assert!(r.is_valid(false) && r.findings.has_code("fold.ecc.parity_mismatch"), "{:?}", r.findings);
+    assert!(
+        r.is_valid(false) && r.findings.has_code("fold.ecc.parity_mismatch"),
+        "{:?}",
+        r.findings
+    );
     let mut out = Vec::new();
     rasterpack_fold::repair_copy(&input, &Default::default(), &mut out).unwrap();
     assert_eq!(out, good);
@@ -266,7 +421,11 @@ fn damaged_parity_is_reported_and_rewritten() {
     bad[28 + 32 + 2] ^= 0x11;
     let input = Input::from_bytes("p2", bad);
     let r = FoldFormat.validate(&input, &ValidateOptions::default());
-    assert!(r.is_valid(false) && r.findings.has_code("fold.ecc.repaired"), "{:?}", r.findings);
+    assert!(
+        r.is_valid(false) && r.findings.has_code("fold.ecc.repaired"),
+        "{:?}",
+        r.findings
+    );
     let mut out = Vec::new();
     rasterpack_fold::repair_copy(&input, &Default::default(), &mut out).unwrap();
     assert_eq!(out, good);
@@ -285,18 +444,32 @@ fn large_json_and_npz_chunks_validate_streamed() {
         text.push_str(&format!("\"{:013x}\",", next()));
     }
     text.push_str("NaN]");
-    let floats: Vec<u8> = (0..(6 << 20) / 4).flat_map(|_| f32::from_bits(next() as u32 & 0x3f7f_ffff).to_le_bytes()).collect();
+    let floats: Vec<u8> = (0..(6 << 20) / 4)
+        .flat_map(|_| f32::from_bits(next() as u32 & 0x3f7f_ffff).to_le_bytes())
+        .collect();
     let arr = NdArray::new(DType::F32, vec![(6 << 20) / 4], floats).unwrap();
     let mut b = FoldBuilder::new();
-    b.add_chunk("big_json", "JSON", text.as_bytes(), ChunkOptions::default()).unwrap();
+    b.add_chunk("big_json", "JSON", text.as_bytes(), ChunkOptions::default())
+        .unwrap();
     b.add_npz("big_npz", &[("f", &arr)], ChunkOptions::default()).unwrap();
     let bytes = b.to_bytes().unwrap();
     let input = Input::from_bytes("big", bytes.clone());
     let a = analyze(&input, &AnalyzeOptions::default()).unwrap();
-    assert!(a.chunks.iter().all(|c| c.entry.comp_len >= 4 << 20), "chunks too small to stream");
+    assert!(
+        a.chunks.iter().all(|c| c.entry.comp_len >= 4 << 20),
+        "chunks too small to stream"
+    );
     let v = FoldFormat.validate(&input, &ValidateOptions::default());
     assert!(v.is_valid(true), "{:?}", v.findings);
-    let back = FoldFormat.read_array(&input, &ArrayRequest { element: Some("big_npz/f".into()), ..Default::default() }).unwrap();
+    let back = FoldFormat
+        .read_array(
+            &input,
+            &ArrayRequest {
+                element: Some("big_npz/f".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
     assert_eq!(back.data, arr.data);
     // uncomp_len one short or one long in the chunk header (the NPZ0 chunk decodes into a
     // fixed huge-page buffer of uncomp_len): streamed path must say so, like the whole path.
@@ -308,7 +481,15 @@ fn large_json_and_npz_chunks_validate_streamed() {
         let input = Input::from_bytes("bad", bad);
         let v = FoldFormat.validate(&input, &ValidateOptions::default());
         let i = FoldFormat.inspect(&input, &Default::default()).unwrap();
-        assert!(v.findings.has_code("fold.payload.uncomp_len_mismatch"), "{:?}", v.findings);
-        assert!(i.findings.has_code("fold.payload.uncomp_len_mismatch"), "{:?}", i.findings);
+        assert!(
+            v.findings.has_code("fold.payload.uncomp_len_mismatch"),
+            "{:?}",
+            v.findings
+        );
+        assert!(
+            i.findings.has_code("fold.payload.uncomp_len_mismatch"),
+            "{:?}",
+            i.findings
+        );
     }
 }

@@ -7,7 +7,9 @@ use rasterpack_common::{ArrayRequest, DType, Format, Input, InspectOptions, Sect
 use rasterpack_fold::FoldFormat;
 
 fn open(name: &str) -> Input {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/fold").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/fold")
+        .join(name);
     Input::open(&p).unwrap()
 }
 
@@ -23,7 +25,9 @@ fn samples_are_valid() {
 
 #[test]
 fn inspect_sample() {
-    let r = FoldFormat.inspect(&open("sample.fold"), &InspectOptions::default()).unwrap();
+    let r = FoldFormat
+        .inspect(&open("sample.fold"), &InspectOptions::default())
+        .unwrap();
     let s = &r.summary;
     assert_eq!(s["kind"], "fold");
     assert_eq!(s["version"], "1.2.0");
@@ -35,9 +39,18 @@ fn inspect_sample() {
     assert_eq!(chunks[2]["arrays"][0]["name"], "grid");
     assert_eq!(chunks[2]["arrays"][0]["dtype"], "<f4");
     assert_eq!(chunks[2]["arrays"][0]["shape"], serde_json::json!([3, 4]));
-    assert!(r.sections.iter().any(|sec| matches!(sec, Section::Table { title, .. } if title == "Chunks")));
+    assert!(r
+        .sections
+        .iter()
+        .any(|sec| matches!(sec, Section::Table { title, .. } if title == "Chunks")));
     let grid = FoldFormat
-        .read_array(&open("sample.fold"), &ArrayRequest { element: Some("nuclear_arrays/grid".into()), ..Default::default() })
+        .read_array(
+            &open("sample.fold"),
+            &ArrayRequest {
+                element: Some("nuclear_arrays/grid".into()),
+                ..Default::default()
+            },
+        )
         .unwrap();
     assert_eq!(grid.dtype, DType::F32);
     assert_eq!(grid.to_f64()[..4], [-1.0, -0.5, 0.0, 0.5]);

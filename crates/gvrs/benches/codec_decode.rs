@@ -18,7 +18,9 @@ fn terrain(rows: usize, cols: usize) -> Vec<i32> {
     for r in 0..rows {
         for c in 0..cols {
             let (x, y) = (c as f64 / 400.0, r as f64 / 400.0);
-            let h = 1500.0 * (x.sin() * y.cos()) + 300.0 * (3.1 * x + 1.7 * y).sin() + 40.0 * (11.0 * x).cos() * (13.0 * y).sin();
+            let h = 1500.0 * (x.sin() * y.cos())
+                + 300.0 * (3.1 * x + 1.7 * y).sin()
+                + 40.0 * (11.0 * x).cos() * (13.0 * y).sin();
             s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
             v.push((h * 10.0) as i32 + ((s >> 16) % 7) as i32 - 3);
         }
@@ -86,14 +88,26 @@ fn main() {
     }
     let grid = terrain(rows, cols);
     let ts = tiles(&grid, rows, cols, t);
-    for (label, list) in [("GvrsDeflate (best predictor)", vec![(0u8, Codec::Deflate)]), ("GvrsHuffman (best predictor)", vec![(0u8, Codec::Huffman)])] {
+    for (label, list) in [
+        ("GvrsDeflate (best predictor)", vec![(0u8, Codec::Deflate)]),
+        ("GvrsHuffman (best predictor)", vec![(0u8, Codec::Huffman)]),
+    ] {
         let t0 = Instant::now();
-        let blocks: Vec<(Codec, Vec<u8>)> = ts.iter().map(|tile| (list[0].1, codec::encode_int(tile, t, t, &list).expect("compressible"))).collect();
+        let blocks: Vec<(Codec, Vec<u8>)> = ts
+            .iter()
+            .map(|tile| (list[0].1, codec::encode_int(tile, t, t, &list).expect("compressible")))
+            .collect();
         println!("encode {label:<37} {:>7.3} s", t0.elapsed().as_secs_f64());
         run_int(&format!("synthetic 4000x4000 {label}"), &blocks, t, 3);
     }
-    let floats: Vec<Vec<f32>> = ts.iter().map(|tile| tile.iter().map(|&v| v as f32 * 0.1).collect()).collect();
-    let blocks: Vec<Vec<u8>> = floats.iter().map(|f| codec::encode_float(f, t, t, &[(0, Codec::Float)]).expect("compressible")).collect();
+    let floats: Vec<Vec<f32>> = ts
+        .iter()
+        .map(|tile| tile.iter().map(|&v| v as f32 * 0.1).collect())
+        .collect();
+    let blocks: Vec<Vec<u8>> = floats
+        .iter()
+        .map(|f| codec::encode_float(f, t, t, &[(0, Codec::Float)]).expect("compressible"))
+        .collect();
     let mut out = vec![0f32; t * t];
     let t0 = Instant::now();
     for b in &blocks {
@@ -101,7 +115,12 @@ fn main() {
     }
     let s = t0.elapsed().as_secs_f64();
     let mb = (blocks.len() * t * t * 4) as f64 / 1e6;
-    println!("{:<44} {:>5} tiles  {mb:>8.1} MB cells  {s:>7.3} s  {:>7.0} MB/s", "synthetic 4000x4000 GvrsFloat", blocks.len(), mb / s);
+    println!(
+        "{:<44} {:>5} tiles  {mb:>8.1} MB cells  {s:>7.3} s  {:>7.0} MB/s",
+        "synthetic 4000x4000 GvrsFloat",
+        blocks.len(),
+        mb / s
+    );
 
     corpus();
 }
@@ -110,8 +129,14 @@ fn corpus() {
     if let Ok(root) = std::env::var("RASTERPACK_CORPUS") {
         let dir = std::path::Path::new(&root).join("gvrs");
         let bytes = std::fs::read(dir.join("big_terrain_4000.gvrs")).expect("big_terrain_4000.gvrs");
-        let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("big_terrain_4000.gvrs.truth.json")).unwrap()).unwrap();
-        let codecs: Vec<Codec> = truth["codecs"].as_array().unwrap().iter().map(|c| Codec::from_name(c.as_str().unwrap()).unwrap()).collect();
+        let truth: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("big_terrain_4000.gvrs.truth.json")).unwrap()).unwrap();
+        let codecs: Vec<Codec> = truth["codecs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| Codec::from_name(c.as_str().unwrap()).unwrap())
+            .collect();
         let tr = truth["tile_rows"].as_u64().unwrap() as usize;
         let le = |at: usize| i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
         let blocks: Vec<(Codec, Vec<u8>)> = truth["tile_content_offsets"]

@@ -15,7 +15,9 @@ fn terrain(rows: usize, cols: usize) -> Vec<f32> {
     for r in 0..rows {
         for c in 0..cols {
             let (x, y) = (c as f64 / 400.0, r as f64 / 400.0);
-            let h = 1500.0 * (x.sin() * y.cos()) + 300.0 * (3.1 * x + 1.7 * y).sin() + 40.0 * (11.0 * x).cos() * (13.0 * y).sin();
+            let h = 1500.0 * (x.sin() * y.cos())
+                + 300.0 * (3.1 * x + 1.7 * y).sin()
+                + 40.0 * (11.0 * x).cos() * (13.0 * y).sin();
             s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
             v.push((h + f64::from((s >> 16) % 7) * 0.1) as f32);
         }
@@ -26,8 +28,17 @@ fn terrain(rows: usize, cols: usize) -> Vec<f32> {
 fn main() {
     let (rows, cols) = (4000u32, 4000u32);
     let values = terrain(rows as usize, cols as usize);
-    let fast = GvrsSpec::new(rows, cols, 120, 120, ElementSpec::new("z", ElementKind::int_coded_float(10.0, 0.0)));
-    let exhaustive = GvrsSpec { encode: rasterpack_gvrs::codec::EncodeOptions::default(), ..fast.clone() };
+    let fast = GvrsSpec::new(
+        rows,
+        cols,
+        120,
+        120,
+        ElementSpec::new("z", ElementKind::int_coded_float(10.0, 0.0)),
+    );
+    let exhaustive = GvrsSpec {
+        encode: rasterpack_gvrs::codec::EncodeOptions::default(),
+        ..fast.clone()
+    };
     let mut lsop = fast.clone();
     lsop.codecs.push(rasterpack_gvrs::codec::Codec::Lsop12);
     for (label, spec) in [

@@ -15,7 +15,9 @@ use rasterpack_gvrs::GvrsFile;
 
 /// Process CPU time (user + system) in seconds, from /proc (Linux; 0 elsewhere).
 fn cpu_seconds() -> f64 {
-    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
     let Some(rest) = s.rsplit(')').next() else { return 0.0 };
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
@@ -90,8 +92,13 @@ fn synthetic() -> Input {
             data.extend_from_slice(&v.to_le_bytes());
         }
     }
-    let array = rasterpack_common::NdArray::new(rasterpack_common::DType::I32, vec![n as u64, n as u64], data).expect("array");
-    let opts = rasterpack_common::WriteOptions { tile: Some((100, 100)), compress: Some("all".into()), ..Default::default() };
+    let array =
+        rasterpack_common::NdArray::new(rasterpack_common::DType::I32, vec![n as u64, n as u64], data).expect("array");
+    let opts = rasterpack_common::WriteOptions {
+        tile: Some((100, 100)),
+        compress: Some("all".into()),
+        ..Default::default()
+    };
     let mut out = Vec::new();
     rasterpack_gvrs::write::write_ndarray(&array, &opts, &mut out).expect("write");
     Input::from_bytes("synthetic.gvrs", out)

@@ -77,8 +77,15 @@ pub fn encoding_name(file: &GvrsFile, element: usize, len: u64, head: &[u8]) -> 
     if len == unc {
         return "uncompressed".into();
     }
-    let Some(&idx) = head.first() else { return "empty".into() };
-    let name = file.header.codecs.get(idx as usize).map(|c| c.lossy()).unwrap_or_else(|| "?".into());
+    let Some(&idx) = head.first() else {
+        return "empty".into();
+    };
+    let name = file
+        .header
+        .codecs
+        .get(idx as usize)
+        .map(|c| c.lossy())
+        .unwrap_or_else(|| "?".into());
     let p = head.get(1).copied().unwrap_or(0);
     match file.codecs.get(idx as usize).copied().flatten() {
         Some(codec::Codec::Huffman) | Some(codec::Codec::Deflate) => {
@@ -86,7 +93,11 @@ pub fn encoding_name(file: &GvrsFile, element: usize, len: u64, head: &[u8]) -> 
         }
         Some(codec::Codec::Lsop12) => {
             // Revised header (Gridfour 2026): flag 0x40 in byte 1 carries the method.
-            let method = if p & 0x40 != 0 { Some(p & 0x0f) } else { head.get(62).map(|m| m & 0x0f) };
+            let method = if p & 0x40 != 0 {
+                Some(p & 0x0f)
+            } else {
+                head.get(62).map(|m| m & 0x0f)
+            };
             let r = match method {
                 Some(0) => "Huffman",
                 Some(1) => "Deflate",
@@ -102,7 +113,11 @@ pub fn encoding_name(file: &GvrsFile, element: usize, len: u64, head: &[u8]) -> 
 /// Scan the stored tiles' block prefixes (at most `max_tiles`).
 pub fn tile_stats(file: &GvrsFile, max_tiles: usize) -> TileStats {
     let n_el = file.elements.len();
-    let mut st = TileStats { encodings: vec![BTreeMap::new(); n_el], stored_bytes: vec![0; n_el], ..Default::default() };
+    let mut st = TileStats {
+        encodings: vec![BTreeMap::new(); n_el],
+        stored_bytes: vec![0; n_el],
+        ..Default::default()
+    };
     let tiles = file.stored_tiles();
     st.populated = tiles.len() as u64;
     let sizes = file.block_sizes();
@@ -134,7 +149,9 @@ pub fn tile_stats(file: &GvrsFile, max_tiles: usize) -> TileStats {
                 st.errors += 1;
                 break;
             }
-            *st.encodings[e].entry(encoding_name(file, e, n as u64, &head)).or_insert(0) += 1;
+            *st.encodings[e]
+                .entry(encoding_name(file, e, n as u64, &head))
+                .or_insert(0) += 1;
             st.stored_bytes[e] += n as u64;
             pos += 4 + n as u64;
         }
@@ -149,7 +166,10 @@ fn f64_bits(v: f64) -> Value {
 fn header_summary(file: &GvrsFile, summary: &mut Map<String, Value>) {
     let h = &file.header;
     let g = file.geometry;
-    summary.insert("version".into(), json!(format!("{}.{}", h.version_major, h.version_minor)));
+    summary.insert(
+        "version".into(),
+        json!(format!("{}.{}", h.version_major, h.version_minor)),
+    );
     summary.insert("uuid".into(), json!(file.uuid()));
     summary.insert("time_modified_ms".into(), json!(h.time_modified));
     summary.insert("time_opened_for_writing_ms".into(), json!(h.time_opened_for_writing));
@@ -163,20 +183,45 @@ fn header_summary(file: &GvrsFile, summary: &mut Map<String, Value>) {
     summary.insert("number_of_levels".into(), json!(h.levels));
     summary.insert("checksums_enabled".into(), json!(h.checksums != 0));
     summary.insert("compression_enabled".into(), json!(!h.codecs.is_empty()));
-    summary.insert("raster_space".into(), json!({"code": h.raster_space, "name": raster_space_name(h.raster_space)}));
+    summary.insert(
+        "raster_space".into(),
+        json!({"code": h.raster_space, "name": raster_space_name(h.raster_space)}),
+    );
     let mut cs = Map::new();
     cs.insert("code".into(), json!(h.coordinate_system));
     cs.insert("name".into(), json!(coordinate_system_name(h.coordinate_system)));
-    for (k, v) in [("x0", h.x0), ("y0", h.y0), ("x1", h.x1), ("y1", h.y1), ("cell_size_x", h.cell_size_x), ("cell_size_y", h.cell_size_y)] {
+    for (k, v) in [
+        ("x0", h.x0),
+        ("y0", h.y0),
+        ("x1", h.x1),
+        ("y1", h.y1),
+        ("cell_size_x", h.cell_size_x),
+        ("cell_size_y", h.cell_size_y),
+    ] {
         cs.insert(k.into(), f64_value(v));
         cs.insert(format!("{k}_bits"), f64_bits(v));
     }
-    cs.insert("m2r_00_01_02_10_11_12".into(), Value::Array(h.m2r.iter().map(|&v| f64_value(v)).collect()));
-    cs.insert("m2r_bits".into(), Value::Array(h.m2r.iter().map(|&v| f64_bits(v)).collect()));
-    cs.insert("r2m_00_01_02_10_11_12".into(), Value::Array(h.r2m.iter().map(|&v| f64_value(v)).collect()));
-    cs.insert("r2m_bits".into(), Value::Array(h.r2m.iter().map(|&v| f64_bits(v)).collect()));
+    cs.insert(
+        "m2r_00_01_02_10_11_12".into(),
+        Value::Array(h.m2r.iter().map(|&v| f64_value(v)).collect()),
+    );
+    cs.insert(
+        "m2r_bits".into(),
+        Value::Array(h.m2r.iter().map(|&v| f64_bits(v)).collect()),
+    );
+    cs.insert(
+        "r2m_00_01_02_10_11_12".into(),
+        Value::Array(h.r2m.iter().map(|&v| f64_value(v)).collect()),
+    );
+    cs.insert(
+        "r2m_bits".into(),
+        Value::Array(h.r2m.iter().map(|&v| f64_bits(v)).collect()),
+    );
     summary.insert("coordinate_system".into(), Value::Object(cs));
-    summary.insert("codecs".into(), json!(h.codecs.iter().map(|c| c.lossy()).collect::<Vec<_>>()));
+    summary.insert(
+        "codecs".into(),
+        json!(h.codecs.iter().map(|c| c.lossy()).collect::<Vec<_>>()),
+    );
     summary.insert(
         "elements".into(),
         Value::Array(file.elements.iter().enumerate().map(|(i, e)| e.to_json(i)).collect()),
@@ -224,7 +269,13 @@ impl GvrsFormat {
                 ("time modified (ms)".into(), h.time_modified.to_string()),
                 ("opened for writing (ms)".into(), h.time_opened_for_writing.to_string()),
                 ("grid".into(), format!("{} rows x {} columns", g.rows, g.cols)),
-                ("tiles".into(), format!("{} x {} cells; {} x {} tile grid", g.tile_rows, g.tile_cols, g.grid_rows, g.grid_cols)),
+                (
+                    "tiles".into(),
+                    format!(
+                        "{} x {} cells; {} x {} tile grid",
+                        g.tile_rows, g.tile_cols, g.grid_rows, g.grid_cols
+                    ),
+                ),
                 ("levels".into(), h.levels.to_string()),
                 ("checksums".into(), if h.checksums != 0 { "on" } else { "off" }.into()),
                 ("raster space".into(), raster_space_name(h.raster_space).into()),
@@ -235,12 +286,30 @@ impl GvrsFormat {
             "Coordinates",
             vec![
                 ("system".into(), coordinate_system_name(h.coordinate_system).into()),
-                ("x0, y0 (centre of cell 0,0)".into(), format!("{}, {}", fmt_f64(h.x0), fmt_f64(h.y0))),
-                ("x1, y1 (centre of last cell)".into(), format!("{}, {}", fmt_f64(h.x1), fmt_f64(h.y1))),
-                ("cell size x, y".into(), format!("{}, {}", fmt_f64(h.cell_size_x), fmt_f64(h.cell_size_y))),
-                ("model-to-raster".into(), h.m2r.iter().map(|v| fmt_f64(*v)).collect::<Vec<_>>().join(" ")),
-                ("raster-to-model".into(), h.r2m.iter().map(|v| fmt_f64(*v)).collect::<Vec<_>>().join(" ")),
-                ("last cell via raster-to-model".into(), format!("{}, {}", fmt_f64(x_last), fmt_f64(y_last))),
+                (
+                    "x0, y0 (centre of cell 0,0)".into(),
+                    format!("{}, {}", fmt_f64(h.x0), fmt_f64(h.y0)),
+                ),
+                (
+                    "x1, y1 (centre of last cell)".into(),
+                    format!("{}, {}", fmt_f64(h.x1), fmt_f64(h.y1)),
+                ),
+                (
+                    "cell size x, y".into(),
+                    format!("{}, {}", fmt_f64(h.cell_size_x), fmt_f64(h.cell_size_y)),
+                ),
+                (
+                    "model-to-raster".into(),
+                    h.m2r.iter().map(|v| fmt_f64(*v)).collect::<Vec<_>>().join(" "),
+                ),
+                (
+                    "raster-to-model".into(),
+                    h.r2m.iter().map(|v| fmt_f64(*v)).collect::<Vec<_>>().join(" "),
+                ),
+                (
+                    "last cell via raster-to-model".into(),
+                    format!("{}, {}", fmt_f64(x_last), fmt_f64(y_last)),
+                ),
             ],
         );
         let rows = file
@@ -249,16 +318,36 @@ impl GvrsFormat {
             .map(|e| {
                 let s = &e.spec;
                 let (min, max, fill, extra) = match s.range {
-                    raw::ElementRange::Integer { min, max, fill } => (min.to_string(), max.to_string(), fill.to_string(), String::new()),
-                    raw::ElementRange::Short { min, max, fill } => (min.to_string(), max.to_string(), fill.to_string(), String::new()),
-                    raw::ElementRange::Float { min, max, fill } => {
-                        (fmt_f64(min as f64), fmt_f64(max as f64), fmt_f64(fill as f64), String::new())
+                    raw::ElementRange::Integer { min, max, fill } => {
+                        (min.to_string(), max.to_string(), fill.to_string(), String::new())
                     }
-                    raw::ElementRange::IntCodedFloat { min, max, fill, scale, offset, min_int, max_int, fill_int } => (
+                    raw::ElementRange::Short { min, max, fill } => {
+                        (min.to_string(), max.to_string(), fill.to_string(), String::new())
+                    }
+                    raw::ElementRange::Float { min, max, fill } => (
                         fmt_f64(min as f64),
                         fmt_f64(max as f64),
                         fmt_f64(fill as f64),
-                        format!("scale {}, offset {}, codes {min_int}..{max_int}, fill code {fill_int}", fmt_f64(scale as f64), fmt_f64(offset as f64)),
+                        String::new(),
+                    ),
+                    raw::ElementRange::IntCodedFloat {
+                        min,
+                        max,
+                        fill,
+                        scale,
+                        offset,
+                        min_int,
+                        max_int,
+                        fill_int,
+                    } => (
+                        fmt_f64(min as f64),
+                        fmt_f64(max as f64),
+                        fmt_f64(fill as f64),
+                        format!(
+                            "scale {}, offset {}, codes {min_int}..{max_int}, fill code {fill_int}",
+                            fmt_f64(scale as f64),
+                            fmt_f64(offset as f64)
+                        ),
                     ),
                 };
                 vec![
@@ -275,14 +364,38 @@ impl GvrsFormat {
                 ]
             })
             .collect();
-        report.table("Elements", &["name", "type", "continuous", "min", "max", "fill", "unit", "label", "description", "coding"], rows);
+        report.table(
+            "Elements",
+            &[
+                "name",
+                "type",
+                "continuous",
+                "min",
+                "max",
+                "fill",
+                "unit",
+                "label",
+                "description",
+                "coding",
+            ],
+            rows,
+        );
         if !h.codecs.is_empty() {
             let rows = h
                 .codecs
                 .iter()
                 .enumerate()
                 .map(|(i, c)| {
-                    vec![i.to_string(), c.lossy(), if file.codecs[i].is_some() { "yes" } else { "no (unsupported)" }.into()]
+                    vec![
+                        i.to_string(),
+                        c.lossy(),
+                        if file.codecs[i].is_some() {
+                            "yes"
+                        } else {
+                            "no (unsupported)"
+                        }
+                        .into(),
+                    ]
                 })
                 .collect();
             report.table("Codecs", &["index", "name", "implemented"], rows);
@@ -306,11 +419,23 @@ impl GvrsFormat {
         for (i, e) in file.elements.iter().enumerate() {
             enc.insert(e.name(), json!(st.encodings[i]));
             let unc = st.scanned.saturating_mul(file.block_sizes()[i]);
-            let ratio = if st.stored_bytes[i] > 0 { unc as f64 / st.stored_bytes[i] as f64 } else { 0.0 };
+            let ratio = if st.stored_bytes[i] > 0 {
+                unc as f64 / st.stored_bytes[i] as f64
+            } else {
+                0.0
+            };
             for (k, n) in &st.encodings[i] {
                 trows.push(vec![e.name(), k.clone(), n.to_string()]);
             }
-            trows.push(vec![e.name(), "stored / uncompressed".into(), format!("{} / {} (ratio {ratio:.2})", fmt_bytes(st.stored_bytes[i]), fmt_bytes(unc))]);
+            trows.push(vec![
+                e.name(),
+                "stored / uncompressed".into(),
+                format!(
+                    "{} / {} (ratio {ratio:.2})",
+                    fmt_bytes(st.stored_bytes[i]),
+                    fmt_bytes(unc)
+                ),
+            ]);
         }
         tiles.insert("tile_encoding_counts".into(), Value::Object(enc));
         tiles.insert("stored_bytes".into(), json!(st.stored_bytes));
@@ -328,7 +453,10 @@ impl GvrsFormat {
             report.findings.warning(
                 "gvrs.tile.unreadable",
                 None,
-                format!("{} stored tile(s) could not be read for statistics; run validate", st.errors),
+                format!(
+                    "{} stored tile(s) could not be read for statistics; run validate",
+                    st.errors
+                ),
             );
         }
         // Metadata.
@@ -405,7 +533,10 @@ impl Format for GvrsFormat {
         let volp = req.target == Some("volp");
         let selected = match &req.element {
             Some(name) => vec![file.element_index(name).ok_or_else(|| {
-                Error::usage(format!("no element {name:?} in this GVRS file; its elements are: {}", names.join(", ")))
+                Error::usage(format!(
+                    "no element {name:?} in this GVRS file; its elements are: {}",
+                    names.join(", ")
+                ))
             })?],
             None if names.len() == 1 => vec![0],
             None if volp => (0..names.len()).collect(),
@@ -423,16 +554,26 @@ impl Format for GvrsFormat {
         // VOLP target: elements become levels, [n, rows, cols], when they share one dtype.
         let dtypes: Vec<DType> = selected.iter().map(|&i| file.elements[i].dtype(req.codes)).collect();
         if dtypes.iter().any(|d| *d != dtypes[0]) {
-            let list: Vec<String> = selected.iter().map(|&i| format!("{} ({})", names[i], dtypes[i].name())).collect();
+            let list: Vec<String> = selected
+                .iter()
+                .map(|&i| format!("{} ({})", names[i], dtypes[i].name()))
+                .collect();
             return Err(Error::usage(format!(
                 "cannot stack GVRS elements of different types into one VOLP volume: {}; choose one with --element",
                 list.join(", ")
             )));
         }
         let g = file.geometry;
-        let total = g.cells().saturating_mul(dtypes[0].size() as u64).saturating_mul(selected.len() as u64);
+        let total = g
+            .cells()
+            .saturating_mul(dtypes[0].size() as u64)
+            .saturating_mul(selected.len() as u64);
         if total > req.limits.max_array_bytes {
-            return Err(Error::limit("limit.array", None, format!("stacked elements need {total} bytes")));
+            return Err(Error::limit(
+                "limit.array",
+                None,
+                format!("stacked elements need {total} bytes"),
+            ));
         }
         let mut data = Vec::new();
         let mut attrs = Map::new();
@@ -442,7 +583,11 @@ impl Format for GvrsFormat {
             data.extend_from_slice(&a.data);
             els.push(Value::Object(a.attrs));
         }
-        let mut a = NdArray::new(dtypes[0], vec![selected.len() as u64, g.rows as u64, g.cols as u64], data)?;
+        let mut a = NdArray::new(
+            dtypes[0],
+            vec![selected.len() as u64, g.rows as u64, g.cols as u64],
+            data,
+        )?;
         attrs.insert("source_format".into(), json!("gvrs"));
         attrs.insert("elements".into(), Value::Array(els));
         a.attrs = attrs;

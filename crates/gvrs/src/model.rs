@@ -31,14 +31,30 @@ pub struct Geometry {
 
 impl Geometry {
     pub fn from_header(h: &Header) -> Result<Geometry> {
-        let dims = [(h.rows, "rows", 104), (h.cols, "columns", 108), (h.tile_rows, "tile rows", 112), (h.tile_cols, "tile columns", 116)];
+        let dims = [
+            (h.rows, "rows", 104),
+            (h.cols, "columns", 108),
+            (h.tile_rows, "tile rows", 112),
+            (h.tile_cols, "tile columns", 116),
+        ];
         for (v, what, at) in dims {
             if v < 1 {
-                return Err(Error::invalid("gvrs.header.grid_size", at, format!("number of {what} is {v}; it must be at least 1")));
+                return Err(Error::invalid(
+                    "gvrs.header.grid_size",
+                    at,
+                    format!("number of {what} is {v}; it must be at least 1"),
+                ));
             }
         }
         let (rows, cols, tr, tc) = (h.rows as u32, h.cols as u32, h.tile_rows as u32, h.tile_cols as u32);
-        Ok(Geometry { rows, cols, tile_rows: tr, tile_cols: tc, grid_rows: rows.div_ceil(tr), grid_cols: cols.div_ceil(tc) })
+        Ok(Geometry {
+            rows,
+            cols,
+            tile_rows: tr,
+            tile_cols: tc,
+            grid_rows: rows.div_ceil(tr),
+            grid_cols: cols.div_ceil(tc),
+        })
     }
     pub fn cells_per_tile(&self) -> u64 {
         self.tile_rows as u64 * self.tile_cols as u64
@@ -75,7 +91,10 @@ pub enum CellValue {
     Short(i16),
     Float(f32),
     /// Decoded value and the stored code.
-    IntCodedFloat { value: f32, code: i32 },
+    IntCodedFloat {
+        value: f32,
+        code: i32,
+    },
 }
 
 /// An element with its friendly accessors.
@@ -119,7 +138,13 @@ impl Element {
     /// `(f32)code / scale + offset` computed in f32.
     pub fn icf_value(&self, code: i32) -> f32 {
         match self.spec.range {
-            ElementRange::IntCodedFloat { fill, scale, offset, fill_int, .. } => {
+            ElementRange::IntCodedFloat {
+                fill,
+                scale,
+                offset,
+                fill_int,
+                ..
+            } => {
                 if code == fill_int {
                     fill
                 } else {
@@ -133,7 +158,10 @@ impl Element {
         match (self.spec.element_type, p) {
             (ElementType::Integer, Plane0::Int(v)) => CellValue::Integer(v),
             (ElementType::Short, Plane0::Int(v)) => CellValue::Short(v as i16),
-            (ElementType::IntCodedFloat, Plane0::Int(v)) => CellValue::IntCodedFloat { value: self.icf_value(v), code: v },
+            (ElementType::IntCodedFloat, Plane0::Int(v)) => CellValue::IntCodedFloat {
+                value: self.icf_value(v),
+                code: v,
+            },
             (_, Plane0::Float(v)) => CellValue::Float(v),
             (_, Plane0::Int(v)) => CellValue::Integer(v),
         }
@@ -168,8 +196,23 @@ impl Element {
                     m.insert(format!("{k}_bits"), json!(format!("0x{:08x}", v.to_bits())));
                 }
             }
-            ElementRange::IntCodedFloat { min, max, fill, scale, offset, min_int, max_int, fill_int } => {
-                for (k, v) in [("min", min), ("max", max), ("fill", fill), ("scale", scale), ("offset", offset)] {
+            ElementRange::IntCodedFloat {
+                min,
+                max,
+                fill,
+                scale,
+                offset,
+                min_int,
+                max_int,
+                fill_int,
+            } => {
+                for (k, v) in [
+                    ("min", min),
+                    ("max", max),
+                    ("fill", fill),
+                    ("scale", scale),
+                    ("offset", offset),
+                ] {
                     m.insert(k.into(), f64_value(v as f64));
                     m.insert(format!("{k}_bits"), json!(format!("0x{:08x}", v.to_bits())));
                 }
@@ -212,7 +255,9 @@ impl TileCache {
             return;
         }
         while self.used + size > self.capacity {
-            let Some((&old, _)) = self.map.iter().min_by_key(|(_, (_, s))| *s) else { break };
+            let Some((&old, _)) = self.map.iter().min_by_key(|(_, (_, s))| *s) else {
+                break;
+            };
             if let Some((p, _)) = self.map.remove(&old) {
                 self.used -= p.bytes();
             }
@@ -276,7 +321,11 @@ impl GvrsFile {
         }
         let elements: Vec<Element> = header.elements.iter().cloned().map(|spec| Element { spec }).collect();
         if elements.is_empty() {
-            return Err(Error::invalid("gvrs.header.element_count", 280, "the file declares no elements"));
+            return Err(Error::invalid(
+                "gvrs.header.element_count",
+                280,
+                "the file declares no elements",
+            ));
         }
         let codecs = header.codecs.iter().map(|c| Codec::from_name(&c.lossy())).collect();
         let mut f = GvrsFile {
@@ -288,7 +337,12 @@ impl GvrsFile {
             tile_directory: None,
             tile_directory_error: None,
             limits,
-            cache: Mutex::new(TileCache { capacity: DEFAULT_CACHE_BYTES, used: 0, clock: 0, map: HashMap::new() }),
+            cache: Mutex::new(TileCache {
+                capacity: DEFAULT_CACHE_BYTES,
+                used: 0,
+                clock: 0,
+                map: HashMap::new(),
+            }),
         };
         // A damaged tile directory leaves the rest of the file inspectable and checkable.
         match f.read_tile_directory() {
@@ -327,7 +381,9 @@ impl GvrsFile {
             return Ok(None);
         }
         let start = parse::record_start_of(off, 80, "tile directory")?;
-        let max = 40u64.saturating_add(self.geometry.tile_count().saturating_mul(8)).saturating_add(64);
+        let max = 40u64
+            .saturating_add(self.geometry.tile_count().saturating_mul(8))
+            .saturating_add(64);
         let (rec, bytes) = parse::read_record(&self.input, start, RecordType::TileDirectory, max, &self.limits)?;
         parse::parse_tile_directory(rec, &bytes, &self.limits).map(Some)
     }
@@ -335,12 +391,18 @@ impl GvrsFile {
     /// Uncompressed block size of each element.
     pub fn block_sizes(&self) -> Vec<u64> {
         let cells = self.geometry.cells_per_tile();
-        self.elements.iter().map(|e| e.spec.element_type.uncompressed_len(cells).unwrap_or(u64::MAX)).collect()
+        self.elements
+            .iter()
+            .map(|e| e.spec.element_type.uncompressed_len(cells).unwrap_or(u64::MAX))
+            .collect()
     }
 
     /// The largest legal tile record: prefix, index, each element's length and block, CRC, pad.
     pub fn max_tile_record_len(&self) -> u64 {
-        let body: u64 = self.block_sizes().iter().fold(12u64, |acc, b| acc.saturating_add(4).saturating_add(*b));
+        let body: u64 = self
+            .block_sizes()
+            .iter()
+            .fold(12u64, |acc, b| acc.saturating_add(4).saturating_add(*b));
         body.saturating_add(4).saturating_add(7) & !7
     }
 
@@ -382,7 +444,13 @@ impl GvrsFile {
     /// Read a tile record (whole, bounded by the largest legal size) and parse its layout.
     pub fn read_tile_record(&self, content_offset: i64) -> Result<(TileRecord, Vec<u8>)> {
         let start = parse::record_start_of(content_offset, content_offset.max(0) as u64, "tile")?;
-        let (rec, bytes) = parse::read_record(&self.input, start, RecordType::Tile, self.max_tile_record_len(), &self.limits)?;
+        let (rec, bytes) = parse::read_record(
+            &self.input,
+            start,
+            RecordType::Tile,
+            self.max_tile_record_len(),
+            &self.limits,
+        )?;
         let tr = parse::parse_tile_record(rec, &bytes, &self.block_sizes())?;
         Ok((tr, bytes))
     }
@@ -403,30 +471,50 @@ impl GvrsFile {
         let (tr, tc) = (self.geometry.tile_rows as usize, self.geometry.tile_cols as usize);
         if block.len() as u64 == unc {
             *plane = match el.spec.element_type {
-                ElementType::Float => {
-                    Plane::Float(block.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
-                }
-                ElementType::Short => {
-                    Plane::Int(block.chunks_exact(2).take(cells).map(|c| i16::from_le_bytes([c[0], c[1]]) as i32).collect())
-                }
-                _ => Plane::Int(block.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+                ElementType::Float => Plane::Float(
+                    block
+                        .chunks_exact(4)
+                        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .collect(),
+                ),
+                ElementType::Short => Plane::Int(
+                    block
+                        .chunks_exact(2)
+                        .take(cells)
+                        .map(|c| i16::from_le_bytes([c[0], c[1]]) as i32)
+                        .collect(),
+                ),
+                _ => Plane::Int(
+                    block
+                        .chunks_exact(4)
+                        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .collect(),
+                ),
             };
             return Ok(());
         }
-        let idx = *block.first().ok_or_else(|| Error::invalid("gvrs.tile.block_length", at, "empty tile block"))?;
+        let idx = *block
+            .first()
+            .ok_or_else(|| Error::invalid("gvrs.tile.block_length", at, "empty tile block"))?;
         let codec = match self.codecs.get(idx as usize) {
             None => {
                 return Err(Error::invalid(
                     "gvrs.tile.codec_index",
                     at,
-                    format!("compressed block names codec index {idx}, but the header lists {} codec(s)", self.codecs.len()),
+                    format!(
+                        "compressed block names codec index {idx}, but the header lists {} codec(s)",
+                        self.codecs.len()
+                    ),
                 ))
             }
             Some(None) => {
                 return Err(Error::unsupported(
                     "gvrs.tile.codec_unsupported",
                     Some(at),
-                    format!("codec {:?} (index {idx}) is not implemented", self.header.codecs[idx as usize].lossy()),
+                    format!(
+                        "codec {:?} (index {idx}) is not implemented",
+                        self.header.codecs[idx as usize].lossy()
+                    ),
                 ))
             }
             Some(Some(c)) => *c,
@@ -478,8 +566,13 @@ impl GvrsFile {
 
     /// One element of a tile through the cache; `None` when the tile is not stored (all fill).
     pub fn tile_plane(&self, tile_row: u32, tile_col: u32, element: usize) -> Result<Option<Arc<Plane>>> {
-        let Some(off) = self.tile_offset(tile_row, tile_col) else { return Ok(None) };
-        let key = (tile_row as u64 * self.geometry.grid_cols as u64 + tile_col as u64, element);
+        let Some(off) = self.tile_offset(tile_row, tile_col) else {
+            return Ok(None);
+        };
+        let key = (
+            tile_row as u64 * self.geometry.grid_cols as u64 + tile_col as u64,
+            element,
+        );
         if let Some(p) = self.cache.lock().ok().and_then(|mut c| c.get(key)) {
             return Ok(Some(p));
         }
@@ -491,7 +584,9 @@ impl GvrsFile {
     }
 
     fn check_element(&self, element: usize) -> Result<&Element> {
-        self.elements.get(element).ok_or_else(|| Error::usage(format!("element index {element} out of range")))
+        self.elements
+            .get(element)
+            .ok_or_else(|| Error::usage(format!("element index {element} out of range")))
     }
 
     /// The value of one cell.
@@ -499,7 +594,10 @@ impl GvrsFile {
         let el = self.check_element(element)?;
         let g = self.geometry;
         if row >= g.rows || col >= g.cols {
-            return Err(Error::usage(format!("cell ({row}, {col}) is outside the {} x {} grid", g.rows, g.cols)));
+            return Err(Error::usage(format!(
+                "cell ({row}, {col}) is outside the {} x {} grid",
+                g.rows, g.cols
+            )));
         }
         let (tr, tc) = (row / g.tile_rows, col / g.tile_cols);
         let k = ((row % g.tile_rows) as u64 * g.tile_cols as u64 + (col % g.tile_cols) as u64) as usize;
@@ -527,7 +625,11 @@ impl GvrsFile {
         let dtype = el.dtype(codes);
         let bytes = nrows as u64 * ncols as u64 * dtype.size() as u64;
         if bytes > self.limits.max_array_bytes {
-            return Err(Error::limit("limit.array", None, format!("a {nrows} x {ncols} block needs {bytes} bytes")));
+            return Err(Error::limit(
+                "limit.array",
+                None,
+                format!("a {nrows} x {ncols} block needs {bytes} bytes"),
+            ));
         }
         let mut out = vec![0u8; bytes as usize];
         let row_bytes = ncols as usize * dtype.size();
@@ -542,7 +644,8 @@ impl GvrsFile {
                     for r in rr0..rr1 {
                         let o = (r - row0) as usize * row_bytes + (cc0 - col0) as usize * dtype.size();
                         let dst = &mut out[o..o + (cc1 - cc0) as usize * dtype.size()];
-                        let k0 = ((r - tr * g.tile_rows) as u64 * g.tile_cols as u64 + (cc0 - tc * g.tile_cols) as u64) as usize;
+                        let k0 = ((r - tr * g.tile_rows) as u64 * g.tile_cols as u64 + (cc0 - tc * g.tile_cols) as u64)
+                            as usize;
                         put_row(el, plane.as_deref(), k0, dst, codes);
                     }
                 }
@@ -564,38 +667,50 @@ impl GvrsFile {
             return Err(Error::limit(
                 "limit.array",
                 None,
-                format!("element {:?} needs {bytes} bytes, above the limit of {}", el.name(), self.limits.max_array_bytes),
+                format!(
+                    "element {:?} needs {bytes} bytes, above the limit of {}",
+                    el.name(),
+                    self.limits.max_array_bytes
+                ),
             ));
         }
-        let bytes = usize::try_from(bytes).map_err(|_| Error::limit("limit.array", None, "the element does not fit in memory"))?;
+        let bytes = usize::try_from(bytes)
+            .map_err(|_| Error::limit("limit.array", None, "the element does not fit in memory"))?;
         let mut out = vec![0u8; bytes];
         let row_bytes = g.cols as usize * dtype.size();
         let band = g.tile_rows as usize * row_bytes;
-        out.par_chunks_mut(band).enumerate().try_for_each(|(tr, dst)| -> Result<()> {
-            let tr = tr as u32;
-            // One tile buffer per band, reused for each of its tiles.
-            let mut buf = Plane::Int(Vec::new());
-            for tc in 0..g.grid_cols {
-                let plane = match self.tile_offset(tr, tc) {
-                    None => None,
-                    Some(off) => {
-                        let (rec, bytes) = self.read_tile_record(off)?;
-                        let (rel, n) = rec.blocks[element];
-                        self.decode_block_into(element, &bytes[rel..rel + n], rec.record.start + rel as u64, &mut buf)?;
-                        Some(&buf)
+        out.par_chunks_mut(band)
+            .enumerate()
+            .try_for_each(|(tr, dst)| -> Result<()> {
+                let tr = tr as u32;
+                // One tile buffer per band, reused for each of its tiles.
+                let mut buf = Plane::Int(Vec::new());
+                for tc in 0..g.grid_cols {
+                    let plane = match self.tile_offset(tr, tc) {
+                        None => None,
+                        Some(off) => {
+                            let (rec, bytes) = self.read_tile_record(off)?;
+                            let (rel, n) = rec.blocks[element];
+                            self.decode_block_into(
+                                element,
+                                &bytes[rel..rel + n],
+                                rec.record.start + rel as u64,
+                                &mut buf,
+                            )?;
+                            Some(&buf)
+                        }
+                    };
+                    let c0 = tc * g.tile_cols;
+                    let c1 = (c0 + g.tile_cols).min(g.cols);
+                    let nr = dst.len() / row_bytes;
+                    for r in 0..nr {
+                        let o = r * row_bytes + c0 as usize * dtype.size();
+                        let d = &mut dst[o..o + (c1 - c0) as usize * dtype.size()];
+                        put_row(el, plane, r * g.tile_cols as usize, d, codes);
                     }
-                };
-                let c0 = tc * g.tile_cols;
-                let c1 = (c0 + g.tile_cols).min(g.cols);
-                let nr = dst.len() / row_bytes;
-                for r in 0..nr {
-                    let o = r * row_bytes + c0 as usize * dtype.size();
-                    let d = &mut dst[o..o + (c1 - c0) as usize * dtype.size()];
-                    put_row(el, plane, r * g.tile_cols as usize, d, codes);
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            })?;
         let mut a = NdArray::new(dtype, vec![g.rows as u64, g.cols as u64], out)?;
         a.name = Some(el.name());
         a.attrs = self.element_attrs(element);
@@ -614,8 +729,14 @@ impl GvrsFile {
 
     /// Every metadata record the directory lists, in directory order (errors per record).
     pub fn metadata(&self) -> Result<Vec<Result<MetadataRecord>>> {
-        let Some(dir) = self.metadata_directory()? else { return Ok(Vec::new()) };
-        Ok(dir.entries.iter().map(|e| self.read_metadata_record(e.content_offset, e.offset)).collect())
+        let Some(dir) = self.metadata_directory()? else {
+            return Ok(Vec::new());
+        };
+        Ok(dir
+            .entries
+            .iter()
+            .map(|e| self.read_metadata_record(e.content_offset, e.offset))
+            .collect())
     }
 
     pub fn metadata_directory(&self) -> Result<Option<MetadataDirectory>> {
@@ -624,14 +745,25 @@ impl GvrsFile {
             return Ok(None);
         }
         let start = parse::record_start_of(off, 64, "metadata directory")?;
-        let (rec, bytes) =
-            parse::read_record(&self.input, start, RecordType::MetadataDirectory, self.limits.max_text, &self.limits)?;
+        let (rec, bytes) = parse::read_record(
+            &self.input,
+            start,
+            RecordType::MetadataDirectory,
+            self.limits.max_text,
+            &self.limits,
+        )?;
         parse::parse_metadata_directory(rec, &bytes, &self.limits).map(Some)
     }
 
     pub fn read_metadata_record(&self, content_offset: i64, field: u64) -> Result<MetadataRecord> {
         let start = parse::record_start_of(content_offset, field, "metadata record")?;
-        let (rec, bytes) = parse::read_record(&self.input, start, RecordType::Metadata, self.limits.max_text, &self.limits)?;
+        let (rec, bytes) = parse::read_record(
+            &self.input,
+            start,
+            RecordType::Metadata,
+            self.limits.max_text,
+            &self.limits,
+        )?;
         parse::parse_metadata_record(rec, &bytes)
     }
 
@@ -641,8 +773,13 @@ impl GvrsFile {
             return Ok(None);
         }
         let start = parse::record_start_of(off, 56, "file-space directory")?;
-        let (rec, bytes) =
-            parse::read_record(&self.input, start, RecordType::FileSpaceDirectory, self.limits.max_text, &self.limits)?;
+        let (rec, bytes) = parse::read_record(
+            &self.input,
+            start,
+            RecordType::FileSpaceDirectory,
+            self.limits.max_text,
+            &self.limits,
+        )?;
         parse::parse_file_space_directory(rec, &bytes, &self.limits).map(Some)
     }
 
@@ -669,7 +806,14 @@ pub fn uuid_text(stored: &[u8; 16]) -> String {
     let mut b = *stored;
     b.reverse();
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 /// Write `dst.len() / size` cells of a plane (starting at cell `k0`) or of the fill value.
@@ -691,9 +835,24 @@ fn put_row(el: &Element, plane: Option<&Plane>, k0: usize, dst: &mut [u8], codes
             }
         }
         (ElementType::IntCodedFloat, _) if !codes => {
-            let ElementRange::IntCodedFloat { fill, scale, offset, fill_int, .. } = el.spec.range else { return };
+            let ElementRange::IntCodedFloat {
+                fill,
+                scale,
+                offset,
+                fill_int,
+                ..
+            } = el.spec.range
+            else {
+                return;
+            };
             // Same arithmetic as `Element::icf_value`, hoisted out of the cell loop.
-            let decode = |code: i32| if code == fill_int { fill } else { code as f32 / scale + offset };
+            let decode = |code: i32| {
+                if code == fill_int {
+                    fill
+                } else {
+                    code as f32 / scale + offset
+                }
+            };
             match plane {
                 Some(Plane::Int(p)) => {
                     for (d, &code) in dst.chunks_exact_mut(4).zip(p[k0..k0 + n].iter()) {
@@ -739,14 +898,29 @@ pub fn metadata_value(data_type: u8, content: &[u8]) -> Value {
             let vals: Vec<Value> = content
                 .chunks_exact(2)
                 .take(n)
-                .map(|c| if data_type == 2 { json!(i16::from_le_bytes([c[0], c[1]])) } else { json!(u16::from_le_bytes([c[0], c[1]])) })
+                .map(|c| {
+                    if data_type == 2 {
+                        json!(i16::from_le_bytes([c[0], c[1]]))
+                    } else {
+                        json!(u16::from_le_bytes([c[0], c[1]]))
+                    }
+                })
                 .collect();
             Value::Array(vals)
         }
-        4 => json!(content.chunks_exact(4).map(|c| i32::from_le_bytes(le4(c))).collect::<Vec<_>>()),
-        5 => json!(content.chunks_exact(4).map(|c| u32::from_le_bytes(le4(c))).collect::<Vec<_>>()),
+        4 => json!(content
+            .chunks_exact(4)
+            .map(|c| i32::from_le_bytes(le4(c)))
+            .collect::<Vec<_>>()),
+        5 => json!(content
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(le4(c)))
+            .collect::<Vec<_>>()),
         6 => Value::Array(
-            content.chunks_exact(4).map(|c| rasterpack_common::json::f64_value(f32::from_le_bytes(le4(c)) as f64)).collect(),
+            content
+                .chunks_exact(4)
+                .map(|c| rasterpack_common::json::f64_value(f32::from_le_bytes(le4(c)) as f64))
+                .collect(),
         ),
         7 => Value::Array(
             content

@@ -33,7 +33,11 @@ pub fn parse_id(head: &[u8]) -> Result<(u8, u8, [u8; 2])> {
     let mut r = ByteReader::new(head);
     let magic = r.bytes(12, "identification")?;
     if magic != MAGIC {
-        return Err(Error::invalid("gvrs.id.magic", 0, "the file does not start with \"gvrs raster\\0\""));
+        return Err(Error::invalid(
+            "gvrs.id.magic",
+            0,
+            "the file does not start with \"gvrs raster\\0\"",
+        ));
     }
     let major = r.u8("version")?;
     let minor = r.u8("sub-version")?;
@@ -62,7 +66,11 @@ pub fn read_header(input: &Input, limits: &Limits) -> Result<Header> {
 /// A record length read from the file: positive, and the record must lie inside the file.
 fn check_record_length(len: i32, start: u64, file_len: u64) -> Result<u64> {
     if (len as i64) < MIN_RECORD_LEN as i64 {
-        return Err(Error::invalid("gvrs.record.length", start, format!("record length {len} is below the minimum of 16")));
+        return Err(Error::invalid(
+            "gvrs.record.length",
+            start,
+            format!("record length {len} is below the minimum of 16"),
+        ));
     }
     let len = len as u64;
     if start.checked_add(len).is_none_or(|e| e > file_len) {
@@ -83,7 +91,12 @@ pub fn parse_header(bytes: &[u8]) -> Result<Header> {
     let len = record.length.max(0) as usize;
     let total = 16usize.checked_add(len).filter(|&t| t <= bytes.len() && len >= 16);
     let Some(total) = total else {
-        return Err(Error::truncated("header record", 16, len as u64, bytes.len() as u64 - 16));
+        return Err(Error::truncated(
+            "header record",
+            16,
+            len as u64,
+            bytes.len() as u64 - 16,
+        ));
     };
     // Parse the body without the CRC so fields can never run into it.
     let body_end = total - 4;
@@ -124,7 +137,11 @@ pub fn parse_header(bytes: &[u8]) -> Result<Header> {
     let count_offset = r.offset();
     let element_count = r.i32_le("element count")?;
     if element_count < 0 {
-        return Err(Error::invalid("gvrs.header.element_count", count_offset, format!("negative element count {element_count}")));
+        return Err(Error::invalid(
+            "gvrs.header.element_count",
+            count_offset,
+            format!("negative element count {element_count}"),
+        ));
     }
     let mut elements = Vec::new();
     for _ in 0..element_count {
@@ -133,7 +150,11 @@ pub fn parse_header(bytes: &[u8]) -> Result<Header> {
     let codec_count_offset = r.offset();
     let codec_count = r.i32_le("codec count")?;
     if codec_count < 0 {
-        return Err(Error::invalid("gvrs.header.codec_count", codec_count_offset, format!("negative codec count {codec_count}")));
+        return Err(Error::invalid(
+            "gvrs.header.codec_count",
+            codec_count_offset,
+            format!("negative codec count {codec_count}"),
+        ));
     }
     let mut codecs = Vec::new();
     for _ in 0..codec_count {
@@ -142,7 +163,12 @@ pub fn parse_header(bytes: &[u8]) -> Result<Header> {
     let product_label = string(&mut r, "product label")?;
     let tail = tail(&r);
     let crc_offset = body_end as u64;
-    let crc = u32::from_le_bytes([bytes[body_end], bytes[body_end + 1], bytes[body_end + 2], bytes[body_end + 3]]);
+    let crc = u32::from_le_bytes([
+        bytes[body_end],
+        bytes[body_end + 1],
+        bytes[body_end + 2],
+        bytes[body_end + 3],
+    ]);
     Ok(Header {
         version_major,
         version_minor,
@@ -190,7 +216,11 @@ fn parse_element(r: &mut ByteReader<'_>) -> Result<ElementSpec> {
     let offset = r.offset();
     let type_byte = r.u8("element type")?;
     let element_type = ElementType::from_u8(type_byte).ok_or_else(|| {
-        Error::invalid("gvrs.element.type", offset, format!("unknown element type {type_byte} (0..=3 are defined)"))
+        Error::invalid(
+            "gvrs.element.type",
+            offset,
+            format!("unknown element type {type_byte} (0..=3 are defined)"),
+        )
     })?;
     let continuous = r.u8("element continuous flag")?;
     let reserved = r.array::<6>("reserved element bytes")?;
@@ -248,7 +278,12 @@ fn record_header_from(r: &mut ByteReader<'_>, start: u64) -> Result<RecordHeader
     let length = r.i32_le("record length")?;
     let record_type = r.u8("record type")?;
     let reserved = r.array::<3>("reserved record bytes")?;
-    Ok(RecordHeader { start, length, record_type, reserved })
+    Ok(RecordHeader {
+        start,
+        length,
+        record_type,
+        reserved,
+    })
 }
 
 /// Read the 8-byte prefix of the record starting at `start`.
@@ -272,14 +307,24 @@ pub fn record_start_of(content_offset: i64, field_offset: u64, what: &str) -> Re
 
 /// Read and check a record prefix: the expected type, a length inside the file and at most
 /// `max_len`. Returns the prefix and the checked length.
-pub fn read_record_prefix(input: &Input, start: u64, expected: RecordType, max_len: u64) -> Result<(RecordHeader, u64)> {
+pub fn read_record_prefix(
+    input: &Input,
+    start: u64,
+    expected: RecordType,
+    max_len: u64,
+) -> Result<(RecordHeader, u64)> {
     let rec = read_record_header(input, start)?;
     if rec.record_type != expected as u8 {
         let found = RecordType::from_u8(rec.record_type).map_or("an unknown record type", |t| t.name());
         return Err(Error::invalid(
             format!("gvrs.{}.record_type", expected.area()),
             start + 4,
-            format!("expected a {} (type {}) at offset {start}, found {found} (type {})", expected.name(), expected as u8, rec.record_type),
+            format!(
+                "expected a {} (type {}) at offset {start}, found {found} (type {})",
+                expected.name(),
+                expected as u8,
+                rec.record_type
+            ),
         ));
     }
     let len = check_record_length(rec.length, start, input.len())?;
@@ -287,7 +332,10 @@ pub fn read_record_prefix(input: &Input, start: u64, expected: RecordType, max_l
         return Err(Error::invalid(
             format!("gvrs.{}.length", expected.area()),
             start,
-            format!("{} length {len} exceeds the largest possible size {max_len}", expected.name()),
+            format!(
+                "{} length {len} exceeds the largest possible size {max_len}",
+                expected.name()
+            ),
         ));
     }
     Ok((rec, len))
@@ -345,7 +393,10 @@ pub fn parse_tile_directory(rec: RecordHeader, bytes: &[u8], limits: &Limits) ->
         return Err(Error::invalid(
             "gvrs.tile_directory.dimensions",
             dims_offset,
-            format!("{n_rows} x {n_cols} tile directory entries do not fit in the record ({} bytes left)", r.remaining()),
+            format!(
+                "{n_rows} x {n_cols} tile directory entries do not fit in the record ({} bytes left)",
+                r.remaining()
+            ),
         ));
     }
     let entries_offset = r.offset();
@@ -384,7 +435,10 @@ pub fn parse_metadata_directory(rec: RecordHeader, bytes: &[u8], limits: &Limits
         return Err(Error::invalid(
             "gvrs.metadata_directory.count",
             count_offset,
-            format!("metadata record count {count} does not fit in the directory ({} bytes left)", r.remaining()),
+            format!(
+                "metadata record count {count} does not fit in the directory ({} bytes left)",
+                r.remaining()
+            ),
         ));
     }
     let mut entries = Vec::with_capacity(count as usize);
@@ -394,9 +448,21 @@ pub fn parse_metadata_directory(rec: RecordHeader, bytes: &[u8], limits: &Limits
         let name = string(&mut r, "metadata name")?;
         let record_id = r.i32_le("metadata record id")?;
         let data_type = r.u8("metadata type")?;
-        entries.push(MetadataDirEntry { offset, content_offset, name, record_id, data_type });
+        entries.push(MetadataDirEntry {
+            offset,
+            content_offset,
+            name,
+            record_id,
+            data_type,
+        });
     }
-    Ok(MetadataDirectory { record: rec, count, entries, tail: tail(&r), crc: crc_of(bytes) })
+    Ok(MetadataDirectory {
+        record: rec,
+        count,
+        entries,
+        tail: tail(&r),
+        crc: crc_of(bytes),
+    })
 }
 
 /// Parse a metadata record.
@@ -412,7 +478,10 @@ pub fn parse_metadata_record(rec: RecordHeader, bytes: &[u8]) -> Result<Metadata
         return Err(Error::invalid(
             "gvrs.metadata.content_length",
             len_offset,
-            format!("metadata content length {content_length} does not fit in the record ({} bytes left)", r.remaining()),
+            format!(
+                "metadata content length {content_length} does not fit in the record ({} bytes left)",
+                r.remaining()
+            ),
         ));
     }
     let content_offset = r.offset();
@@ -421,15 +490,33 @@ pub fn parse_metadata_record(rec: RecordHeader, bytes: &[u8]) -> Result<Metadata
     // tail may be lost to the CRC. Keep what fits instead of refusing the record.
     let desc_offset = r.offset();
     let (description, description_truncated) = if content_length == 0 && r.remaining() < 2 {
-        (RawString { offset: desc_offset, bytes: Vec::new() }, true)
+        (
+            RawString {
+                offset: desc_offset,
+                bytes: Vec::new(),
+            },
+            true,
+        )
     } else {
         let n = r.u16_le("metadata description")? as usize;
         if n > r.remaining() && content_length == 0 {
             let got = r.rest().to_vec();
             r.skip(got.len(), "metadata description")?;
-            (RawString { offset: desc_offset, bytes: got }, true)
+            (
+                RawString {
+                    offset: desc_offset,
+                    bytes: got,
+                },
+                true,
+            )
         } else {
-            (RawString { offset: desc_offset, bytes: r.bytes(n, "metadata description")?.to_vec() }, false)
+            (
+                RawString {
+                    offset: desc_offset,
+                    bytes: r.bytes(n, "metadata description")?.to_vec(),
+                },
+                false,
+            )
         }
     };
     Ok(MetadataRecord {
@@ -457,7 +544,10 @@ pub fn parse_file_space_directory(rec: RecordHeader, bytes: &[u8], limits: &Limi
         return Err(Error::invalid(
             "gvrs.file_space_directory.count",
             count_offset,
-            format!("free-space record count {count} does not fit in the directory ({} bytes left)", r.remaining()),
+            format!(
+                "free-space record count {count} does not fit in the directory ({} bytes left)",
+                r.remaining()
+            ),
         ));
     }
     let mut entries = Vec::with_capacity(count as usize);
@@ -467,7 +557,13 @@ pub fn parse_file_space_directory(rec: RecordHeader, bytes: &[u8], limits: &Limi
         let size = r.i32_le("free-space record size")?;
         entries.push(FreeSpaceEntry { offset, position, size });
     }
-    Ok(FileSpaceDirectory { record: rec, count, entries, tail: tail(&r), crc: crc_of(bytes) })
+    Ok(FileSpaceDirectory {
+        record: rec,
+        count,
+        entries,
+        tail: tail(&r),
+        crc: crc_of(bytes),
+    })
 }
 
 /// Parse a tile record's layout: the tile index and each element's block. `block_max[e]` is the
@@ -498,7 +594,12 @@ pub fn parse_tile_record(rec: RecordHeader, bytes: &[u8], block_max: &[u64]) -> 
         blocks.push((rel, n as usize));
     }
     let blocks_end = (r.offset() - rec.start) as usize;
-    Ok(TileRecord { record: rec, tile_index, blocks, blocks_end })
+    Ok(TileRecord {
+        record: rec,
+        tile_index,
+        blocks,
+        blocks_end,
+    })
 }
 
 /// (stored, computed) CRC32C of a record whose CRC covers every byte before it.

@@ -146,7 +146,16 @@ pub enum ElementRange {
     /// 3 x f32: min, max, fill.
     Float { min: f32, max: f32, fill: f32 },
     /// f32 min, max, fill, scale, offset, then i32 min, max, fill (32 bytes).
-    IntCodedFloat { min: f32, max: f32, fill: f32, scale: f32, offset: f32, min_int: i32, max_int: i32, fill_int: i32 },
+    IntCodedFloat {
+        min: f32,
+        max: f32,
+        fill: f32,
+        scale: f32,
+        offset: f32,
+        min_int: i32,
+        max_int: i32,
+        fill_int: i32,
+    },
     /// 3 x i16: min, max, fill; the label follows immediately (unaligned).
     Short { min: i16, max: i16, fill: i16 },
 }

@@ -57,7 +57,10 @@ impl Ctx {
     }
     fn error(&mut self, e: &rasterpack_common::Error) {
         if e.kind == ErrorKind::Unsupported {
-            let entry = self.unsupported.entry(e.code.to_string()).or_insert((0, e.offset, e.message.clone()));
+            let entry = self
+                .unsupported
+                .entry(e.code.to_string())
+                .or_insert((0, e.offset, e.message.clone()));
             entry.0 += 1;
         } else {
             let mut e = e.clone();
@@ -72,13 +75,25 @@ impl Ctx {
 /// Generic record rules: start and length multiples of 8, reserved bytes zero, CRC.
 fn check_record(ctx: &mut Ctx, rec: &RecordHeader, bytes: &[u8], area: &str, crc_len: Option<usize>) {
     if !rec.start.is_multiple_of(8) {
-        ctx.err(format!("gvrs.{area}.misaligned"), Some(rec.start), format!("record starts at {}, not a multiple of 8", rec.start));
+        ctx.err(
+            format!("gvrs.{area}.misaligned"),
+            Some(rec.start),
+            format!("record starts at {}, not a multiple of 8", rec.start),
+        );
     }
     if rec.length % 8 != 0 {
-        ctx.err(format!("gvrs.{area}.length"), Some(rec.start), format!("record length {} is not a multiple of 8", rec.length));
+        ctx.err(
+            format!("gvrs.{area}.length"),
+            Some(rec.start),
+            format!("record length {} is not a multiple of 8", rec.length),
+        );
     }
     if rec.reserved != [0; 3] {
-        ctx.warn(format!("gvrs.{area}.reserved_nonzero"), Some(rec.start + 5), "reserved record bytes are not zero");
+        ctx.warn(
+            format!("gvrs.{area}.reserved_nonzero"),
+            Some(rec.start + 5),
+            "reserved record bytes are not zero",
+        );
     }
     if bytes.len() < 12 {
         return;
@@ -93,17 +108,28 @@ fn check_record(ctx: &mut Ctx, rec: &RecordHeader, bytes: &[u8], area: &str, crc
             ctx.err(
                 format!("gvrs.{area}.crc_mismatch"),
                 Some(at),
-                format!("CRC32C of the record at {} is 0x{computed:08x}, stored 0x{stored:08x}", rec.start),
+                format!(
+                    "CRC32C of the record at {} is 0x{computed:08x}, stored 0x{stored:08x}",
+                    rec.start
+                ),
             );
         }
     } else if stored != 0 {
-        ctx.warn(format!("gvrs.{area}.crc_nonzero"), Some(at), "checksums are off but the CRC field is not zero");
+        ctx.warn(
+            format!("gvrs.{area}.crc_nonzero"),
+            Some(at),
+            "checksums are off but the CRC field is not zero",
+        );
     }
 }
 
 fn check_zero(ctx: &mut Ctx, code: &str, (at, bytes): &(u64, Vec<u8>), what: &str) {
     if let Some(i) = bytes.iter().position(|&b| b != 0) {
-        ctx.warn(code.to_string(), Some(at + i as u64), format!("{what} holds non-zero bytes"));
+        ctx.warn(
+            code.to_string(),
+            Some(at + i as u64),
+            format!("{what} holds non-zero bytes"),
+        );
     }
 }
 
@@ -122,7 +148,11 @@ fn check_tail(ctx: &mut Ctx, area: &str, tail: &(u64, Vec<u8>), extra: usize) {
 
 fn check_text(ctx: &mut Ctx, area: &str, s: &RawString, what: &str) {
     if !s.is_utf8() {
-        ctx.err(format!("gvrs.{area}.utf8"), Some(s.offset), format!("{what} is not valid UTF-8"));
+        ctx.err(
+            format!("gvrs.{area}.utf8"),
+            Some(s.offset),
+            format!("{what} is not valid UTF-8"),
+        );
     }
 }
 
@@ -131,7 +161,10 @@ fn check_ident(ctx: &mut Ctx, area: &str, s: &RawString, what: &str) {
         ctx.err(
             format!("gvrs.{area}.identifier"),
             Some(s.offset),
-            format!("{what} {:?} is not a GVRS identifier (ASCII letter, then letters, digits, '_'; at most 32)", s.lossy()),
+            format!(
+                "{what} {:?} is not a GVRS identifier (ASCII letter, then letters, digits, '_'; at most 32)",
+                s.lossy()
+            ),
         );
     }
 }
@@ -139,11 +172,20 @@ fn check_ident(ctx: &mut Ctx, area: &str, s: &RawString, what: &str) {
 /// Validate a GVRS input completely.
 pub fn validate(input: &Input, limits: &Limits) -> Report {
     let mut report = Report::new("gvrs");
-    let mut ctx = Ctx { f: Findings::new(), checksums: false, extents: Vec::new(), unsupported: BTreeMap::new() };
+    let mut ctx = Ctx {
+        f: Findings::new(),
+        checksums: false,
+        extents: Vec::new(),
+        unsupported: BTreeMap::new(),
+    };
     run(input, limits, &mut ctx, &mut report);
     for (code, (count, at, msg)) in std::mem::take(&mut ctx.unsupported) {
         report.unsupported = true;
-        let msg = if count > 1 { format!("{msg} ({count} blocks)") } else { msg };
+        let msg = if count > 1 {
+            format!("{msg} ({count} blocks)")
+        } else {
+            msg
+        };
         ctx.f.info(code, at, msg);
     }
     report.findings = ctx.f;
@@ -166,12 +208,19 @@ fn run(input: &Input, limits: &Limits, ctx: &mut Ctx, report: &mut Report) {
         report.fail(&rasterpack_common::Error::unsupported(
             "gvrs.id.version",
             Some(12),
-            format!("GVRS version {}.{} (rasterpack reads 1.2 to 1.4)", header.version_major, header.version_minor),
+            format!(
+                "GVRS version {}.{} (rasterpack reads 1.2 to 1.4)",
+                header.version_major, header.version_minor
+            ),
         ));
         return;
     }
     if header.id_reserved != [0, 0] {
-        ctx.warn("gvrs.id.reserved_nonzero", Some(14), "reserved identification bytes are not zero");
+        ctx.warn(
+            "gvrs.id.reserved_nonzero",
+            Some(14),
+            "reserved identification bytes are not zero",
+        );
     }
     ctx.checksums = header.checksums != 0;
     check_header(ctx, input, &header, limits);
@@ -186,8 +235,14 @@ fn run(input: &Input, limits: &Limits, ctx: &mut Ctx, report: &mut Report) {
     };
     report.summary.insert("rows".into(), json!(file.geometry.rows));
     report.summary.insert("cols".into(), json!(file.geometry.cols));
-    report.summary.insert("elements".into(), json!(file.elements.iter().map(|e| e.name()).collect::<Vec<_>>()));
-    report.summary.insert("codecs".into(), json!(file.header.codecs.iter().map(|c| c.lossy()).collect::<Vec<_>>()));
+    report.summary.insert(
+        "elements".into(),
+        json!(file.elements.iter().map(|e| e.name()).collect::<Vec<_>>()),
+    );
+    report.summary.insert(
+        "codecs".into(),
+        json!(file.header.codecs.iter().map(|c| c.lossy()).collect::<Vec<_>>()),
+    );
     let tiles = check_tile_directory(ctx, &file);
     report.summary.insert("populated_tiles".into(), json!(tiles.len()));
     check_tiles(ctx, &file, &tiles);
@@ -198,15 +253,31 @@ fn run(input: &Input, limits: &Limits, ctx: &mut Ctx, report: &mut Report) {
 
 fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
     let len = h.record.length as u64;
-    ctx.extents.push(Extent { start: 16, end: 16 + len, what: "header record".into() });
+    ctx.extents.push(Extent {
+        start: 16,
+        end: 16 + len,
+        what: "header record".into(),
+    });
     if h.record.record_type != RecordType::Header as u8 {
-        ctx.err("gvrs.header.record_type", Some(20), format!("header record type is {}, expected 6", h.record.record_type));
+        ctx.err(
+            "gvrs.header.record_type",
+            Some(20),
+            format!("header record type is {}, expected 6", h.record.record_type),
+        );
     }
     if h.record.length % 8 != 0 {
-        ctx.err("gvrs.header.length", Some(16), format!("header record length {} is not a multiple of 8", h.record.length));
+        ctx.err(
+            "gvrs.header.length",
+            Some(16),
+            format!("header record length {} is not a multiple of 8", h.record.length),
+        );
     }
     if h.record.reserved != [0; 3] {
-        ctx.warn("gvrs.header.reserved_nonzero", Some(21), "reserved record bytes are not zero");
+        ctx.warn(
+            "gvrs.header.reserved_nonzero",
+            Some(21),
+            "reserved record bytes are not zero",
+        );
     }
     if h.time_opened_for_writing != 0 {
         ctx.err(
@@ -219,15 +290,28 @@ fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
         );
     }
     if h.checksums > 1 {
-        ctx.warn("gvrs.header.flag_value", Some(128), format!("checksum flag is {}, expected 0 or 1", h.checksums));
+        ctx.warn(
+            "gvrs.header.flag_value",
+            Some(128),
+            format!("checksum flag is {}, expected 0 or 1", h.checksums),
+        );
     }
     // CRC over [16, 16 + length - 4). A file never closed has a zero or stale header CRC
     // (errata 17): the opened-for-writing finding already says so.
-    let bytes = if h.time_opened_for_writing == 0 { input.read_vec(16, len, "header record", limits).ok() } else { None };
+    let bytes = if h.time_opened_for_writing == 0 {
+        input.read_vec(16, len, "header record", limits).ok()
+    } else {
+        None
+    };
     if let Some(bytes) = bytes {
         let rec = RecordHeader { start: 16, ..h.record };
         // Alignment of the header start is fixed (16): check only length/CRC here.
-        let mut tmp = Ctx { f: Findings::new(), checksums: ctx.checksums, extents: Vec::new(), unsupported: BTreeMap::new() };
+        let mut tmp = Ctx {
+            f: Findings::new(),
+            checksums: ctx.checksums,
+            extents: Vec::new(),
+            unsupported: BTreeMap::new(),
+        };
         check_record(&mut tmp, &rec, &bytes, "header", None);
         for f in tmp.f.0 {
             if f.code.ends_with("crc_mismatch") || f.code.ends_with("crc_nonzero") {
@@ -236,24 +320,59 @@ fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
         }
     }
     if h.levels != 1 {
-        ctx.warn("gvrs.header.levels", Some(72), format!("number of levels is {} (Gridfour writes 1)", h.levels));
+        ctx.warn(
+            "gvrs.header.levels",
+            Some(72),
+            format!("number of levels is {} (Gridfour writes 1)", h.levels),
+        );
     }
-    for (at, bytes) in [(74u64, &h.reserved_74[..]), (88, &h.reserved_88[..]), (120, &h.reserved_120[..]), (131, &h.reserved_131[..])] {
-        check_zero(ctx, "gvrs.header.reserved_nonzero", &(at, bytes.to_vec()), "reserved header field");
+    for (at, bytes) in [
+        (74u64, &h.reserved_74[..]),
+        (88, &h.reserved_88[..]),
+        (120, &h.reserved_120[..]),
+        (131, &h.reserved_131[..]),
+    ] {
+        check_zero(
+            ctx,
+            "gvrs.header.reserved_nonzero",
+            &(at, bytes.to_vec()),
+            "reserved header field",
+        );
     }
     if h.raster_space > 2 {
-        ctx.warn("gvrs.header.raster_space", Some(129), format!("unknown raster space code {}", h.raster_space));
+        ctx.warn(
+            "gvrs.header.raster_space",
+            Some(129),
+            format!("unknown raster space code {}", h.raster_space),
+        );
     }
     if h.coordinate_system > 2 {
-        ctx.warn("gvrs.header.coordinate_system", Some(130), format!("unknown coordinate system code {}", h.coordinate_system));
+        ctx.warn(
+            "gvrs.header.coordinate_system",
+            Some(130),
+            format!("unknown coordinate system code {}", h.coordinate_system),
+        );
     }
-    for (v, what, at) in [(h.rows, "rows", 104u64), (h.cols, "columns", 108), (h.tile_rows, "tile rows", 112), (h.tile_cols, "tile columns", 116)] {
+    for (v, what, at) in [
+        (h.rows, "rows", 104u64),
+        (h.cols, "columns", 108),
+        (h.tile_rows, "tile rows", 112),
+        (h.tile_cols, "tile columns", 116),
+    ] {
         if v < 1 {
-            ctx.err("gvrs.header.grid_size", Some(at), format!("number of {what} is {v}; it must be at least 1"));
+            ctx.err(
+                "gvrs.header.grid_size",
+                Some(at),
+                format!("number of {what} is {v}; it must be at least 1"),
+            );
         }
     }
     if h.tile_rows > 0 && h.tile_cols > 0 && (h.tile_rows as u64 * h.tile_cols as u64) > (1 << 28) {
-        ctx.err("gvrs.header.grid_size", Some(112), "a tile of more than 2^28 cells is refused");
+        ctx.err(
+            "gvrs.header.grid_size",
+            Some(112),
+            "a tile of more than 2^28 cells is refused",
+        );
     }
     if h.elements.is_empty() {
         ctx.err("gvrs.header.element_count", Some(280), "the file declares no elements");
@@ -262,22 +381,52 @@ fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
     for e in &h.elements {
         check_ident(ctx, "element", &e.name, "element name");
         if names.insert(&e.name.bytes, e.offset).is_some() {
-            ctx.err("gvrs.element.duplicate_name", Some(e.name.offset), format!("element name {:?} is used twice", e.name.lossy()));
+            ctx.err(
+                "gvrs.element.duplicate_name",
+                Some(e.name.offset),
+                format!("element name {:?} is used twice", e.name.lossy()),
+            );
         }
         if e.continuous > 1 {
-            ctx.warn("gvrs.element.flag_value", Some(e.offset + 1), format!("continuous flag is {}, expected 0 or 1", e.continuous));
+            ctx.warn(
+                "gvrs.element.flag_value",
+                Some(e.offset + 1),
+                format!("continuous flag is {}, expected 0 or 1", e.continuous),
+            );
         }
-        check_zero(ctx, "gvrs.element.reserved_nonzero", &(e.offset + 2, e.reserved.to_vec()), "reserved element bytes");
-        check_zero(ctx, "gvrs.element.padding_nonzero", &e.pad_before_range, "element padding");
+        check_zero(
+            ctx,
+            "gvrs.element.reserved_nonzero",
+            &(e.offset + 2, e.reserved.to_vec()),
+            "reserved element bytes",
+        );
+        check_zero(
+            ctx,
+            "gvrs.element.padding_nonzero",
+            &e.pad_before_range,
+            "element padding",
+        );
         check_zero(ctx, "gvrs.element.padding_nonzero", &e.pad_after, "element padding");
-        for (s, what) in [(&e.label, "element label"), (&e.description, "element description"), (&e.unit, "element unit")] {
+        for (s, what) in [
+            (&e.label, "element label"),
+            (&e.description, "element description"),
+            (&e.unit, "element unit"),
+        ] {
             check_text(ctx, "element", s, what);
         }
         let bad_range = match e.range {
             ElementRange::Integer { min, max, .. } => min > max,
             ElementRange::Short { min, max, .. } => min > max,
             ElementRange::Float { min, max, .. } => min > max,
-            ElementRange::IntCodedFloat { min, max, scale, offset, min_int, max_int, .. } => {
+            ElementRange::IntCodedFloat {
+                min,
+                max,
+                scale,
+                offset,
+                min_int,
+                max_int,
+                ..
+            } => {
                 if !(scale.is_finite() && scale != 0.0 && offset.is_finite()) {
                     ctx.err(
                         "gvrs.element.scale",
@@ -289,7 +438,11 @@ fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
             }
         };
         if bad_range {
-            ctx.warn("gvrs.element.range", Some(e.range_offset), "element minimum exceeds its maximum");
+            ctx.warn(
+                "gvrs.element.range",
+                Some(e.range_offset),
+                "element minimum exceeds its maximum",
+            );
         }
     }
     for c in &h.codecs {
@@ -298,13 +451,23 @@ fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
             ctx.f.info(
                 "gvrs.header.codec_unknown",
                 Some(c.offset),
-                format!("codec {:?} is not implemented by rasterpack: tiles using it cannot be decoded", c.lossy()),
+                format!(
+                    "codec {:?} is not implemented by rasterpack: tiles using it cannot be decoded",
+                    c.lossy()
+                ),
             );
         }
     }
     check_text(ctx, "header", &h.product_label, "product label");
     if h.tail.1.len() < 8 {
-        ctx.err("gvrs.header.tail", Some(h.tail.0), format!("header ends {} byte(s) after the product label; 8 reserved bytes are required", h.tail.1.len()));
+        ctx.err(
+            "gvrs.header.tail",
+            Some(h.tail.0),
+            format!(
+                "header ends {} byte(s) after the product label; 8 reserved bytes are required",
+                h.tail.1.len()
+            ),
+        );
     }
     check_tail(ctx, "header", &h.tail, 8);
 }
@@ -319,22 +482,46 @@ fn check_tile_directory(ctx: &mut Ctx, file: &GvrsFile) -> Vec<(u64, i64, u64)> 
     }
     let Some(d) = &file.tile_directory else {
         if h.time_opened_for_writing == 0 {
-            ctx.err("gvrs.tile_directory.missing", Some(80), "the header has no tile directory reference");
+            ctx.err(
+                "gvrs.tile_directory.missing",
+                Some(80),
+                "the header has no tile directory reference",
+            );
         }
         return out;
     };
     // Re-read the record bytes for CRC (bounded: it was read once already at open).
-    if let Ok(bytes) = file.input().read_vec(d.record.start, d.record.length as u64, "tile directory", file.limits()) {
+    if let Ok(bytes) = file
+        .input()
+        .read_vec(d.record.start, d.record.length as u64, "tile directory", file.limits())
+    {
         check_record(ctx, &d.record, &bytes, "tile_directory", None);
     }
-    ctx.extents.push(Extent { start: d.record.start, end: d.record.start + d.record.length as u64, what: "tile directory".into() });
+    ctx.extents.push(Extent {
+        start: d.record.start,
+        end: d.record.start + d.record.length as u64,
+        what: "tile directory".into(),
+    });
     if d.format != 0 {
-        ctx.err("gvrs.tile_directory.format", Some(d.record.start + 8), format!("tile directory format {} (only 0 is defined)", d.format));
+        ctx.err(
+            "gvrs.tile_directory.format",
+            Some(d.record.start + 8),
+            format!("tile directory format {} (only 0 is defined)", d.format),
+        );
     }
     if d.standard_references > 1 {
-        ctx.warn("gvrs.tile_directory.flag_value", Some(d.record.start + 9), "standard-references flag is neither 0 nor 1");
+        ctx.warn(
+            "gvrs.tile_directory.flag_value",
+            Some(d.record.start + 9),
+            "standard-references flag is neither 0 nor 1",
+        );
     }
-    check_zero(ctx, "gvrs.tile_directory.reserved_nonzero", &(d.record.start + 10, d.reserved.to_vec()), "reserved directory bytes");
+    check_zero(
+        ctx,
+        "gvrs.tile_directory.reserved_nonzero",
+        &(d.record.start + 10, d.reserved.to_vec()),
+        "reserved directory bytes",
+    );
     let g = file.geometry;
     let inside = d.row0 >= 0
         && d.col0 >= 0
@@ -358,7 +545,11 @@ fn check_tile_directory(ctx: &mut Ctx, file: &GvrsFile) -> Vec<(u64, i64, u64)> 
         }
         let at = d.entries_offset + k as u64 * esize;
         if v < 8 || v as u64 > file.input().len() {
-            ctx.err("gvrs.tile_directory.entry_outside_file", Some(at), format!("tile reference {v} points outside the file"));
+            ctx.err(
+                "gvrs.tile_directory.entry_outside_file",
+                Some(at),
+                format!("tile reference {v} points outside the file"),
+            );
             continue;
         }
         if inside {
@@ -389,7 +580,10 @@ fn check_one_tile(file: &GvrsFile, checksums: bool, tile: u64, off: i64, entry_a
             // Still claim the bytes the prefix says, for overlap checks.
             if let Ok(rec) = parse::read_record_header(file.input(), off as u64 - 8) {
                 if rec.length > 0 && rec.record_type == RecordType::Tile as u8 {
-                    res.extent = Some((rec.start, rec.start.saturating_add(rec.length as u64).min(file.input().len())));
+                    res.extent = Some((
+                        rec.start,
+                        rec.start.saturating_add(rec.length as u64).min(file.input().len()),
+                    ));
                 }
             }
             res.errors.push(e);
@@ -398,27 +592,44 @@ fn check_one_tile(file: &GvrsFile, checksums: bool, tile: u64, off: i64, entry_a
     };
     let rec = tr.record;
     res.extent = Some((rec.start, rec.start + rec.length as u64));
-    let mut ctx = Ctx { f: Findings::new(), checksums, extents: Vec::new(), unsupported: BTreeMap::new() };
+    let mut ctx = Ctx {
+        f: Findings::new(),
+        checksums,
+        extents: Vec::new(),
+        unsupported: BTreeMap::new(),
+    };
     check_record(&mut ctx, &rec, &bytes, "tile", None);
     if tr.tile_index as i64 != tile as i64 {
         ctx.err(
             "gvrs.tile.index_mismatch",
             Some(rec.start + 8),
-            format!("tile record holds tile index {}, but the directory places it at tile {tile}", tr.tile_index),
+            format!(
+                "tile record holds tile index {}, but the directory places it at tile {tile}",
+                tr.tile_index
+            ),
         );
     }
     let body_end = bytes.len() - 4;
-    let tail = (rec.start + tr.blocks_end as u64, bytes[tr.blocks_end.min(body_end)..body_end].to_vec());
+    let tail = (
+        rec.start + tr.blocks_end as u64,
+        bytes[tr.blocks_end.min(body_end)..body_end].to_vec(),
+    );
     check_tail(&mut ctx, "tile", &tail, 0);
     let cells = file.geometry.cells_per_tile();
     for (e, &(rel, n)) in tr.blocks.iter().enumerate() {
         let at = rec.start + rel as u64;
         let block = &bytes[rel..rel + n];
         let el = &file.elements[e];
-        if el.spec.element_type == ElementType::Short && n as u64 == el.spec.element_type.uncompressed_len(cells).unwrap_or(0) {
+        if el.spec.element_type == ElementType::Short
+            && n as u64 == el.spec.element_type.uncompressed_len(cells).unwrap_or(0)
+        {
             let pad = &block[(cells as usize * 2).min(n)..];
             if pad.iter().any(|&b| b != 0) {
-                ctx.warn("gvrs.tile.padding_nonzero", Some(at + cells * 2), "padding after an odd count of Short values is not zero");
+                ctx.warn(
+                    "gvrs.tile.padding_nonzero",
+                    Some(at + cells * 2),
+                    "padding after an odd count of Short values is not zero",
+                );
             }
         }
         if let Err(err) = file.decode_block(e, block, at) {
@@ -431,7 +642,8 @@ fn check_one_tile(file: &GvrsFile, checksums: bool, tile: u64, off: i64, entry_a
     }
     for (code, (count, at, msg)) in ctx.unsupported {
         for _ in 0..count {
-            res.errors.push(rasterpack_common::Error::unsupported(code.clone(), at, msg.clone()));
+            res.errors
+                .push(rasterpack_common::Error::unsupported(code.clone(), at, msg.clone()));
         }
     }
     res.findings = ctx.f.0;
@@ -453,15 +665,21 @@ fn check_tiles(ctx: &mut Ctx, file: &GvrsFile, tiles: &[(u64, i64, u64)]) {
     let unique: Vec<(u64, i64, u64)> = tiles.iter().copied().filter(|t| checked.insert(t.1)).collect();
     let checksums = ctx.checksums;
     for batch in unique.chunks(TILE_BATCH) {
-        let results: Vec<TileResult> =
-            batch.par_iter().map(|&(tile, off, at)| check_one_tile(file, checksums, tile, off, at)).collect();
+        let results: Vec<TileResult> = batch
+            .par_iter()
+            .map(|&(tile, off, at)| check_one_tile(file, checksums, tile, off, at))
+            .collect();
         for r in results {
             ctx.f.0.extend(r.findings);
             for e in &r.errors {
                 ctx.error(e);
             }
             if let Some((s, e)) = r.extent {
-                ctx.extents.push(Extent { start: s, end: e, what: "tile record".into() });
+                ctx.extents.push(Extent {
+                    start: s,
+                    end: e,
+                    what: "tile record".into(),
+                });
             }
         }
     }
@@ -476,22 +694,39 @@ fn check_metadata(ctx: &mut Ctx, file: &GvrsFile) {
             return;
         }
     };
-    if let Ok(bytes) = file.input().read_vec(dir.record.start, dir.record.length as u64, "metadata directory", file.limits()) {
+    if let Ok(bytes) = file.input().read_vec(
+        dir.record.start,
+        dir.record.length as u64,
+        "metadata directory",
+        file.limits(),
+    ) {
         check_record(ctx, &dir.record, &bytes, "metadata_directory", None);
     }
-    ctx.extents.push(Extent { start: dir.record.start, end: dir.record.start + dir.record.length as u64, what: "metadata directory".into() });
+    ctx.extents.push(Extent {
+        start: dir.record.start,
+        end: dir.record.start + dir.record.length as u64,
+        what: "metadata directory".into(),
+    });
     check_tail(ctx, "metadata_directory", &dir.tail, 0);
     let mut keys: HashMap<(Vec<u8>, i32), u64> = HashMap::new();
     for e in &dir.entries {
         check_ident(ctx, "metadata", &e.name, "metadata name");
         if e.data_type > 9 {
-            ctx.err("gvrs.metadata.data_type", Some(e.name.offset + 2 + e.name.bytes.len() as u64 + 4), format!("unknown metadata type {}", e.data_type));
+            ctx.err(
+                "gvrs.metadata.data_type",
+                Some(e.name.offset + 2 + e.name.bytes.len() as u64 + 4),
+                format!("unknown metadata type {}", e.data_type),
+            );
         }
         if keys.insert((e.name.bytes.clone(), e.record_id), e.offset).is_some() {
             ctx.err(
                 "gvrs.metadata.duplicate_key",
                 Some(e.offset),
-                format!("metadata {:?} record id {} is listed twice", e.name.lossy(), e.record_id),
+                format!(
+                    "metadata {:?} record id {} is listed twice",
+                    e.name.lossy(),
+                    e.record_id
+                ),
             );
         }
         let rec = match file.read_metadata_record(e.content_offset, e.offset) {
@@ -504,10 +739,17 @@ fn check_metadata(ctx: &mut Ctx, file: &GvrsFile) {
             }
         };
         let start = rec.record.start;
-        if let Ok(bytes) = file.input().read_vec(start, rec.record.length as u64, "metadata record", file.limits()) {
+        if let Ok(bytes) = file
+            .input()
+            .read_vec(start, rec.record.length as u64, "metadata record", file.limits())
+        {
             check_record(ctx, &rec.record, &bytes, "metadata", None);
         }
-        ctx.extents.push(Extent { start, end: start + rec.record.length as u64, what: format!("metadata record {:?}", rec.name.lossy()) });
+        ctx.extents.push(Extent {
+            start,
+            end: start + rec.record.length as u64,
+            what: format!("metadata record {:?}", rec.name.lossy()),
+        });
         if rec.name.bytes != e.name.bytes || rec.record_id != e.record_id || rec.data_type != e.data_type {
             ctx.err(
                 "gvrs.metadata.directory_mismatch",
@@ -523,7 +765,15 @@ fn check_metadata(ctx: &mut Ctx, file: &GvrsFile) {
                 ),
             );
         }
-        check_zero(ctx, "gvrs.metadata.reserved_nonzero", &(rec.name.offset + 2 + rec.name.bytes.len() as u64 + 5, rec.reserved.to_vec()), "reserved metadata bytes");
+        check_zero(
+            ctx,
+            "gvrs.metadata.reserved_nonzero",
+            &(
+                rec.name.offset + 2 + rec.name.bytes.len() as u64 + 5,
+                rec.reserved.to_vec(),
+            ),
+            "reserved metadata bytes",
+        );
         if rec.description_truncated {
             ctx.warn(
                 "gvrs.metadata.description_truncated",
@@ -548,11 +798,22 @@ fn check_content(ctx: &mut Ctx, rec: &MetadataRecord) {
         _ => 1,
     };
     if !n.is_multiple_of(unit) {
-        ctx.warn("gvrs.metadata.content_layout", at, format!("{} content of {n} bytes is not a multiple of {unit}", metadata_type_name(rec.data_type)));
+        ctx.warn(
+            "gvrs.metadata.content_layout",
+            at,
+            format!(
+                "{} content of {n} bytes is not a multiple of {unit}",
+                metadata_type_name(rec.data_type)
+            ),
+        );
     }
     if matches!(rec.data_type, 8 | 9) && n > 0 {
         match crate::model::metadata_text(&rec.content) {
-            None => ctx.warn("gvrs.metadata.content_layout", at, "text content does not start with a byte count that fits"),
+            None => ctx.warn(
+                "gvrs.metadata.content_layout",
+                at,
+                "text content does not start with a byte count that fits",
+            ),
             Some(_) => {
                 let k = i32::from_le_bytes([rec.content[0], rec.content[1], rec.content[2], rec.content[3]]) as usize;
                 let text = &rec.content[4..4 + k];
@@ -576,15 +837,28 @@ fn check_file_space(ctx: &mut Ctx, file: &GvrsFile) {
             return;
         }
     };
-    if let Ok(bytes) = file.input().read_vec(dir.record.start, dir.record.length as u64, "file-space directory", file.limits()) {
+    if let Ok(bytes) = file.input().read_vec(
+        dir.record.start,
+        dir.record.length as u64,
+        "file-space directory",
+        file.limits(),
+    ) {
         check_record(ctx, &dir.record, &bytes, "file_space_directory", None);
     }
-    ctx.extents.push(Extent { start: dir.record.start, end: dir.record.start + dir.record.length as u64, what: "file-space directory".into() });
+    ctx.extents.push(Extent {
+        start: dir.record.start,
+        end: dir.record.start + dir.record.length as u64,
+        what: "file-space directory".into(),
+    });
     // Gridfour may leave 12 unused bytes (one entry's worth) in this record.
     check_tail(ctx, "file_space_directory", &dir.tail, 12);
     for e in &dir.entries {
         if e.position < 16 || e.position as u64 >= file.input().len() {
-            ctx.err("gvrs.free_space.outside_file", Some(e.offset), format!("free-space reference {} points outside the file", e.position));
+            ctx.err(
+                "gvrs.free_space.outside_file",
+                Some(e.offset),
+                format!("free-space reference {} points outside the file", e.position),
+            );
             continue;
         }
         let start = e.position as u64;
@@ -599,16 +873,25 @@ fn check_file_space(ctx: &mut Ctx, file: &GvrsFile) {
         // the CRC (the body is undefined and may be large).
         let mut b = [0u8; 12];
         let _ = file.input().read_at(start, &mut b[..8], "free-space record");
-        let _ = file.input().read_at(start + rec.length as u64 - 4, &mut b[8..], "free-space record CRC");
+        let _ = file
+            .input()
+            .read_at(start + rec.length as u64 - 4, &mut b[8..], "free-space record CRC");
         check_record(ctx, &rec, &b, "free_space", Some(8));
         if rec.length != e.size {
             ctx.err(
                 "gvrs.free_space.size_mismatch",
                 Some(e.offset + 8),
-                format!("directory gives free block size {}, the record at {start} is {} bytes", e.size, rec.length),
+                format!(
+                    "directory gives free block size {}, the record at {start} is {} bytes",
+                    e.size, rec.length
+                ),
             );
         }
-        ctx.extents.push(Extent { start, end: start + rec.length as u64, what: "free-space record".into() });
+        ctx.extents.push(Extent {
+            start,
+            end: start + rec.length as u64,
+            what: "free-space record".into(),
+        });
     }
 }
 
@@ -623,8 +906,19 @@ fn check_extents(ctx: &mut Ctx, file_len: u64) {
     for e in &ex {
         if let Some(p) = prev {
             if e.start < p.end {
-                let code = if e.start == p.start { "gvrs.record.duplicate_reference" } else { "gvrs.record.overlap" };
-                ctx.err(code, Some(e.start), format!("{} at {}..{} overlaps {} at {}..{}", e.what, e.start, e.end, p.what, p.start, p.end));
+                let code = if e.start == p.start {
+                    "gvrs.record.duplicate_reference"
+                } else {
+                    "gvrs.record.overlap"
+                };
+                ctx.err(
+                    code,
+                    Some(e.start),
+                    format!(
+                        "{} at {}..{} overlaps {} at {}..{}",
+                        e.what, e.start, e.end, p.what, p.start, p.end
+                    ),
+                );
             }
         }
         if e.start > pos {

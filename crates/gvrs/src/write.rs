@@ -33,11 +33,32 @@ pub const DEFAULT_CODECS: [Codec; 3] = [Codec::Huffman, Codec::Deflate, Codec::F
 /// The value range and fill of one element, by type.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ElementKind {
-    Integer { min: i32, max: i32, fill: i32 },
-    Short { min: i16, max: i16, fill: i16 },
-    Float { min: f32, max: f32, fill: f32 },
+    Integer {
+        min: i32,
+        max: i32,
+        fill: i32,
+    },
+    Short {
+        min: i16,
+        max: i16,
+        fill: i16,
+    },
+    Float {
+        min: f32,
+        max: f32,
+        fill: f32,
+    },
     /// Integer-coded float: value = `(f32)code / scale + offset`; `fill_int` codes `fill`.
-    IntCodedFloat { min: f32, max: f32, fill: f32, scale: f32, offset: f32, min_int: i32, max_int: i32, fill_int: i32 },
+    IntCodedFloat {
+        min: f32,
+        max: f32,
+        fill: f32,
+        scale: f32,
+        offset: f32,
+        min_int: i32,
+        max_int: i32,
+        fill_int: i32,
+    },
 }
 
 impl ElementKind {
@@ -52,13 +73,25 @@ impl ElementKind {
 
     /// Gridfour's defaults for a type: full range, fill = the type's minimum (NaN for floats).
     pub fn integer() -> Self {
-        ElementKind::Integer { min: i32::MIN + 1, max: i32::MAX, fill: i32::MIN }
+        ElementKind::Integer {
+            min: i32::MIN + 1,
+            max: i32::MAX,
+            fill: i32::MIN,
+        }
     }
     pub fn short() -> Self {
-        ElementKind::Short { min: i16::MIN + 1, max: i16::MAX, fill: i16::MIN }
+        ElementKind::Short {
+            min: i16::MIN + 1,
+            max: i16::MAX,
+            fill: i16::MIN,
+        }
     }
     pub fn float() -> Self {
-        ElementKind::Float { min: f32::NEG_INFINITY, max: f32::INFINITY, fill: f32::NAN }
+        ElementKind::Float {
+            min: f32::NEG_INFINITY,
+            max: f32::INFINITY,
+            fill: f32::NAN,
+        }
     }
     /// An integer-coded float with `scale` and `offset`; fill NaN coded as `i32::MIN`.
     pub fn int_coded_float(scale: f32, offset: f32) -> Self {
@@ -91,7 +124,14 @@ pub struct ElementSpec {
 
 impl ElementSpec {
     pub fn new(name: &str, kind: ElementKind) -> Self {
-        ElementSpec { name: name.to_string(), kind, continuous: true, label: String::new(), description: String::new(), unit: String::new() }
+        ElementSpec {
+            name: name.to_string(),
+            kind,
+            continuous: true,
+            label: String::new(),
+            description: String::new(),
+            unit: String::new(),
+        }
     }
 }
 
@@ -100,12 +140,32 @@ impl ElementSpec {
 pub enum Coordinates {
     /// Raster coordinates only (Gridfour stores x0 = y0 = 0, x1 = cols - 1, y1 = rows - 1).
     Unspecified,
-    Cartesian { x0: f64, y0: f64, x1: f64, y1: f64 },
-    Geographic { lon0: f64, lat0: f64, lon1: f64, lat1: f64 },
+    Cartesian {
+        x0: f64,
+        y0: f64,
+        x1: f64,
+        y1: f64,
+    },
+    Geographic {
+        lon0: f64,
+        lat0: f64,
+        lon1: f64,
+        lat1: f64,
+    },
     /// Cartesian from the first cell centre and the cell spacing (x1 = x0 + dx * (cols - 1)).
-    CartesianSpacing { x0: f64, y0: f64, dx: f64, dy: f64 },
+    CartesianSpacing {
+        x0: f64,
+        y0: f64,
+        dx: f64,
+        dy: f64,
+    },
     /// Geographic from the first cell centre and the cell spacing in degrees.
-    GeographicSpacing { lon0: f64, lat0: f64, dlon: f64, dlat: f64 },
+    GeographicSpacing {
+        lon0: f64,
+        lat0: f64,
+        dlon: f64,
+        dlat: f64,
+    },
 }
 
 /// Raster space code (header byte 129).
@@ -147,22 +207,50 @@ impl Metadata {
     pub fn text(name: &str, record_id: i32, text: &str, ascii: bool) -> Self {
         let mut content = (text.len() as i32).to_le_bytes().to_vec();
         content.extend_from_slice(text.as_bytes());
-        let kind = if ascii { MetadataType::Ascii } else { MetadataType::String };
-        Metadata { name: name.into(), record_id, kind, content, description: String::new() }
+        let kind = if ascii {
+            MetadataType::Ascii
+        } else {
+            MetadataType::String
+        };
+        Metadata {
+            name: name.into(),
+            record_id,
+            kind,
+            content,
+            description: String::new(),
+        }
     }
     pub fn integers(name: &str, record_id: i32, values: &[i32]) -> Self {
         let content = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        Metadata { name: name.into(), record_id, kind: MetadataType::Integer, content, description: String::new() }
+        Metadata {
+            name: name.into(),
+            record_id,
+            kind: MetadataType::Integer,
+            content,
+            description: String::new(),
+        }
     }
     pub fn doubles(name: &str, record_id: i32, values: &[f64]) -> Self {
         let content = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        Metadata { name: name.into(), record_id, kind: MetadataType::Double, content, description: String::new() }
+        Metadata {
+            name: name.into(),
+            record_id,
+            kind: MetadataType::Double,
+            content,
+            description: String::new(),
+        }
     }
     /// SHORT: Gridfour stores 4 bytes per value (the n shorts, then 2n zero bytes).
     pub fn shorts(name: &str, record_id: i32, values: &[i16]) -> Self {
         let mut content: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         content.resize(values.len() * 4, 0);
-        Metadata { name: name.into(), record_id, kind: MetadataType::Short, content, description: String::new() }
+        Metadata {
+            name: name.into(),
+            record_id,
+            kind: MetadataType::Short,
+            content,
+            description: String::new(),
+        }
     }
     pub fn with_description(mut self, d: &str) -> Self {
         self.description = d.into();
@@ -263,7 +351,9 @@ fn check_identifier(name: &str, what: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(usage(format!("{what} {name:?} is not a GVRS identifier (ASCII letter, then letters, digits or '_', at most 32)")))
+        Err(usage(format!(
+            "{what} {name:?} is not a GVRS identifier (ASCII letter, then letters, digits or '_', at most 32)"
+        )))
     }
 }
 
@@ -294,7 +384,8 @@ impl Buf {
     }
     /// u16 byte count + UTF-8 bytes.
     fn string(&mut self, s: &str) -> Result<()> {
-        let n = u16::try_from(s.len()).map_err(|_| usage(format!("string of {} bytes is longer than 65535", s.len())))?;
+        let n =
+            u16::try_from(s.len()).map_err(|_| usage(format!("string of {} bytes is longer than 65535", s.len())))?;
         self.0.extend_from_slice(&n.to_le_bytes());
         self.0.extend_from_slice(s.as_bytes());
         Ok(())
@@ -311,7 +402,8 @@ impl Buf {
 /// Frame a record: `[length][type][0 0 0] content [padding] [CRC]`, length a multiple of 8.
 fn record(kind: u8, content: &[u8], checksums: bool) -> Result<Vec<u8>> {
     let len = (8 + content.len() + 4).div_ceil(8) * 8;
-    let len32 = i32::try_from(len).map_err(|_| usage(format!("a record of {len} bytes exceeds the i32 record length")))?;
+    let len32 =
+        i32::try_from(len).map_err(|_| usage(format!("a record of {len} bytes exceeds the i32 record length")))?;
     let mut r = Vec::with_capacity(len);
     r.extend_from_slice(&len32.to_le_bytes());
     r.extend_from_slice(&[kind, 0, 0, 0]);
@@ -329,7 +421,12 @@ fn random_uuid() -> [u8; 16] {
     for (i, chunk) in canonical.chunks_mut(8).enumerate() {
         let mut h = RandomState::new().build_hasher();
         h.write_usize(i);
-        h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        );
         chunk.copy_from_slice(&h.finish().to_le_bytes());
     }
     canonical[6] = (canonical[6] & 0x0F) | 0x40;
@@ -343,8 +440,14 @@ fn java_codec_text(codecs: &[Codec]) -> (String, String) {
     let mut java = String::new();
     for c in codecs {
         let (enc, dec) = match c {
-            Codec::Huffman => ("org.gridfour.compress.CodecHuffman", "org.gridfour.compress.CodecHuffman"),
-            Codec::Deflate => ("org.gridfour.compress.CodecDeflate", "org.gridfour.compress.CodecDeflate"),
+            Codec::Huffman => (
+                "org.gridfour.compress.CodecHuffman",
+                "org.gridfour.compress.CodecHuffman",
+            ),
+            Codec::Deflate => (
+                "org.gridfour.compress.CodecDeflate",
+                "org.gridfour.compress.CodecDeflate",
+            ),
             Codec::Float => ("org.gridfour.compress.CodecFloat", "org.gridfour.compress.CodecFloat"),
             Codec::Lsop12 => ("org.gridfour.lsop.LsEncoder12", "org.gridfour.lsop.LsDecoder12"),
         };
@@ -382,9 +485,13 @@ fn header_record(spec: &GvrsSpec, uuid: &[u8; 16], time_ms: i64, metadata_dir: i
     let (cs, x0, y0, x1, y1, cx, cy) = match spec.coordinates {
         Coordinates::Unspecified => (0u8, 0.0, 0.0, nc, nr, 1.0, 1.0),
         Coordinates::Cartesian { x0, y0, x1, y1 } => (1, x0, y0, x1, y1, span(x0, x1, nc), span(y0, y1, nr)),
-        Coordinates::Geographic { lon0, lat0, lon1, lat1 } => (2, lon0, lat0, lon1, lat1, span(lon0, lon1, nc), span(lat0, lat1, nr)),
+        Coordinates::Geographic { lon0, lat0, lon1, lat1 } => {
+            (2, lon0, lat0, lon1, lat1, span(lon0, lon1, nc), span(lat0, lat1, nr))
+        }
         Coordinates::CartesianSpacing { x0, y0, dx, dy } => (1, x0, y0, x0 + dx * nc, y0 + dy * nr, dx, dy),
-        Coordinates::GeographicSpacing { lon0, lat0, dlon, dlat } => (2, lon0, lat0, lon0 + dlon * nc, lat0 + dlat * nr, dlon, dlat),
+        Coordinates::GeographicSpacing { lon0, lat0, dlon, dlat } => {
+            (2, lon0, lat0, lon0 + dlon * nc, lat0 + dlat * nr, dlon, dlat)
+        }
     };
     b.u8(cs); // 130
     b.zeros(5); // 131..136
@@ -419,7 +526,16 @@ fn header_record(spec: &GvrsSpec, uuid: &[u8; 16], time_ms: i64, metadata_dir: i
                 b.f32(max);
                 b.f32(fill);
             }
-            ElementKind::IntCodedFloat { min, max, fill, scale, offset, min_int, max_int, fill_int } => {
+            ElementKind::IntCodedFloat {
+                min,
+                max,
+                fill,
+                scale,
+                offset,
+                min_int,
+                max_int,
+                fill_int,
+            } => {
                 b.align(16, 4);
                 for v in [min, max, fill, scale, offset] {
                     b.f32(v);
@@ -482,19 +598,29 @@ fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
     if spec.rows == 0 || spec.cols == 0 || spec.tile_rows == 0 || spec.tile_cols == 0 {
         return Err(usage("rows, columns and tile sizes must be positive"));
     }
-    if spec.rows > i32::MAX as u32 || spec.cols > i32::MAX as u32 || spec.tile_rows > spec.rows || spec.tile_cols > spec.cols {
+    if spec.rows > i32::MAX as u32
+        || spec.cols > i32::MAX as u32
+        || spec.tile_rows > spec.rows
+        || spec.tile_cols > spec.cols
+    {
         return Err(usage(format!(
             "tile {}x{} must fit in the {}x{} grid",
             spec.tile_rows, spec.tile_cols, spec.rows, spec.cols
         )));
     }
-    let tile_cells = (spec.tile_rows as usize).checked_mul(spec.tile_cols as usize).filter(|&n| n <= (i32::MAX as usize) / 4);
+    let tile_cells = (spec.tile_rows as usize)
+        .checked_mul(spec.tile_cols as usize)
+        .filter(|&n| n <= (i32::MAX as usize) / 4);
     let tile_cells = tile_cells.ok_or_else(|| usage("tile too large: a block's byte length must fit an i32"))?;
     if spec.elements.is_empty() {
         return Err(usage("a GVRS file needs at least one element"));
     }
     if spec.elements.len() != values.len() {
-        return Err(usage(format!("{} element specs but {} value arrays", spec.elements.len(), values.len())));
+        return Err(usage(format!(
+            "{} element specs but {} value arrays",
+            spec.elements.len(),
+            values.len()
+        )));
     }
     for (i, c) in spec.codecs.iter().enumerate() {
         if spec.codecs[..i].contains(c) {
@@ -504,8 +630,11 @@ fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
     if spec.codecs.len() > 255 {
         return Err(usage("too many codecs"));
     }
-    let cells = (spec.rows as usize).checked_mul(spec.cols as usize).ok_or_else(|| usage("grid too large"))?;
-    let tiles = (spec.rows as usize).div_ceil(spec.tile_rows as usize) * (spec.cols as usize).div_ceil(spec.tile_cols as usize);
+    let cells = (spec.rows as usize)
+        .checked_mul(spec.cols as usize)
+        .ok_or_else(|| usage("grid too large"))?;
+    let tiles =
+        (spec.rows as usize).div_ceil(spec.tile_rows as usize) * (spec.cols as usize).div_ceil(spec.tile_cols as usize);
     if tiles > i32::MAX as usize {
         return Err(usage("more tiles than a tile index (i32) can number"));
     }
@@ -515,9 +644,18 @@ fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
         }
     }
     for (i, m) in spec.metadata.iter().enumerate() {
-        let reserved = spec.java_codec_records && m.record_id == 0 && (m.name == "GvrsJavaCodecs" || m.name == "GvrsCompressionCodecs");
-        if reserved || spec.metadata[..i].iter().any(|x| x.name == m.name && x.record_id == m.record_id) {
-            return Err(usage(format!("metadata record {} id {} given twice (or clashes with the codec records)", m.name, m.record_id)));
+        let reserved = spec.java_codec_records
+            && m.record_id == 0
+            && (m.name == "GvrsJavaCodecs" || m.name == "GvrsCompressionCodecs");
+        if reserved
+            || spec.metadata[..i]
+                .iter()
+                .any(|x| x.name == m.name && x.record_id == m.record_id)
+        {
+            return Err(usage(format!(
+                "metadata record {} id {} given twice (or clashes with the codec records)",
+                m.name, m.record_id
+            )));
         }
     }
     for (e, v) in spec.elements.iter().zip(values) {
@@ -534,7 +672,10 @@ fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
             return Err(usage(format!("values for element {} do not match its type", e.name)));
         }
         if len != cells {
-            return Err(usage(format!("element {} has {len} values, the grid has {cells} cells", e.name)));
+            return Err(usage(format!(
+                "element {} has {len} values, the grid has {cells} cells",
+                e.name
+            )));
         }
     }
     for m in &spec.metadata {
@@ -589,7 +730,16 @@ fn gather(spec: &GvrsSpec, values: &[ElementValues], trow: usize, tcol: usize) -
     let mut any = false;
     let mut out = Vec::with_capacity(values.len());
     #[allow(clippy::too_many_arguments)]
-    fn cut<T: Copy, U: Copy>(src: &[T], fill: U, f: impl Fn(T) -> U, rows: (usize, usize), cols: (usize, usize), grid_cols: usize, tc: usize, tr: usize) -> Vec<U> {
+    fn cut<T: Copy, U: Copy>(
+        src: &[T],
+        fill: U,
+        f: impl Fn(T) -> U,
+        rows: (usize, usize),
+        cols: (usize, usize),
+        grid_cols: usize,
+        tc: usize,
+        tr: usize,
+    ) -> Vec<U> {
         let mut t = vec![fill; tr * tc];
         for r in 0..rows.1 {
             let s = &src[(rows.0 + r) * grid_cols + cols.0..(rows.0 + r) * grid_cols + cols.0 + cols.1];
@@ -621,9 +771,27 @@ fn gather(spec: &GvrsSpec, values: &[ElementValues], trow: usize, tcol: usize) -
                 any |= t.iter().any(|a| a != fill_int);
                 TileCells::Int(t)
             }
-            (ElementKind::IntCodedFloat { fill, scale, offset, fill_int, .. }, ElementValues::IcfValues(x)) => {
+            (
+                ElementKind::IntCodedFloat {
+                    fill,
+                    scale,
+                    offset,
+                    fill_int,
+                    ..
+                },
+                ElementValues::IcfValues(x),
+            ) => {
                 let (fill, scale, offset, fill_int) = (*fill, *scale, *offset, *fill_int);
-                let t = cut(x, fill_int, |a| icf_encode(a, scale, offset, fill, fill_int), (r0, h), (c0, w), cols, tc, tr);
+                let t = cut(
+                    x,
+                    fill_int,
+                    |a| icf_encode(a, scale, offset, fill, fill_int),
+                    (r0, h),
+                    (c0, w),
+                    cols,
+                    tc,
+                    tr,
+                );
                 any |= t.iter().any(|&a| a != fill_int);
                 TileCells::Int(t)
             }
@@ -640,9 +808,20 @@ fn encode_tiles(spec: &GvrsSpec, values: &[ElementValues]) -> Vec<(usize, Vec<u8
     let grid_rows = (spec.rows as usize).div_ceil(spec.tile_rows as usize);
     let grid_cols = (spec.cols as usize).div_ceil(spec.tile_cols as usize);
     // Integer codecs for integer elements, GvrsFloat for float elements (errata 11).
-    let int_codecs: Vec<(u8, Codec)> =
-        spec.codecs.iter().enumerate().filter(|(_, c)| matches!(c, Codec::Huffman | Codec::Deflate | Codec::Lsop12)).map(|(i, c)| (i as u8, *c)).collect();
-    let float_codecs: Vec<(u8, Codec)> = spec.codecs.iter().enumerate().filter(|(_, c)| **c == Codec::Float).map(|(i, c)| (i as u8, *c)).collect();
+    let int_codecs: Vec<(u8, Codec)> = spec
+        .codecs
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| matches!(c, Codec::Huffman | Codec::Deflate | Codec::Lsop12))
+        .map(|(i, c)| (i as u8, *c))
+        .collect();
+    let float_codecs: Vec<(u8, Codec)> = spec
+        .codecs
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c == Codec::Float)
+        .map(|(i, c)| (i as u8, *c))
+        .collect();
     (0..grid_rows * grid_cols)
         .into_par_iter()
         .with_min_len(4)
@@ -651,7 +830,11 @@ fn encode_tiles(spec: &GvrsSpec, values: &[ElementValues]) -> Vec<(usize, Vec<u8
             let mut content = Vec::new();
             content.extend_from_slice(&(index as i32).to_le_bytes());
             for c in &cells {
-                let list = if matches!(c, TileCells::Float(_)) { &float_codecs } else { &int_codecs };
+                let list = if matches!(c, TileCells::Float(_)) {
+                    &float_codecs
+                } else {
+                    &int_codecs
+                };
                 let block = encode_tile(spec, c, list);
                 content.extend_from_slice(&(block.len() as i32).to_le_bytes());
                 content.extend_from_slice(&block);
@@ -685,15 +868,28 @@ fn assemble(spec: &GvrsSpec, values: &[ElementValues]) -> Result<(Vec<Vec<u8>>, 
     validate(spec, values)?;
     let uuid = spec.uuid.unwrap_or_else(random_uuid);
     let time_ms = spec.time_modified_ms.unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0)
     });
 
     let mut metadata = spec.metadata.clone();
     if spec.java_codec_records {
-        let list: &[Codec] = if spec.codecs.is_empty() { &DEFAULT_CODECS } else { &spec.codecs };
+        let list: &[Codec] = if spec.codecs.is_empty() {
+            &DEFAULT_CODECS
+        } else {
+            &spec.codecs
+        };
         let (java, names) = java_codec_text(list);
-        metadata.insert(0, Metadata::text("GvrsJavaCodecs", 0, &java, true).with_description("Class paths for Java compressors"));
-        metadata.insert(1, Metadata::text("GvrsCompressionCodecs", 0, &names, true).with_description("Compession codecs"));
+        metadata.insert(
+            0,
+            Metadata::text("GvrsJavaCodecs", 0, &java, true).with_description("Class paths for Java compressors"),
+        );
+        metadata.insert(
+            1,
+            Metadata::text("GvrsCompressionCodecs", 0, &names, true).with_description("Compession codecs"),
+        );
     }
 
     let header_len = header_record(spec, &uuid, time_ms, 0, 0)?.len();
@@ -726,7 +922,11 @@ fn assemble(spec: &GvrsSpec, values: &[ElementValues]) -> Result<(Vec<Vec<u8>>, 
         cmin = cmin.min(c);
         cmax = cmax.max(c);
     }
-    let (row0, col0, n_rows, n_cols) = if tiles.is_empty() { (0, 0, 0, 0) } else { (rmin, cmin, rmax - rmin + 1, cmax - cmin + 1) };
+    let (row0, col0, n_rows, n_cols) = if tiles.is_empty() {
+        (0, 0, 0, 0)
+    } else {
+        (rmin, cmin, rmax - rmin + 1, cmax - cmin + 1)
+    };
     let dir_content_len = 24 + 4 * n_rows * n_cols;
     let tile_dir_len = (8 + dir_content_len + 4).div_ceil(8) * 8;
     let tile_dir_offset = pos + 8;
@@ -749,7 +949,11 @@ fn assemble(spec: &GvrsSpec, values: &[ElementValues]) -> Result<(Vec<Vec<u8>>, 
         tile_records.push(r);
     }
     if large {
-        return Err(Error::unsupported("gvrs.write.too_large", None, "files beyond 32 GiB (standard tile references) are not written"));
+        return Err(Error::unsupported(
+            "gvrs.write.too_large",
+            None,
+            "files beyond 32 GiB (standard tile references) are not written",
+        ));
     }
     let mut dir = Buf(Vec::with_capacity(dir_content_len));
     dir.u8(0); // format
@@ -766,7 +970,13 @@ fn assemble(spec: &GvrsSpec, values: &[ElementValues]) -> Result<(Vec<Vec<u8>>, 
     debug_assert_eq!(tile_dir.len(), tile_dir_len);
 
     let mut head = b"gvrs raster\0\x01\x04\0\0".to_vec();
-    head.extend_from_slice(&header_record(spec, &uuid, time_ms, meta_dir_offset as i64, tile_dir_offset as i64)?);
+    head.extend_from_slice(&header_record(
+        spec,
+        &uuid,
+        time_ms,
+        meta_dir_offset as i64,
+        tile_dir_offset as i64,
+    )?);
     let mut pieces = Vec::with_capacity(3 + meta_records.len() + tile_records.len());
     pieces.push(head);
     pieces.extend(meta_records);
@@ -804,8 +1014,14 @@ pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) 
         [r, c] => (*r, *c),
         s => return Err(usage(format!("GVRS holds 2-D grids; the array has shape {s:?}"))),
     };
-    let rows = u32::try_from(rows).ok().filter(|&r| r > 0 && r <= i32::MAX as u32).ok_or_else(|| usage("row count out of range for GVRS"))?;
-    let cols = u32::try_from(cols).ok().filter(|&c| c > 0 && c <= i32::MAX as u32).ok_or_else(|| usage("column count out of range for GVRS"))?;
+    let rows = u32::try_from(rows)
+        .ok()
+        .filter(|&r| r > 0 && r <= i32::MAX as u32)
+        .ok_or_else(|| usage("row count out of range for GVRS"))?;
+    let cols = u32::try_from(cols)
+        .ok()
+        .filter(|&c| c > 0 && c <= i32::MAX as u32)
+        .ok_or_else(|| usage("column count out of range for GVRS"))?;
     let (tr, tc) = opts.tile.unwrap_or((DEFAULT_TILE.min(rows), DEFAULT_TILE.min(cols)));
     let codecs = match opts.compress.as_deref().map(str::to_ascii_lowercase).as_deref() {
         None | Some("all") | Some("default") => DEFAULT_CODECS.to_vec(),
@@ -814,10 +1030,16 @@ pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) 
         Some("huffman") => vec![Codec::Huffman],
         Some("float") => vec![Codec::Float],
         Some("lsop") | Some("lsop12") => vec![Codec::Huffman, Codec::Deflate, Codec::Float, Codec::Lsop12],
-        Some(other) => return Err(usage(format!("unknown GVRS compression {other:?} (none, deflate, huffman, float, lsop, all)"))),
+        Some(other) => {
+            return Err(usage(format!(
+                "unknown GVRS compression {other:?} (none, deflate, huffman, float, lsop, all)"
+            )))
+        }
     };
     let name = element_name(array.name.as_deref());
-    let expected = (rows as usize).checked_mul(cols as usize).and_then(|n| n.checked_mul(array.dtype.size()));
+    let expected = (rows as usize)
+        .checked_mul(cols as usize)
+        .and_then(|n| n.checked_mul(array.dtype.size()));
     if expected != Some(array.data.len()) {
         return Err(usage("array data length does not match its shape"));
     }
@@ -828,23 +1050,43 @@ pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) 
     };
     match array.dtype {
         DType::I32 => {
-            let v: Vec<i32> = array.data.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            let v: Vec<i32> = array
+                .data
+                .chunks_exact(4)
+                .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
             write_gvrs(&build(ElementKind::integer()), &[ElementValues::Int(&v)], out)
         }
         DType::I16 => {
-            let v: Vec<i16> = array.data.chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]])).collect();
+            let v: Vec<i16> = array
+                .data
+                .chunks_exact(2)
+                .map(|b| i16::from_le_bytes([b[0], b[1]]))
+                .collect();
             write_gvrs(&build(ElementKind::short()), &[ElementValues::Short(&v)], out)
         }
         DType::F32 => {
-            let v: Vec<f32> = array.data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            let v: Vec<f32> = array
+                .data
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
             write_gvrs(&build(ElementKind::float()), &[ElementValues::Float(&v)], out)
         }
-        d => Err(usage(format!("GVRS stores int32, int16 or float32 grids, not {}", d.name()))),
+        d => Err(usage(format!(
+            "GVRS stores int32, int16 or float32 grids, not {}",
+            d.name()
+        ))),
     }
 }
 
 fn element_name(name: Option<&str>) -> String {
-    let mut s: String = name.unwrap_or("").chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).take(32).collect();
+    let mut s: String = name
+        .unwrap_or("")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .take(32)
+        .collect();
     if !s.as_bytes().first().is_some_and(|b| b.is_ascii_alphabetic()) {
         s = "z".to_string();
     }

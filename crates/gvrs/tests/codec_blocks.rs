@@ -20,12 +20,24 @@ impl Rng {
 fn tile(rng: &mut Rng, rows: usize, cols: usize, style: u64) -> Vec<i32> {
     let n = rows * cols;
     match style {
-        0 => (0..n).map(|i| ((i / cols) * 3 + (i % cols) * 2) as i32 + rng.below(3) as i32).collect(),
+        0 => (0..n)
+            .map(|i| ((i / cols) * 3 + (i % cols) * 2) as i32 + rng.below(3) as i32)
+            .collect(),
         1 => (0..n).map(|_| rng.next() as i32).collect(),
-        2 => (0..n).map(|_| [i32::MIN, i32::MAX, i32::MIN + 1, 0, -1, 1][rng.below(6) as usize]).collect(),
+        2 => (0..n)
+            .map(|_| [i32::MIN, i32::MAX, i32::MIN + 1, 0, -1, 1][rng.below(6) as usize])
+            .collect(),
         3 => {
             // Smooth with null holes: DifferencingWithNulls.
-            (0..n).map(|i| if rng.below(5) == 0 { i32::MIN } else { 1000 + (i % cols) as i32 * 7 - (i / cols) as i32 * 5 }).collect()
+            (0..n)
+                .map(|i| {
+                    if rng.below(5) == 0 {
+                        i32::MIN
+                    } else {
+                        1000 + (i % cols) as i32 * 7 - (i / cols) as i32 * 5
+                    }
+                })
+                .collect()
         }
         4 => vec![rng.next() as i32; n],
         _ => (0..n).map(|_| rng.below(300) as i32 - 150).collect(),
@@ -53,7 +65,8 @@ fn random_int_tiles_round_trip() {
             assert!(block.len() < rows * cols * 4, "block not smaller than uncompressed");
             let c = list.iter().find(|c| c.0 == block[0]).expect("index from the list").1;
             let mut out = vec![0i32; rows * cols];
-            codec::decode_int(c, &block, rows, cols, &mut out).unwrap_or_else(|e| panic!("case {case} {rows}x{cols} style {style}: {e:?}"));
+            codec::decode_int(c, &block, rows, cols, &mut out)
+                .unwrap_or_else(|e| panic!("case {case} {rows}x{cols} style {style}: {e:?}"));
             assert_eq!(out, v, "case {case} {rows}x{cols} style {style}");
             compressed += 1;
         }
@@ -69,9 +82,16 @@ fn every_predictor_round_trips_directly() {
         let cols = 2 + rng.below(12) as usize;
         let v = tile(&mut rng, rows, cols, case % 6);
         let has_null = v.contains(&i32::MIN);
-        for p in [Predictor::Differencing, Predictor::Linear, Predictor::Triangle, Predictor::DifferencingWithNulls] {
+        for p in [
+            Predictor::Differencing,
+            Predictor::Linear,
+            Predictor::Triangle,
+            Predictor::DifferencingWithNulls,
+        ] {
             let mut codes = Vec::new();
-            let Some(seed) = codec::predictor::encode(p, rows, cols, &v, &mut codes) else { continue };
+            let Some(seed) = codec::predictor::encode(p, rows, cols, &v, &mut codes) else {
+                continue;
+            };
             if has_null && p != Predictor::DifferencingWithNulls {
                 // INT_MIN is an ordinary residual value for the others: still exact.
             }
@@ -84,7 +104,16 @@ fn every_predictor_round_trips_directly() {
 
 #[test]
 fn floats_round_trip_bit_exactly() {
-    let specials = [0.0f32, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::MIN_POSITIVE / 3.0, f32::MAX, f32::MIN, 1.5];
+    let specials = [
+        0.0f32,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MIN_POSITIVE / 3.0,
+        f32::MAX,
+        f32::MIN,
+        1.5,
+    ];
     let nans = [0x7FC0_0000u32, 0x7F80_0001, 0xFFC0_1234, 0x7FFF_FFFF];
     let mut rng = Rng(42);
     for case in 0..200 {
@@ -98,7 +127,9 @@ fn floats_round_trip_bit_exactly() {
             })
             .collect();
         let list = [(2u8, Codec::Float)];
-        let Some(block) = codec::encode_float(&v, rows, cols, &list) else { continue };
+        let Some(block) = codec::encode_float(&v, rows, cols, &list) else {
+            continue;
+        };
         assert!(block.len() < rows * cols * 4);
         let mut out = vec![0f32; rows * cols];
         codec::decode_float(Codec::Float, &block, rows, cols, &mut out).unwrap();
@@ -139,68 +170,123 @@ fn crafted_bad_blocks_are_refused() {
     let m = [0x7Fu8, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00];
     let mut b = header(0, 1, 0, m.len() as i32);
     b.extend_from_slice(&zlib::deflate(&m, 6));
-    assert_eq!(code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)), "gvrs.codec.bad_m32");
+    assert_eq!(
+        code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)),
+        "gvrs.codec.bad_m32"
+    );
     // Too few residuals for the tile.
     let m = [1u8; 3];
     let mut b = header(0, 1, 0, 3);
     b.extend_from_slice(&zlib::deflate(&m, 6));
-    assert_eq!(code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)), "gvrs.codec.m32_truncated");
+    assert_eq!(
+        code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)),
+        "gvrs.codec.m32_truncated"
+    );
     // Too many residuals.
     let m = [1u8; 20];
     let mut b = header(0, 1, 0, 20);
     b.extend_from_slice(&zlib::deflate(&m, 6));
-    assert_eq!(code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)), "gvrs.codec.m32_trailing");
+    assert_eq!(
+        code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)),
+        "gvrs.codec.m32_trailing"
+    );
     // Unknown predictor.
     let mut b = header(0, 9, 0, 15);
     b.extend_from_slice(&zlib::deflate(&[0; 15], 6));
-    assert_eq!(code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)), "gvrs.codec.bad_predictor");
+    assert_eq!(
+        code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)),
+        "gvrs.codec.bad_predictor"
+    );
     // Negative and oversized nM32: refused before any allocation.
     for n in [-1, i32::MAX, 16 * 6 + 1] {
         let b = header(0, 1, 0, n);
-        assert_eq!(code_of(codec::decode_int(Codec::Huffman, &b, 4, 4, &mut out)), "gvrs.codec.bad_m32_length");
+        assert_eq!(
+            code_of(codec::decode_int(Codec::Huffman, &b, 4, 4, &mut out)),
+            "gvrs.codec.bad_m32_length"
+        );
     }
     // zlib bomb: 50 MB of zeros declared as 15 bytes, or as the maximum the tile allows.
     let bomb = zlib::deflate(&vec![0u8; 50_000_000], 9);
     for n in [15, 96] {
         let mut b = header(0, 1, 0, n);
         b.extend_from_slice(&bomb);
-        assert_eq!(code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)), "gvrs.codec.zlib_too_long");
+        assert_eq!(
+            code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)),
+            "gvrs.codec.zlib_too_long"
+        );
     }
     // Raw deflate instead of zlib.
     let mut b = header(0, 1, 0, 15);
     b.extend_from_slice(&miniz_oxide::deflate::compress_to_vec(&[0; 15], 6));
-    assert_eq!(code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)), "gvrs.codec.zlib_corrupt");
+    assert_eq!(
+        code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)),
+        "gvrs.codec.zlib_corrupt"
+    );
     // Huffman tree declaring 2 leaves but holding 3.
     let mut b = header(0, 1, 0, 15);
     b.extend_from_slice(&[0x01, 0x08, 0x04, 0x00, 0x00]);
-    assert_eq!(code_of(codec::decode_int(Codec::Huffman, &b, 4, 4, &mut out)), "gvrs.codec.huffman_tree");
+    assert_eq!(
+        code_of(codec::decode_int(Codec::Huffman, &b, 4, 4, &mut out)),
+        "gvrs.codec.huffman_tree"
+    );
     // Huffman data cut short.
     let v: Vec<i32> = (0..16).map(|i| i * i * 37).collect();
     let good = codec::encode_int(&v, 4, 4, &[(0, Codec::Huffman)]).expect("compressible");
     let cut = &good[..good.len() - 1];
     assert!(codec::decode_int(Codec::Huffman, cut, 4, 4, &mut out).is_err());
     // Float codec on an integer element and the reverse.
-    assert_eq!(code_of(codec::decode_int(Codec::Float, &good, 4, 4, &mut out)), "gvrs.codec.float_for_integer");
+    assert_eq!(
+        code_of(codec::decode_int(Codec::Float, &good, 4, 4, &mut out)),
+        "gvrs.codec.float_for_integer"
+    );
     let mut f = vec![0f32; 16];
-    assert_eq!(code_of(codec::decode_float(Codec::Huffman, &good, 4, 4, &mut f)), "gvrs.codec.integer_for_float");
+    assert_eq!(
+        code_of(codec::decode_float(Codec::Huffman, &good, 4, 4, &mut f)),
+        "gvrs.codec.integer_for_float"
+    );
     // Linear on one column is refused (Gridfour cannot decode it either).
     let mut one = vec![0i32; 4];
     let mut b = header(0, 2, 0, 3);
     b.extend_from_slice(&zlib::deflate(&[0; 3], 6));
-    assert_eq!(code_of(codec::decode_int(Codec::Deflate, &b, 4, 1, &mut one)), "gvrs.codec.bad_shape");
+    assert_eq!(
+        code_of(codec::decode_int(Codec::Deflate, &b, 4, 1, &mut one)),
+        "gvrs.codec.bad_shape"
+    );
     // Newer Gridfour's revised LSOP header is reported unsupported, not invalid.
     let mut l = vec![0u8; 80];
     l[1] = 0x40 | 0x01;
     let e = codec::decode_int(Codec::Lsop12, &l, 4, 4, &mut out).unwrap_err();
-    assert_eq!((e.kind, e.code.as_ref()), (rasterpack_common::ErrorKind::Unsupported, "gvrs.codec.unsupported_lsop_header"));
+    assert_eq!(
+        (e.kind, e.code.as_ref()),
+        (
+            rasterpack_common::ErrorKind::Unsupported,
+            "gvrs.codec.unsupported_lsop_header"
+        )
+    );
     // LSOP12 header only.
-    assert_eq!(code_of(codec::decode_int(Codec::Lsop12, &[0; 20], 4, 4, &mut out)), "gvrs.codec.truncated");
+    assert_eq!(
+        code_of(codec::decode_int(Codec::Lsop12, &[0; 20], 4, 4, &mut out)),
+        "gvrs.codec.truncated"
+    );
 }
 
 #[test]
 fn m32_long_codes_round_trip_through_blocks() {
     // Residuals spanning every M32 length, Differencing on one row.
-    let v: Vec<i32> = [0i64, 126, 253, 16_000, 2_100_000, 270_000_000, 2_147_483_647, -2_147_483_648, 5].iter().map(|&x| x as i32).collect();
+    let v: Vec<i32> = [
+        0i64,
+        126,
+        253,
+        16_000,
+        2_100_000,
+        270_000_000,
+        2_147_483_647,
+        -2_147_483_648,
+        5,
+    ]
+    .iter()
+    .map(|&x| x as i32)
+    .collect();
     let mut codes = Vec::new();
     let seed = codec::predictor::encode(Predictor::Differencing, 1, v.len(), &v, &mut codes).unwrap();
     let mut out = vec![0; v.len()];
@@ -218,12 +304,23 @@ fn damaged_blocks_never_panic() {
     let cols = 10;
     let mut rng = Rng(99);
     let mut blocks: Vec<(Codec, Vec<u8>)> = Vec::new();
-    for (style, list) in [(0u64, &[(0u8, Codec::Huffman)][..]), (0, &[(0, Codec::Deflate)][..]), (3, &[(0, Codec::Huffman)][..]), (5, &[(0, Codec::Deflate)][..])] {
+    for (style, list) in [
+        (0u64, &[(0u8, Codec::Huffman)][..]),
+        (0, &[(0, Codec::Deflate)][..]),
+        (3, &[(0, Codec::Huffman)][..]),
+        (5, &[(0, Codec::Deflate)][..]),
+    ] {
         let v = tile(&mut rng, rows, cols, style);
-        blocks.push((list[0].1, codec::encode_int(&v, rows, cols, list).expect("compressible")));
+        blocks.push((
+            list[0].1,
+            codec::encode_int(&v, rows, cols, list).expect("compressible"),
+        ));
     }
     let f: Vec<f32> = (0..rows * cols).map(|i| (i as f32 * 0.1).cos()).collect();
-    blocks.push((Codec::Float, codec::encode_float(&f, rows, cols, &[(0, Codec::Float)]).expect("compressible")));
+    blocks.push((
+        Codec::Float,
+        codec::encode_float(&f, rows, cols, &[(0, Codec::Float)]).expect("compressible"),
+    ));
     let mut ints = vec![0i32; rows * cols];
     let mut floats = vec![0f32; rows * cols];
     let run = |c: Codec, b: &[u8], ints: &mut [i32], floats: &mut [f32]| {
@@ -268,7 +365,8 @@ fn lsop12_round_trips() {
         };
         let direct = codec::lsop::encode(0, &v, rows, cols, 6).expect("eligible tile");
         let mut out = vec![0i32; rows * cols];
-        codec::decode_int(Codec::Lsop12, &direct, rows, cols, &mut out).unwrap_or_else(|e| panic!("case {case}: {e:?}"));
+        codec::decode_int(Codec::Lsop12, &direct, rows, cols, &mut out)
+            .unwrap_or_else(|e| panic!("case {case}: {e:?}"));
         assert_eq!(out, v, "case {case} {rows}x{cols}");
         let list = [(0u8, Codec::Huffman), (1, Codec::Deflate), (3, Codec::Lsop12)];
         if let Some(b) = codec::encode_int(&v, rows, cols, &list) {

@@ -14,7 +14,11 @@ fn corpus() -> Option<PathBuf> {
         return None;
     };
     let dir = Path::new(&root).join("gvrs");
-    assert!(dir.is_dir(), "RASTERPACK_CORPUS is set but {} is missing", dir.display());
+    assert!(
+        dir.is_dir(),
+        "RASTERPACK_CORPUS is set but {} is missing",
+        dir.display()
+    );
     Some(dir)
 }
 
@@ -50,7 +54,12 @@ fn decode_file(dir: &Path, truth: &Value) -> (Vec<Grid>, Stats) {
     let tr = truth["tile_rows"].as_u64().unwrap() as usize;
     let tc = truth["tile_cols"].as_u64().unwrap() as usize;
     let grid_cols = truth["tile_grid_cols"].as_u64().unwrap() as usize;
-    let codecs: Vec<Codec> = truth["codecs"].as_array().unwrap().iter().map(|c| Codec::from_name(c.as_str().unwrap()).unwrap()).collect();
+    let codecs: Vec<Codec> = truth["codecs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| Codec::from_name(c.as_str().unwrap()).unwrap())
+        .collect();
     let elements = truth["elements"].as_array().unwrap();
     let mut grids: Vec<Grid> = elements
         .iter()
@@ -59,16 +68,26 @@ fn decode_file(dir: &Path, truth: &Value) -> (Vec<Grid>, Stats) {
                 "INTEGER" => (Ty::Int, e["fill"].as_i64().unwrap() as i32),
                 "SHORT" => (Ty::Short, e["fill"].as_i64().unwrap() as i32),
                 "INT_CODED_FLOAT" => (Ty::Icf, e["fill_int"].as_i64().unwrap() as i32),
-                "FLOAT" => (Ty::Float, u32::from_str_radix(e["fill_bits"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap() as i32),
+                "FLOAT" => (
+                    Ty::Float,
+                    u32::from_str_radix(e["fill_bits"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap() as i32,
+                ),
                 t => panic!("type {t}"),
             };
-            Grid { ty, cells: vec![fill; rows * cols] }
+            Grid {
+                ty,
+                cells: vec![fill; rows * cols],
+            }
         })
         .collect();
     let n = tr * tc;
     let mut ints = vec![0i32; n];
     let mut floats = vec![0f32; n];
-    let mut stats = Stats { decoded_cells: 0, compressed: 0, seconds: 0.0 };
+    let mut stats = Stats {
+        decoded_cells: 0,
+        compressed: 0,
+        seconds: 0.0,
+    };
     let t0 = std::time::Instant::now();
     for entry in truth["tile_content_offsets"].as_array().unwrap() {
         let index = entry[0].as_u64().unwrap() as usize;
@@ -93,12 +112,14 @@ fn decode_file(dir: &Path, truth: &Value) -> (Vec<Grid>, Stats) {
                 stats.compressed += 1;
                 let c = codecs[block[0] as usize];
                 if g.ty == Ty::Float {
-                    codec::decode_float(c, block, tr, tc, &mut floats).unwrap_or_else(|e| panic!("{file} tile {index}: {e:?}"));
+                    codec::decode_float(c, block, tr, tc, &mut floats)
+                        .unwrap_or_else(|e| panic!("{file} tile {index}: {e:?}"));
                     for i in 0..n {
                         ints[i] = floats[i].to_bits() as i32;
                     }
                 } else {
-                    codec::decode_int(c, block, tr, tc, &mut ints).unwrap_or_else(|e| panic!("{file} tile {index}: {e:?}"));
+                    codec::decode_int(c, block, tr, tc, &mut ints)
+                        .unwrap_or_else(|e| panic!("{file} tile {index}: {e:?}"));
                     if g.ty == Ty::Short {
                         for v in ints.iter_mut() {
                             *v = *v as i16 as i32;
@@ -132,19 +153,31 @@ fn sha_hex(b: &[u8]) -> String {
 #[test]
 fn corpus_tiles_decode_bit_exactly() {
     let Some(dir) = corpus() else { return };
-    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().into_string().unwrap()).collect();
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
     names.sort();
     let mut checked = 0;
     for name in names.iter().filter(|n| n.ends_with(".truth.json")) {
         let truth: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap();
-        if truth["expected_verdict"] != "valid" || truth.get("tile_content_offsets").is_none() || truth["file"] == "big_terrain_4000.gvrs" {
+        if truth["expected_verdict"] != "valid"
+            || truth.get("tile_content_offsets").is_none()
+            || truth["file"] == "big_terrain_4000.gvrs"
+        {
             continue;
         }
         let (grids, _) = decode_file(&dir, &truth);
         for (g, e) in grids.iter().zip(truth["elements"].as_array().unwrap()) {
             let key = if g.ty == Ty::Icf { "icode_raw_file" } else { "raw_file" };
             let raw = std::fs::read(dir.join(e[key].as_str().unwrap())).unwrap();
-            assert!(to_bytes(&g.cells) == raw, "{name}: element {} differs from {}", e["name"], e[key]);
+            assert!(
+                to_bytes(&g.cells) == raw,
+                "{name}: element {} differs from {}",
+                e["name"],
+                e[key]
+            );
             checked += 1;
         }
     }
@@ -154,10 +187,14 @@ fn corpus_tiles_decode_bit_exactly() {
 #[test]
 fn big_terrain_decodes_bit_exactly() {
     let Some(dir) = corpus() else { return };
-    let truth: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("big_terrain_4000.gvrs.truth.json")).unwrap()).unwrap();
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("big_terrain_4000.gvrs.truth.json")).unwrap()).unwrap();
     let (grids, stats) = decode_file(&dir, &truth);
     let e = &truth["elements"][0];
-    assert_eq!(sha_hex(&to_bytes(&grids[0].cells)), e["icode_raw_sha256"].as_str().unwrap());
+    assert_eq!(
+        sha_hex(&to_bytes(&grids[0].cells)),
+        e["icode_raw_sha256"].as_str().unwrap()
+    );
     eprintln!(
         "big_terrain_4000: {} tiles ({} compressed), {:.1} MB of cells in {:.3} s (test profile)",
         truth["tile_content_offsets"].as_array().unwrap().len(),
@@ -172,7 +209,8 @@ fn big_terrain_decodes_bit_exactly() {
 #[test]
 fn damaged_lsop_blocks_never_panic() {
     let Some(dir) = corpus() else { return };
-    let truth: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("icf_lsop.gvrs.truth.json")).unwrap()).unwrap();
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("icf_lsop.gvrs.truth.json")).unwrap()).unwrap();
     let bytes = std::fs::read(dir.join("icf_lsop.gvrs")).unwrap();
     let t = truth["tile_rows"].as_u64().unwrap() as usize;
     let mut seen = std::collections::BTreeSet::new();

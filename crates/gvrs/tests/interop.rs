@@ -15,7 +15,11 @@ fn corpus() -> Option<PathBuf> {
         return None;
     };
     let dir = Path::new(&root).join("gvrs");
-    assert!(dir.is_dir(), "RASTERPACK_CORPUS is set but {} does not exist", dir.display());
+    assert!(
+        dir.is_dir(),
+        "RASTERPACK_CORPUS is set but {} does not exist",
+        dir.display()
+    );
     Some(dir)
 }
 
@@ -64,15 +68,26 @@ fn verdicts_and_codes() {
         let name = name_of(&path);
         match truth["expected_verdict"].as_str().unwrap() {
             "valid" => {
-                let problems: Vec<_> = report.findings.iter().filter(|f| f.severity != rasterpack_common::Severity::Info).collect();
+                let problems: Vec<_> = report
+                    .findings
+                    .iter()
+                    .filter(|f| f.severity != rasterpack_common::Severity::Info)
+                    .collect();
                 assert!(report.is_valid(false), "{name}: expected valid, findings {problems:#?}");
-                assert!(!report.unsupported, "{name}: reported unsupported: {:#?}", report.findings);
+                assert!(
+                    !report.unsupported,
+                    "{name}: reported unsupported: {:#?}",
+                    report.findings
+                );
             }
             "invalid" => {
                 assert!(!report.is_valid(false), "{name}: expected invalid");
                 let code = truth["error_code"].as_str().unwrap();
                 assert!(
-                    report.findings.iter().any(|f| f.severity == rasterpack_common::Severity::Error && sidecar_code(&f.code) == code),
+                    report
+                        .findings
+                        .iter()
+                        .any(|f| f.severity == rasterpack_common::Severity::Error && sidecar_code(&f.code) == code),
                     "{name}: no error finding maps to {code}: {:#?}",
                     report.findings
                 );
@@ -99,27 +114,73 @@ fn check_header(name: &str, f: &GvrsFile, t: &Value) {
     let raw = &t["header_raw"];
     assert_eq!(h.version_major as u64, raw["version_major"].as_u64().unwrap(), "{name}");
     assert_eq!(h.version_minor as u64, raw["version_minor"].as_u64().unwrap(), "{name}");
-    assert_eq!(h.record.length as i64, raw["header_record_length"].as_i64().unwrap(), "{name}");
-    assert_eq!(h.record.record_type as i64, raw["header_record_type"].as_i64().unwrap(), "{name}");
+    assert_eq!(
+        h.record.length as i64,
+        raw["header_record_length"].as_i64().unwrap(),
+        "{name}"
+    );
+    assert_eq!(
+        h.record.record_type as i64,
+        raw["header_record_type"].as_i64().unwrap(),
+        "{name}"
+    );
     assert_eq!(hex(&h.uuid_bytes), raw["uuid_bytes_hex"].as_str().unwrap(), "{name}");
     assert_eq!(h.time_modified, raw["time_modified_ms"].as_i64().unwrap(), "{name}");
-    assert_eq!(h.time_opened_for_writing, raw["time_opened_for_writing_ms"].as_i64().unwrap(), "{name}");
-    assert_eq!(h.offset_file_space_directory, raw["offset_file_space_directory"].as_i64().unwrap(), "{name}");
-    assert_eq!(h.offset_metadata_directory, raw["offset_metadata_directory"].as_i64().unwrap(), "{name}");
+    assert_eq!(
+        h.time_opened_for_writing,
+        raw["time_opened_for_writing_ms"].as_i64().unwrap(),
+        "{name}"
+    );
+    assert_eq!(
+        h.offset_file_space_directory,
+        raw["offset_file_space_directory"].as_i64().unwrap(),
+        "{name}"
+    );
+    assert_eq!(
+        h.offset_metadata_directory,
+        raw["offset_metadata_directory"].as_i64().unwrap(),
+        "{name}"
+    );
     assert_eq!(h.levels as i64, raw["number_of_levels"].as_i64().unwrap(), "{name}");
-    assert_eq!(h.offset_tile_directory, raw["offset_tile_directory"].as_i64().unwrap(), "{name}");
+    assert_eq!(
+        h.offset_tile_directory,
+        raw["offset_tile_directory"].as_i64().unwrap(),
+        "{name}"
+    );
     assert_eq!(f.uuid(), t["uuid"].as_str().unwrap(), "{name}");
     assert_eq!(h.product_label.lossy(), t["product_label"].as_str().unwrap(), "{name}");
     let g = f.geometry;
-    for (v, k) in [(g.rows, "rows"), (g.cols, "cols"), (g.tile_rows, "tile_rows"), (g.tile_cols, "tile_cols"), (g.grid_rows, "tile_grid_rows"), (g.grid_cols, "tile_grid_cols")] {
+    for (v, k) in [
+        (g.rows, "rows"),
+        (g.cols, "cols"),
+        (g.tile_rows, "tile_rows"),
+        (g.tile_cols, "tile_cols"),
+        (g.grid_rows, "tile_grid_rows"),
+        (g.grid_cols, "tile_grid_cols"),
+    ] {
         assert_eq!(v as u64, t[k].as_u64().unwrap(), "{name} {k}");
     }
     assert_eq!(h.checksums != 0, t["checksums_enabled"].as_bool().unwrap(), "{name}");
-    assert_eq!(!h.codecs.is_empty(), t["compression_enabled"].as_bool().unwrap(), "{name}");
-    assert_eq!(h.raster_space as u64, t["raster_space"]["code"].as_u64().unwrap(), "{name}");
+    assert_eq!(
+        !h.codecs.is_empty(),
+        t["compression_enabled"].as_bool().unwrap(),
+        "{name}"
+    );
+    assert_eq!(
+        h.raster_space as u64,
+        t["raster_space"]["code"].as_u64().unwrap(),
+        "{name}"
+    );
     let cs = &t["coordinate_system"];
     assert_eq!(h.coordinate_system as u64, cs["code"].as_u64().unwrap(), "{name}");
-    for (v, k) in [(h.x0, "x0"), (h.y0, "y0"), (h.x1, "x1"), (h.y1, "y1"), (h.cell_size_x, "cell_size_x"), (h.cell_size_y, "cell_size_y")] {
+    for (v, k) in [
+        (h.x0, "x0"),
+        (h.y0, "y0"),
+        (h.x1, "x1"),
+        (h.y1, "y1"),
+        (h.cell_size_x, "cell_size_x"),
+        (h.cell_size_y, "cell_size_y"),
+    ] {
         assert_eq!(v.to_bits(), bits64(&cs[format!("{k}_bits")]), "{name} {k}");
     }
     for (i, v) in h.m2r.iter().enumerate() {
@@ -130,9 +191,17 @@ fn check_header(name: &str, f: &GvrsFile, t: &Value) {
     }
     // The transforms map cell (0,0) to (x0, y0) and back.
     let (x, y) = f.grid_to_model(0.0, 0.0);
-    assert!((x - h.x0).abs() <= 1e-6 * h.x0.abs().max(1.0) && (y - h.y0).abs() <= 1e-6 * h.y0.abs().max(1.0), "{name}: r2m");
+    assert!(
+        (x - h.x0).abs() <= 1e-6 * h.x0.abs().max(1.0) && (y - h.y0).abs() <= 1e-6 * h.y0.abs().max(1.0),
+        "{name}: r2m"
+    );
     let codecs: Vec<String> = h.codecs.iter().map(|c| c.lossy()).collect();
-    let want: Vec<String> = t["codecs"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_string()).collect();
+    let want: Vec<String> = t["codecs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect();
     assert_eq!(codecs, want, "{name} codecs");
 }
 
@@ -141,7 +210,15 @@ fn check_elements(name: &str, f: &GvrsFile, t: &Value) {
     assert_eq!(f.elements.len(), els.len(), "{name}");
     for (i, te) in els.iter().enumerate() {
         let e = f.elements[i].to_json(i);
-        for k in ["name", "type", "type_code", "continuous", "label", "description", "unit"] {
+        for k in [
+            "name",
+            "type",
+            "type_code",
+            "continuous",
+            "label",
+            "description",
+            "unit",
+        ] {
             assert_eq!(e[k], te[k], "{name} element {i} {k}");
         }
         match te["type"].as_str().unwrap() {
@@ -177,9 +254,17 @@ fn check_metadata(name: &str, f: &GvrsFile, t: &Value) {
         assert_eq!(g.name.lossy(), w["name"].as_str().unwrap(), "{label}");
         assert_eq!(g.record_id as i64, w["record_id"].as_i64().unwrap(), "{label}");
         assert_eq!(g.data_type as u64, w["type_code"].as_u64().unwrap(), "{label}");
-        assert_eq!(rasterpack_gvrs::raw::metadata_type_name(g.data_type), w["type"].as_str().unwrap(), "{label}");
+        assert_eq!(
+            rasterpack_gvrs::raw::metadata_type_name(g.data_type),
+            w["type"].as_str().unwrap(),
+            "{label}"
+        );
         assert_eq!(g.description.lossy(), w["description"].as_str().unwrap(), "{label}");
-        assert_eq!(g.content_length as i64, w["content_length"].as_i64().unwrap(), "{label}");
+        assert_eq!(
+            g.content_length as i64,
+            w["content_length"].as_i64().unwrap(),
+            "{label}"
+        );
         assert_eq!(hex(&g.content), w["content_hex"].as_str().unwrap(), "{label}");
         let v = rasterpack_gvrs::model::metadata_value(g.data_type, &g.content);
         let wv = &w["value"];
@@ -196,7 +281,11 @@ fn check_metadata(name: &str, f: &GvrsFile, t: &Value) {
 
 fn check_tiles(name: &str, f: &GvrsFile, t: &Value) {
     let tiles = f.stored_tiles();
-    assert_eq!(tiles.len() as u64, t["populated_tiles"].as_u64().unwrap(), "{name} populated tiles");
+    assert_eq!(
+        tiles.len() as u64,
+        t["populated_tiles"].as_u64().unwrap(),
+        "{name} populated tiles"
+    );
     let want: Vec<(u64, i64)> = t["tile_content_offsets"]
         .as_array()
         .unwrap()
@@ -207,7 +296,11 @@ fn check_tiles(name: &str, f: &GvrsFile, t: &Value) {
     want.sort();
     assert_eq!(tiles, want, "{name} tile content offsets");
     let ext = f.tile_directory.as_ref().is_some_and(|d| d.standard_references != 0);
-    assert_eq!(ext, t["tile_directory_uses_extended_offsets"].as_bool().unwrap(), "{name}");
+    assert_eq!(
+        ext,
+        t["tile_directory_uses_extended_offsets"].as_bool().unwrap(),
+        "{name}"
+    );
     let st = tile_stats(f, usize::MAX);
     for (i, e) in f.elements.iter().enumerate() {
         let want = &t["tile_encoding_counts"][e.name()];
@@ -224,7 +317,10 @@ fn check_tiles(name: &str, f: &GvrsFile, t: &Value) {
 fn dump(f: &GvrsFile, i: usize, codes: bool) -> Vec<u8> {
     let a = f.read_element(i, codes).unwrap();
     if a.dtype == rasterpack_common::DType::I16 {
-        a.data.chunks_exact(2).flat_map(|c| (i16::from_le_bytes([c[0], c[1]]) as i32).to_le_bytes()).collect()
+        a.data
+            .chunks_exact(2)
+            .flat_map(|c| (i16::from_le_bytes([c[0], c[1]]) as i32).to_le_bytes())
+            .collect()
     } else {
         a.data
     }
@@ -233,13 +329,24 @@ fn dump(f: &GvrsFile, i: usize, codes: bool) -> Vec<u8> {
 fn check_values(name: &str, dir: &Path, f: &GvrsFile, t: &Value) {
     for (i, te) in t["elements"].as_array().unwrap().iter().enumerate() {
         let data = dump(f, i, false);
-        assert_eq!(sha(&data), te["raw_sha256"].as_str().unwrap(), "{name} element {i} values");
+        assert_eq!(
+            sha(&data),
+            te["raw_sha256"].as_str().unwrap(),
+            "{name} element {i} values"
+        );
         if let Some(raw) = te["raw_file"].as_str() {
-            assert!(data == std::fs::read(dir.join(raw)).unwrap(), "{name} element {i} differs from {raw}");
+            assert!(
+                data == std::fs::read(dir.join(raw)).unwrap(),
+                "{name} element {i} differs from {raw}"
+            );
         }
         if te["type"] == "INT_CODED_FLOAT" {
             let codes = dump(f, i, true);
-            assert_eq!(sha(&codes), te["icode_raw_sha256"].as_str().unwrap(), "{name} element {i} codes");
+            assert_eq!(
+                sha(&codes),
+                te["icode_raw_sha256"].as_str().unwrap(),
+                "{name} element {i} codes"
+            );
         }
         check_stats(name, i, &data, te);
         if let Some(samples) = te["samples"].as_array() {
@@ -342,7 +449,12 @@ fn valid_files_decode_bit_exactly() {
             failures.push(format!("{name}: {}", msg.lines().next().unwrap_or("")));
         }
     }
-    assert!(failures.is_empty(), "{} file(s) did not decode exactly:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} file(s) did not decode exactly:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -351,30 +463,81 @@ fn read_array_follows_the_cli_contract() {
     let two = Input::open(&dir.join("two_elements.gvrs")).unwrap();
     let err = GvrsFormat.read_array(&two, &ArrayRequest::default()).unwrap_err();
     assert_eq!(err.kind, rasterpack_common::ErrorKind::Usage);
-    assert!(err.message.contains("band_a") && err.message.contains("band_b"), "{}", err.message);
+    assert!(
+        err.message.contains("band_a") && err.message.contains("band_b"),
+        "{}",
+        err.message
+    );
     // Different output types: VOLP stacking is refused.
-    let req = ArrayRequest { target: Some("volp"), ..Default::default() };
-    assert_eq!(GvrsFormat.read_array(&two, &req).unwrap_err().kind, rasterpack_common::ErrorKind::Usage);
+    let req = ArrayRequest {
+        target: Some("volp"),
+        ..Default::default()
+    };
+    assert_eq!(
+        GvrsFormat.read_array(&two, &req).unwrap_err().kind,
+        rasterpack_common::ErrorKind::Usage
+    );
     let icf = Input::open(&dir.join("icf_geographic.gvrs")).unwrap();
     let a = GvrsFormat.read_array(&icf, &ArrayRequest::default()).unwrap();
-    assert_eq!((a.dtype, a.shape.clone()), (rasterpack_common::DType::F32, vec![90, 180]));
-    let c = GvrsFormat.read_array(&icf, &ArrayRequest { codes: true, ..Default::default() }).unwrap();
+    assert_eq!(
+        (a.dtype, a.shape.clone()),
+        (rasterpack_common::DType::F32, vec![90, 180])
+    );
+    let c = GvrsFormat
+        .read_array(
+            &icf,
+            &ArrayRequest {
+                codes: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     assert_eq!(c.dtype, rasterpack_common::DType::I32);
-    assert_eq!(c.data, std::fs::read(dir.join("icf_geographic.gvrs.elevation.icode.raw")).unwrap());
-    let v = GvrsFormat.read_array(&icf, &ArrayRequest { target: Some("volp"), ..Default::default() }).unwrap();
+    assert_eq!(
+        c.data,
+        std::fs::read(dir.join("icf_geographic.gvrs.elevation.icode.raw")).unwrap()
+    );
+    let v = GvrsFormat
+        .read_array(
+            &icf,
+            &ArrayRequest {
+                target: Some("volp"),
+                ..Default::default()
+            },
+        )
+        .unwrap();
     assert_eq!(v.shape, vec![1, 90, 180]);
     assert_eq!(v.data, a.data);
     let short = Input::open(&dir.join("real_gridfour_Sample00_ShortNoComp.gvrs")).unwrap();
-    let s = GvrsFormat.read_array(&short, &ArrayRequest { element: Some("zSrt".into()), ..Default::default() }).unwrap();
+    let s = GvrsFormat
+        .read_array(
+            &short,
+            &ArrayRequest {
+                element: Some("zSrt".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
     assert_eq!(s.dtype, rasterpack_common::DType::I16);
-    let bad = GvrsFormat.read_array(&short, &ArrayRequest { element: Some("nope".into()), ..Default::default() });
+    let bad = GvrsFormat.read_array(
+        &short,
+        &ArrayRequest {
+            element: Some("nope".into()),
+            ..Default::default()
+        },
+    );
     assert_eq!(bad.unwrap_err().kind, rasterpack_common::ErrorKind::Usage);
 }
 
 #[test]
 fn rectangles_and_cells_agree_with_whole_reads() {
     let Some(dir) = corpus() else { return };
-    for file in ["icf_geographic.gvrs", "short_oddtile_checksum.gvrs", "real_gridfour_SamplePartialTileCover.gvrs", "int_plain.gvrs"] {
+    for file in [
+        "icf_geographic.gvrs",
+        "short_oddtile_checksum.gvrs",
+        "real_gridfour_SamplePartialTileCover.gvrs",
+        "int_plain.gvrs",
+    ] {
         let f = GvrsFile::open(Input::open(&dir.join(file)).unwrap(), Limits::default()).unwrap();
         let whole = f.read_element(0, false).unwrap();
         let g = f.geometry;
@@ -383,7 +546,11 @@ fn rectangles_and_cells_agree_with_whole_reads() {
         let b = f.block(0, r0, c0, nr, nc, false).unwrap();
         for r in 0..nr as usize {
             let src = ((r0 as usize + r) * g.cols as usize + c0 as usize) * size;
-            assert_eq!(&b.data[r * nc as usize * size..(r + 1) * nc as usize * size], &whole.data[src..src + nc as usize * size], "{file}");
+            assert_eq!(
+                &b.data[r * nc as usize * size..(r + 1) * nc as usize * size],
+                &whole.data[src..src + nc as usize * size],
+                "{file}"
+            );
         }
         f.set_cache_bytes(64 << 10);
         for (r, c) in [(0, 0), (g.rows - 1, g.cols - 1), (g.rows / 2, g.cols / 3)] {
@@ -410,16 +577,49 @@ fn inspect_summary_matches_sidecars() {
             continue;
         }
         let name = name_of(&path);
-        let rep = GvrsFormat.inspect(&Input::open(&path).unwrap(), &Default::default()).unwrap();
+        let rep = GvrsFormat
+            .inspect(&Input::open(&path).unwrap(), &Default::default())
+            .unwrap();
         assert!(!rep.findings.has_errors(), "{name}: {:#?}", rep.findings);
         let s = &rep.summary;
-        for k in ["uuid", "product_label", "rows", "cols", "tile_rows", "tile_cols", "tile_grid_rows", "tile_grid_cols", "checksums_enabled", "compression_enabled", "codecs", "raster_space", "populated_tiles"] {
+        for k in [
+            "uuid",
+            "product_label",
+            "rows",
+            "cols",
+            "tile_rows",
+            "tile_cols",
+            "tile_grid_rows",
+            "tile_grid_cols",
+            "checksums_enabled",
+            "compression_enabled",
+            "codecs",
+            "raster_space",
+            "populated_tiles",
+        ] {
             assert_eq!(s[k], t[k], "{name}: summary {k}");
         }
-        for k in ["code", "name", "x0_bits", "y0_bits", "x1_bits", "y1_bits", "cell_size_x_bits", "cell_size_y_bits", "m2r_bits", "r2m_bits"] {
-            assert_eq!(s["coordinate_system"][k], t["coordinate_system"][k], "{name}: coordinate_system {k}");
+        for k in [
+            "code",
+            "name",
+            "x0_bits",
+            "y0_bits",
+            "x1_bits",
+            "y1_bits",
+            "cell_size_x_bits",
+            "cell_size_y_bits",
+            "m2r_bits",
+            "r2m_bits",
+        ] {
+            assert_eq!(
+                s["coordinate_system"][k], t["coordinate_system"][k],
+                "{name}: coordinate_system {k}"
+            );
         }
-        assert_eq!(s["tiles"]["tile_encoding_counts"], t["tile_encoding_counts"], "{name}: encodings");
+        assert_eq!(
+            s["tiles"]["tile_encoding_counts"], t["tile_encoding_counts"],
+            "{name}: encodings"
+        );
         let md = s["metadata"].as_array().unwrap();
         assert_eq!(md.len(), t["metadata"].as_array().unwrap().len(), "{name}: metadata");
         assert!(rep.sections.len() >= 4, "{name}: sections");

@@ -4,15 +4,24 @@
 mod craft;
 
 use craft::{reseal, sample, text, Craft, El, Meta};
-use rasterpack_common::{ArrayRequest, DType, ErrorKind, Format, Input, InspectOptions, Limits, Report, Severity, ValidateOptions};
+use rasterpack_common::{
+    ArrayRequest, DType, ErrorKind, Format, Input, InspectOptions, Limits, Report, Severity, ValidateOptions,
+};
 use rasterpack_gvrs::{CellValue, GvrsFile, GvrsFormat};
 
 fn validate(bytes: &[u8]) -> Report {
-    GvrsFormat.validate(&Input::from_bytes("t.gvrs", bytes.to_vec()), &ValidateOptions::default())
+    GvrsFormat.validate(
+        &Input::from_bytes("t.gvrs", bytes.to_vec()),
+        &ValidateOptions::default(),
+    )
 }
 
 fn codes(r: &Report, sev: Severity) -> Vec<String> {
-    r.findings.iter().filter(|f| f.severity == sev).map(|f| f.code.clone()).collect()
+    r.findings
+        .iter()
+        .filter(|f| f.severity == sev)
+        .map(|f| f.code.clone())
+        .collect()
 }
 
 fn assert_clean(r: &Report) {
@@ -21,7 +30,9 @@ fn assert_clean(r: &Report) {
 }
 
 fn has_error(r: &Report, code: &str) -> bool {
-    r.findings.iter().any(|f| f.severity == Severity::Error && f.code == code)
+    r.findings
+        .iter()
+        .any(|f| f.severity == Severity::Error && f.code == code)
 }
 
 fn open(bytes: &[u8]) -> GvrsFile {
@@ -73,9 +84,19 @@ fn crafted_sample_is_valid_and_decodes_exactly() {
                         (3, DType::F32) => {
                             let got = f32::from_le_bytes(a.data[k * 4..k * 4 + 4].try_into().unwrap());
                             let want = v as i32 as f32 / 100.0 + -2.0;
-                            assert!(if absent { got.is_nan() } else { got.to_bits() == want.to_bits() });
+                            assert!(if absent {
+                                got.is_nan()
+                            } else {
+                                got.to_bits() == want.to_bits()
+                            });
                             if !absent {
-                                assert_eq!(f.cell(3, r, col).unwrap(), CellValue::IntCodedFloat { value: want, code: v as i32 });
+                                assert_eq!(
+                                    f.cell(3, r, col).unwrap(),
+                                    CellValue::IntCodedFloat {
+                                        value: want,
+                                        code: v as i32
+                                    }
+                                );
                             }
                         }
                         x => panic!("unexpected {x:?}"),
@@ -97,7 +118,10 @@ fn element_selection_and_volp_stacking() {
     let e = GvrsFormat.read_array(&input, &ArrayRequest::default()).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Usage);
     assert!(e.message.contains("a, b, c, d"), "{}", e.message);
-    let volp = ArrayRequest { target: Some("volp"), ..Default::default() };
+    let volp = ArrayRequest {
+        target: Some("volp"),
+        ..Default::default()
+    };
     assert_eq!(GvrsFormat.read_array(&input, &volp).unwrap_err().kind, ErrorKind::Usage);
     // Two float elements stack.
     let mut c = Craft::new(3, 4, 2, 2, vec![El::float("x", f32::NAN), El::float("y", -1.0)]);
@@ -126,7 +150,10 @@ fn bad_crcs_are_reported_per_record() {
     b[t0 + 10] ^= 0x01;
     let r = validate(&b);
     assert!(has_error(&r, "gvrs.tile.crc_mismatch"), "{:#?}", r.findings);
-    assert_eq!(rasterpack_gvrs::validate::sidecar_code("gvrs.tile.crc_mismatch"), "CRC_MISMATCH");
+    assert_eq!(
+        rasterpack_gvrs::validate::sidecar_code("gvrs.tile.crc_mismatch"),
+        "CRC_MISMATCH"
+    );
     // The header's product label.
     let mut b = bytes.clone();
     let at = b.windows(7).position(|w| w == b"crafted").unwrap();
@@ -175,7 +202,11 @@ fn tile_index_mismatch_wrong_type_outside_and_duplicates() {
     b[td + 28..td + 32].copy_from_slice(&e0);
     reseal(&mut b, td - 8);
     let r = validate(&b);
-    assert!(has_error(&r, "gvrs.tile_directory.duplicate_reference"), "{:#?}", r.findings);
+    assert!(
+        has_error(&r, "gvrs.tile_directory.duplicate_reference"),
+        "{:#?}",
+        r.findings
+    );
     // Header directory offset beyond the file.
     let mut b = bytes.clone();
     b[80..88].copy_from_slice(&(1u64 << 40).to_le_bytes());
@@ -222,7 +253,8 @@ fn block_rules() {
     // A compressed block that does not decode.
     let mut c = Craft::new(4, 4, 4, 4, vec![el.clone()]);
     c.codecs = vec!["GvrsDeflate".into()];
-    c.tiles.push((0, vec![vec![0, 1, 0, 0, 0, 0, 4, 0, 0, 0, 0x78, 0x9c, 1, 2]]));
+    c.tiles
+        .push((0, vec![vec![0, 1, 0, 0, 0, 0, 4, 0, 0, 0, 0x78, 0x9c, 1, 2]]));
     let r = validate(&c.build());
     assert!(!r.is_valid(false), "{:#?}", r.findings);
     // Short with an odd cell count: padded block; non-zero pad is a warning.
@@ -277,10 +309,20 @@ fn metadata_and_free_space_rules() {
     // Duplicate metadata key, bad identifier.
     let mut c = Craft::new(2, 2, 2, 2, vec![El::int("v", 0)]);
     for _ in 0..2 {
-        c.metadata.push(Meta { name: "_x".into(), id: 3, ty: 9, content: text("a"), description: String::new() });
+        c.metadata.push(Meta {
+            name: "_x".into(),
+            id: 3,
+            ty: 9,
+            content: text("a"),
+            description: String::new(),
+        });
     }
     let r = validate(&c.build());
-    assert!(has_error(&r, "gvrs.metadata.duplicate_key") && has_error(&r, "gvrs.metadata.identifier"), "{:#?}", r.findings);
+    assert!(
+        has_error(&r, "gvrs.metadata.duplicate_key") && has_error(&r, "gvrs.metadata.identifier"),
+        "{:#?}",
+        r.findings
+    );
     // Every metadata type decodes.
     let mut c = Craft::new(2, 2, 2, 2, vec![El::int("v", 0)]);
     let payloads: Vec<(u8, Vec<u8>)> = vec![
@@ -297,23 +339,47 @@ fn metadata_and_free_space_rules() {
         (6, vec![]),
     ];
     for (i, (ty, content)) in payloads.iter().enumerate() {
-        c.metadata.push(Meta { name: format!("M{i}"), id: i as i32, ty: *ty, content: content.clone(), description: "d".into() });
+        c.metadata.push(Meta {
+            name: format!("M{i}"),
+            id: i as i32,
+            ty: *ty,
+            content: content.clone(),
+            description: "d".into(),
+        });
     }
     let b = c.build();
     assert_clean(&validate(&b));
-    let rep = GvrsFormat.inspect(&Input::from_bytes("t", b), &InspectOptions::default()).unwrap();
+    let rep = GvrsFormat
+        .inspect(&Input::from_bytes("t", b), &InspectOptions::default())
+        .unwrap();
     let md = rep.summary["metadata"].as_array().unwrap();
     let vals: Vec<String> = md.iter().map(|m| m["value"].to_string()).collect();
     assert_eq!(
         vals,
-        ["null", "[-1,1]", "[-1,2]", "[65535,2]", "[-5]", "[4294967295]", "[1.5]", "[\"NaN\"]", "\"Zoë\"", "\"plain\"", "[]"]
+        [
+            "null",
+            "[-1,1]",
+            "[-1,2]",
+            "[65535,2]",
+            "[-5]",
+            "[4294967295]",
+            "[1.5]",
+            "[\"NaN\"]",
+            "\"Zoë\"",
+            "\"plain\"",
+            "[]"
+        ]
     );
 }
 
 /// parse + validate + inspect + read_array never panic on a damaged file.
 fn exercise(bytes: &[u8]) {
     // Small limits keep damaged grid sizes from making the sweep slow (they are refused).
-    let limits = Limits { max_array_bytes: 1 << 20, max_alloc: 16 << 20, ..Limits::default() };
+    let limits = Limits {
+        max_array_bytes: 1 << 20,
+        max_alloc: 16 << 20,
+        ..Limits::default()
+    };
     let input = Input::from_bytes("t.gvrs", bytes.to_vec());
     let _ = GvrsFormat.validate(&input, &ValidateOptions { limits });
     let _ = GvrsFormat.inspect(&input, &InspectOptions { all: false, limits });
@@ -376,7 +442,10 @@ fn hostile_sizes_are_refused_before_allocating() {
     b[104..108].copy_from_slice(&i32::MAX.to_le_bytes());
     b[108..112].copy_from_slice(&i32::MAX.to_le_bytes());
     let f = open(&b);
-    let lim = Limits { max_array_bytes: 1 << 20, ..Limits::default() };
+    let lim = Limits {
+        max_array_bytes: 1 << 20,
+        ..Limits::default()
+    };
     let f2 = GvrsFile::open(f.input().clone(), lim).unwrap();
     assert_eq!(f2.read_element(0, false).unwrap_err().kind, ErrorKind::LimitExceeded);
     assert_eq!(f.cell(0, 1 << 30, 1 << 30).unwrap(), CellValue::Integer(0));
@@ -404,7 +473,11 @@ fn regression_huge_tile_with_small_grid() {
     b[112..116].copy_from_slice(&50i32.to_le_bytes());
     b[116..120].copy_from_slice(&0x004d_26d7i32.to_le_bytes());
     c.seal_header(&mut b);
-    let limits = Limits { max_alloc: 64 << 20, max_array_bytes: 16 << 20, ..Limits::default() };
+    let limits = Limits {
+        max_alloc: 64 << 20,
+        max_array_bytes: 16 << 20,
+        ..Limits::default()
+    };
     let input = Input::from_bytes("t", b.clone());
     let err = GvrsFile::open(input.clone(), limits).unwrap_err();
     assert_eq!(err.kind, ErrorKind::LimitExceeded);
@@ -417,7 +490,10 @@ fn regression_huge_tile_with_small_grid() {
 #[test]
 fn testdata_samples_are_current() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/gvrs");
-    let samples = [("crafted_all_types.gvrs", sample(true).1), ("crafted_compressed.gvrs", compressed_sample())];
+    let samples = [
+        ("crafted_all_types.gvrs", sample(true).1),
+        ("crafted_compressed.gvrs", compressed_sample()),
+    ];
     for (name, bytes) in samples {
         let path = dir.join(name);
         if std::env::var_os("GVRS_REGEN_TESTDATA").is_some() {

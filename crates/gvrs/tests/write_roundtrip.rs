@@ -4,18 +4,24 @@
 
 use rasterpack_common::{DType, Format, Input, Limits, NdArray, ValidateOptions, WriteOptions};
 use rasterpack_gvrs::codec::Codec;
-use rasterpack_gvrs::write::{self, Coordinates, ElementKind, ElementSpec, ElementValues, GvrsSpec, Metadata, RasterSpace};
+use rasterpack_gvrs::write::{
+    self, Coordinates, ElementKind, ElementSpec, ElementValues, GvrsSpec, Metadata, RasterSpace,
+};
 use rasterpack_gvrs::{GvrsFile, GvrsFormat};
 
 const ROWS: u32 = 37;
 const COLS: u32 = 53;
 
 fn open(bytes: &[u8]) -> GvrsFile {
-    GvrsFile::open(Input::from_bytes("mem.gvrs", bytes.to_vec()), Limits::default()).expect("reader opens the written file")
+    GvrsFile::open(Input::from_bytes("mem.gvrs", bytes.to_vec()), Limits::default())
+        .expect("reader opens the written file")
 }
 
 fn assert_valid(bytes: &[u8], what: &str) {
-    let report = GvrsFormat.validate(&Input::from_bytes("mem.gvrs", bytes.to_vec()), &ValidateOptions::default());
+    let report = GvrsFormat.validate(
+        &Input::from_bytes("mem.gvrs", bytes.to_vec()),
+        &ValidateOptions::default(),
+    );
     assert!(report.is_valid(true), "{what}: {:#?}", report.findings);
 }
 
@@ -38,7 +44,17 @@ fn ints(fill: i32, lo: i32, hi: i32) -> Vec<i32> {
 }
 
 fn floats() -> Vec<f32> {
-    let specials = [-0.0f32, 0.0, f32::INFINITY, f32::NEG_INFINITY, f32::from_bits(1), f32::MAX, f32::MIN, f32::from_bits(0x7FC0_0001), f32::from_bits(0xFFBF_FFFF)];
+    let specials = [
+        -0.0f32,
+        0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::from_bits(1),
+        f32::MAX,
+        f32::MIN,
+        f32::from_bits(0x7FC0_0001),
+        f32::from_bits(0xFFBF_FFFF),
+    ];
     (0..ROWS * COLS)
         .map(|i| {
             let (r, c) = (i / COLS, i % COLS);
@@ -73,7 +89,10 @@ fn spec(kind: ElementKind, codecs: &[Codec], checksums: bool) -> GvrsSpec {
 }
 
 fn i32s(a: &NdArray) -> Vec<i32> {
-    a.data.chunks_exact(4).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect()
+    a.data
+        .chunks_exact(4)
+        .map(|b| i32::from_le_bytes(b.try_into().unwrap()))
+        .collect()
 }
 
 #[test]
@@ -82,7 +101,11 @@ fn every_type_and_codec_round_trips() {
         let checksums = k % 2 == 0;
         // Integer.
         let v = ints(i32::MIN, i32::MIN + 1, i32::MAX);
-        let b = write::to_bytes(&spec(ElementKind::integer(), codecs, checksums), &[ElementValues::Int(&v)]).unwrap();
+        let b = write::to_bytes(
+            &spec(ElementKind::integer(), codecs, checksums),
+            &[ElementValues::Int(&v)],
+        )
+        .unwrap();
         assert_valid(&b, &format!("int {codecs:?}"));
         let a = open(&b).read_element(0, false).unwrap();
         assert_eq!((a.dtype, &a.shape), (DType::I32, &vec![ROWS as u64, COLS as u64]));
@@ -90,25 +113,48 @@ fn every_type_and_codec_round_trips() {
         // Integer with a non-minimum fill and INT_MIN as data (DifferencingWithNulls).
         let mut v2 = ints(-9999, i32::MIN, i32::MAX);
         v2[5] = i32::MIN;
-        let kind = ElementKind::Integer { min: i32::MIN, max: i32::MAX, fill: -9999 };
+        let kind = ElementKind::Integer {
+            min: i32::MIN,
+            max: i32::MAX,
+            fill: -9999,
+        };
         let b = write::to_bytes(&spec(kind, codecs, checksums), &[ElementValues::Int(&v2)]).unwrap();
         assert_valid(&b, &format!("int fill {codecs:?}"));
         assert_eq!(i32s(&open(&b).read_element(0, false).unwrap()), v2);
         // Short.
-        let s: Vec<i16> = ints(i16::MIN as i32, i16::MIN as i32 + 1, i16::MAX as i32).iter().map(|&x| x as i16).collect();
-        let b = write::to_bytes(&spec(ElementKind::short(), codecs, checksums), &[ElementValues::Short(&s)]).unwrap();
+        let s: Vec<i16> = ints(i16::MIN as i32, i16::MIN as i32 + 1, i16::MAX as i32)
+            .iter()
+            .map(|&x| x as i16)
+            .collect();
+        let b = write::to_bytes(
+            &spec(ElementKind::short(), codecs, checksums),
+            &[ElementValues::Short(&s)],
+        )
+        .unwrap();
         assert_valid(&b, &format!("short {codecs:?}"));
         let a = open(&b).read_element(0, false).unwrap();
         assert_eq!(a.dtype, DType::I16);
-        let got: Vec<i16> = a.data.chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]])).collect();
+        let got: Vec<i16> = a
+            .data
+            .chunks_exact(2)
+            .map(|b| i16::from_le_bytes([b[0], b[1]]))
+            .collect();
         assert_eq!(got, s, "short {codecs:?}");
         // Float: bit patterns, NaN payloads and -0.0 included.
         let f = floats();
-        let b = write::to_bytes(&spec(ElementKind::float(), codecs, checksums), &[ElementValues::Float(&f)]).unwrap();
+        let b = write::to_bytes(
+            &spec(ElementKind::float(), codecs, checksums),
+            &[ElementValues::Float(&f)],
+        )
+        .unwrap();
         assert_valid(&b, &format!("float {codecs:?}"));
         let a = open(&b).read_element(0, false).unwrap();
         assert_eq!(a.dtype, DType::F32);
-        let got: Vec<u32> = a.data.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
+        let got: Vec<u32> = a
+            .data
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
         let want: Vec<u32> = f.iter().map(|x| x.to_bits()).collect();
         assert_eq!(got, want, "float {codecs:?}");
         // Integer-coded float, as codes and as values.
@@ -116,11 +162,26 @@ fn every_type_and_codec_round_trips() {
         let codes = ints(i32::MIN, i32::MIN + 1, i32::MAX);
         let b = write::to_bytes(&spec(kind.clone(), codecs, checksums), &[ElementValues::Codes(&codes)]).unwrap();
         assert_valid(&b, &format!("icf {codecs:?}"));
-        assert_eq!(i32s(&open(&b).read_element(0, true).unwrap()), codes, "icf codes {codecs:?}");
-        let vals: Vec<f32> = (0..ROWS * COLS).map(|i| if i % 11 == 0 { f32::NAN } else { (i as f32).sqrt() - 20.0 }).collect();
+        assert_eq!(
+            i32s(&open(&b).read_element(0, true).unwrap()),
+            codes,
+            "icf codes {codecs:?}"
+        );
+        let vals: Vec<f32> = (0..ROWS * COLS)
+            .map(|i| {
+                if i % 11 == 0 {
+                    f32::NAN
+                } else {
+                    (i as f32).sqrt() - 20.0
+                }
+            })
+            .collect();
         let b = write::to_bytes(&spec(kind, codecs, checksums), &[ElementValues::IcfValues(&vals)]).unwrap();
         let a = open(&b).read_element(0, true).unwrap();
-        let want: Vec<i32> = vals.iter().map(|&x| write::icf_encode(x, 100.0, -50.0, f32::NAN, i32::MIN)).collect();
+        let want: Vec<i32> = vals
+            .iter()
+            .map(|&x| write::icf_encode(x, 100.0, -50.0, f32::NAN, i32::MIN))
+            .collect();
         assert_eq!(i32s(&a), want);
         let dec = open(&b).read_element(0, false).unwrap();
         for (i, ch) in dec.data.chunks_exact(4).enumerate() {
@@ -143,15 +204,35 @@ fn icf_rounding_follows_gridfour() {
 #[test]
 fn several_elements_metadata_and_coordinates() {
     let elements = vec![
-        ElementSpec { label: "Depth".into(), description: "Tiefe über NN".into(), unit: "m".into(), ..ElementSpec::new("depth", ElementKind::integer()) },
-        ElementSpec { continuous: false, ..ElementSpec::new("class_code", ElementKind::Short { min: -5, max: 5000, fill: -999 }) },
+        ElementSpec {
+            label: "Depth".into(),
+            description: "Tiefe über NN".into(),
+            unit: "m".into(),
+            ..ElementSpec::new("depth", ElementKind::integer())
+        },
+        ElementSpec {
+            continuous: false,
+            ..ElementSpec::new(
+                "class_code",
+                ElementKind::Short {
+                    min: -5,
+                    max: 5000,
+                    fill: -999,
+                },
+            )
+        },
         ElementSpec::new("temp", ElementKind::float()),
         ElementSpec::new("elev", ElementKind::int_coded_float(10.0, 0.0)),
     ];
     let mut s = GvrsSpec::new(ROWS, COLS, 16, 20, elements[0].clone());
     s.elements = elements;
     s.raster_space = RasterSpace::Area;
-    s.coordinates = Coordinates::Geographic { lon0: 170.0, lat0: 45.0, lon1: 196.0, lat1: 27.0 };
+    s.coordinates = Coordinates::Geographic {
+        lon0: 170.0,
+        lat0: 45.0,
+        lon1: 196.0,
+        lat1: 27.0,
+    };
     s.product_label = "rasterpack test ✓".into();
     s.metadata = vec![
         Metadata::text("Author", 1, "Ada", false).with_description("who"),
@@ -162,26 +243,60 @@ fn several_elements_metadata_and_coordinates() {
         Metadata::text("Empty", 0, "", true),
     ];
     let i = ints(i32::MIN, -5, 5);
-    let sh: Vec<i16> = i.iter().map(|&x| if x == i32::MIN { -999 } else { (x % 5000) as i16 }).collect();
+    let sh: Vec<i16> = i
+        .iter()
+        .map(|&x| if x == i32::MIN { -999 } else { (x % 5000) as i16 })
+        .collect();
     let f = floats();
     let c: Vec<i32> = i.iter().map(|&x| x.wrapping_mul(3)).collect();
-    let values = [ElementValues::Int(&i), ElementValues::Short(&sh), ElementValues::Float(&f), ElementValues::Codes(&c)];
+    let values = [
+        ElementValues::Int(&i),
+        ElementValues::Short(&sh),
+        ElementValues::Float(&f),
+        ElementValues::Codes(&c),
+    ];
     let b = write::to_bytes(&s, &values).unwrap();
     assert_valid(&b, "four elements");
     let file = open(&b);
     assert_eq!(i32s(&file.read_element(0, false).unwrap()), i);
-    let got: Vec<i16> = file.read_element(1, false).unwrap().data.chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]])).collect();
+    let got: Vec<i16> = file
+        .read_element(1, false)
+        .unwrap()
+        .data
+        .chunks_exact(2)
+        .map(|b| i16::from_le_bytes([b[0], b[1]]))
+        .collect();
     assert_eq!(got, sh);
-    let got: Vec<u32> = file.read_element(2, false).unwrap().data.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
+    let got: Vec<u32> = file
+        .read_element(2, false)
+        .unwrap()
+        .data
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
     assert_eq!(got, f.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
     assert_eq!(i32s(&file.read_element(3, true).unwrap()), c);
     let meta: Vec<_> = file.metadata().unwrap().into_iter().map(|m| m.unwrap()).collect();
-    let names: Vec<String> = meta.iter().map(|m| String::from_utf8_lossy(&m.name.bytes).into_owned()).collect();
-    for n in ["GvrsJavaCodecs", "GvrsCompressionCodecs", "Author", "Counts", "Weights", "Codes", "Empty"] {
+    let names: Vec<String> = meta
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.name.bytes).into_owned())
+        .collect();
+    for n in [
+        "GvrsJavaCodecs",
+        "GvrsCompressionCodecs",
+        "Author",
+        "Counts",
+        "Weights",
+        "Codes",
+        "Empty",
+    ] {
         assert!(names.iter().any(|x| x == n), "metadata {n} missing from {names:?}");
     }
     let counts = meta.iter().find(|m| m.name.bytes == b"Counts").unwrap();
-    assert_eq!(counts.content, [1i32, -2, 3].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+    assert_eq!(
+        counts.content,
+        [1i32, -2, 3].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()
+    );
     let codecs = meta.iter().find(|m| m.name.bytes == b"GvrsCompressionCodecs").unwrap();
     assert_eq!(&codecs.content[4..], b"GvrsHuffman|GvrsDeflate|GvrsFloat");
     // Geographic transform: cell (0,0) centre and the last cell.
@@ -194,9 +309,17 @@ fn several_elements_metadata_and_coordinates() {
 #[test]
 fn closed_file_layout() {
     let v = ints(i32::MIN, 0, 1);
-    let b = write::to_bytes(&spec(ElementKind::integer(), &write::DEFAULT_CODECS, true), &[ElementValues::Int(&v)]).unwrap();
+    let b = write::to_bytes(
+        &spec(ElementKind::integer(), &write::DEFAULT_CODECS, true),
+        &[ElementValues::Int(&v)],
+    )
+    .unwrap();
     assert_eq!(&b[..16], b"gvrs raster\0\x01\x04\0\0");
-    assert_eq!(i64::from_le_bytes(b[48..56].try_into().unwrap()), 0, "time opened for writing");
+    assert_eq!(
+        i64::from_le_bytes(b[48..56].try_into().unwrap()),
+        0,
+        "time opened for writing"
+    );
     assert_eq!(i16::from_le_bytes([b[72], b[73]]), 1, "levels");
     let len = i32::from_le_bytes(b[16..20].try_into().unwrap()) as usize;
     assert_eq!(len % 8, 0);
@@ -212,12 +335,19 @@ fn closed_file_layout() {
 #[test]
 fn all_fill_grid_stores_no_tiles() {
     let v = vec![i16::MIN; (ROWS * COLS) as usize];
-    let b = write::to_bytes(&spec(ElementKind::short(), &write::DEFAULT_CODECS, true), &[ElementValues::Short(&v)]).unwrap();
+    let b = write::to_bytes(
+        &spec(ElementKind::short(), &write::DEFAULT_CODECS, true),
+        &[ElementValues::Short(&v)],
+    )
+    .unwrap();
     assert_valid(&b, "all fill");
     let file = open(&b);
     assert!(file.stored_tiles().is_empty());
     let a = file.read_element(0, false).unwrap();
-    assert!(a.data.chunks_exact(2).all(|x| i16::from_le_bytes([x[0], x[1]]) == i16::MIN));
+    assert!(a
+        .data
+        .chunks_exact(2)
+        .all(|x| i16::from_le_bytes([x[0], x[1]]) == i16::MIN));
 }
 
 #[test]
@@ -241,9 +371,24 @@ fn one_by_one_and_single_tile_grids() {
 fn write_ndarray_maps_dtypes() {
     let mk = |dtype: DType, shape: Vec<u64>, data: Vec<u8>| NdArray::new(dtype, shape, data).unwrap();
     let i: Vec<i32> = (0..300 * 200).map(|k| (k % 200) * 3 + k / 200).collect();
-    let arr = mk(DType::I32, vec![300, 200], i.iter().flat_map(|x| x.to_le_bytes()).collect());
-    for compress in [None, Some("none"), Some("deflate"), Some("huffman"), Some("float"), Some("all"), Some("lsop")] {
-        let opts = WriteOptions { compress: compress.map(String::from), ..Default::default() };
+    let arr = mk(
+        DType::I32,
+        vec![300, 200],
+        i.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    );
+    for compress in [
+        None,
+        Some("none"),
+        Some("deflate"),
+        Some("huffman"),
+        Some("float"),
+        Some("all"),
+        Some("lsop"),
+    ] {
+        let opts = WriteOptions {
+            compress: compress.map(String::from),
+            ..Default::default()
+        };
         let mut out = Vec::new();
         write::write_ndarray(&arr, &opts, &mut out).unwrap();
         assert_valid(&out, &format!("{compress:?}"));
@@ -251,12 +396,23 @@ fn write_ndarray_maps_dtypes() {
         assert_eq!(i32s(&f.read_element(0, false).unwrap()), i);
         assert_eq!(f.stored_tiles().len(), 6, "128x128 default tiles");
     }
-    let opts = WriteOptions { tile: Some((50, 40)), ..Default::default() };
-    let sh = mk(DType::I16, vec![7, 11], (0..77i16).flat_map(|x| x.to_le_bytes()).collect());
+    let opts = WriteOptions {
+        tile: Some((50, 40)),
+        ..Default::default()
+    };
+    let sh = mk(
+        DType::I16,
+        vec![7, 11],
+        (0..77i16).flat_map(|x| x.to_le_bytes()).collect(),
+    );
     let mut out = Vec::new();
     write::write_ndarray(&sh, &WriteOptions::default(), &mut out).unwrap();
     assert_eq!(open(&out).read_element(0, false).unwrap().data, sh.data);
-    let fl = mk(DType::F32, vec![60, 50], (0..3000).flat_map(|x| (x as f32 * 0.5).to_le_bytes()).collect());
+    let fl = mk(
+        DType::F32,
+        vec![60, 50],
+        (0..3000).flat_map(|x| (x as f32 * 0.5).to_le_bytes()).collect(),
+    );
     let mut out = Vec::new();
     write::write_ndarray(&fl, &opts, &mut out).unwrap();
     assert_eq!(open(&out).read_element(0, false).unwrap().data, fl.data);
@@ -264,8 +420,20 @@ fn write_ndarray_maps_dtypes() {
     let bad = [
         (mk(DType::F64, vec![2, 2], vec![0; 32]), WriteOptions::default()),
         (mk(DType::I32, vec![2, 2, 2], vec![0; 32]), WriteOptions::default()),
-        (mk(DType::I32, vec![2, 2], vec![0; 16]), WriteOptions { compress: Some("zstd".into()), ..Default::default() }),
-        (mk(DType::I32, vec![2, 2], vec![0; 16]), WriteOptions { tile: Some((3, 1)), ..Default::default() }),
+        (
+            mk(DType::I32, vec![2, 2], vec![0; 16]),
+            WriteOptions {
+                compress: Some("zstd".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            mk(DType::I32, vec![2, 2], vec![0; 16]),
+            WriteOptions {
+                tile: Some((3, 1)),
+                ..Default::default()
+            },
+        ),
     ];
     for (a, o) in bad {
         let e = write::write_ndarray(&a, &o, &mut Vec::new()).unwrap_err();
@@ -290,7 +458,12 @@ fn header_matches_gridfour() {
     };
     let mut s = GvrsSpec::new(64, 48, 16, 16, e);
     s.codecs = vec![];
-    s.coordinates = Coordinates::Cartesian { x0: 500000.0, y0: 4100000.0, x1: 501410.0, y1: 4098110.0 };
+    s.coordinates = Coordinates::Cartesian {
+        x0: 500000.0,
+        y0: 4100000.0,
+        x1: 501410.0,
+        y1: 4098110.0,
+    };
     let v = vec![1.0f32; 64 * 48];
     let b = write::to_bytes(&s, &[ElementValues::Float(&v)]).unwrap();
     let len = i32::from_le_bytes(gf[16..20].try_into().unwrap()) as usize;
@@ -334,9 +507,21 @@ fn headers_match_every_corpus_file() {
             .map(|e| {
                 let i = |k: &str| e[k].as_i64().unwrap();
                 let kind = match e["type"].as_str().unwrap() {
-                    "INTEGER" => ElementKind::Integer { min: i("min") as i32, max: i("max") as i32, fill: i("fill") as i32 },
-                    "SHORT" => ElementKind::Short { min: i("min") as i16, max: i("max") as i16, fill: i("fill") as i16 },
-                    "FLOAT" => ElementKind::Float { min: bits32(&e["min_bits"]), max: bits32(&e["max_bits"]), fill: bits32(&e["fill_bits"]) },
+                    "INTEGER" => ElementKind::Integer {
+                        min: i("min") as i32,
+                        max: i("max") as i32,
+                        fill: i("fill") as i32,
+                    },
+                    "SHORT" => ElementKind::Short {
+                        min: i("min") as i16,
+                        max: i("max") as i16,
+                        fill: i("fill") as i16,
+                    },
+                    "FLOAT" => ElementKind::Float {
+                        min: bits32(&e["min_bits"]),
+                        max: bits32(&e["max_bits"]),
+                        fill: bits32(&e["fill_bits"]),
+                    },
                     _ => ElementKind::IntCodedFloat {
                         min: bits32(&e["min_bits"]),
                         max: bits32(&e["max_bits"]),
@@ -358,9 +543,20 @@ fn headers_match_every_corpus_file() {
             })
             .collect();
         let u = |k: &str| t[k].as_u64().unwrap() as u32;
-        let mut s = GvrsSpec::new(u("rows"), u("cols"), u("tile_rows"), u("tile_cols"), elements[0].clone());
+        let mut s = GvrsSpec::new(
+            u("rows"),
+            u("cols"),
+            u("tile_rows"),
+            u("tile_cols"),
+            elements[0].clone(),
+        );
         s.elements = elements;
-        s.codecs = t["codecs"].as_array().unwrap().iter().map(|c| Codec::from_name(c.as_str().unwrap()).unwrap()).collect();
+        s.codecs = t["codecs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| Codec::from_name(c.as_str().unwrap()).unwrap())
+            .collect();
         s.checksums = t["checksums_enabled"].as_bool().unwrap();
         s.product_label = t["product_label"].as_str().unwrap().into();
         s.raster_space = match t["raster_space"]["code"].as_u64().unwrap() {
@@ -369,15 +565,30 @@ fn headers_match_every_corpus_file() {
             _ => RasterSpace::Unspecified,
         };
         let c = &t["coordinate_system"];
-        let (x0, y0, dx, dy) = (bits64(&c["x0_bits"]), bits64(&c["y0_bits"]), bits64(&c["cell_size_x_bits"]), bits64(&c["cell_size_y_bits"]));
+        let (x0, y0, dx, dy) = (
+            bits64(&c["x0_bits"]),
+            bits64(&c["y0_bits"]),
+            bits64(&c["cell_size_x_bits"]),
+            bits64(&c["cell_size_y_bits"]),
+        );
         let (x1, y1) = (bits64(&c["x1_bits"]), bits64(&c["y1_bits"]));
         // Files were made from corners or from a spacing; rebuild them the same way.
         let corners = (x1 - x0) / f64::from(s.cols - 1) == dx && (y1 - y0) / f64::from(s.rows - 1) == dy;
         s.coordinates = match (c["code"].as_u64().unwrap(), corners) {
             (1, true) => Coordinates::Cartesian { x0, y0, x1, y1 },
             (1, false) => Coordinates::CartesianSpacing { x0, y0, dx, dy },
-            (2, true) => Coordinates::Geographic { lon0: x0, lat0: y0, lon1: x1, lat1: y1 },
-            (2, false) => Coordinates::GeographicSpacing { lon0: x0, lat0: y0, dlon: dx, dlat: dy },
+            (2, true) => Coordinates::Geographic {
+                lon0: x0,
+                lat0: y0,
+                lon1: x1,
+                lat1: y1,
+            },
+            (2, false) => Coordinates::GeographicSpacing {
+                lon0: x0,
+                lat0: y0,
+                dlon: dx,
+                dlat: dy,
+            },
             _ => Coordinates::Unspecified,
         };
         let b = write::header_bytes(&s).unwrap();
@@ -462,13 +673,18 @@ fn codec_records_match_gridfour() {
         let mut key = (name.len() as u16).to_le_bytes().to_vec();
         key.extend_from_slice(name.as_bytes());
         // The record content starts with the name; its header is the 8 bytes before.
-        let at = file.windows(key.len()).position(|w| w == key.as_slice()).expect("record present") - 8;
+        let at = file
+            .windows(key.len())
+            .position(|w| w == key.as_slice())
+            .expect("record present")
+            - 8;
         let len = i32::from_le_bytes(file[at..at + 4].try_into().unwrap()) as usize;
         &file[at..at + len]
     }
-    for (file, codecs, checksums) in
-        [("int_deflate.gvrs", vec![Codec::Deflate], true), ("short_compressed_default.gvrs", write::DEFAULT_CODECS.to_vec(), false)]
-    {
+    for (file, codecs, checksums) in [
+        ("int_deflate.gvrs", vec![Codec::Deflate], true),
+        ("short_compressed_default.gvrs", write::DEFAULT_CODECS.to_vec(), false),
+    ] {
         let gf = std::fs::read(std::path::Path::new(&root).join("gvrs").join(file)).unwrap();
         let s = spec(ElementKind::integer(), &codecs, checksums);
         let v = vec![0i32; (ROWS * COLS) as usize];

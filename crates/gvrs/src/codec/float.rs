@@ -15,13 +15,24 @@ pub struct FloatError {
 
 fn section(block: &[u8], at: usize, out: &mut [u8], what: &str) -> Result<usize, FloatError> {
     let Some(len_bytes) = block.get(at..at + 4) else {
-        return Err(FloatError { code: "gvrs.codec.truncated", offset: at, message: format!("GvrsFloat block ends before the {what} section length") });
+        return Err(FloatError {
+            code: "gvrs.codec.truncated",
+            offset: at,
+            message: format!("GvrsFloat block ends before the {what} section length"),
+        });
     };
     let n = i32::from_le_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]);
     let start = at + 4;
-    let end = usize::try_from(n).ok().and_then(|n| start.checked_add(n)).filter(|&e| e <= block.len());
+    let end = usize::try_from(n)
+        .ok()
+        .and_then(|n| start.checked_add(n))
+        .filter(|&e| e <= block.len());
     let Some(end) = end else {
-        return Err(FloatError { code: "gvrs.codec.bad_section_length", offset: at, message: format!("GvrsFloat {what} section length {n} exceeds the block") });
+        return Err(FloatError {
+            code: "gvrs.codec.bad_section_length",
+            offset: at,
+            message: format!("GvrsFloat {what} section length {n} exceeds the block"),
+        });
     };
     let expected = out.len();
     match zlib::inflate_exact(&block[start..end], out) {
@@ -31,7 +42,11 @@ fn section(block: &[u8], at: usize, out: &mut [u8], what: &str) -> Result<usize,
             offset: start + used,
             message: format!("{} byte(s) after the {what} zlib stream", end - start - used),
         }),
-        Err(e) => Err(FloatError { code: e.code(), offset: start, message: format!("GvrsFloat {what}: {}", e.message(expected)) }),
+        Err(e) => Err(FloatError {
+            code: e.code(),
+            offset: start,
+            message: format!("GvrsFloat {what}: {}", e.message(expected)),
+        }),
     }
 }
 
@@ -63,7 +78,11 @@ fn difference(s: &mut [u8], cols: usize) {
 pub fn decode(block: &[u8], cols: usize, out: &mut [f32]) -> Result<(), FloatError> {
     let cells = out.len();
     if block.len() < 2 {
-        return Err(FloatError { code: "gvrs.codec.truncated", offset: 0, message: "GvrsFloat block shorter than its 2-byte header".into() });
+        return Err(FloatError {
+            code: "gvrs.codec.truncated",
+            offset: 0,
+            message: "GvrsFloat block shorter than its 2-byte header".into(),
+        });
     }
     let mut scratch = vec![0u8; cells];
     let mut bits = vec![0u32; cells];
@@ -77,7 +96,11 @@ pub fn decode(block: &[u8], cols: usize, out: &mut [f32]) -> Result<(), FloatErr
     for (w, &b) in bits.iter_mut().zip(&scratch) {
         *w |= u32::from(b) << 23;
     }
-    for (shift, mask, what) in [(16u32, 0x7Fu8, "mantissa 1"), (8, 0xFF, "mantissa 2"), (0, 0xFF, "mantissa 3")] {
+    for (shift, mask, what) in [
+        (16u32, 0x7Fu8, "mantissa 1"),
+        (8, 0xFF, "mantissa 2"),
+        (0, 0xFF, "mantissa 3"),
+    ] {
         at = section(block, at, &mut scratch, what)?;
         undifference(&mut scratch, cols);
         for (w, &b) in bits.iter_mut().zip(&scratch) {
@@ -85,7 +108,11 @@ pub fn decode(block: &[u8], cols: usize, out: &mut [f32]) -> Result<(), FloatErr
         }
     }
     if at != block.len() {
-        return Err(FloatError { code: "gvrs.codec.trailing_data", offset: at, message: format!("{} byte(s) after the last GvrsFloat section", block.len() - at) });
+        return Err(FloatError {
+            code: "gvrs.codec.trailing_data",
+            offset: at,
+            message: format!("{} byte(s) after the last GvrsFloat section", block.len() - at),
+        });
     }
     for (o, &w) in out.iter_mut().zip(&bits) {
         *o = f32::from_bits(w);

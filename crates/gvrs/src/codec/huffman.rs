@@ -103,7 +103,10 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
     // Pre-order tree: a full binary tree with L leaves has L - 1 branches, so at most 2N - 1
     // nodes are ever read.
     let mut nodes: Vec<Node> = Vec::with_capacity(2 * n_leaves);
-    nodes.push(Node { child: [NO_CHILD; 2], sym: 256 });
+    nodes.push(Node {
+        child: [NO_CHILD; 2],
+        sym: 256,
+    });
     let mut stack: Vec<u16> = Vec::with_capacity(n_leaves + 1);
     stack.push(0);
     let (mut leaves, mut branches) = (0usize, 1usize);
@@ -115,13 +118,19 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
             if leaves > n_leaves {
                 return Err(HuffmanError::BadTree);
             }
-            Node { child: [NO_CHILD; 2], sym: r.bits(8)? as u16 }
+            Node {
+                child: [NO_CHILD; 2],
+                sym: r.bits(8)? as u16,
+            }
         } else {
             branches += 1;
             if branches >= n_leaves {
                 return Err(HuffmanError::BadTree);
             }
-            Node { child: [NO_CHILD; 2], sym: 256 }
+            Node {
+                child: [NO_CHILD; 2],
+                sym: 256,
+            }
         };
         nodes.push(node);
         let t = &mut nodes[top as usize];
@@ -268,7 +277,12 @@ struct FastBits<'a> {
 
 impl<'a> FastBits<'a> {
     fn new(data: &'a [u8], bit_pos: usize) -> Self {
-        let mut f = FastBits { data, next: bit_pos >> 3, buf: 0, nbits: 0 };
+        let mut f = FastBits {
+            data,
+            next: bit_pos >> 3,
+            buf: 0,
+            nbits: 0,
+        };
         f.refill();
         let skip = (bit_pos & 7) as u32;
         f.consume(skip);
@@ -366,7 +380,10 @@ impl Code {
         }
         let mut codes = vec![(0u128, 0u32); 256];
         if syms.len() == 1 {
-            return Some(Code { codes, tree: Tree::Single(syms[0] as u8) });
+            return Some(Code {
+                codes,
+                tree: Tree::Single(syms[0] as u8),
+            });
         }
         // Nodes: leaves then branches; children by index.
         use std::cmp::Reverse;
@@ -380,7 +397,9 @@ impl Code {
             sym_of.push(s as u8);
         }
         while heap.len() > 1 {
-            let (Some(Reverse((fa, a))), Some(Reverse((fb, b)))) = (heap.pop(), heap.pop()) else { break };
+            let (Some(Reverse((fa, a))), Some(Reverse((fb, b)))) = (heap.pop(), heap.pop()) else {
+                break;
+            };
             heap.push(Reverse((fa + fb, kids.len())));
             kids.push(Some((a, b)));
             sym_of.push(0);
@@ -403,7 +422,13 @@ impl Code {
                 }
             }
         }
-        Some(Code { codes, tree: Tree::Nodes { n_leaves: syms.len(), pre } })
+        Some(Code {
+            codes,
+            tree: Tree::Nodes {
+                n_leaves: syms.len(),
+                pre,
+            },
+        })
     }
 
     /// Exact encoded size in bits of the tree plus `hist`'s symbols.
@@ -512,7 +537,10 @@ mod tests {
             w.put(1 | (s << 1), 9);
         }
         let b = w.finish();
-        assert_eq!(decode_sequence(&mut BitReader::new(&b), &mut [0u8; 4]), Err(HuffmanError::BadTree));
+        assert_eq!(
+            decode_sequence(&mut BitReader::new(&b), &mut [0u8; 4]),
+            Err(HuffmanError::BadTree)
+        );
         // N = 3 declared but only two leaves.
         let mut w = BitWriter::new(Vec::new());
         w.put(2, 8);
@@ -520,8 +548,14 @@ mod tests {
         w.put(1 | (7 << 1), 9);
         w.put(1 | (8 << 1), 9);
         let b = w.finish();
-        assert_eq!(decode_sequence(&mut BitReader::new(&b), &mut [0u8; 4]), Err(HuffmanError::BadTree));
+        assert_eq!(
+            decode_sequence(&mut BitReader::new(&b), &mut [0u8; 4]),
+            Err(HuffmanError::BadTree)
+        );
         // Truncated.
-        assert_eq!(decode_sequence(&mut BitReader::new(&[0x01]), &mut [0u8; 4]), Err(HuffmanError::Truncated));
+        assert_eq!(
+            decode_sequence(&mut BitReader::new(&[0x01]), &mut [0u8; 4]),
+            Err(HuffmanError::Truncated)
+        );
     }
 }

@@ -18,7 +18,11 @@ pub struct LsopError {
 }
 
 fn err(code: &'static str, offset: usize, message: impl Into<String>) -> LsopError {
-    LsopError { code, offset, message: message.into() }
+    LsopError {
+        code,
+        offset,
+        message: message.into(),
+    }
 }
 
 fn le_i32(b: &[u8], at: usize) -> i32 {
@@ -48,23 +52,49 @@ fn m32_all(codes: &[u8], n: usize, out: &mut Vec<i32>, at: usize, what: &str) ->
     // No re-zeroing of a reused buffer: `fill` writes every value or fails.
     out.resize(n, 0);
     let mut r = M32Reader::new(codes);
-    r.fill(out).map_err(|e| err(e.code(), at, format!("LSOP12 {what} stream: {e:?}")))?;
-    r.finish().map_err(|e: M32Error| err(e.code(), at, format!("LSOP12 {what} stream holds more codes than the tile needs")))
+    r.fill(out)
+        .map_err(|e| err(e.code(), at, format!("LSOP12 {what} stream: {e:?}")))?;
+    r.finish().map_err(|e: M32Error| {
+        err(
+            e.code(),
+            at,
+            format!("LSOP12 {what} stream holds more codes than the tile needs"),
+        )
+    })
 }
 
 /// Decode an LSOP12 block into `out` (`rows * cols`).
 pub fn decode(block: &[u8], rows: usize, cols: usize, out: &mut [i32]) -> Result<(), LsopError> {
     if block.len() < HEADER_LEN {
-        return Err(err("gvrs.codec.truncated", 0, format!("LSOP12 block of {} bytes is shorter than its 63-byte header", block.len())));
+        return Err(err(
+            "gvrs.codec.truncated",
+            0,
+            format!(
+                "LSOP12 block of {} bytes is shorter than its 63-byte header",
+                block.len()
+            ),
+        ));
     }
     if block[1] & 0x40 != 0 {
-        return Err(err("gvrs.codec.unsupported_lsop_header", 1, "revised LSOP header (flag 0x40) is not supported"));
+        return Err(err(
+            "gvrs.codec.unsupported_lsop_header",
+            1,
+            "revised LSOP header (flag 0x40) is not supported",
+        ));
     }
     if block[1] != 12 {
-        return Err(err("gvrs.codec.bad_lsop_header", 1, format!("LSOP12 coefficient count {} (expected 12)", block[1])));
+        return Err(err(
+            "gvrs.codec.bad_lsop_header",
+            1,
+            format!("LSOP12 coefficient count {} (expected 12)", block[1]),
+        ));
     }
     if rows < 2 || cols < 4 {
-        return Err(err("gvrs.codec.bad_shape", 0, format!("LSOP12 cannot code a {rows}x{cols} tile")));
+        return Err(err(
+            "gvrs.codec.bad_shape",
+            0,
+            format!("LSOP12 cannot code a {rows}x{cols} tile"),
+        ));
     }
     let seed = le_i32(block, 2);
     let mut u = [0f32; 12];
@@ -77,7 +107,11 @@ pub fn decode(block: &[u8], rows: usize, cols: usize, out: &mut [i32]) -> Result
     let mut header = HEADER_LEN;
     let checksum = if method & 0x80 != 0 {
         if block.len() < HEADER_LEN + 4 {
-            return Err(err("gvrs.codec.truncated", HEADER_LEN, "LSOP12 block ends before its value checksum"));
+            return Err(err(
+                "gvrs.codec.truncated",
+                HEADER_LEN,
+                "LSOP12 block ends before its value checksum",
+            ));
         }
         header += 4;
         Some(le_i32(block, HEADER_LEN) as u32)
@@ -88,23 +122,53 @@ pub fn decode(block: &[u8], rows: usize, cols: usize, out: &mut [i32]) -> Result
     // M32 uses at most 6 bytes per residual: larger lengths cannot be right (and would let a
     // crafted header allocate without bound).
     let max = cells.saturating_mul(6);
-    let n_init = usize::try_from(n_init).ok().filter(|&n| n <= max).ok_or_else(|| err("gvrs.codec.bad_length", 54, format!("LSOP12 initializer length {n_init} out of range")))?;
-    let n_interior =
-        usize::try_from(n_interior).ok().filter(|&n| n <= max).ok_or_else(|| err("gvrs.codec.bad_length", 58, format!("LSOP12 interior length {n_interior} out of range")))?;
+    let n_init = usize::try_from(n_init).ok().filter(|&n| n <= max).ok_or_else(|| {
+        err(
+            "gvrs.codec.bad_length",
+            54,
+            format!("LSOP12 initializer length {n_init} out of range"),
+        )
+    })?;
+    let n_interior = usize::try_from(n_interior).ok().filter(|&n| n <= max).ok_or_else(|| {
+        err(
+            "gvrs.codec.bad_length",
+            58,
+            format!("LSOP12 interior length {n_interior} out of range"),
+        )
+    })?;
     let (ni, nn) = counts(rows, cols);
     // Each residual takes 1 to 6 bytes: other lengths cannot decode (and would over-allocate).
     if n_init < ni || n_init > ni * 6 {
-        return Err(err("gvrs.codec.bad_length", 54, format!("LSOP12 initializer length {n_init} cannot hold {ni} residuals")));
+        return Err(err(
+            "gvrs.codec.bad_length",
+            54,
+            format!("LSOP12 initializer length {n_init} cannot hold {ni} residuals"),
+        ));
     }
     if n_interior < nn || n_interior > nn * 6 {
-        return Err(err("gvrs.codec.bad_length", 58, format!("LSOP12 interior length {n_interior} cannot hold {nn} residuals")));
+        return Err(err(
+            "gvrs.codec.bad_length",
+            58,
+            format!("LSOP12 interior length {n_interior} cannot hold {nn} residuals"),
+        ));
     }
     let payload = &block[header..];
     // The byte and value buffers are reused by the thread's next tile (lengths checked above).
     STREAMS.with(|cell| {
         let mut guard = cell.borrow_mut();
         let st = &mut *guard;
-        decode_streams(payload, header, method, seed, &u, rows, cols, (n_init, n_interior), st, out)
+        decode_streams(
+            payload,
+            header,
+            method,
+            seed,
+            &u,
+            rows,
+            cols,
+            (n_init, n_interior),
+            st,
+            out,
+        )
     })?;
     if let Some(expected) = checksum {
         let mut bytes = Vec::with_capacity(cells * 4);
@@ -113,7 +177,11 @@ pub fn decode(block: &[u8], rows: usize, cols: usize, out: &mut [i32]) -> Result
         }
         let got = crc32c::crc32c(&bytes);
         if got != expected {
-            return Err(err("gvrs.codec.lsop_checksum", HEADER_LEN, format!("LSOP12 value checksum {expected:#010x} != computed {got:#010x}")));
+            return Err(err(
+                "gvrs.codec.lsop_checksum",
+                HEADER_LEN,
+                format!("LSOP12 value checksum {expected:#010x} != computed {got:#010x}"),
+            ));
         }
     }
     Ok(())
@@ -155,22 +223,44 @@ fn decode_streams(
     match method & 0x0F {
         0 => {
             let mut r = BitReader::new(payload);
-            huffman::decode_sequence(&mut r, init_codes).map_err(|e| err(e.code(), header, format!("LSOP12 initializer Huffman: {e:?}")))?;
-            huffman::decode_sequence(&mut r, interior_codes).map_err(|e| err(e.code(), header, format!("LSOP12 interior Huffman: {e:?}")))?;
+            huffman::decode_sequence(&mut r, init_codes)
+                .map_err(|e| err(e.code(), header, format!("LSOP12 initializer Huffman: {e:?}")))?;
+            huffman::decode_sequence(&mut r, interior_codes)
+                .map_err(|e| err(e.code(), header, format!("LSOP12 interior Huffman: {e:?}")))?;
             let used = r.pos().div_ceil(8);
             if used != payload.len() {
-                return Err(err("gvrs.codec.trailing_data", header + used, format!("{} byte(s) after the LSOP12 Huffman data", payload.len() - used)));
+                return Err(err(
+                    "gvrs.codec.trailing_data",
+                    header + used,
+                    format!("{} byte(s) after the LSOP12 Huffman data", payload.len() - used),
+                ));
             }
         }
         1 => {
-            let a = zlib::inflate_exact(payload, init_codes).map_err(|e| err(e.code(), header, format!("LSOP12 initializer: {}", e.message(n_init))))?;
-            let b = zlib::inflate_exact(&payload[a..], interior_codes)
-                .map_err(|e| err(e.code(), header + a, format!("LSOP12 interior: {}", e.message(n_interior))))?;
+            let a = zlib::inflate_exact(payload, init_codes)
+                .map_err(|e| err(e.code(), header, format!("LSOP12 initializer: {}", e.message(n_init))))?;
+            let b = zlib::inflate_exact(&payload[a..], interior_codes).map_err(|e| {
+                err(
+                    e.code(),
+                    header + a,
+                    format!("LSOP12 interior: {}", e.message(n_interior)),
+                )
+            })?;
             if a + b != payload.len() {
-                return Err(err("gvrs.codec.trailing_data", header + a + b, format!("{} byte(s) after the LSOP12 zlib streams", payload.len() - a - b)));
+                return Err(err(
+                    "gvrs.codec.trailing_data",
+                    header + a + b,
+                    format!("{} byte(s) after the LSOP12 zlib streams", payload.len() - a - b),
+                ));
             }
         }
-        m => return Err(err("gvrs.codec.bad_lsop_method", 62, format!("LSOP12 residual method {m} is not 0 (Huffman) or 1 (Deflate)"))),
+        m => {
+            return Err(err(
+                "gvrs.codec.bad_lsop_method",
+                62,
+                format!("LSOP12 residual method {m} is not 0 (Huffman) or 1 (Deflate)"),
+            ))
+        }
     }
     m32_all(init_codes, ni, &mut st.init, header, "initializer")?;
     m32_all(interior_codes, nn, &mut st.interior, header, "interior")?;
@@ -282,7 +372,8 @@ fn reconstruct(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32],
                 let left = sc.ring_i[(s - 1) % RING][a];
                 let up = sc.ring_i[(s - 3) % RING][a - 1];
                 let upleft = sc.ring_i[(s - 4) % RING][a - 1];
-                let x = init[tail + 2 * (a - 2) + (c + 2 - nc)].wrapping_add(left.wrapping_add(up).wrapping_sub(upleft));
+                let x =
+                    init[tail + 2 * (a - 2) + (c + 2 - nc)].wrapping_add(left.wrapping_add(up).wrapping_sub(upleft));
                 cur_i[a] = x;
                 cur_f[a] = x as f32;
                 v[a * nc + c] = x;
@@ -312,8 +403,18 @@ fn reconstruct(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32],
                 if !lanes(u, &z, res, &mut cur_i[a..a + n], &mut cur_f[a..a + n]) {
                     // Rare (huge values or coefficients, NaN): redo the real rows exactly.
                     for j in 0..b - a {
-                        let p = u[0] * z1[j] + u[1] * z2[j] + u[2] * z3[j] + u[3] * z4[j] + u[4] * z5[j] + u[5] * z6[j] + u[6] * z7[j] + u[7] * z8[j]
-                            + u[8] * z9[j] + u[9] * z10[j] + u[10] * z11[j] + u[11] * z12[j];
+                        let p = u[0] * z1[j]
+                            + u[1] * z2[j]
+                            + u[2] * z3[j]
+                            + u[3] * z4[j]
+                            + u[4] * z5[j]
+                            + u[5] * z6[j]
+                            + u[6] * z7[j]
+                            + u[7] * z8[j]
+                            + u[8] * z9[j]
+                            + u[9] * z10[j]
+                            + u[10] * z11[j]
+                            + u[11] * z12[j];
                         let x = java_round(p).wrapping_add(res[j]);
                         cur_i[a + j] = x;
                         cur_f[a + j] = x as f32;
@@ -357,8 +458,18 @@ fn lanes(u: &[f32; 12], z: &[&[f32]; 12], res: &[i32], oi: &mut [i32], of: &mut 
     let u = *u;
     let mut all_small = true;
     for j in 0..n {
-        let p = u[0] * z1[j] + u[1] * z2[j] + u[2] * z3[j] + u[3] * z4[j] + u[4] * z5[j] + u[5] * z6[j] + u[6] * z7[j] + u[7] * z8[j] + u[8] * z9[j]
-            + u[9] * z10[j] + u[10] * z11[j] + u[11] * z12[j];
+        let p = u[0] * z1[j]
+            + u[1] * z2[j]
+            + u[2] * z3[j]
+            + u[3] * z4[j]
+            + u[4] * z5[j]
+            + u[5] * z6[j]
+            + u[6] * z7[j]
+            + u[7] * z8[j]
+            + u[8] * z9[j]
+            + u[9] * z10[j]
+            + u[10] * z11[j]
+            + u[11] * z12[j];
         let (e, small) = round_small(p);
         all_small &= small;
         let x = e.wrapping_add(res[j]);
@@ -406,13 +517,24 @@ fn reconstruct_rows(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[
     // A float copy of the values: each cell is converted once instead of once per neighbour use.
     let mut vf: Vec<f32> = v.iter().map(|&x| x as f32).collect();
     let vf = &mut vf[..];
-    let ctx = Ctx { u, nc, init, tail, interior, interior_w };
+    let ctx = Ctx {
+        u,
+        nc,
+        init,
+        tail,
+        interior,
+        interior_w,
+    };
     let mut r0 = 2;
     while r0 < rows {
         let g = LANES.min(rows - r0);
         let steps = nc + LAG * (g - 1);
         // Steady state: every lane of a full group on an interior column (2..=nc-3).
-        let (s0, s1) = if g == LANES && nc >= 3 + 2 + LAG * (LANES - 1) { (2 + LAG * (LANES - 1), nc - 2) } else { (steps, steps) };
+        let (s0, s1) = if g == LANES && nc >= 3 + 2 + LAG * (LANES - 1) {
+            (2 + LAG * (LANES - 1), nc - 2)
+        } else {
+            (steps, steps)
+        };
         for t in 2..s0.min(steps) {
             generic_step(&ctx, v, vf, r0, g, t);
         }
@@ -498,7 +620,17 @@ fn predict(u: &[f32; 12], v: &[f32], i: usize, nc: usize, left: i32) -> i32 {
     let z10 = a[2];
     let z11 = a[3];
     let z12 = a[4];
-    let p = u[0] * z1 + u[1] * z2 + u[2] * z3 + u[3] * z4 + u[4] * z5 + u[5] * z6 + u[6] * z7 + u[7] * z8 + u[8] * z9 + u[9] * z10 + u[10] * z11
+    let p = u[0] * z1
+        + u[1] * z2
+        + u[2] * z3
+        + u[3] * z4
+        + u[4] * z5
+        + u[5] * z6
+        + u[6] * z7
+        + u[7] * z8
+        + u[8] * z9
+        + u[9] * z10
+        + u[10] * z11
         + u[11] * z12;
     java_round(p)
 }
@@ -627,7 +759,10 @@ pub fn encode(index: u8, values: &[i32], rows: usize, cols: usize, deflate_level
         b
     };
     let (hi, hn) = (huffman::histogram(&init), huffman::histogram(&interior));
-    let huff = match (huffman::Code::build(&hi).filter(|c| c.usable()), huffman::Code::build(&hn).filter(|c| c.usable())) {
+    let huff = match (
+        huffman::Code::build(&hi).filter(|c| c.usable()),
+        huffman::Code::build(&hn).filter(|c| c.usable()),
+    ) {
         (Some(ci), Some(cn)) => {
             let bits = ci.bit_size(&hi) + cn.bit_size(&hn);
             let mut w = huffman::BitWriter::new(header(0, HEADER_LEN + bits.div_ceil(8) as usize + 8));
@@ -673,7 +808,25 @@ mod tests {
                 p = f32::from_bits(if p >= 0.0 { p.to_bits() + 1 } else { p.to_bits() - 1 });
             }
         }
-        for p in [0.5, -0.5, 1.5, -1.5, 0.49999997, -0.49999997, 8388607.5, -8388607.5, 8388608.0, 2147483520.0, 2147483648.0, -2147483648.0, -2147483904.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0] {
+        for p in [
+            0.5,
+            -0.5,
+            1.5,
+            -1.5,
+            0.49999997,
+            -0.49999997,
+            8388607.5,
+            -8388607.5,
+            8388608.0,
+            2147483520.0,
+            2147483648.0,
+            -2147483648.0,
+            -2147483904.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.0,
+        ] {
             let (e, small) = round_small(p);
             if small {
                 assert_eq!(e, java_round(p), "{p}");
@@ -690,7 +843,21 @@ mod tests {
     #[test]
     fn skewed_wavefront_matches_row_order() {
         let mut x = 7u64;
-        let shapes = [(2, 4), (3, 4), (3, 5), (4, 6), (5, 9), (9, 4), (17, 13), (24, 30), (40, 7), (120, 120), (33, 121), (2, 50), (64, 5)];
+        let shapes = [
+            (2, 4),
+            (3, 4),
+            (3, 5),
+            (4, 6),
+            (5, 9),
+            (9, 4),
+            (17, 13),
+            (24, 30),
+            (40, 7),
+            (120, 120),
+            (33, 121),
+            (2, 50),
+            (64, 5),
+        ];
         for (t, &(rows, cols)) in shapes.iter().cycle().take(60).enumerate() {
             let (ni, nn) = counts(rows, cols);
             let spread = [3u64, 300, 70_000, 1 << 31][t % 4];

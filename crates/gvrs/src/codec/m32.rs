@@ -55,7 +55,9 @@ impl<'a> M32Reader<'a> {
 
     #[inline(always)]
     pub fn next_value(&mut self) -> Result<i32, M32Error> {
-        let Some(&b) = self.buf.get(self.pos) else { return Err(M32Error::Truncated) };
+        let Some(&b) = self.buf.get(self.pos) else {
+            return Err(M32Error::Truncated);
+        };
         self.pos += 1;
         let s = b as i8;
         if s > -127 && s < 127 {
@@ -97,7 +99,9 @@ impl<'a> M32Reader<'a> {
     fn next_long(&mut self, negative: bool) -> Result<i32, M32Error> {
         let mut delta: i64 = 0;
         for base in BASE {
-            let Some(&g) = self.buf.get(self.pos) else { return Err(M32Error::Truncated) };
+            let Some(&g) = self.buf.get(self.pos) else {
+                return Err(M32Error::Truncated);
+            };
             self.pos += 1;
             delta = (delta << 7) | i64::from(g & 0x7F);
             if g & 0x80 == 0 {
@@ -128,7 +132,11 @@ pub fn encode(v: i32, out: &mut Vec<u8>) {
 
 #[cold]
 fn encode_long(v: i32, out: &mut Vec<u8>) {
-    let (intro, mag) = if v < 0 { (0x81u8, -(v as i64)) } else { (0x7Fu8, v as i64) };
+    let (intro, mag) = if v < 0 {
+        (0x81u8, -(v as i64))
+    } else {
+        (0x7Fu8, v as i64)
+    };
     out.push(intro);
     let k = if mag <= 254 {
         1
@@ -171,7 +179,17 @@ mod tests {
     #[test]
     fn round_trip_boundaries() {
         let mut vals = vec![0, 1, -1, i32::MAX, i32::MIN, i32::MIN + 1];
-        for b in [127i64, 254, 255, 16_638, 16_639, 2_113_790, 2_113_791, 270_549_246, 270_549_247] {
+        for b in [
+            127i64,
+            254,
+            255,
+            16_638,
+            16_639,
+            2_113_790,
+            2_113_791,
+            270_549_246,
+            270_549_247,
+        ] {
             for d in [-1i64, 0, 1] {
                 let x = b + d;
                 vals.push(x as i32);
@@ -219,8 +237,14 @@ mod tests {
     fn malformed() {
         assert_eq!(M32Reader::new(&[0x7F]).next_value(), Err(M32Error::Truncated));
         assert_eq!(M32Reader::new(&[0x7F, 0x80]).next_value(), Err(M32Error::Truncated));
-        assert_eq!(M32Reader::new(&[0x7F, 0x80, 0x80, 0x80, 0x80, 0x80, 0]).next_value(), Err(M32Error::Malformed));
-        assert_eq!(M32Reader::new(&[0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F]).next_value(), Err(M32Error::Malformed));
+        assert_eq!(
+            M32Reader::new(&[0x7F, 0x80, 0x80, 0x80, 0x80, 0x80, 0]).next_value(),
+            Err(M32Error::Malformed)
+        );
+        assert_eq!(
+            M32Reader::new(&[0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F]).next_value(),
+            Err(M32Error::Malformed)
+        );
         assert_eq!(M32Reader::new(&[]).next_value(), Err(M32Error::Truncated));
     }
 }

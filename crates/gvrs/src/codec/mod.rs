@@ -59,7 +59,9 @@ fn bad(code: &'static str, offset: usize, message: impl Into<String>) -> Error {
 }
 
 fn check_shape(rows: usize, cols: usize, len: usize) -> Result<usize> {
-    let cells = rows.checked_mul(cols).ok_or_else(|| Error::usage("tile cell count overflows"))?;
+    let cells = rows
+        .checked_mul(cols)
+        .ok_or_else(|| Error::usage("tile cell count overflows"))?;
     if cells == 0 || cells != len {
         return Err(Error::usage(format!("output holds {len} cells, tile is {rows}x{cols}")));
     }
@@ -69,16 +71,32 @@ fn check_shape(rows: usize, cols: usize, len: usize) -> Result<usize> {
 /// Parse a Deflate/Huffman block header: (predictor, seed, nM32).
 fn predictor_header(block: &[u8], cells: usize) -> Result<(Predictor, i32, usize)> {
     if block.len() < PREDICTOR_HEADER_LEN {
-        return Err(bad("gvrs.codec.truncated", 0, format!("compressed block of {} bytes is shorter than its 10-byte header", block.len())));
+        return Err(bad(
+            "gvrs.codec.truncated",
+            0,
+            format!(
+                "compressed block of {} bytes is shorter than its 10-byte header",
+                block.len()
+            ),
+        ));
     }
-    let p = Predictor::from_code(block[1]).ok_or_else(|| bad("gvrs.codec.bad_predictor", 1, format!("unknown predictor code {}", block[1])))?;
+    let p = Predictor::from_code(block[1]).ok_or_else(|| {
+        bad(
+            "gvrs.codec.bad_predictor",
+            1,
+            format!("unknown predictor code {}", block[1]),
+        )
+    })?;
     let seed = i32::from_le_bytes([block[2], block[3], block[4], block[5]]);
     let n = i32::from_le_bytes([block[6], block[7], block[8], block[9]]);
     let max = cells.saturating_mul(MAX_M32_PER_CELL);
-    let n = usize::try_from(n)
-        .ok()
-        .filter(|&n| n <= max)
-        .ok_or_else(|| bad("gvrs.codec.bad_m32_length", 6, format!("M32 stream length {n} out of range 0..={max} for {cells} cells")))?;
+    let n = usize::try_from(n).ok().filter(|&n| n <= max).ok_or_else(|| {
+        bad(
+            "gvrs.codec.bad_m32_length",
+            6,
+            format!("M32 stream length {n} out of range 0..={max} for {cells} cells"),
+        )
+    })?;
     Ok((p, seed, n))
 }
 
@@ -100,7 +118,8 @@ fn residual_stream(codec: Codec, block: &[u8], n: usize) -> Result<Vec<u8>> {
         },
         _ => {
             let mut r = huffman::BitReader::new(payload);
-            huffman::decode_sequence(&mut r, &mut codes).map_err(|e| bad(e.code(), PREDICTOR_HEADER_LEN, format!("Huffman data: {e:?}")))?;
+            huffman::decode_sequence(&mut r, &mut codes)
+                .map_err(|e| bad(e.code(), PREDICTOR_HEADER_LEN, format!("Huffman data: {e:?}")))?;
             let used = r.pos().div_ceil(8);
             if used != payload.len() {
                 return Err(bad(
@@ -124,10 +143,20 @@ pub fn decode_int(codec: Codec, block: &[u8], rows: usize, cols: usize, out: &mu
             let (p, seed, n) = predictor_header(block, cells)?;
             let codes = residual_stream(codec, block, n)?;
             predictor::decode(p, seed, rows, cols, &codes, out).map_err(|e| match e {
-                predictor::PredictError::M32(m) => {
-                    bad(m.code(), PREDICTOR_HEADER_LEN, format!("{} residual stream: {m:?} ({} predictor, {n} bytes)", codec.name(), p.name()))
-                }
-                predictor::PredictError::Shape => bad("gvrs.codec.bad_shape", 1, format!("{} predictor cannot code a {rows}x{cols} tile", p.name())),
+                predictor::PredictError::M32(m) => bad(
+                    m.code(),
+                    PREDICTOR_HEADER_LEN,
+                    format!(
+                        "{} residual stream: {m:?} ({} predictor, {n} bytes)",
+                        codec.name(),
+                        p.name()
+                    ),
+                ),
+                predictor::PredictError::Shape => bad(
+                    "gvrs.codec.bad_shape",
+                    1,
+                    format!("{} predictor cannot code a {rows}x{cols} tile", p.name()),
+                ),
             })
         }
         Codec::Lsop12 => lsop::decode(block, rows, cols, out).map_err(|e| {
@@ -137,7 +166,11 @@ pub fn decode_int(codec: Codec, block: &[u8], rows: usize, cols: usize, out: &mu
                 bad(e.code, e.offset, e.message)
             }
         }),
-        Codec::Float => Err(bad("gvrs.codec.float_for_integer", 0, "GvrsFloat block in an integer element")),
+        Codec::Float => Err(bad(
+            "gvrs.codec.float_for_integer",
+            0,
+            "GvrsFloat block in an integer element",
+        )),
     }
 }
 
@@ -146,7 +179,14 @@ pub fn decode_float(codec: Codec, block: &[u8], rows: usize, cols: usize, out: &
     check_shape(rows, cols, out.len())?;
     match codec {
         Codec::Float => float::decode(block, cols, out).map_err(|e| bad(e.code, e.offset, e.message)),
-        _ => Err(bad("gvrs.codec.integer_for_float", 0, format!("{} block in a float element (Gridfour only codes floats with GvrsFloat)", codec.name()))),
+        _ => Err(bad(
+            "gvrs.codec.integer_for_float",
+            0,
+            format!(
+                "{} block in a float element (Gridfour only codes floats with GvrsFloat)",
+                codec.name()
+            ),
+        )),
     }
 }
 
@@ -166,7 +206,11 @@ pub struct EncodeOptions {
 
 impl Default for EncodeOptions {
     fn default() -> Self {
-        EncodeOptions { deflate_level: 6, float_level: 6, deflate_margin: None }
+        EncodeOptions {
+            deflate_level: 6,
+            float_level: 6,
+            deflate_margin: None,
+        }
     }
 }
 
@@ -174,7 +218,10 @@ impl EncodeOptions {
     /// The writer's default: exhaustive Huffman, Deflate for predictors within 3 % of the best
     /// Huffman size.
     pub fn fast() -> Self {
-        EncodeOptions { deflate_margin: Some(0.03), ..EncodeOptions::default() }
+        EncodeOptions {
+            deflate_margin: Some(0.03),
+            ..EncodeOptions::default()
+        }
     }
 }
 
@@ -204,7 +251,13 @@ struct Trial {
 /// integer codec (GvrsHuffman, GvrsDeflate), as Gridfour does: DifferencingWithNulls when the
 /// tile holds `i32::MIN`, otherwise Differencing, Linear and Triangle. When LSOP12 is listed,
 /// an LSOP12 block (least-squares coefficients, Huffman or Deflate residuals) competes too.
-pub fn encode_int_with(values: &[i32], rows: usize, cols: usize, codecs: &[(u8, Codec)], opts: &EncodeOptions) -> Option<Vec<u8>> {
+pub fn encode_int_with(
+    values: &[i32],
+    rows: usize,
+    cols: usize,
+    codecs: &[(u8, Codec)],
+    opts: &EncodeOptions,
+) -> Option<Vec<u8>> {
     let cells = rows.checked_mul(cols)?;
     if cells == 0 || values.len() != cells {
         return None;
@@ -217,7 +270,9 @@ pub fn encode_int_with(values: &[i32], rows: usize, cols: usize, codecs: &[(u8, 
         return None;
     }
     // LSOP12 (tiles of at least 6 x 6 without nulls) competes with the others.
-    let lsop_block = lsop.and_then(|index| lsop::encode(index, values, rows, cols, opts.deflate_level)).filter(|b| b.len() < limit);
+    let lsop_block = lsop
+        .and_then(|index| lsop::encode(index, values, rows, cols, opts.deflate_level))
+        .filter(|b| b.len() < limit);
     let limit = lsop_block.as_ref().map_or(limit, |b| b.len());
     let has_null = values.contains(&i32::MIN);
     let preds: &[Predictor] = if has_null {
@@ -228,16 +283,21 @@ pub fn encode_int_with(values: &[i32], rows: usize, cols: usize, codecs: &[(u8, 
     let mut trials: Vec<Trial> = Vec::with_capacity(preds.len());
     for &p in preds {
         let mut codes = Vec::with_capacity(cells + cells / 4);
-        let Some(seed) = predictor::encode(p, rows, cols, values, &mut codes) else { continue };
+        let Some(seed) = predictor::encode(p, rows, cols, values, &mut codes) else {
+            continue;
+        };
         // The exact Huffman size ranks predictors for both codecs.
         let hist = huffman::histogram(&codes);
-        let huffman = huffman::Code::build(&hist)
-            .filter(|c| c.usable())
-            .map(|c| {
-                let size = PREDICTOR_HEADER_LEN as u64 + c.bit_size(&hist).div_ceil(8);
-                (c, size)
-            });
-        trials.push(Trial { p, seed, codes, huffman });
+        let huffman = huffman::Code::build(&hist).filter(|c| c.usable()).map(|c| {
+            let size = PREDICTOR_HEADER_LEN as u64 + c.bit_size(&hist).div_ceil(8);
+            (c, size)
+        });
+        trials.push(Trial {
+            p,
+            seed,
+            codes,
+            huffman,
+        });
     }
     let best_h = trials.iter().filter_map(|t| t.huffman.as_ref().map(|h| h.1)).min();
     // (size, which trial, is_huffman)
@@ -258,7 +318,9 @@ pub fn encode_int_with(values: &[i32], rows: usize, cols: usize, codecs: &[(u8, 
                 // Far behind the best Huffman size, or behind an LSOP12 block by more than the
                 // margin: Deflate will not win.
                 let h = *h as f64;
-                if h > bh as f64 * (1.0 + f64::from(m)) || (lsop_block.is_some() && h > limit as f64 * (1.0 + f64::from(m))) {
+                if h > bh as f64 * (1.0 + f64::from(m))
+                    || (lsop_block.is_some() && h > limit as f64 * (1.0 + f64::from(m)))
+                {
                     continue;
                 }
             }
@@ -270,7 +332,9 @@ pub fn encode_int_with(values: &[i32], rows: usize, cols: usize, codecs: &[(u8, 
             }
         }
     }
-    let Some((size, i, is_huffman)) = best else { return lsop_block };
+    let Some((size, i, is_huffman)) = best else {
+        return lsop_block;
+    };
     if !is_huffman {
         return best_deflated;
     }
@@ -288,7 +352,13 @@ pub fn encode_float(values: &[f32], rows: usize, cols: usize, codecs: &[(u8, Cod
 }
 
 /// As [`encode_float`] with explicit settings.
-pub fn encode_float_with(values: &[f32], rows: usize, cols: usize, codecs: &[(u8, Codec)], opts: &EncodeOptions) -> Option<Vec<u8>> {
+pub fn encode_float_with(
+    values: &[f32],
+    rows: usize,
+    cols: usize,
+    codecs: &[(u8, Codec)],
+    opts: &EncodeOptions,
+) -> Option<Vec<u8>> {
     let cells = rows.checked_mul(cols)?;
     if cells == 0 || values.len() != cells {
         return None;

@@ -74,10 +74,20 @@ pub fn decode(
     Ok(())
 }
 
-fn decode_differencing(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: &mut [i32]) -> Result<(), M32Error> {
+fn decode_differencing(
+    seed: i32,
+    rows: usize,
+    cols: usize,
+    m: &mut M32Reader,
+    out: &mut [i32],
+) -> Result<(), M32Error> {
     let mut above = seed;
     for (r, row) in out.chunks_exact_mut(cols).enumerate() {
-        let mut prior = if r == 0 { seed } else { above.wrapping_add(m.next_value()?) };
+        let mut prior = if r == 0 {
+            seed
+        } else {
+            above.wrapping_add(m.next_value()?)
+        };
         row[0] = prior;
         above = prior;
         for cell in &mut row[1..] {
@@ -132,7 +142,10 @@ fn decode_triangle(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: 
         let cur = &mut bottom[..cols];
         let mut left = cur[0];
         for c in 1..cols {
-            let v = left.wrapping_add(up[c]).wrapping_sub(up[c - 1]).wrapping_add(m.next_value()?);
+            let v = left
+                .wrapping_add(up[c])
+                .wrapping_sub(up[c - 1])
+                .wrapping_add(m.next_value()?);
             cur[c] = v;
             left = v;
         }

@@ -20,21 +20,39 @@ impl El {
         for v in [i32::MIN + 1, i32::MAX, fill] {
             r.extend_from_slice(&v.to_le_bytes());
         }
-        El { ty: 0, name: name.into(), range: r, label: "lbl".into(), unit: "m".into() }
+        El {
+            ty: 0,
+            name: name.into(),
+            range: r,
+            label: "lbl".into(),
+            unit: "m".into(),
+        }
     }
     pub fn short(name: &str, fill: i16) -> El {
         let mut r = Vec::new();
         for v in [i16::MIN + 1, i16::MAX, fill] {
             r.extend_from_slice(&v.to_le_bytes());
         }
-        El { ty: 3, name: name.into(), range: r, label: String::new(), unit: String::new() }
+        El {
+            ty: 3,
+            name: name.into(),
+            range: r,
+            label: String::new(),
+            unit: String::new(),
+        }
     }
     pub fn float(name: &str, fill: f32) -> El {
         let mut r = Vec::new();
         for v in [f32::NEG_INFINITY, f32::INFINITY, fill] {
             r.extend_from_slice(&v.to_le_bytes());
         }
-        El { ty: 2, name: name.into(), range: r, label: String::new(), unit: String::new() }
+        El {
+            ty: 2,
+            name: name.into(),
+            range: r,
+            label: String::new(),
+            unit: String::new(),
+        }
     }
     pub fn icf(name: &str, scale: f32, offset: f32) -> El {
         let mut r = Vec::new();
@@ -44,7 +62,13 @@ impl El {
         for v in [i32::MIN + 1, i32::MAX, i32::MIN] {
             r.extend_from_slice(&v.to_le_bytes());
         }
-        El { ty: 1, name: name.into(), range: r, label: String::new(), unit: String::new() }
+        El {
+            ty: 1,
+            name: name.into(),
+            range: r,
+            label: String::new(),
+            unit: String::new(),
+        }
     }
     /// Uncompressed block for `cells` values given as i64 (ints/shorts/codes) or f32 bits.
     pub fn block(&self, values: &[i64]) -> Vec<u8> {
@@ -130,7 +154,11 @@ impl Craft {
                     for r in 0..self.tile_rows as u32 {
                         for c in 0..self.tile_cols as u32 {
                             let (gr, gc) = (tr * self.tile_rows as u32 + r, tc * self.tile_cols as u32 + c);
-                            vals.push(if gr < self.rows as u32 && gc < self.cols as u32 { f(e, gr, gc) } else { 0 });
+                            vals.push(if gr < self.rows as u32 && gc < self.cols as u32 {
+                                f(e, gr, gc)
+                            } else {
+                                0
+                            });
                         }
                     }
                     blocks.push(el.block(&vals));
@@ -192,7 +220,26 @@ impl Craft {
         let (x0, y0, dx, dy) = (100.0f64, 50.0f64, 0.5f64, -0.5f64);
         let x1 = x0 + dx * (self.cols - 1) as f64;
         let y1 = y0 + dy * (self.rows - 1) as f64;
-        for v in [x0, y0, x1, y1, dx, dy, 1.0 / dx, 0.0, -x0 / dx, 0.0, 1.0 / dy, -y0 / dy, dx, 0.0, x0, 0.0, dy, y0] {
+        for v in [
+            x0,
+            y0,
+            x1,
+            y1,
+            dx,
+            dy,
+            1.0 / dx,
+            0.0,
+            -x0 / dx,
+            0.0,
+            1.0 / dy,
+            -y0 / dy,
+            dx,
+            0.0,
+            x0,
+            0.0,
+            dy,
+            y0,
+        ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
         out.extend_from_slice(&(self.elements.len() as i32).to_le_bytes());
@@ -262,7 +309,11 @@ impl Craft {
                 out.extend_from_slice(&(size as i32).to_le_bytes());
                 out.extend_from_slice(&[0; 4]);
                 out.resize(start + size as usize - 4, 0);
-                let crc = if self.checksums { crc32c::crc32c(&out[start..start + 8]) } else { 0 };
+                let crc = if self.checksums {
+                    crc32c::crc32c(&out[start..start + 8])
+                } else {
+                    0
+                };
                 out.extend_from_slice(&crc.to_le_bytes());
                 entries.push((start as u64, size));
             }
@@ -297,7 +348,11 @@ impl Craft {
     pub fn seal_header(&self, out: &mut [u8]) {
         let hlen = i32::from_le_bytes([out[16], out[17], out[18], out[19]]) as usize;
         let end = 16 + hlen;
-        let crc = if self.checksums { crc32c::crc32c(&out[16..end - 4]) } else { 0 };
+        let crc = if self.checksums {
+            crc32c::crc32c(&out[16..end - 4])
+        } else {
+            0
+        };
         out[end - 4..end].copy_from_slice(&crc.to_le_bytes());
     }
 }
@@ -319,7 +374,18 @@ pub fn text(s: &str) -> Vec<u8> {
 /// A small file with every element type, partial edge tiles, one absent tile, metadata and
 /// a free-space record; values are `e * 1000 + row * cols + col` (floats as their bits).
 pub fn sample(checksums: bool) -> (Craft, Vec<u8>) {
-    let mut c = Craft::new(7, 9, 4, 5, vec![El::int("a", -9999), El::short("b", -1), El::float("c", f32::NAN), El::icf("d", 100.0, -2.0)]);
+    let mut c = Craft::new(
+        7,
+        9,
+        4,
+        5,
+        vec![
+            El::int("a", -9999),
+            El::short("b", -1),
+            El::float("c", f32::NAN),
+            El::icf("d", 100.0, -2.0),
+        ],
+    );
     c.checksums = checksums;
     let cols = c.cols as i64;
     c.fill_tiles(|e, r, col| {
@@ -331,8 +397,20 @@ pub fn sample(checksums: bool) -> (Craft, Vec<u8>) {
         }
     });
     c.tiles.retain(|t| t.0 != 2);
-    c.metadata.push(Meta { name: "Author".into(), id: 1, ty: 8, content: text("rasterpack tests"), description: "who".into() });
-    c.metadata.push(Meta { name: "Nums".into(), id: 0, ty: 4, content: [1i32, -2, 3].iter().flat_map(|v| v.to_le_bytes()).collect(), description: String::new() });
+    c.metadata.push(Meta {
+        name: "Author".into(),
+        id: 1,
+        ty: 8,
+        content: text("rasterpack tests"),
+        description: "who".into(),
+    });
+    c.metadata.push(Meta {
+        name: "Nums".into(),
+        id: 0,
+        ty: 4,
+        content: [1i32, -2, 3].iter().flat_map(|v| v.to_le_bytes()).collect(),
+        description: String::new(),
+    });
     c.free.push(32);
     let bytes = c.build();
     (c, bytes)
