@@ -582,7 +582,10 @@ fn vds_datasets_both_storage_kinds_convert() {
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(code(&run(&["validate", volp.to_str().unwrap()])), 0);
     let again = dir.join("again.npy");
-    assert_eq!(code(&run(&["convert", volp.to_str().unwrap(), again.to_str().unwrap()])), 0);
+    assert_eq!(
+        code(&run(&["convert", volp.to_str().unwrap(), again.to_str().unwrap()])),
+        0
+    );
     assert_eq!(read_npy(&again), arr);
 
     // U8 codes natively, dequantized float32 with --physical.

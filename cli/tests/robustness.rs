@@ -38,7 +38,6 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-
 fn samples() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("testdata");
     let mut out = Vec::new();
@@ -73,7 +72,10 @@ fn exercise(bytes: Vec<u8>) -> usize {
     let input = Input::from_bytes("damaged", bytes);
     let head = input.head(64);
     let limits = test_limits();
-    for f in rasterpack_cli::registry::formats().into_iter().filter(|f| f.detect(&head)) {
+    for f in rasterpack_cli::registry::formats()
+        .into_iter()
+        .filter(|f| f.detect(&head))
+    {
         let _ = f.inspect(&input, &InspectOptions { all: false, limits });
         let _ = f.validate(&input, &ValidateOptions { limits });
         // Whole arrays may legitimately be large (a sparse volume); the limits bound them.
