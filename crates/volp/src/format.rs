@@ -48,28 +48,15 @@ fn build_report(data: &[u8], limits: &Limits, decode: bool, all: bool) -> Result
             "body not checked: its compression is not zstd",
         ),
         (Some(h), true) if decode || h.decoded_len() <= INSPECT_DECODE_MAX => {
-            let expected = h.decoded_len();
-            let planned = parse::plan_body(body, s.body_offset, expected).and_then(|frames| {
-                let n = limits
-                    .check_alloc(expected, "decoded body", Some(s.body_offset))
-                    .map_err(crate::parse::alloc_limit)?;
-                Ok((frames, n))
-            });
-            match planned {
-                Err(e) => report.findings.push_error(&e),
-                Ok((frames, n)) => {
-                    let mut out = vec![0u8; n];
-                    match parse::decode_frames(&frames, s.body_offset, &mut out) {
-                        Ok(info) => {
-                            body_info = Some(info);
-                            volume = Some(Volume {
-                                header: h.clone(),
-                                data: out,
-                            });
-                        }
-                        Err(e) => report.findings.push_error(&e),
-                    }
+            match parse::decode_body_vec(body, s.body_offset, h.decoded_len(), limits) {
+                Ok((info, data)) => {
+                    body_info = Some(info);
+                    volume = Some(Volume {
+                        header: h.clone(),
+                        data,
+                    });
                 }
+                Err(e) => report.findings.push_error(&e),
             }
         }
         _ => {

@@ -766,6 +766,23 @@ pub fn decode_body(body: &[u8], body_offset: u64, out: &mut [u8]) -> Result<Body
     decode_frames(&frames, body_offset, out)
 }
 
+/// Plan the frames, check the expected size against `limits`, then decode into one buffer of
+/// exactly that size: the body decode shared by `validate` and `inspect`.
+pub fn decode_body_vec(
+    body: &[u8],
+    body_offset: u64,
+    expected: u64,
+    limits: &Limits,
+) -> Result<(BodyInfo, Vec<u8>), Error> {
+    let frames = plan_body(body, body_offset, expected)?;
+    let n = limits
+        .check_alloc(expected, "decoded body", Some(body_offset))
+        .map_err(alloc_limit)?;
+    let mut out = vec![0u8; n];
+    let info = decode_frames(&frames, body_offset, &mut out)?;
+    Ok((info, out))
+}
+
 /// Decode planned frames into `out` (see [`decode_body`]).
 pub fn decode_frames(frames: &[Frame<'_>], body_offset: u64, out: &mut [u8]) -> Result<BodyInfo, Error> {
     let expected = out.len() as u64;

@@ -42,30 +42,17 @@ pub fn validate_full(data: &[u8], limits: &Limits) -> Validation {
             "body not checked: its compression is not zstd",
         );
     } else if let Some(h) = &s.check.header {
-        let expected = h.decoded_len();
-        let planned = parse::plan_body(body, s.body_offset, expected).and_then(|frames| {
-            let n = limits
-                .check_alloc(expected, "decoded body", Some(s.body_offset))
-                .map_err(crate::parse::alloc_limit)?;
-            Ok((frames, n))
-        });
-        match planned {
-            Err(e) => v.findings.push_error(&e),
-            Ok((frames, n)) => {
-                let mut out = vec![0u8; n];
-                match parse::decode_frames(&frames, s.body_offset, &mut out) {
-                    Ok(info) => {
-                        v.body = Some(info);
-                        if !v.findings.has_errors() {
-                            v.volume = Some(Volume {
-                                header: h.clone(),
-                                data: out,
-                            });
-                        }
-                    }
-                    Err(e) => v.findings.push_error(&e),
+        match parse::decode_body_vec(body, s.body_offset, h.decoded_len(), limits) {
+            Ok((info, data)) => {
+                v.body = Some(info);
+                if !v.findings.has_errors() {
+                    v.volume = Some(Volume {
+                        header: h.clone(),
+                        data,
+                    });
                 }
             }
+            Err(e) => v.findings.push_error(&e),
         }
     } else {
         // Header rules failed, so the expected size is unknown: still check the frame structure.
