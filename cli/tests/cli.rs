@@ -368,6 +368,14 @@ fn read_npy(path: &Path) -> rasterpack_common::NdArray {
 fn gvrs_elements_convert_to_npy_and_back() {
     let sample = testdata("gvrs/crafted_all_types.gvrs");
     assert_eq!(code(&run(&["validate", &sample])), 0);
+    // Non-finite floats in --json are the contract's strings, never null.
+    let o = run(&["inspect", "--json", &sample]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    check_schema(&schema(), &doc, "$");
+    let float = &doc["files"][0]["summary"]["elements"][2];
+    assert_eq!(float["fill"], Value::from("NaN"));
+    assert_eq!(float["min"], Value::from("-Infinity"));
+    assert_eq!(float["max"], Value::from("Infinity"));
     let dir = scratch("gvrs");
     let a = dir.join("a.npy");
     // Several elements: --element is required, and its absence is a usage error naming them.
