@@ -106,6 +106,15 @@ fn bad(offset: u64, msg: impl Into<String>) -> Error {
 
 /// List the members of a zip archive held in `b` (offsets in errors are relative to `b`).
 pub fn members(b: &[u8], limits: &Limits) -> Result<Vec<Member>> {
+    members_from(b, 0, limits)
+}
+
+/// [`members`] of an archive of which `b` holds the bytes from absolute offset `base` to the
+/// end. Structures before `base` are errors (for `base` 0 this is exactly [`members`]).
+fn members_from(b: &[u8], base: u64, limits: &Limits) -> Result<Vec<Member>> {
+    let total = base
+        .checked_add(b.len() as u64)
+        .ok_or_else(|| bad(0, "archive too large"))?;
     if b.len() < 22 {
         return Err(bad(0, "too short for a zip archive"));
     }
@@ -135,8 +144,9 @@ pub fn members(b: &[u8], limits: &Limits) -> Result<Vec<Member>> {
             return Err(bad(loc as u64, "zip64 locator missing"));
         }
         let z = le64(b, loc + 8).unwrap_or(u64::MAX);
-        let zi = usize::try_from(z)
-            .ok()
+        let zi = z
+            .checked_sub(base)
+            .and_then(|r| usize::try_from(r).ok())
             .filter(|&z| z < b.len())
             .ok_or_else(|| bad(loc as u64, "zip64 record out of bounds"))?;
         if le32(b, zi) != Some(ZIP64_EOCD_SIG) {
@@ -146,7 +156,7 @@ pub fn members(b: &[u8], limits: &Limits) -> Result<Vec<Member>> {
         cd_size = le64(b, zi + 40).ok_or_else(|| bad(z, "truncated zip64 end record"))?;
         cd_off = le64(b, zi + 48).ok_or_else(|| bad(z, "truncated zip64 end record"))?;
     }
-    if cd_off.checked_add(cd_size).is_none_or(|e| e > b.len() as u64) {
+    if cd_off.checked_add(cd_size).is_none_or(|e| e > total) {
         return Err(bad(eocd as u64, "central directory out of bounds"));
     }
     // Each central directory entry is at least 46 bytes.
@@ -154,7 +164,10 @@ pub fn members(b: &[u8], limits: &Limits) -> Result<Vec<Member>> {
         return Err(bad(eocd as u64, format!("implausible member count {count}")));
     }
     let mut out = Vec::new();
-    let mut p = cd_off as usize;
+    let mut p = cd_off
+        .checked_sub(base)
+        .and_then(|r| usize::try_from(r).ok())
+        .ok_or_else(|| bad(eocd as u64, "central directory before the kept bytes"))?;
     for _ in 0..count {
         if le32(b, p) != Some(CDIR_SIG) {
             return Err(bad(p as u64, "bad central directory entry"));
@@ -308,6 +321,324 @@ pub fn describe(b: &[u8], limits: &Limits) -> Result<Vec<ArrayInfo>> {
         }
     }
     Ok(out)
+}
+
+/// Kept `.npy` header bytes per member in [`StreamCheck`].
+const NPY_PREFIX: usize = 64 << 10;
+/// Most bytes after the last member (central directory and end records) [`StreamCheck`] keeps.
+const TAIL_MAX: usize = 16 << 20;
+/// Most `.npy` header bytes kept over all members.
+const PREFIX_BUDGET: usize = 16 << 20;
+/// Archives with more members are left to the in-memory check.
+const MAX_STREAM_MEMBERS: u64 = 1 << 16;
+
+/// One member as its local header and data showed it while streaming.
+struct Local {
+    offset: u64,
+    method: u16,
+    comp_size: u64,
+    /// Bytes the member's data produced (inflated for deflate members).
+    produced: u64,
+    crc: u32,
+    /// First bytes of the member's content (the `.npy` header).
+    prefix: Vec<u8>,
+    /// A deflate stream reached its end; stored members: always.
+    complete: bool,
+}
+
+enum Phase {
+    /// Gathering a local header (or deciding that the members are over).
+    Header,
+    /// Member data: bytes still to come.
+    Data(u64),
+    /// Central directory and end records.
+    Tail,
+}
+
+/// Incremental `.npz` check of an archive fed in pieces (the decoded zstd stream of an NPZ0
+/// chunk): local headers and member data are walked in order (CRC-32 as the data passes,
+/// deflate members inflated through a small buffer, the `.npy` header kept), the central
+/// directory is kept (bounded) and cross-checked at the end. [`StreamCheck::finish`] gives
+/// what [`describe`] would give for the whole archive, or `None` when streaming cannot tell
+/// (any damage, data descriptors, unusual layouts, limits): the caller then checks the whole
+/// archive in memory, so findings are always those of [`describe`].
+pub struct StreamCheck {
+    limits: Limits,
+    pos: u64,
+    phase: Phase,
+    hdr: Vec<u8>,
+    locals: Vec<Local>,
+    cur: Option<Local>,
+    inflate: Option<Box<miniz_oxide::inflate::stream::InflateState>>,
+    out: Vec<u8>,
+    crc: crc32fast::Hasher,
+    tail: Vec<u8>,
+    tail_base: u64,
+    /// `.npy` header bytes kept so far.
+    kept: usize,
+    failed: bool,
+}
+
+impl StreamCheck {
+    pub fn new(limits: &Limits) -> StreamCheck {
+        StreamCheck {
+            limits: *limits,
+            pos: 0,
+            phase: Phase::Header,
+            hdr: Vec::new(),
+            locals: Vec::new(),
+            cur: None,
+            inflate: None,
+            out: Vec::new(),
+            crc: crc32fast::Hasher::new(),
+            tail: Vec::new(),
+            tail_base: 0,
+            kept: 0,
+            failed: false,
+        }
+    }
+
+    /// The next bytes of the archive.
+    pub fn feed(&mut self, mut data: &[u8]) {
+        while !data.is_empty() && !self.failed {
+            match self.phase {
+                Phase::Header => {
+                    let used = self.header_bytes(data);
+                    data = &data[used..];
+                }
+                Phase::Data(left) => {
+                    let n = usize::try_from(left).unwrap_or(usize::MAX).min(data.len());
+                    let (now, rest) = data.split_at(n);
+                    self.member_bytes(now);
+                    self.pos = self.pos.saturating_add(n as u64);
+                    data = rest;
+                    let left = left - n as u64;
+                    self.phase = Phase::Data(left);
+                    if left == 0 {
+                        self.end_member();
+                    }
+                }
+                Phase::Tail => {
+                    if self.tail.len().saturating_add(data.len()) > TAIL_MAX {
+                        self.failed = true;
+                    } else {
+                        self.tail.extend_from_slice(data);
+                    }
+                    self.pos = self.pos.saturating_add(data.len() as u64);
+                    data = &[];
+                }
+            }
+        }
+    }
+
+    /// Consume header bytes; returns how many of `data` were used.
+    fn header_bytes(&mut self, data: &[u8]) -> usize {
+        let start = self.pos;
+        let need = |h: &[u8]| -> usize {
+            if h.len() < 30 {
+                30
+            } else {
+                30 + le16(h, 26).unwrap_or(0) as usize + le16(h, 28).unwrap_or(0) as usize
+            }
+        };
+        let mut used = 0;
+        loop {
+            let want = need(&self.hdr);
+            if self.hdr.len() >= 4 && le32(&self.hdr, 0) != Some(LOCAL_SIG) {
+                // The members are over: the rest is the central directory.
+                self.tail = std::mem::take(&mut self.hdr);
+                self.tail_base = (start.saturating_add(used as u64)).saturating_sub(self.tail.len() as u64);
+                self.phase = Phase::Tail;
+                self.pos = start.saturating_add(used as u64);
+                return used;
+            }
+            if self.hdr.len() >= want {
+                break;
+            }
+            // Up to the signature first, then up to the fixed part, then the whole header.
+            let step = if self.hdr.len() < 4 { 4 } else { want };
+            let take = (step - self.hdr.len()).min(data.len() - used);
+            if take == 0 {
+                self.pos = start.saturating_add(used as u64);
+                return used;
+            }
+            self.hdr.extend_from_slice(&data[used..used + take]);
+            used += take;
+        }
+        self.pos = start.saturating_add(used as u64);
+        let h = std::mem::take(&mut self.hdr);
+        let offset = self.pos.saturating_sub(h.len() as u64);
+        if self.start_member(&h, offset).is_none() {
+            self.failed = true;
+        }
+        used
+    }
+
+    fn start_member(&mut self, h: &[u8], offset: u64) -> Option<()> {
+        let flags = le16(h, 6)?;
+        let method = le16(h, 8)?;
+        let mut comp = le32(h, 18)? as u64;
+        let mut uncomp = le32(h, 22)? as u64;
+        let nlen = le16(h, 26)? as usize;
+        let extra = h.get(30 + nlen..)?;
+        // Data descriptors (sizes after the data) are left to the in-memory check.
+        if flags & 8 != 0 || (method != 0 && method != 8) {
+            return None;
+        }
+        if comp == 0xFFFF_FFFF || uncomp == 0xFFFF_FFFF {
+            let mut x = 0;
+            let mut found = false;
+            while x + 4 <= extra.len() {
+                let id = le16(extra, x)?;
+                let sz = le16(extra, x + 2)? as usize;
+                let body = extra.get(x + 4..x + 4 + sz).unwrap_or(&[]);
+                if id == 1 && !found {
+                    found = true;
+                    let mut q = 0;
+                    for field in [&mut uncomp, &mut comp] {
+                        if *field == 0xFFFF_FFFF {
+                            *field = le64(body, q)?;
+                            q += 8;
+                        }
+                    }
+                }
+                x += 4 + sz;
+            }
+            if !found {
+                return None;
+            }
+        }
+        if self.locals.len() as u64 >= self.limits.max_entries.min(MAX_STREAM_MEMBERS) {
+            return None;
+        }
+        self.limits.check_alloc(uncomp, "npz member", None).ok()?;
+        if method == 0 && comp != uncomp {
+            return None;
+        }
+        self.crc = crc32fast::Hasher::new();
+        self.inflate =
+            (method == 8).then(|| miniz_oxide::inflate::stream::InflateState::new_boxed(miniz_oxide::DataFormat::Raw));
+        self.cur = Some(Local {
+            offset,
+            method,
+            comp_size: comp,
+            produced: 0,
+            crc: 0,
+            prefix: Vec::new(),
+            complete: method == 0,
+        });
+        self.phase = Phase::Data(comp);
+        if comp == 0 {
+            self.end_member();
+        }
+        Some(())
+    }
+
+    /// Content bytes of the current member.
+    fn content(cur: &mut Local, crc: &mut crc32fast::Hasher, kept: &mut usize, b: &[u8]) {
+        crc.update(b);
+        cur.produced = cur.produced.saturating_add(b.len() as u64);
+        if cur.prefix.len() < NPY_PREFIX {
+            let n = (NPY_PREFIX - cur.prefix.len()).min(b.len());
+            cur.prefix.extend_from_slice(&b[..n]);
+            *kept = kept.saturating_add(n);
+        }
+    }
+
+    /// Stored bytes of the current member.
+    fn member_bytes(&mut self, mut b: &[u8]) {
+        let Some(cur) = self.cur.as_mut() else {
+            self.failed = true;
+            return;
+        };
+        let Some(st) = self.inflate.as_mut() else {
+            Self::content(cur, &mut self.crc, &mut self.kept, b);
+            return;
+        };
+        use miniz_oxide::inflate::stream::inflate;
+        use miniz_oxide::{MZError, MZFlush, MZStatus};
+        if self.out.is_empty() {
+            self.out = vec![0u8; 64 << 10];
+        }
+        // Bytes after the end of the deflate stream are ignored, as the in-memory inflate does.
+        while !cur.complete {
+            let r = inflate(st, b, &mut self.out, MZFlush::None);
+            b = &b[r.bytes_consumed..];
+            Self::content(cur, &mut self.crc, &mut self.kept, &self.out[..r.bytes_written]);
+            match r.status {
+                Ok(MZStatus::StreamEnd) => cur.complete = true,
+                Ok(_) | Err(MZError::Buf) => {
+                    if r.bytes_consumed == 0 && r.bytes_written == 0 {
+                        break;
+                    }
+                }
+                Err(_) => {
+                    self.failed = true;
+                    return;
+                }
+            }
+            // Bounded: more than the limits allow is left to the in-memory check.
+            if cur.produced > self.limits.max_alloc {
+                self.failed = true;
+                return;
+            }
+            if b.is_empty() && r.bytes_written < self.out.len() {
+                break;
+            }
+        }
+    }
+
+    fn end_member(&mut self) {
+        if self.kept > PREFIX_BUDGET {
+            self.failed = true;
+        }
+        match self.cur.take() {
+            Some(mut cur) => {
+                cur.crc = std::mem::replace(&mut self.crc, crc32fast::Hasher::new()).finalize();
+                self.inflate = None;
+                self.locals.push(cur);
+                self.phase = Phase::Header;
+            }
+            None => self.failed = true,
+        }
+    }
+
+    /// What [`describe`] says of the whole archive, when streaming can tell it is readable.
+    pub fn finish(self) -> Option<Vec<ArrayInfo>> {
+        if self.failed || !matches!(self.phase, Phase::Tail) {
+            return None;
+        }
+        let cd = members_from(&self.tail, self.tail_base, &self.limits).ok()?;
+        if cd.len() != self.locals.len() {
+            return None;
+        }
+        let mut out = Vec::with_capacity(cd.len());
+        for (m, loc) in cd.iter().zip(&self.locals) {
+            let size = self.limits.check_alloc(m.uncomp_size, "npz member", None).ok()? as u64;
+            if m.local_offset != loc.offset
+                || m.method != loc.method
+                || m.comp_size != loc.comp_size
+                || !loc.complete
+                || loc.produced != size
+                || (m.method == 0 && m.comp_size != m.uncomp_size)
+                || m.crc32 != loc.crc
+            {
+                return None;
+            }
+            let h = npy::parse_header(&loc.prefix).ok()?;
+            let avail = size - h.data_offset.min(size);
+            if avail != h.data_len {
+                return None;
+            }
+            out.push(ArrayInfo {
+                name: array_name(&m.name).to_string(),
+                dtype: descr(h.dtype, h.big_endian),
+                shape: h.shape,
+                unsupported: h.fortran_order.then(|| "Fortran order".to_string()),
+            });
+        }
+        Some(out)
+    }
 }
 
 /// numpy's `dtype.str` (`<f4`, `>i2`, `|b1`).

@@ -268,6 +268,8 @@ const PIECE: usize = 2 << 20;
 
 /// Decoded bytes when collected, `None` when only counted.
 type Streamed = Result<Option<Payload>, (&'static str, String)>;
+/// CRC32C, SHA-256, decode result and streamed `.npz` verdict of a streamed payload.
+type StreamVerified = (u32, String, Streamed, Option<Vec<ArrayInfo>>);
 
 /// A decoded payload: a `Vec`, or (large collected payloads) anonymous memory advised for
 /// transparent huge pages. A fresh 64 MiB `Vec` costs 16384 page faults while zstd writes it,
@@ -317,8 +319,15 @@ impl Sink {
 
 /// CRC32C, SHA-256 and decode result of a stored zstd payload read piece by piece into a few
 /// reused buffers: hashing on this thread, zstd on a helper thread. With `collect`, the
-/// decoded bytes are gathered (for JSON/NPZ0 checks); otherwise only counted.
-fn stream_verify(input: &Input, off: u64, h: &ChunkHeader, collect: bool) -> Result<(u32, String, Streamed), Error> {
+/// decoded bytes are gathered (for JSON/NPZ0 checks); otherwise only counted, or (with `npz`)
+/// fed to the streaming `.npz` check, whose verdict is the fourth value (`None`: no verdict).
+fn stream_verify(
+    input: &Input,
+    off: u64,
+    h: &ChunkHeader,
+    collect: bool,
+    npz: Option<npz::StreamCheck>,
+) -> Result<StreamVerified, Error> {
     use std::sync::mpsc::sync_channel;
     let total = h.comp_len;
     let mut sha = Sha256::new();
@@ -330,7 +339,15 @@ fn stream_verify(input: &Input, off: u64, h: &ChunkHeader, collect: bool) -> Res
     }
     let uncomp_len = h.uncomp_len;
     std::thread::scope(|s| {
-        let consumer = s.spawn(move || zstd_consume(full_rx, free_tx, total, uncomp_len, collect));
+        let consumer = s.spawn(move || {
+            let mut npz = npz;
+            let dec = zstd_consume(full_rx, free_tx, total, uncomp_len, collect, &mut npz);
+            let arrays = match &dec {
+                Ok(_) => npz.and_then(npz::StreamCheck::finish),
+                Err(_) => None,
+            };
+            (dec, arrays)
+        });
         let mut pos = 0u64;
         let mut spare: Option<Vec<u8>> = None;
         let mut alive = true;
@@ -359,12 +376,15 @@ fn stream_verify(input: &Input, off: u64, h: &ChunkHeader, collect: bool) -> Res
             pos += n as u64;
         }
         drop(full_tx);
-        let dec = consumer
-            .join()
-            .unwrap_or_else(|_| Err(("fold.payload.decompress_failed", "zstd decoder thread failed".into())));
+        let (dec, arrays) = consumer.join().unwrap_or_else(|_| {
+            (
+                Err(("fold.payload.decompress_failed", "zstd decoder thread failed".into())),
+                None,
+            )
+        });
         match read_err {
             Some(e) => Err(e),
-            None => Ok((crc, hex(&sha.finalize()), dec)),
+            None => Ok((crc, hex(&sha.finalize()), dec, arrays)),
         }
     })
 }
@@ -377,6 +397,7 @@ fn zstd_consume(
     comp_len: u64,
     uncomp_len: u64,
     collect: bool,
+    npz: &mut Option<npz::StreamCheck>,
 ) -> Streamed {
     use zstd::zstd_safe::{get_error_name, DCtx, InBuffer, OutBuffer};
     let fail = |c: usize| ("fold.payload.decompress_failed", format!("zstd: {}", get_error_name(c)));
@@ -461,6 +482,9 @@ fn zstd_consume(
         let mut inb = InBuffer::around(&buf[..n]);
         while inb.pos() < n {
             let (used, got, r) = step(&mut inb, &mut sink, &mut scratch)?;
+            if let (Some(chk), false) = (npz.as_mut(), collect) {
+                chk.feed(scratch.get(..got).unwrap_or(&[]));
+            }
             hint = r;
             produced += got as u64;
             if produced > uncomp_len || (collect && produced > sink.len() as u64) {
@@ -479,6 +503,9 @@ fn zstd_consume(
     loop {
         let mut inb = InBuffer::around(&[]);
         let (_, got, r) = step(&mut inb, &mut sink, &mut scratch)?;
+        if let (Some(chk), false) = (npz.as_mut(), collect) {
+            chk.feed(scratch.get(..got).unwrap_or(&[]));
+        }
         if got == 0 {
             // Nothing left. (A call after a finished frame asks for a new frame header: its
             // hint is not about the data we gave.)
@@ -663,9 +690,13 @@ fn check_chunk(
     // and NPZ0 chunks are collected for their checks. Whatever fails is re-read whole below
     // for ECC repair and exact reporting. (`inspect` and array reads keep the whole path.)
     let streamable = h.comp_len >= STREAM_MIN && !opts.content && !opts.keep_payload && h.flags <= FLAG_ZSTD;
-    let collect = e.ctype == "JSON" || e.ctype == "NPZ0";
+    // NPZ0 archives are checked as they stream by (no chunk-sized buffer); an archive the
+    // streaming check cannot vouch for is checked whole below, so findings do not change.
+    let npz_stream = streamable && h.flags == FLAG_ZSTD && e.ctype == "NPZ0";
+    let collect = (e.ctype == "JSON" || e.ctype == "NPZ0") && !npz_stream;
+    let npz_check = npz_stream.then(|| npz::StreamCheck::new(&opts.limits));
     let streamed = match (streamable, h.flags) {
-        (true, FLAG_ZSTD) => Some(stream_verify(input, payload_off, &h, collect)?),
+        (true, FLAG_ZSTD) => Some(stream_verify(input, payload_off, &h, collect, npz_check)?),
         (true, _) if !collect => {
             let (crc, sha) = stream_hash(input, payload_off, h.comp_len)?;
             let dec = if h.comp_len == h.uncomp_len {
@@ -679,12 +710,18 @@ fn check_chunk(
                     ),
                 ))
             };
-            Some((crc, sha, dec))
+            Some((crc, sha, dec, None))
         }
         _ => None,
     };
+    let mut streamed_arrays = None;
     let (mut comp, ecc_bytes, crc, sha, mut decoded) = match streamed {
-        Some((crc, sha, dec)) if crc == h.crc32c && sha == e.sha256 => (Vec::new(), Vec::new(), crc, sha, dec),
+        Some((crc, sha, dec, arrays))
+            if crc == h.crc32c && sha == e.sha256 && (!npz_stream || (dec.is_ok() && arrays.is_some())) =>
+        {
+            streamed_arrays = arrays;
+            (Vec::new(), Vec::new(), crc, sha, dec)
+        }
         _ => {
             let comp = input.read_vec(payload_off, h.comp_len, "chunk payload", &opts.limits)?;
             let ecc_bytes = input.read_vec(ecc_off, h.ecc_len as u64, "chunk ECC", &opts.limits)?;
@@ -895,7 +932,7 @@ fn check_chunk(
                 ),
             ),
         },
-        "NPZ0" => match npz::describe(raw, &opts.limits) {
+        "NPZ0" => match streamed_arrays.map_or_else(|| npz::describe(raw, &opts.limits), Ok) {
             Ok(arrays) => {
                 st.decoded = true;
                 for a in &arrays {
