@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use rasterpack_gvrs::write::{self, ElementKind, ElementSpec, ElementValues, GvrsSpec};
+use rasterpack_gvrs::write::{self, ElementRange, ElementSpec, ElementValues, GvrsSpec};
 
 fn terrain(rows: usize, cols: usize) -> Vec<f32> {
     let mut v = Vec::with_capacity(rows * cols);
@@ -33,7 +33,7 @@ fn main() {
         cols,
         120,
         120,
-        ElementSpec::new("z", ElementKind::int_coded_float(10.0, 0.0)),
+        ElementSpec::new("z", ElementRange::int_coded_float(10.0, 0.0)),
     );
     let exhaustive = GvrsSpec {
         encode: rasterpack_gvrs::codec::EncodeOptions::default(),

@@ -30,64 +30,37 @@ const REC_HEADER: u8 = 6;
 /// Gridfour's default codec list.
 pub const DEFAULT_CODECS: [Codec; 3] = [Codec::Huffman, Codec::Deflate, Codec::Float];
 
-/// The value range and fill of one element, by type.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ElementKind {
-    Integer {
-        min: i32,
-        max: i32,
-        fill: i32,
-    },
-    Short {
-        min: i16,
-        max: i16,
-        fill: i16,
-    },
-    Float {
-        min: f32,
-        max: f32,
-        fill: f32,
-    },
-    /// Integer-coded float: value = `(f32)code / scale + offset`; `fill_int` codes `fill`.
-    IntCodedFloat {
-        min: f32,
-        max: f32,
-        fill: f32,
-        scale: f32,
-        offset: f32,
-        min_int: i32,
-        max_int: i32,
-        fill_int: i32,
-    },
-}
+/// The writer describes elements with the reader's on-disk range type, so the two cannot drift.
+pub use crate::raw::ElementRange;
 
-impl ElementKind {
+/// Writer defaults per element type.
+impl ElementRange {
     fn type_code(&self) -> u8 {
         match self {
-            ElementKind::Integer { .. } => 0,
-            ElementKind::IntCodedFloat { .. } => 1,
-            ElementKind::Float { .. } => 2,
-            ElementKind::Short { .. } => 3,
+            ElementRange::Integer { .. } => 0,
+            ElementRange::IntCodedFloat { .. } => 1,
+            ElementRange::Float { .. } => 2,
+            ElementRange::Short { .. } => 3,
         }
     }
 
     /// Gridfour's defaults for a type: full range, fill = the type's minimum (NaN for floats).
     pub fn integer() -> Self {
-        ElementKind::Integer {
+        ElementRange::Integer {
             min: i32::MIN + 1,
             max: i32::MAX,
             fill: i32::MIN,
         }
     }
     pub fn short() -> Self {
-        ElementKind::Short {
+        ElementRange::Short {
             min: i16::MIN + 1,
             max: i16::MAX,
             fill: i16::MIN,
         }
     }
     pub fn float() -> Self {
-        ElementKind::Float {
+        ElementRange::Float {
             min: f32::NEG_INFINITY,
             max: f32::INFINITY,
             fill: f32::NAN,
@@ -97,7 +70,7 @@ impl ElementKind {
     pub fn int_coded_float(scale: f32, offset: f32) -> Self {
         let min_int = i32::MIN + 1;
         let max_int = i32::MAX;
-        ElementKind::IntCodedFloat {
+        ElementRange::IntCodedFloat {
             min: min_int as f32 / scale + offset,
             max: max_int as f32 / scale + offset,
             fill: f32::NAN,
@@ -115,7 +88,7 @@ impl ElementKind {
 pub struct ElementSpec {
     /// Identifier: ASCII letter first, then letters, digits or `_`; at most 32 characters.
     pub name: String,
-    pub kind: ElementKind,
+    pub kind: ElementRange,
     pub continuous: bool,
     pub label: String,
     pub description: String,
@@ -123,7 +96,7 @@ pub struct ElementSpec {
 }
 
 impl ElementSpec {
-    pub fn new(name: &str, kind: ElementKind) -> Self {
+    pub fn new(name: &str, kind: ElementRange) -> Self {
         ElementSpec {
             name: name.to_string(),
             kind,
@@ -514,19 +487,19 @@ fn header_record(spec: &GvrsSpec, uuid: &[u8; 16], time_ms: i64, metadata_dir: i
         b.zeros(6);
         b.string(&e.name)?;
         match e.kind {
-            ElementKind::Integer { min, max, fill } => {
+            ElementRange::Integer { min, max, fill } => {
                 b.align(16, 4);
                 b.i32(min);
                 b.i32(max);
                 b.i32(fill);
             }
-            ElementKind::Float { min, max, fill } => {
+            ElementRange::Float { min, max, fill } => {
                 b.align(16, 4);
                 b.f32(min);
                 b.f32(max);
                 b.f32(fill);
             }
-            ElementKind::IntCodedFloat {
+            ElementRange::IntCodedFloat {
                 min,
                 max,
                 fill,
@@ -545,7 +518,7 @@ fn header_record(spec: &GvrsSpec, uuid: &[u8; 16], time_ms: i64, metadata_dir: i
                 b.i32(fill_int);
             }
             // Short ranges are aligned too, but the label follows them immediately (errata 5).
-            ElementKind::Short { min, max, fill } => {
+            ElementRange::Short { min, max, fill } => {
                 b.align(16, 4);
                 b.i16(min);
                 b.i16(max);
@@ -661,11 +634,11 @@ fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
     for (e, v) in spec.elements.iter().zip(values) {
         check_identifier(&e.name, "element name")?;
         let (ok, len) = match (&e.kind, v) {
-            (ElementKind::Integer { .. }, ElementValues::Int(x)) => (true, x.len()),
-            (ElementKind::Short { .. }, ElementValues::Short(x)) => (true, x.len()),
-            (ElementKind::Float { .. }, ElementValues::Float(x)) => (true, x.len()),
-            (ElementKind::IntCodedFloat { .. }, ElementValues::Codes(x)) => (true, x.len()),
-            (ElementKind::IntCodedFloat { .. }, ElementValues::IcfValues(x)) => (true, x.len()),
+            (ElementRange::Integer { .. }, ElementValues::Int(x)) => (true, x.len()),
+            (ElementRange::Short { .. }, ElementValues::Short(x)) => (true, x.len()),
+            (ElementRange::Float { .. }, ElementValues::Float(x)) => (true, x.len()),
+            (ElementRange::IntCodedFloat { .. }, ElementValues::Codes(x)) => (true, x.len()),
+            (ElementRange::IntCodedFloat { .. }, ElementValues::IcfValues(x)) => (true, x.len()),
             _ => (false, 0),
         };
         if !ok {
@@ -751,28 +724,28 @@ fn gather(spec: &GvrsSpec, values: &[ElementValues], trow: usize, tcol: usize) -
     }
     for (e, v) in spec.elements.iter().zip(values) {
         let cells = match (&e.kind, v) {
-            (ElementKind::Integer { fill, .. }, ElementValues::Int(x)) => {
+            (ElementRange::Integer { fill, .. }, ElementValues::Int(x)) => {
                 let t = cut(x, *fill, |a| a, (r0, h), (c0, w), cols, tc, tr);
                 any |= t.iter().any(|a| a != fill);
                 TileCells::Int(t)
             }
-            (ElementKind::Short { fill, .. }, ElementValues::Short(x)) => {
+            (ElementRange::Short { fill, .. }, ElementValues::Short(x)) => {
                 let t = cut(x, *fill, |a| a, (r0, h), (c0, w), cols, tc, tr);
                 any |= t.iter().any(|a| a != fill);
                 TileCells::Short(t)
             }
-            (ElementKind::Float { fill, .. }, ElementValues::Float(x)) => {
+            (ElementRange::Float { fill, .. }, ElementValues::Float(x)) => {
                 let t = cut(x, *fill, |a| a, (r0, h), (c0, w), cols, tc, tr);
                 any |= t.iter().any(|a| a.to_bits() != fill.to_bits());
                 TileCells::Float(t)
             }
-            (ElementKind::IntCodedFloat { fill_int, .. }, ElementValues::Codes(x)) => {
+            (ElementRange::IntCodedFloat { fill_int, .. }, ElementValues::Codes(x)) => {
                 let t = cut(x, *fill_int, |a| a, (r0, h), (c0, w), cols, tc, tr);
                 any |= t.iter().any(|a| a != fill_int);
                 TileCells::Int(t)
             }
             (
-                ElementKind::IntCodedFloat {
+                ElementRange::IntCodedFloat {
                     fill,
                     scale,
                     offset,
@@ -1043,7 +1016,7 @@ pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) 
     if expected != Some(array.data.len()) {
         return Err(usage("array data length does not match its shape"));
     }
-    let build = |kind: ElementKind| {
+    let build = |kind: ElementRange| {
         let mut s = GvrsSpec::new(rows, cols, tr, tc, ElementSpec::new(&name, kind));
         s.codecs = codecs.clone();
         s
@@ -1055,7 +1028,7 @@ pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) 
                 .chunks_exact(4)
                 .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                 .collect();
-            write_gvrs(&build(ElementKind::integer()), &[ElementValues::Int(&v)], out)
+            write_gvrs(&build(ElementRange::integer()), &[ElementValues::Int(&v)], out)
         }
         DType::I16 => {
             let v: Vec<i16> = array
@@ -1063,7 +1036,7 @@ pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) 
                 .chunks_exact(2)
                 .map(|b| i16::from_le_bytes([b[0], b[1]]))
                 .collect();
-            write_gvrs(&build(ElementKind::short()), &[ElementValues::Short(&v)], out)
+            write_gvrs(&build(ElementRange::short()), &[ElementValues::Short(&v)], out)
         }
         DType::F32 => {
             let v: Vec<f32> = array
@@ -1071,7 +1044,7 @@ pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) 
                 .chunks_exact(4)
                 .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                 .collect();
-            write_gvrs(&build(ElementKind::float()), &[ElementValues::Float(&v)], out)
+            write_gvrs(&build(ElementRange::float()), &[ElementValues::Float(&v)], out)
         }
         d => Err(usage(format!(
             "GVRS stores int32, int16 or float32 grids, not {}",

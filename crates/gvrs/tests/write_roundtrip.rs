@@ -5,7 +5,7 @@
 use rasterpack_common::{DType, Format, Input, Limits, NdArray, ValidateOptions, WriteOptions};
 use rasterpack_gvrs::codec::Codec;
 use rasterpack_gvrs::write::{
-    self, Coordinates, ElementKind, ElementSpec, ElementValues, GvrsSpec, Metadata, RasterSpace,
+    self, Coordinates, ElementRange, ElementSpec, ElementValues, GvrsSpec, Metadata, RasterSpace,
 };
 use rasterpack_gvrs::{GvrsFile, GvrsFormat};
 
@@ -81,7 +81,7 @@ fn codec_lists() -> Vec<Vec<Codec>> {
     ]
 }
 
-fn spec(kind: ElementKind, codecs: &[Codec], checksums: bool) -> GvrsSpec {
+fn spec(kind: ElementRange, codecs: &[Codec], checksums: bool) -> GvrsSpec {
     let mut s = GvrsSpec::new(ROWS, COLS, 16, 20, ElementSpec::new("v", kind));
     s.codecs = codecs.to_vec();
     s.checksums = checksums;
@@ -102,7 +102,7 @@ fn every_type_and_codec_round_trips() {
         // Integer.
         let v = ints(i32::MIN, i32::MIN + 1, i32::MAX);
         let b = write::to_bytes(
-            &spec(ElementKind::integer(), codecs, checksums),
+            &spec(ElementRange::integer(), codecs, checksums),
             &[ElementValues::Int(&v)],
         )
         .unwrap();
@@ -113,7 +113,7 @@ fn every_type_and_codec_round_trips() {
         // Integer with a non-minimum fill and INT_MIN as data (DifferencingWithNulls).
         let mut v2 = ints(-9999, i32::MIN, i32::MAX);
         v2[5] = i32::MIN;
-        let kind = ElementKind::Integer {
+        let kind = ElementRange::Integer {
             min: i32::MIN,
             max: i32::MAX,
             fill: -9999,
@@ -127,7 +127,7 @@ fn every_type_and_codec_round_trips() {
             .map(|&x| x as i16)
             .collect();
         let b = write::to_bytes(
-            &spec(ElementKind::short(), codecs, checksums),
+            &spec(ElementRange::short(), codecs, checksums),
             &[ElementValues::Short(&s)],
         )
         .unwrap();
@@ -143,7 +143,7 @@ fn every_type_and_codec_round_trips() {
         // Float: bit patterns, NaN payloads and -0.0 included.
         let f = floats();
         let b = write::to_bytes(
-            &spec(ElementKind::float(), codecs, checksums),
+            &spec(ElementRange::float(), codecs, checksums),
             &[ElementValues::Float(&f)],
         )
         .unwrap();
@@ -158,9 +158,9 @@ fn every_type_and_codec_round_trips() {
         let want: Vec<u32> = f.iter().map(|x| x.to_bits()).collect();
         assert_eq!(got, want, "float {codecs:?}");
         // Integer-coded float, as codes and as values.
-        let kind = ElementKind::int_coded_float(100.0, -50.0);
+        let kind = ElementRange::int_coded_float(100.0, -50.0);
         let codes = ints(i32::MIN, i32::MIN + 1, i32::MAX);
-        let b = write::to_bytes(&spec(kind.clone(), codecs, checksums), &[ElementValues::Codes(&codes)]).unwrap();
+        let b = write::to_bytes(&spec(kind, codecs, checksums), &[ElementValues::Codes(&codes)]).unwrap();
         assert_valid(&b, &format!("icf {codecs:?}"));
         assert_eq!(
             i32s(&open(&b).read_element(0, true).unwrap()),
@@ -208,21 +208,21 @@ fn several_elements_metadata_and_coordinates() {
             label: "Depth".into(),
             description: "Tiefe über NN".into(),
             unit: "m".into(),
-            ..ElementSpec::new("depth", ElementKind::integer())
+            ..ElementSpec::new("depth", ElementRange::integer())
         },
         ElementSpec {
             continuous: false,
             ..ElementSpec::new(
                 "class_code",
-                ElementKind::Short {
+                ElementRange::Short {
                     min: -5,
                     max: 5000,
                     fill: -999,
                 },
             )
         },
-        ElementSpec::new("temp", ElementKind::float()),
-        ElementSpec::new("elev", ElementKind::int_coded_float(10.0, 0.0)),
+        ElementSpec::new("temp", ElementRange::float()),
+        ElementSpec::new("elev", ElementRange::int_coded_float(10.0, 0.0)),
     ];
     let mut s = GvrsSpec::new(ROWS, COLS, 16, 20, elements[0].clone());
     s.elements = elements;
@@ -310,7 +310,7 @@ fn several_elements_metadata_and_coordinates() {
 fn closed_file_layout() {
     let v = ints(i32::MIN, 0, 1);
     let b = write::to_bytes(
-        &spec(ElementKind::integer(), &write::DEFAULT_CODECS, true),
+        &spec(ElementRange::integer(), &write::DEFAULT_CODECS, true),
         &[ElementValues::Int(&v)],
     )
     .unwrap();
@@ -336,7 +336,7 @@ fn closed_file_layout() {
 fn all_fill_grid_stores_no_tiles() {
     let v = vec![i16::MIN; (ROWS * COLS) as usize];
     let b = write::to_bytes(
-        &spec(ElementKind::short(), &write::DEFAULT_CODECS, true),
+        &spec(ElementRange::short(), &write::DEFAULT_CODECS, true),
         &[ElementValues::Short(&v)],
     )
     .unwrap();
@@ -356,7 +356,7 @@ fn one_by_one_and_single_tile_grids() {
         let v: Vec<i32> = (0..rows * cols).map(|i| i as i32 * 1000).collect();
         for codecs in codec_lists() {
             let s = {
-                let mut s = GvrsSpec::new(rows, cols, rows, cols, ElementSpec::new("z", ElementKind::integer()));
+                let mut s = GvrsSpec::new(rows, cols, rows, cols, ElementSpec::new("z", ElementRange::integer()));
                 s.codecs = codecs.clone();
                 s
             };
@@ -454,7 +454,7 @@ fn header_matches_gridfour() {
         label: "Temperature".into(),
         description: "Float with special values: NaN (fill), +/-Inf, -0.0, subnormals".into(),
         unit: "degC".into(),
-        ..ElementSpec::new("temperature", ElementKind::float())
+        ..ElementSpec::new("temperature", ElementRange::float())
     };
     let mut s = GvrsSpec::new(64, 48, 16, 16, e);
     s.codecs = vec![];
@@ -507,22 +507,22 @@ fn headers_match_every_corpus_file() {
             .map(|e| {
                 let i = |k: &str| e[k].as_i64().unwrap();
                 let kind = match e["type"].as_str().unwrap() {
-                    "INTEGER" => ElementKind::Integer {
+                    "INTEGER" => ElementRange::Integer {
                         min: i("min") as i32,
                         max: i("max") as i32,
                         fill: i("fill") as i32,
                     },
-                    "SHORT" => ElementKind::Short {
+                    "SHORT" => ElementRange::Short {
                         min: i("min") as i16,
                         max: i("max") as i16,
                         fill: i("fill") as i16,
                     },
-                    "FLOAT" => ElementKind::Float {
+                    "FLOAT" => ElementRange::Float {
                         min: bits32(&e["min_bits"]),
                         max: bits32(&e["max_bits"]),
                         fill: bits32(&e["fill_bits"]),
                     },
-                    _ => ElementKind::IntCodedFloat {
+                    _ => ElementRange::IntCodedFloat {
                         min: bits32(&e["min_bits"]),
                         max: bits32(&e["max_bits"]),
                         fill: bits32(&e["fill_bits"]),
@@ -611,7 +611,7 @@ fn lsop12_tiles_round_trip_through_the_reader() {
             (2000.0 * (r * 0.05).sin() * (c * 0.04).cos() + 10.0 * r) as i32 + (i % 3) as i32
         })
         .collect();
-    let mut s = GvrsSpec::new(rows, cols, 30, 35, ElementSpec::new("z", ElementKind::integer()));
+    let mut s = GvrsSpec::new(rows, cols, 30, 35, ElementSpec::new("z", ElementRange::integer()));
     s.codecs = vec![Codec::Lsop12];
     let b = write::to_bytes(&s, &[ElementValues::Int(&v)]).unwrap();
     assert_valid(&b, "lsop");
@@ -630,10 +630,10 @@ fn lsop12_tiles_round_trip_through_the_reader() {
 #[test]
 fn bad_specs_are_usage_errors() {
     let v = vec![0i32; 16];
-    let base = || GvrsSpec::new(4, 4, 2, 2, ElementSpec::new("z", ElementKind::integer()));
+    let base = || GvrsSpec::new(4, 4, 2, 2, ElementSpec::new("z", ElementRange::integer()));
     let mut bad = Vec::new();
     let mut s = base();
-    s.elements.push(ElementSpec::new("z", ElementKind::integer()));
+    s.elements.push(ElementSpec::new("z", ElementRange::integer()));
     bad.push((s, 2));
     let mut s = base();
     s.elements[0].name = "1abc".into();
@@ -686,7 +686,7 @@ fn codec_records_match_gridfour() {
         ("short_compressed_default.gvrs", write::DEFAULT_CODECS.to_vec(), false),
     ] {
         let gf = std::fs::read(std::path::Path::new(&root).join("gvrs").join(file)).unwrap();
-        let s = spec(ElementKind::integer(), &codecs, checksums);
+        let s = spec(ElementRange::integer(), &codecs, checksums);
         let v = vec![0i32; (ROWS * COLS) as usize];
         let b = write::to_bytes(&s, &[ElementValues::Int(&v)]).unwrap();
         for name in ["GvrsJavaCodecs", "GvrsCompressionCodecs"] {
