@@ -302,13 +302,9 @@ thread_local! {
 /// Rebuild the tile from pre-decoded residuals. `init` holds row 0 deltas, column 0 deltas,
 /// row 1 and column 1 Triangle residuals, then two Triangle residuals per row from row 2.
 ///
-/// The per-cell estimate is a serial f32 chain starting at the left neighbour, so cells of a
-/// row cannot overlap; instead the whole tile is swept as one wavefront along the skewed
-/// column `s = c + 3r`: every cell a cell needs lies on an earlier `s` (the row above up to
-/// c + 2 is at s - 1), so all cells of one `s` (about cols / 3 rows) are independent. The
-/// wavefront is kept column-major (`ring[s % RING][r]`) so those cells are contiguous and the
-/// inner loop vectorizes; the arithmetic per cell is exactly Gridfour's.
-fn reconstruct(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32], interior: &[i32], v: &mut [i32]) {
+/// The border cells (first row and column by differences, second row and column by the
+/// triangle predictor) from the `init` codes; returns how many codes were used.
+fn reconstruct_border(seed: i32, rows: usize, cols: usize, init: &[i32], v: &mut [i32]) -> usize {
     let nc = cols;
     let mut k = 0;
     v[0] = seed;
@@ -335,6 +331,18 @@ fn reconstruct(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32],
         v[i] = init[k].wrapping_add(tri(v, i));
         k += 1;
     }
+    k
+}
+
+/// The per-cell estimate is a serial f32 chain starting at the left neighbour, so cells of a
+/// row cannot overlap; instead the whole tile is swept as one wavefront along the skewed
+/// column `s = c + 3r`: every cell a cell needs lies on an earlier `s` (the row above up to
+/// c + 2 is at s - 1), so all cells of one `s` (about cols / 3 rows) are independent. The
+/// wavefront is kept column-major (`ring[s % RING][r]`) so those cells are contiguous and the
+/// inner loop vectorizes; the arithmetic per cell is exactly Gridfour's.
+fn reconstruct(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32], interior: &[i32], v: &mut [i32]) {
+    let nc = cols;
+    let k = reconstruct_border(seed, rows, cols, init, v);
     if rows < 3 {
         return;
     }
@@ -483,31 +491,7 @@ fn lanes(u: &[f32; 12], z: &[&[f32]; 12], res: &[i32], oi: &mut [i32], of: &mut 
 #[cfg(test)]
 fn reconstruct_rows(seed: i32, u: &[f32; 12], rows: usize, cols: usize, init: &[i32], interior: &[i32], v: &mut [i32]) {
     let nc = cols;
-    let mut k = 0;
-    v[0] = seed;
-    let mut p = seed;
-    for cell in &mut v[1..nc] {
-        p = p.wrapping_add(init[k]);
-        k += 1;
-        *cell = p;
-    }
-    p = seed;
-    for r in 1..rows {
-        p = p.wrapping_add(init[k]);
-        k += 1;
-        v[r * nc] = p;
-    }
-    let tri = |v: &[i32], i: usize| v[i - 1].wrapping_add(v[i - nc]).wrapping_sub(v[i - nc - 1]);
-    for c in 1..nc {
-        let i = nc + c;
-        v[i] = init[k].wrapping_add(tri(v, i));
-        k += 1;
-    }
-    for r in 2..rows {
-        let i = r * nc + 1;
-        v[i] = init[k].wrapping_add(tri(v, i));
-        k += 1;
-    }
+    let k = reconstruct_border(seed, rows, cols, init, v);
     let tail = k;
     // Interior rows are processed as a wavefront over groups of LANES rows: row r+1 trails row
     // r by LAG columns (a cell needs the row above up to c + 2), so the serial float chains of
