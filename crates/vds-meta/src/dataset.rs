@@ -439,6 +439,21 @@ impl Dataset {
     /// Decode chunk `index` into its stored box (margins included), in `values` form, using
     /// the worker's reusable buffers. Returns where the result is: a fill element or one of
     /// the buffers, laid out X fastest over the chunk dims.
+    /// Read a written chunk's stored object into `io` and return its spec; a written chunk
+    /// without an object is invalid.
+    fn fetch_chunk(&self, layer: &Layer, index: u64, io: &mut Vec<u8>) -> Result<ChunkSpec> {
+        let key = format!("{}/{index}", layer.name());
+        if !self.store.get_into(&key, io)? {
+            return Err(Error::invalid_at(
+                "vds.chunk.missing",
+                None,
+                format!("chunk {index} of {} is written but has no stored object", layer.name()),
+            ));
+        }
+        self.chunk_spec(layer, index)
+            .ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "no chunk spec"))
+    }
+
     fn brick(&self, layer: &Layer, index: u64, values: Values, bufs: &mut Bufs) -> Result<Brick> {
         let g = layer
             .geometry
@@ -463,17 +478,7 @@ impl Dataset {
             ChunkStatus::NoValue => Ok(fill(chunk::novalue_native(ch), ch.no_value as f32)),
             ChunkStatus::Constant(v) => Ok(fill(chunk::constant_native(ch, v), v)),
             ChunkStatus::Data => {
-                let key = format!("{}/{index}", layer.name());
-                if !self.store.get_into(&key, &mut bufs.io)? {
-                    return Err(Error::invalid_at(
-                        "vds.chunk.missing",
-                        None,
-                        format!("chunk {index} of {} is written but has no stored object", layer.name()),
-                    ));
-                }
-                let spec = self
-                    .chunk_spec(layer, index)
-                    .ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "no chunk spec"))?;
+                let spec = self.fetch_chunk(layer, index, &mut bufs.io)?;
                 let ctx = |e: Error| Error {
                     message: format!("{} chunk {index}: {}", layer.name(), e.message),
                     offset: None,
@@ -796,17 +801,7 @@ impl Dataset {
                 starts.push((origin + y * sy_stride + z * sz_stride - base) as usize);
             }
         }
-        let key = format!("{}/{i}", layer.name());
-        if !self.store.get_into(&key, &mut bufs.io)? {
-            return Err(Error::invalid_at(
-                "vds.chunk.missing",
-                None,
-                format!("chunk {i} of {} is written but has no stored object", layer.name()),
-            ));
-        }
-        let spec = self
-            .chunk_spec(layer, i)
-            .ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "no chunk spec"))?;
+        let spec = self.fetch_chunk(layer, i, &mut bufs.io)?;
         let ctx = |e: Error| Error {
             message: format!("{} chunk {i}: {}", layer.name(), e.message),
             offset: None,
