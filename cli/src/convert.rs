@@ -5,7 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use rasterpack_common::{ArrayRequest, Error, Limits, WriteOptions};
+use rasterpack_common::{ArrayRequest, Error, Format, Input, Limits, Output, WriteOptions};
 
 use crate::output::{exit_code_for, Outcome};
 use crate::{detect, ConvertArgs};
@@ -38,6 +38,7 @@ fn convert(args: &ConvertArgs) -> Result<(), Error> {
         codes: args.codes,
         target: Some(target.name()),
         limits,
+        ..Default::default()
     };
     let opts = WriteOptions {
         tile: args.tile,
@@ -46,19 +47,32 @@ fn convert(args: &ConvertArgs) -> Result<(), Error> {
     };
 
     let tmp = TempFile::create(out_path)?;
-    {
-        let mut w = BufWriter::with_capacity(1 << 20, &tmp.file);
-        match source.convert_special(&input, target, &req, &opts, &mut w) {
-            Some(result) => result?,
-            None => {
-                let array = source.read_array(&input, &req)?;
-                target.write_array(&array, &opts, &mut w)?;
-            }
-        }
-        w.flush()
-            .map_err(|e| Error::io(&format!("writing {}", tmp.path.display()), &e))?;
-    }
+    write_output(source, target, &input, &req, &opts, &tmp)?;
     tmp.persist(out_path, args.force)
+}
+
+/// Convert into the temporary file: the source's own conversion when it has one (FOLD repair),
+/// else source to target as the data decodes, the target writing into the file with positioned
+/// writes allowed, so memory stays within the working set.
+fn write_output(
+    source: &dyn Format,
+    target: &dyn Format,
+    input: &Input,
+    req: &ArrayRequest,
+    opts: &WriteOptions,
+    tmp: &TempFile,
+) -> Result<(), Error> {
+    let mut w = BufWriter::with_capacity(1 << 20, &tmp.file);
+    if let Some(result) = source.convert_special(input, target, req, opts, &mut w) {
+        result?;
+        return w
+            .flush()
+            .map_err(|e| Error::io(&format!("writing {}", tmp.path.display()), &e));
+    }
+    drop(w);
+    let mut sink = target.array_writer(opts, Output::File(&tmp.file))?;
+    source.stream_array(input, req, &mut *sink)?;
+    sink.finish()
 }
 
 /// A file beside the destination, removed on drop unless persisted.

@@ -4,6 +4,8 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::limits::Limits;
+use crate::stream::{copy_block_into_window, ArrayInfo, ArraySink, MemorySink, Region};
 
 /// Element types rasterpack moves between formats. All data is little-endian in memory buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -127,6 +129,26 @@ impl NdArray {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// A copy of the part of the array inside `region` (C axis order).
+    pub fn region(&self, region: &Region) -> Result<NdArray> {
+        region.check_within(&self.shape)?;
+        let mut sink = MemorySink::new(Limits::unlimited());
+        sink.begin(&ArrayInfo {
+            dtype: self.dtype,
+            shape: region.shape(),
+            name: self.name.clone(),
+            attrs: self.attrs.clone(),
+        })?;
+        copy_block_into_window(
+            &Region::full(&self.shape),
+            &self.data,
+            self.dtype.size(),
+            region,
+            &mut sink,
+        )?;
+        sink.into_array()
     }
 
     /// Values as f64 (for previews and physical conversions); lossy for 64-bit integers.

@@ -11,13 +11,19 @@ pub mod json;
 pub mod limits;
 pub mod npy;
 pub mod npy_format;
+pub mod output;
 pub mod reader;
 pub mod source;
+pub mod stream;
 
 pub use array::{byte_len, DType, NdArray};
 pub use error::{Error, ErrorKind, Result};
 pub use finding::{Finding, Findings, Severity};
-pub use format::{ArrayRequest, Format, InspectOptions, Report, Section, ValidateOptions, WriteOptions};
+pub use format::{
+    read_by_streaming, ArrayRequest, Format, InspectOptions, Report, Section, ValidateOptions, WriteOptions,
+};
 pub use limits::Limits;
+pub use output::Output;
 pub use reader::{slice_at, ByteReader};
 pub use source::Input;
+pub use stream::{ArrayInfo, ArraySink, MemorySink, Region, RegionSpec};

@@ -6,9 +6,11 @@ use serde_json::Value;
 
 use crate::array::NdArray;
 use crate::error::{Error, Result};
-use crate::format::{ArrayRequest, Format, InspectOptions, Report, ValidateOptions, WriteOptions};
+use crate::format::{read_by_streaming, ArrayRequest, Format, InspectOptions, Report, ValidateOptions, WriteOptions};
 use crate::npy;
+use crate::output::Output;
 use crate::source::Input;
+use crate::stream::{stream_stored_c_order, ArrayInfo, ArraySink};
 
 pub struct NpyFormat;
 
@@ -90,10 +92,25 @@ impl Format for NpyFormat {
         }
     }
     fn read_array(&self, input: &Input, req: &ArrayRequest) -> Result<NdArray> {
-        let bytes = input.read_all(&req.limits)?;
-        npy::read(&bytes, &req.limits)
+        read_by_streaming(self, input, req)
+    }
+    fn stream_array(&self, input: &Input, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        let h = npy::parse_header(&input.head(1 << 20))?;
+        npy::check_data(&h, input.len())?;
+        let region = req.region_of(&h.shape)?;
+        sink.begin(&ArrayInfo::new(h.dtype, region.shape()))?;
+        let size = h.dtype.size();
+        let mut swap = |b: &mut [u8]| {
+            if h.big_endian && size > 1 {
+                b.chunks_exact_mut(size).for_each(|v| v.reverse());
+            }
+        };
+        stream_stored_c_order(input, h.data_offset, h.dtype, &h.shape, Some(&region), &mut swap, sink)
     }
     fn write_array(&self, array: &NdArray, _opts: &WriteOptions, out: &mut dyn Write) -> Result<()> {
         npy::write(out, array).map_err(|e| Error::io("writing .npy", &e))
+    }
+    fn array_writer<'a>(&'a self, _opts: &WriteOptions, out: Output<'a>) -> Result<Box<dyn ArraySink + 'a>> {
+        Ok(Box::new(npy::NpyWriter::new(out)))
     }
 }
