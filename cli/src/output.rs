@@ -89,7 +89,16 @@ fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
                 Err(e) => return failed(Some(format.name()), e.in_format(format.name())),
             }
         }
-        Mode::Validate { strict } => (format.validate(&input, &ValidateOptions { limits: *limits }), *strict),
+        Mode::Validate { strict } => (
+            format.validate(
+                &input,
+                &ValidateOptions {
+                    limits: *limits,
+                    ..Default::default()
+                },
+            ),
+            *strict,
+        ),
     };
     let valid = report.is_valid(strict);
     let exit_code = if report.unsupported {

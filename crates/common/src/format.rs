@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use crate::any::ArrayFile;
 use crate::array::NdArray;
 use crate::error::{Error, Result};
 use crate::finding::{Findings, Severity};
@@ -104,6 +105,28 @@ pub struct InspectOptions {
 #[derive(Debug, Clone, Default)]
 pub struct ValidateOptions {
     pub limits: Limits,
+    /// Told how far a long check has come (for a progress bar); `None` for silence.
+    pub progress: Option<Progress>,
+}
+
+impl ValidateOptions {
+    /// Report that `done` of `total` units (bytes of input, usually) are checked.
+    pub fn report_progress(&self, done: u64, total: u64) {
+        if let Some(p) = &self.progress {
+            (p.0)(done, total);
+        }
+    }
+}
+
+/// A progress callback: `(done, total)` in units the caller and the format agree on (bytes of
+/// input). Called from the validating thread(s), so it must be cheap and thread-safe.
+#[derive(Clone)]
+pub struct Progress(pub std::sync::Arc<dyn Fn(u64, u64) + Send + Sync>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
+    }
 }
 
 /// Which array `read_array` should produce.
@@ -199,6 +222,15 @@ pub trait Format: Send + Sync {
             out,
             collected: Some(MemorySink::new(opts.limits)),
         }))
+    }
+    /// Open `input` as this format's reader, behind the format-independent [`ArrayFile`]
+    /// interface (what [`crate::open_any`] returns).
+    fn open(&self, _input: Input, _limits: Limits) -> Result<Box<dyn ArrayFile>> {
+        Err(Error::unsupported(
+            "format.open",
+            None,
+            format!("the {} reader does not offer the ArrayFile interface yet", self.name()),
+        ))
     }
     /// A conversion this source format does itself (e.g. FOLD -> FOLD repair); `None` means
     /// "use the generic read_array -> write_array path".

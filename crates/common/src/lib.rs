@@ -3,6 +3,7 @@
 //! [`Format`] trait the CLI drives.
 #![forbid(unsafe_code)]
 
+pub mod any;
 pub mod array;
 pub mod error;
 pub mod finding;
@@ -16,11 +17,12 @@ pub mod reader;
 pub mod source;
 pub mod stream;
 
-pub use array::{byte_len, DType, NdArray};
+pub use any::{detect, open_any, ArrayFile};
+pub use array::{byte_len, DType, Element, NdArray};
 pub use error::{Error, ErrorKind, Result};
 pub use finding::{Finding, Findings, Severity};
 pub use format::{
-    read_by_streaming, ArrayRequest, Format, InspectOptions, Report, Section, ValidateOptions, WriteOptions,
+    read_by_streaming, ArrayRequest, Format, InspectOptions, Progress, Report, Section, ValidateOptions, WriteOptions,
 };
 pub use limits::Limits;
 pub use output::Output;

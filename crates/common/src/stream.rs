@@ -437,6 +437,24 @@ impl RegionSpec {
     }
 }
 
+impl From<Region> for RegionSpec {
+    fn from(region: Region) -> RegionSpec {
+        RegionSpec {
+            axes: region
+                .ranges
+                .into_iter()
+                .map(|r| (Some(r.start), Some(r.end)))
+                .collect(),
+        }
+    }
+}
+
+impl From<&Region> for RegionSpec {
+    fn from(region: &Region) -> RegionSpec {
+        RegionSpec::from(region.clone())
+    }
+}
+
 /// Copy the part of a decoded block that falls inside `window` into a sink holding exactly
 /// `window` (an array of `window.shape()`), as whole contiguous runs along the last axis.
 ///
