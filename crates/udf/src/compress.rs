@@ -73,7 +73,10 @@ pub fn decode_simple_u32(stream: &[u8], out: &mut [u8], whole: bool) -> Result<(
                 *n += 1;
                 Ok(())
             }
-            None => Err(fail(at, format!("the stream holds more than the {want} values of the shape"))),
+            None => Err(fail(
+                at,
+                format!("the stream holds more than the {want} values of the shape"),
+            )),
         }
     };
     while pos < stream.len() {
@@ -84,9 +87,12 @@ pub fn decode_simple_u32(stream: &[u8], out: &mut [u8], whole: bool) -> Result<(
         let op = stream[pos];
         pos += 1;
         let mut extra = |count: usize| -> Result<u32, DecodeError> {
-            let bytes = stream
-                .get(pos..pos + count)
-                .ok_or_else(|| fail(at, format!("opcode {op:#04x} needs {count} more byte(s); the stream ends")))?;
+            let bytes = stream.get(pos..pos + count).ok_or_else(|| {
+                fail(
+                    at,
+                    format!("opcode {op:#04x} needs {count} more byte(s); the stream ends"),
+                )
+            })?;
             pos += count;
             Ok(bytes.iter().fold(0u32, |acc, &b| (acc << 8) | b as u32))
         };
@@ -154,7 +160,10 @@ mod tests {
     fn words(stream: &[u8], n: usize) -> Result<Vec<u32>, DecodeError> {
         let mut out = vec![0u8; n * 4];
         decode_simple_u32(stream, &mut out, true)?;
-        Ok(out.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        Ok(out
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
     }
 
     #[test]

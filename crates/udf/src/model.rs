@@ -323,9 +323,8 @@ impl UdfFile {
             Compression::SimpleU32 => {
                 let stream = self.input.read_vec(off, t.data_size, "table data", &self.limits)?;
                 let mut out = vec![0u8; self.limits.check_alloc(n - n % 4, "preview", Some(off))?];
-                crate::compress::decode_simple_u32(&stream, &mut out, false).map_err(|e| {
-                    Error::invalid(codes::COMPRESS_CORRUPT, off + e.offset, e.message)
-                })?;
+                crate::compress::decode_simple_u32(&stream, &mut out, false)
+                    .map_err(|e| Error::invalid(codes::COMPRESS_CORRUPT, off + e.offset, e.message))?;
                 Ok(out)
             }
             _ => self.input.read_vec(off, n, "table data", &self.limits),
@@ -400,7 +399,11 @@ impl UdfFile {
     /// the rest of the file): no fault of its dataset header or of itself, a supported
     /// compression, a usable data range. Returns where its data starts.
     fn require_intact(&self, t: &Table) -> Result<u64> {
-        let ds_faults = self.doc.datasets.get(t.dataset).map_or(&[][..], |d| d.faults.as_slice());
+        let ds_faults = self
+            .doc
+            .datasets
+            .get(t.dataset)
+            .map_or(&[][..], |d| d.faults.as_slice());
         if let Some(f) = ds_faults.iter().chain(&t.faults).next() {
             return Err(finding_error(f, &self.path_of(t)));
         }
@@ -532,9 +535,19 @@ impl UdfFile {
         // The strict decode is the content check of text.
         let b = self.data(t)?;
         let base = t.data_offset.unwrap_or(0);
-        let at = |rel: u64| if t.compression() == Compression::None { base + rel } else { base };
+        let at = |rel: u64| {
+            if t.compression() == Compression::None {
+                base + rel
+            } else {
+                base
+            }
+        };
         crate::validate::decode_text(t, &b).map_err(|(rel, msg)| {
-            Error::invalid(codes::TEXT_INVALID, at(rel), format!("table {}: {msg}", self.path_of(t)))
+            Error::invalid(
+                codes::TEXT_INVALID,
+                at(rel),
+                format!("table {}: {msg}", self.path_of(t)),
+            )
         })
     }
 

@@ -91,7 +91,10 @@ impl Walker<'_> {
             .get(mark..)
             .unwrap_or(&[])
             .iter()
-            .filter(|f| f.severity == Severity::Error && !matches!(f.code.as_str(), LIMIT_WORK | DATASET_TOO_MANY | DATASET_TOO_DEEP))
+            .filter(|f| {
+                f.severity == Severity::Error
+                    && !matches!(f.code.as_str(), LIMIT_WORK | DATASET_TOO_MANY | DATASET_TOO_DEEP)
+            })
             .cloned()
             .collect()
     }
@@ -648,7 +651,10 @@ impl Walker<'_> {
             let what = if d.compress_info == compress::SIMPLE_U32 && ti.prim.size() == Some(4) {
                 "the reference crate's SimpleU32 scheme, which rasterpack decodes".to_string()
             } else if d.compress_info == compress::SIMPLE_U32 {
-                format!("the reference crate's SimpleU32 scheme on {}, not decodable", ti.prim.name())
+                format!(
+                    "the reference crate's SimpleU32 scheme on {}, not decodable",
+                    ti.prim.name()
+                )
             } else {
                 "an unknown scheme; data not decodable".to_string()
             };
@@ -832,7 +838,9 @@ impl Walker<'_> {
             self.err(
                 TEXT_EMPTY_LIST_NO_GHOST,
                 Some(at + F::DATA_SHAPE),
-                format!("{tt}: empty text list stored as shape [0, 0] without a ghost axis (the reference writer's form)"),
+                format!(
+                    "{tt}: empty text list stored as shape [0, 0] without a ghost axis (the reference writer's form)"
+                ),
             );
             ghost_ok = true;
         }
@@ -1072,10 +1080,18 @@ pub fn for_each_chunk(
 /// A table's data as the content checks see it: the stored bytes in the input, or bytes
 /// already in memory (read by the model, or decoded from a compressed stream).
 pub(crate) enum TableData<'a> {
-    Stored { input: &'a Input, offset: u64, len: u64 },
+    Stored {
+        input: &'a Input,
+        offset: u64,
+        len: u64,
+    },
     /// `at`: absolute offset of byte 0 when `exact`; for decoded data every finding points at
     /// `at` (the start of the compressed stream), since decoded bytes have no file position.
-    Mem { bytes: &'a [u8], at: u64, exact: bool },
+    Mem {
+        bytes: &'a [u8],
+        at: u64,
+        exact: bool,
+    },
 }
 
 impl TableData<'_> {
@@ -1098,7 +1114,9 @@ impl TableData<'_> {
     /// Chunks of whole records: `f(relative offset, bytes)`, false to stop.
     fn chunks(&self, record: usize, mut f: impl FnMut(u64, &[u8]) -> bool) -> rasterpack_common::Result<()> {
         match *self {
-            TableData::Stored { input, offset, len } => for_each_chunk(input, offset, len, record, |o, c| f(o - offset, c)),
+            TableData::Stored { input, offset, len } => {
+                for_each_chunk(input, offset, len, record, |o, c| f(o - offset, c))
+            }
             TableData::Mem { bytes, .. } => {
                 let step = (CHUNK / record.max(1)).max(1) * record.max(1);
                 for (k, c) in bytes.chunks(step).enumerate() {
@@ -1183,12 +1201,20 @@ pub(crate) fn check_contents_upto(input: &Input, limits: &Limits, doc: &Document
                 continue;
             }
             let Some(base) = t.data_offset else { continue };
-            if t.data_size.max(t.decoded_len()) > max_table {
+            // A compressed stream decodes to at most 16 words per byte: a larger shape is
+            // refused by `decompress` before anything is allocated, so it costs nothing here.
+            let decoded = match t.compression() {
+                Compression::SimpleU32 => t
+                    .decoded_len()
+                    .min(t.data_size.saturating_mul(4 * compress::MAX_WORDS_PER_BYTE)),
+                _ => 0,
+            };
+            if t.data_size.max(decoded) > max_table {
                 skipped += 1;
                 continue;
             }
             let tt = format!("{tag}.table[{}] ({})", t.index, t.display_name());
-            spent = spent.saturating_add(t.data_size.saturating_add(t.decoded_len()));
+            spent = spent.saturating_add(t.data_size.saturating_add(decoded));
             if spent > budget(doc.file_len) {
                 push(
                     f,

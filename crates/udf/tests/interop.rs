@@ -133,11 +133,17 @@ fn corpus_verdicts_codes_and_values() {
             // (invalid under --strict) whose spec code is the sidecar's finding.
             "implementation_defined" => {
                 let decision = truth["decision"].as_str().unwrap_or_default();
-                assert!(decision.starts_with("valid with a compatibility warning"), "{name}: {decision}");
+                assert!(
+                    decision.starts_with("valid with a compatibility warning"),
+                    "{name}: {decision}"
+                );
                 assert!(got.is_empty(), "{name}: no error expected, got {:?}", doc.findings);
                 assert_eq!(compat, want, "{name}: compatibility warnings {:?}", doc.findings);
                 let report = UdfFormat.validate(&Input::open(&file).unwrap(), &ValidateOptions::default());
-                assert!(report.is_valid(false) && !report.is_valid(true), "{name}: --strict must reject");
+                assert!(
+                    report.is_valid(false) && !report.is_valid(true),
+                    "{name}: --strict must reject"
+                );
             }
             other => panic!("{name}: unexpected verdict {other}"),
         }
@@ -341,9 +347,15 @@ fn reference_written_edge_cases() {
     let (errors, _, _) = verdict(&f);
     assert_eq!(errors, vec![codes::INDEX_OUT_OF_RANGE.to_string()]);
     let e = read(&f, "root/Idx").unwrap_err();
-    assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::Invalid, codes::INDEX_OUT_OF_RANGE));
+    assert_eq!(
+        (e.kind, e.code.as_ref()),
+        (ErrorKind::Invalid, codes::INDEX_OUT_OF_RANGE)
+    );
     let points = read(&f, "root/Points").unwrap();
-    assert_eq!((points.shape.clone(), floats(&points)), (vec![2, 2], vec![0.0, 0.0, 1.0, 1.0]));
+    assert_eq!(
+        (points.shape.clone(), floats(&points)),
+        (vec![2, 2], vec![0.0, 0.0, 1.0, 1.0])
+    );
     let report = UdfFormat
         .inspect(&Input::open(&f).unwrap(), &Default::default())
         .unwrap();
