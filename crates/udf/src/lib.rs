@@ -103,7 +103,16 @@ impl Format for UdfFormat {
             }
         }
         let (ds, t) = match &req.element {
-            Some(e) => file.find(e).map_err(|err| first_error().unwrap_or(err))?,
+            // Not found in a file with errors: the walk may have stopped before the table.
+            Some(e) => file.find(e).map_err(|err| match first_error() {
+                Some(first) => Error::new(
+                    first.kind,
+                    first.code,
+                    first.offset,
+                    format!("{}; the file has errors, the first: {}", err.message, first.message),
+                ),
+                None => err,
+            })?,
             None => {
                 let arrays: Vec<(&Dataset, &Table)> = file
                     .datasets()
