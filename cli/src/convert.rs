@@ -5,7 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use rasterpack_common::{ArrayRequest, Error, Format, Input, Limits, Output, WriteOptions};
+use rasterpack_common::{ArrayRequest, Error, Format, Input, InspectOptions, Limits, Output, Severity, WriteOptions};
 
 use crate::output::{exit_code_for, Outcome};
 use crate::{detect, ConvertArgs};
@@ -48,7 +48,34 @@ fn convert(args: &ConvertArgs) -> Result<(), Error> {
 
     let tmp = TempFile::create(out_path)?;
     write_output(source, target, &input, &req, &opts, &tmp)?;
-    tmp.persist(out_path, args.force)
+    tmp.persist(out_path, args.force)?;
+    note_findings(source, &input, &args.input, &limits);
+    Ok(())
+}
+
+/// Readers read whatever they can read exactly, even from a file `validate` rejects; after a
+/// successful conversion, say on stderr when the source has findings. The source's `inspect`
+/// (its cheap structural check) decides: `validate` is the full gate.
+fn note_findings(source: &dyn Format, input: &Input, name: &str, limits: &Limits) {
+    let opts = InspectOptions {
+        all: false,
+        limits: *limits,
+    };
+    match source.inspect(input, &opts) {
+        Ok(report) => {
+            let count = |s: Severity| report.findings.iter().filter(|f| f.severity == s).count();
+            let (errors, warnings) = (count(Severity::Error), count(Severity::Warning));
+            if errors + warnings > 0 {
+                let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+                eprintln!(
+                    "note: {name} has findings ({}, {}); run `rasterpack validate {name}`",
+                    plural(errors, "error"),
+                    plural(warnings, "warning")
+                );
+            }
+        }
+        Err(e) => eprintln!("note: {name}: its structural check failed ({e}); run `rasterpack validate {name}`"),
+    }
 }
 
 /// Convert into the temporary file: the source's own conversion when it has one (FOLD repair),

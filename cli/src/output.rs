@@ -28,7 +28,9 @@ pub struct FileResult {
     pub path: String,
     pub format: Option<&'static str>,
     pub report: Report,
-    pub valid: bool,
+    /// The verdict of `validate`; `None` for `inspect`, which makes only the cheap structural
+    /// checks and so never claims a file is valid.
+    pub valid: Option<bool>,
     pub exit_code: u8,
 }
 
@@ -57,6 +59,7 @@ pub fn worst(a: u8, b: u8) -> u8 {
 }
 
 fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
+    let full = matches!(mode, Mode::Validate { .. });
     let failed = |format: Option<&'static str>, err: Error| {
         let mut report = Report::new(format.unwrap_or(""));
         report.fail(&err);
@@ -64,7 +67,7 @@ fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
             path: path.to_string(),
             format,
             report,
-            valid: false,
+            valid: full.then_some(false),
             exit_code: exit_code_for(err.kind),
         }
     };
@@ -112,7 +115,7 @@ fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
         path: path.to_string(),
         format: Some(format.name()),
         report,
-        valid,
+        valid: full.then_some(valid),
         exit_code,
     }
 }
@@ -196,7 +199,16 @@ fn file_json(r: &FileResult) -> Value {
     let mut obj = Map::new();
     obj.insert("path".into(), Value::from(r.path.clone()));
     obj.insert("format".into(), r.format.map(Value::from).unwrap_or(Value::Null));
-    obj.insert("valid".into(), Value::from(r.valid));
+    // inspect reports what it checked and no verdict; validate adds its verdict.
+    match r.valid {
+        Some(valid) => {
+            obj.insert("checked".into(), Value::from("full"));
+            obj.insert("valid".into(), Value::from(valid));
+        }
+        None => {
+            obj.insert("checked".into(), Value::from("structure"));
+        }
+    }
     obj.insert("unsupported".into(), Value::from(r.report.unsupported));
     obj.insert("exit_code".into(), Value::from(r.exit_code));
     obj.insert(
@@ -343,10 +355,17 @@ fn render_inspect(r: &FileResult, colour: bool) -> String {
         out.push_str("Findings\n");
         out.push_str(&findings_table(&findings, colour));
     }
-    if r.exit_code != 0 {
-        out.push_str(&format!("{}: {}{}\n", r.path, verdict(r, colour), counts(&findings)));
+    // Errors found by the structural checks make a file invalid; their absence does not
+    // make it valid: only validate says so.
+    let status = match r.exit_code {
+        0 => "structure checked".to_string(),
+        _ => verdict(r, colour),
+    };
+    out.push_str(&format!("{}: {status}{}", r.path, counts(&findings)));
+    if r.exit_code == 0 {
+        out.push_str(" (inspect checks the structure only; `rasterpack validate` checks everything)");
     }
-    out.push('\n');
+    out.push_str("\n\n");
     out
 }
 

@@ -41,9 +41,33 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
+/// Does `doc` satisfy `schema` (the subset [`check_schema`] knows)?
+fn satisfies(schema: &Value, doc: &Value) -> bool {
+    std::panic::catch_unwind(|| check_schema(schema, doc, "")).is_ok()
+}
+
 /// Check `doc` against the subset of JSON Schema that docs/schema/report.schema.json uses
-/// (type, enum, required, properties, additionalProperties: false, items).
+/// (type, enum, const, required, properties, additionalProperties: false, items, and allOf of
+/// if/then/not).
 fn check_schema(schema: &Value, doc: &Value, at: &str) {
+    if let Some(c) = schema.get("const") {
+        assert_eq!(doc, c, "{at}: not the constant");
+    }
+    for sub in schema.get("allOf").and_then(|a| a.as_array()).into_iter().flatten() {
+        let holds = sub.get("if").is_none_or(|cond| satisfies(cond, doc));
+        if let (true, Some(then)) = (holds, sub.get("then")) {
+            check_schema(then, doc, at);
+        }
+    }
+    if let Some(not) = schema.get("not") {
+        assert!(!satisfies(not, doc), "{at}: {doc} matches a schema it must not match");
+    }
+    if let (Some(req), Some(obj), None) = (schema.get("required"), doc.as_object(), schema.get("properties")) {
+        for key in req.as_array().into_iter().flatten() {
+            let key = key.as_str().unwrap();
+            assert!(obj.contains_key(key), "{at}: required key {key} missing");
+        }
+    }
     if let Some(t) = schema.get("type") {
         let types: Vec<&str> = match t {
             Value::String(s) => vec![s.as_str()],
@@ -163,13 +187,35 @@ fn json_follows_the_schema_and_keeps_input_order() {
         let files = doc["files"].as_array().unwrap();
         let got: Vec<&str> = files.iter().map(|f| f["path"].as_str().unwrap()).collect();
         assert_eq!(got, paths, "reports come in input order");
-        assert_eq!(files[0]["valid"], Value::Bool(true));
+        if cmd == "validate" {
+            assert_eq!(files[0]["checked"], Value::from("full"));
+            assert_eq!(files[0]["valid"], Value::Bool(true));
+            assert_eq!(files[1]["valid"], Value::Bool(false));
+        } else {
+            // inspect makes only cheap checks: it says so and gives no verdict.
+            assert_eq!(files[0]["checked"], Value::from("structure"));
+            assert!(files.iter().all(|f| f.get("valid").is_none()), "{doc}");
+        }
         assert_eq!(files[0]["format"], Value::from("npy"));
         assert_eq!(files[0]["summary"]["shape"], serde_json::json!([3]));
-        assert_eq!(files[1]["valid"], Value::Bool(false));
+        assert_eq!(files[1]["exit_code"], Value::from(1));
         assert_eq!(files[1]["findings"][0]["code"], Value::from("format.unknown"));
         assert_eq!(files[2]["exit_code"], Value::from(2));
     }
+    // The schema itself forbids a verdict from inspect and requires one from validate.
+    let item = &schema()["properties"]["files"]["items"];
+    let file = |checked: &str, valid: Option<bool>| {
+        let mut f = serde_json::json!({"path": "a", "format": "npy", "checked": checked, "unsupported": false,
+                                       "exit_code": 0, "findings": [], "summary": {}});
+        if let Some(v) = valid {
+            f["valid"] = Value::Bool(v);
+        }
+        f
+    };
+    assert!(satisfies(item, &file("structure", None)));
+    assert!(!satisfies(item, &file("structure", Some(true))));
+    assert!(satisfies(item, &file("full", Some(true))));
+    assert!(!satisfies(item, &file("full", None)));
 }
 
 #[test]

@@ -569,6 +569,7 @@ fn check_spec(t: &TableSpec) -> Result<()> {
 
 fn dummy_table(prim: Prim, shape: Shape) -> crate::model::Table {
     crate::model::Table {
+        dataset: 0,
         index: 0,
         desc_offset: 0,
         desc: Default::default(),
@@ -586,6 +587,7 @@ fn dummy_table(prim: Prim, shape: Shape) -> crate::model::Table {
         size_ok: true,
         hint_ok: true,
         index_target: None,
+        faults: Vec::new(),
     }
 }
 
