@@ -136,7 +136,7 @@ fn build_report(a: &Analysis, input: &Input, all: bool) -> Report {
             };
             vec![
                 e.name.clone(),
-                e.ctype.clone(),
+                raw::ctype_display(e.ctype.as_bytes()),
                 match e.flags {
                     0 => "none".into(),
                     1 => "zstd".into(),
@@ -206,7 +206,11 @@ fn build_report(a: &Analysis, input: &Input, all: bool) -> Report {
                     String::new()
                 };
                 r.text(
-                    format!("Chunk {:?} ({}: zip members)", st.entry.name, st.entry.ctype),
+                    format!(
+                        "Chunk {:?} ({}: zip members)",
+                        st.entry.name,
+                        raw::ctype_display(st.entry.ctype.as_bytes())
+                    ),
                     format!("{}{more}", shown.join("\n")),
                 );
             }
@@ -474,7 +478,7 @@ impl Format for FoldFormat {
         if let Some(info) = chunk.arrays.and_then(|arrs| arrs.iter().find(|x| x.name == name)) {
             if let Some(why) = &info.damaged {
                 return Err(Error::invalid_at(
-                    "fold.payload.bad_npz",
+                    validate::NPZ_MEMBER_DAMAGED,
                     Some(chunk.status.entry.offset + raw::CHUNK_HEADER_LEN),
                     format!("chunk {:?}: array {name:?} is not readable: {why}", chunk.name()),
                 ));

@@ -12,6 +12,10 @@ use crate::parse::{self, Container, Entry, JSON_MAX_DEPTH};
 use crate::pjson::{self, Value};
 use crate::raw::{ChunkHeader, CHUNK_HEADER_LEN, FLAG_NONE, FLAG_ZSTD, MAX_CHUNK_SIZE};
 
+/// Code of an NPZ0 member that cannot be read (CRC-32, sizes, `.npy` header, a repeated
+/// name) in an archive that can.
+pub const NPZ_MEMBER_DAMAGED: &str = "fold.payload.npz_member_damaged";
+
 /// What a chunk decoded to (kept only when the caller asks for content).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Content {
@@ -44,7 +48,8 @@ pub struct ChunkStatus {
     /// The decoded payload, when [`AnalyzeOptions::keep_payload`] asked for it.
     pub payload: Option<Vec<u8>>,
     /// Error findings about this chunk (its index entry, header, bounds, integrity, payload):
-    /// while there is one, nothing is read from the chunk.
+    /// while there is one, nothing is read from the chunk. A damaged NPZ0 member is not one
+    /// of them (see [`npz::ArrayInfo::damaged`]): the other members stay readable.
     pub errors: Vec<Finding>,
 }
 
@@ -100,13 +105,14 @@ impl Layers {
         self.all().map(Findings::len)
     }
 
-    /// The error findings added since `counts` gave `before`.
+    /// The error findings about a chunk as a whole added since `counts` gave `before` (a
+    /// damaged NPZ0 member leaves the other members readable: it is not one of them).
     fn errors_since(&self, before: [usize; 6]) -> Vec<Finding> {
         self.all()
             .iter()
             .zip(before)
             .flat_map(|(f, n)| f.0.get(n..).unwrap_or(&[]))
-            .filter(|f| f.severity == Severity::Error)
+            .filter(|f| f.severity == Severity::Error && f.code != NPZ_MEMBER_DAMAGED)
             .cloned()
             .collect()
     }
@@ -910,17 +916,21 @@ fn check_chunk(
             } else {
                 &[Layout::BlockParity]
             };
-            let mut fixed = None;
+            let mut fixed: Option<(Layout, ecc::Repair, Vec<u8>)> = None;
             let mut tail_rep = None;
             for &layout in layouts {
                 let mut trial = comp.clone();
                 let rep = ecc::repair(rs, &mut trial, &ecc_bytes, layout);
-                if hashes(&trial) == (h.crc32c, e.sha256.clone()) {
-                    fixed = Some((layout, rep, trial));
-                    break;
-                }
                 if layout == Layout::PyfoldsTail {
-                    tail_rep = Some(rep);
+                    tail_rep = Some(rep.clone());
+                }
+                // A layout whose every usable block decoded wins over one that verified with
+                // some block failing (the damage lay in blocks both layouts cover).
+                if hashes(&trial) == (h.crc32c, e.sha256.clone()) && fixed.as_ref().is_none_or(|f| f.1.failed) {
+                    fixed = Some((layout, rep.clone(), trial));
+                    if !rep.failed {
+                        break;
+                    }
                 }
             }
             if let Some((layout, rep, trial)) = fixed {
@@ -939,15 +949,17 @@ fn check_chunk(
                 );
                 decoded = decode(flags, &comp, uncomp_len).map(|o| o.map(Payload::Vec));
                 if opts.keep_repairs {
-                    // Damaged ECC bytes are rewritten too (in the layout they had), so the
-                    // copy is whole again.
-                    let fresh = match layout {
-                        Layout::BlockParity => rs.block_parity(&comp),
-                        Layout::PyfoldsTail => ecc::pyfolds_ecc(rs, &comp),
-                    };
                     repairs.push((payload_off, comp.clone()));
-                    if fresh != ecc_bytes {
-                        repairs.push((ecc_off, fresh));
+                    // Damaged ECC bytes are rewritten too (in the layout that repaired), so
+                    // the copy is whole again; intact ones are kept as they are.
+                    if ecc::layout_of(rs, &comp, &ecc_bytes).is_none() {
+                        repairs.push((
+                            ecc_off,
+                            match layout {
+                                Layout::BlockParity => rs.block_parity(&comp),
+                                Layout::PyfoldsTail => ecc::pyfolds_ecc(rs, &comp),
+                            },
+                        ));
                     }
                 }
             } else {
@@ -1104,7 +1116,7 @@ fn check_chunk(
                 for a in &arrays {
                     if let Some(why) = &a.damaged {
                         l.semantics.error(
-                            "fold.payload.bad_npz",
+                            NPZ_MEMBER_DAMAGED,
                             Some(payload_off),
                             format!(
                                 "chunk {name:?}: NPZ0 member of array {:?} is not readable: {why}",
