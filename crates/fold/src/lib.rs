@@ -65,7 +65,7 @@ fn summary(a: &Analysis, input: &Input) -> Map<String, J> {
                 Content::Npz(arrays) => {
                     m["arrays"] = arrays
                         .iter()
-                        .map(|a| json!({"name": a.name, "dtype": a.dtype, "shape": a.shape, "unsupported": a.unsupported}))
+                        .map(|a| json!({"name": a.name, "dtype": a.dtype, "shape": a.shape, "unsupported": a.unsupported, "damaged": a.damaged}))
                         .collect();
                 }
                 Content::Zip(names) => m["zip_members"] = json!(names),
@@ -184,7 +184,11 @@ fn build_report(a: &Analysis, input: &Input, all: bool) -> Report {
                             a.name.clone(),
                             a.dtype.clone(),
                             format!("{:?}", a.shape),
-                            a.unsupported.clone().unwrap_or_default(),
+                            a.damaged
+                                .as_ref()
+                                .map(|d| format!("DAMAGED: {d}"))
+                                .or_else(|| a.unsupported.clone())
+                                .unwrap_or_default(),
                         ]
                     })
                     .collect();
