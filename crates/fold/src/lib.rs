@@ -505,23 +505,7 @@ impl Format for FoldFormat {
         // The chunk is verified again as it is read (CRC32C, SHA-256, chunk_hashes, ECC,
         // lengths), and the member's CRC-32 as it is unpacked.
         let bytes = validate::read_chunk(input, c, chunk.name(), &req.limits)?;
-        let array = npz::read_array(&bytes, &name, &req.limits)?;
-        let elsewhere: Vec<&str> = a
-            .findings
-            .iter()
-            .filter(|f| f.severity != rasterpack_common::Severity::Info)
-            .map(|f| f.code.as_str())
-            .collect();
-        if !elsewhere.is_empty() {
-            // The array itself passed every check on its bytes; the file did not.
-            eprintln!(
-                "rasterpack: note: {} has findings ({}; `rasterpack validate` lists them); array {name:?} of chunk {:?} passed every check that protects it",
-                input.name(),
-                elsewhere.join(", "),
-                chunk.name()
-            );
-        }
-        Ok(array)
+        npz::read_array(&bytes, &name, &req.limits)
     }
 
     fn write_array(&self, array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) -> Result<()> {
