@@ -99,7 +99,8 @@ pub struct ConvertArgs {
     /// Output format: npy, volp, gvrs, udf, fold (default: from OUT's extension).
     #[arg(long, value_name = "FORMAT")]
     to: Option<String>,
-    /// Which array: GVRS element, UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY`, VDS channel.
+    /// Which array: GVRS element, UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY` (or
+    /// `'["CHUNK","ARRAY"]'` for names holding `/`), VDS channel.
     #[arg(long, value_name = "NAME")]
     element: Option<String>,
     /// Write physical values (VOLP: stored*scale+offset as float64; VDS: dequantized float32).
@@ -111,7 +112,8 @@ pub struct ConvertArgs {
     /// GVRS output tile size, `ROWSxCOLS` (e.g. 128x128).
     #[arg(long, value_name = "ROWSxCOLS", value_parser = parse_tile)]
     tile: Option<(u32, u32)>,
-    /// GVRS output compression: none, deflate, huffman, float or all (smallest per tile).
+    /// GVRS output compression: none, deflate, huffman, float or all (smallest per tile);
+    /// FOLD: zstd or none, optionally +rs16/+rs32/+rs64 (Reed-Solomon ECC).
     #[arg(long, value_name = "CODEC")]
     compress: Option<String>,
 }
