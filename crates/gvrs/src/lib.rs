@@ -91,20 +91,22 @@ pub fn encoding_name(file: &GvrsFile, element: usize, len: u64, head: &[u8]) -> 
         Some(codec::Codec::Huffman) | Some(codec::Codec::Deflate) => {
             format!("codec[{idx}]={name}/predictor={p}({})", predictor_name(p))
         }
+        Some(codec::Codec::CanonicalHuffman) if p == 0 => format!("codec[{idx}]={name}/uniform"),
+        Some(codec::Codec::CanonicalHuffman) => {
+            format!("codec[{idx}]={name}/predictor={p}({})", predictor_name(p))
+        }
         Some(codec::Codec::Lsop12) => {
-            // Revised header (Gridfour 2026): flag 0x40 in byte 1 carries the method.
-            let method = if p & 0x40 != 0 {
-                Some(p & 0x0f)
-            } else {
-                head.get(62).map(|m| m & 0x0f)
+            let r = match codec::lsop::parse_header(head) {
+                Ok(h) => match h.coding {
+                    codec::lsop::ResidualCoding::Huffman => "Huffman",
+                    codec::lsop::ResidualCoding::Deflate => "Deflate",
+                    codec::lsop::ResidualCoding::Canonical => "CanonicalHuffman",
+                },
+                Err(_) => "Unknown",
             };
-            let r = match method {
-                Some(0) => "Huffman",
-                Some(1) => "Deflate",
-                Some(2) => "CanonicalHuffman",
-                _ => "Unknown",
-            };
-            format!("codec[{idx}]={name}/residuals={r}")
+            // Gridfour 2026 writes the revised header (flag 0x40 in byte 1).
+            let revised = if p & 0x40 != 0 { "/revised_header" } else { "" };
+            format!("codec[{idx}]={name}/residuals={r}{revised}")
         }
         _ => format!("codec[{idx}]={name}"),
     }
@@ -144,7 +146,7 @@ pub fn tile_stats(file: &GvrsFile, max_tiles: usize) -> TileStats {
                 st.errors += 1;
                 break;
             }
-            let mut head = vec![0u8; (n as usize).min(63)];
+            let mut head = vec![0u8; (n as usize).min(67)];
             if file.input().read_at(pos + 4, &mut head, "tile block").is_err() {
                 st.errors += 1;
                 break;

@@ -465,6 +465,13 @@ impl GvrsFile {
     /// As [`GvrsFile::decode_block`], into `plane`, whose buffer is reused (not re-zeroed) when
     /// it already has the element's kind: every decoder writes every cell of the tile.
     pub fn decode_block_into(&self, element: usize, block: &[u8], at: u64, plane: &mut Plane) -> Result<()> {
+        self.decode_block_counting(element, block, at, plane).map(|_| ())
+    }
+
+    /// As [`GvrsFile::decode_block_into`]; returns how many cells of a compressed Short block
+    /// held Gridfour's null code (`i32::MIN`, read as `i16::MIN`).
+    pub fn decode_block_counting(&self, element: usize, block: &[u8], at: u64, plane: &mut Plane) -> Result<u64> {
+        let mut nulls = 0u64;
         let el = self.check_element(element)?;
         let cells = self.geometry.cells_per_tile() as usize;
         let unc = el.spec.element_type.uncompressed_len(cells as u64).unwrap_or(u64::MAX);
@@ -491,7 +498,7 @@ impl GvrsFile {
                         .collect(),
                 ),
             };
-            return Ok(());
+            return Ok(0);
         }
         let idx = *block
             .first()
@@ -536,7 +543,7 @@ impl GvrsFile {
                 out.resize(cells, 0.0);
                 let r = codec::decode_float(codec, block, tr, tc, &mut out).map_err(shift);
                 *plane = Plane::Float(out);
-                r
+                r.map(|_| 0)
             }
             t => {
                 let mut out = match std::mem::replace(plane, Plane::Int(Vec::new())) {
@@ -546,12 +553,20 @@ impl GvrsFile {
                 out.resize(cells, 0);
                 let r = codec::decode_int(codec, block, tr, tc, &mut out).map_err(shift);
                 if r.is_ok() && t == ElementType::Short {
+                    // Compressed Short blocks decode to i32 and are truncated to i16, except
+                    // Gridfour's null (i32::MIN, what Gridfour 2026 codes a fill cell as), which
+                    // reads as i16::MIN (its SHORT_NULL_CODE) whatever the element's fill.
                     for v in &mut out {
-                        *v = *v as i16 as i32;
+                        *v = if *v == i32::MIN {
+                            nulls += 1;
+                            i32::from(i16::MIN)
+                        } else {
+                            *v as i16 as i32
+                        };
                     }
                 }
                 *plane = Plane::Int(out);
-                r
+                r.map(|_| nulls)
             }
         }
     }

@@ -423,6 +423,10 @@ fn java_codec_text(codecs: &[Codec]) -> (String, String) {
             ),
             Codec::Float => ("org.gridfour.compress.CodecFloat", "org.gridfour.compress.CodecFloat"),
             Codec::Lsop12 => ("org.gridfour.lsop.LsEncoder12", "org.gridfour.lsop.LsDecoder12"),
+            Codec::CanonicalHuffman => (
+                "org.gridfour.compress.canonicalHuffman.CodecCanonHuffman",
+                "org.gridfour.compress.canonicalHuffman.CodecCanonHuffman",
+            ),
         };
         java.push_str(&format!("{},{enc},{dec}\n", c.name()));
     }

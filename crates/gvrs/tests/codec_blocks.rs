@@ -190,12 +190,16 @@ fn crafted_bad_blocks_are_refused() {
         code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)),
         "gvrs.codec.m32_trailing"
     );
-    // Unknown predictor.
+    // Unknown predictor: not known, so unsupported (exit 3), never decoded by guess.
     let mut b = header(0, 9, 0, 15);
     b.extend_from_slice(&zlib::deflate(&[0; 15], 6));
+    let e = codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out).unwrap_err();
     assert_eq!(
-        code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)),
-        "gvrs.codec.bad_predictor"
+        (e.kind, e.code.as_ref()),
+        (
+            rasterpack_common::ErrorKind::Unsupported,
+            "gvrs.codec.unknown_predictor"
+        )
     );
     // Negative and oversized nM32: refused before any allocation.
     for n in [-1, i32::MAX, 16 * 6 + 1] {
@@ -252,15 +256,16 @@ fn crafted_bad_blocks_are_refused() {
         code_of(codec::decode_int(Codec::Deflate, &b, 4, 1, &mut one)),
         "gvrs.codec.bad_shape"
     );
-    // Newer Gridfour's revised LSOP header is reported unsupported, not invalid.
+    // A revised LSOP header with a residual coding rasterpack does not know: unsupported.
     let mut l = vec![0u8; 80];
-    l[1] = 0x40 | 0x01;
+    l[1] = 0x40 | 0x03;
+    l[2] = 12;
     let e = codec::decode_int(Codec::Lsop12, &l, 4, 4, &mut out).unwrap_err();
     assert_eq!(
         (e.kind, e.code.as_ref()),
         (
             rasterpack_common::ErrorKind::Unsupported,
-            "gvrs.codec.unsupported_lsop_header"
+            "gvrs.codec.lsop_residual_type"
         )
     );
     // LSOP12 header only.
