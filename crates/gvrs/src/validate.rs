@@ -475,21 +475,15 @@ fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
 /// Check the tile directory; return the stored tiles (tile index, content offset, entry offset).
 fn check_tile_directory(ctx: &mut Ctx, file: &GvrsFile) -> Vec<(u64, i64, u64)> {
     let mut out = Vec::new();
-    let h = &file.header;
-    if let Some(e) = &file.tile_directory_error {
-        ctx.error(e);
-        return out;
-    }
     let Some(d) = &file.tile_directory else {
-        if h.time_opened_for_writing == 0 {
-            ctx.err(
-                "gvrs.tile_directory.missing",
-                Some(80),
-                "the header has no tile directory reference",
-            );
+        // Unreadable or missing (a file opened for writing may have none yet).
+        if let Some(e) = &file.tile_directory_error {
+            ctx.error(e);
         }
         return out;
     };
+    // A directory that parsed but failed a read check (CRC, format, window) is still examined
+    // here: the checks below report those problems themselves.
     // Re-read the record bytes for CRC (bounded: it was read once already at open).
     if let Ok(bytes) = file
         .input()
@@ -686,7 +680,7 @@ fn check_tiles(ctx: &mut Ctx, file: &GvrsFile, tiles: &[(u64, i64, u64)]) {
 }
 
 fn check_metadata(ctx: &mut Ctx, file: &GvrsFile) {
-    let dir = match file.metadata_directory() {
+    let dir = match file.metadata_directory_unverified() {
         Ok(Some(d)) => d,
         Ok(None) => return,
         Err(e) => {
@@ -729,7 +723,7 @@ fn check_metadata(ctx: &mut Ctx, file: &GvrsFile) {
                 ),
             );
         }
-        let rec = match file.read_metadata_record(e.content_offset, e.offset) {
+        let rec = match file.read_metadata_record_unverified(e.content_offset, e.offset) {
             Ok(r) => r,
             Err(err) => {
                 let mut err = err;
@@ -829,7 +823,7 @@ fn check_content(ctx: &mut Ctx, rec: &MetadataRecord) {
 }
 
 fn check_file_space(ctx: &mut Ctx, file: &GvrsFile) {
-    let dir = match file.file_space_directory() {
+    let dir = match file.file_space_directory_unverified() {
         Ok(Some(d)) => d,
         Ok(None) => return,
         Err(e) => {
