@@ -430,11 +430,15 @@ impl GvrsFile {
             .saturating_add(self.geometry.tile_count().saturating_mul(8))
             .saturating_add(64);
         let (rec, bytes) = parse::read_record(&self.input, start, RecordType::TileDirectory, max, &self.limits)?;
-        let d = parse::parse_tile_directory(rec, &bytes, &self.limits)?;
         let mut problem = None;
         if self.checksums() {
             problem = verify_crc(&bytes, start, RecordType::TileDirectory).err();
         }
+        // A damaged directory may not parse at all: the CRC then names the cause.
+        let d = match parse::parse_tile_directory(rec, &bytes, &self.limits) {
+            Ok(d) => d,
+            Err(e) => return Err(problem.unwrap_or(e)),
+        };
         if problem.is_none() && d.format != 0 {
             problem = Some(Error::invalid(
                 "gvrs.tile_directory.format",
