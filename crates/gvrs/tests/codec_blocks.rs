@@ -368,11 +368,17 @@ fn lsop12_round_trips() {
             2 => vec![77; rows * cols],
             _ => tile(&mut rng, rows, cols, 1),
         };
-        let direct = codec::lsop::encode(0, &v, rows, cols, 6).expect("eligible tile");
         let mut out = vec![0i32; rows * cols];
-        codec::decode_int(Codec::Lsop12, &direct, rows, cols, &mut out)
-            .unwrap_or_else(|e| panic!("case {case}: {e:?}"));
-        assert_eq!(out, v, "case {case} {rows}x{cols}");
+        // Legacy header (Huffman / Deflate residuals), then canonical residuals allowed.
+        for canonical in [false, true] {
+            let direct = codec::lsop::encode(0, &v, rows, cols, 6, canonical).expect("eligible tile");
+            codec::decode_int(Codec::Lsop12, &direct, rows, cols, &mut out)
+                .unwrap_or_else(|e| panic!("case {case}: {e:?}"));
+            assert_eq!(out, v, "case {case} {rows}x{cols}");
+            let h = codec::lsop::parse_header(&direct).unwrap();
+            assert_eq!(h.revised, h.coding == codec::lsop::ResidualCoding::Canonical);
+            assert!(canonical || !h.revised);
+        }
         let list = [(0u8, Codec::Huffman), (1, Codec::Deflate), (3, Codec::Lsop12)];
         if let Some(b) = codec::encode_int(&v, rows, cols, &list) {
             let c = list.iter().find(|c| c.0 == b[0]).unwrap().1;
@@ -383,8 +389,8 @@ fn lsop12_round_trips() {
     }
     assert!(lsop_won > 10, "LSOP12 chosen for {lsop_won} tiles");
     // Not eligible: too small, or with nulls.
-    assert!(codec::lsop::encode(0, &[1; 25], 5, 5, 6).is_none());
+    assert!(codec::lsop::encode(0, &[1; 25], 5, 5, 6, true).is_none());
     let mut n = vec![5; 64];
     n[9] = i32::MIN;
-    assert!(codec::lsop::encode(0, &n, 8, 8, 6).is_none());
+    assert!(codec::lsop::encode(0, &n, 8, 8, 6, true).is_none());
 }

@@ -798,9 +798,18 @@ fn fit(v: &[f32], rows: usize, nc: usize) -> Option<[f32; 12]> {
 }
 
 /// Encode an LSOP12 block (codec index `index`) for a tile of at least 6 x 6 without null
-/// (`i32::MIN`) cells, as Gridfour's encoder requires; the smaller of Huffman and Deflate
-/// residual coding is kept. `None` when the tile is not eligible.
-pub fn encode(index: u8, values: &[i32], rows: usize, cols: usize, deflate_level: u8) -> Option<Vec<u8>> {
+/// (`i32::MIN`) cells, as Gridfour's encoder requires; the smallest residual coding is kept:
+/// Huffman or Deflate under the legacy header (every Gridfour reads it), and, when `canonical`
+/// is allowed, canonical Huffman under the revised header (Gridfour 2026 only). `None` when the
+/// tile is not eligible.
+pub fn encode(
+    index: u8,
+    values: &[i32],
+    rows: usize,
+    cols: usize,
+    deflate_level: u8,
+    canonical: bool,
+) -> Option<Vec<u8>> {
     if rows < 6 || cols < 6 || values.len() != rows * cols || values.contains(&i32::MIN) {
         return None;
     }
@@ -809,34 +818,43 @@ pub fn encode(index: u8, values: &[i32], rows: usize, cols: usize, deflate_level
     // Flat or degenerate tiles: left + up - upleft (the Triangle predictor) as coefficients.
     let u = fit(&vf, rows, nc).unwrap_or([1.0, -1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
     let v = values;
-    let mut init = Vec::with_capacity(4 * (rows + cols));
-    let mut interior = Vec::with_capacity(rows * cols);
+    let (ni, nn) = counts(rows, cols);
+    let mut init: Vec<i32> = Vec::with_capacity(ni);
+    let mut interior: Vec<i32> = Vec::with_capacity(nn);
     for c in 1..nc {
-        super::m32::encode(v[c].wrapping_sub(v[c - 1]), &mut init);
+        init.push(v[c].wrapping_sub(v[c - 1]));
     }
     for r in 1..rows {
-        super::m32::encode(v[r * nc].wrapping_sub(v[(r - 1) * nc]), &mut init);
+        init.push(v[r * nc].wrapping_sub(v[(r - 1) * nc]));
     }
     let tri = |i: usize| v[i - 1].wrapping_add(v[i - nc]).wrapping_sub(v[i - nc - 1]);
     for c in 1..nc {
         let i = nc + c;
-        super::m32::encode(v[i].wrapping_sub(tri(i)), &mut init);
+        init.push(v[i].wrapping_sub(tri(i)));
     }
     for r in 2..rows {
         let i = r * nc + 1;
-        super::m32::encode(v[i].wrapping_sub(tri(i)), &mut init);
+        init.push(v[i].wrapping_sub(tri(i)));
     }
     for r in 2..rows {
         for c in 2..nc - 2 {
             let i = r * nc + c;
             let est = predict(&u, &vf, i, nc, v[i - 1]);
-            super::m32::encode(v[i].wrapping_sub(est), &mut interior);
+            interior.push(v[i].wrapping_sub(est));
         }
         for c in nc - 2..nc {
             let i = r * nc + c;
-            super::m32::encode(v[i].wrapping_sub(tri(i)), &mut init);
+            init.push(v[i].wrapping_sub(tri(i)));
         }
     }
+    let m32 = |vals: &[i32]| {
+        let mut b = Vec::with_capacity(vals.len() + vals.len() / 4);
+        for &x in vals {
+            super::m32::encode(x, &mut b);
+        }
+        b
+    };
+    let (init_m, interior_m) = (m32(&init), m32(&interior));
     let header = |method: u8, cap: usize| {
         let mut b = Vec::with_capacity(cap);
         b.push(index);
@@ -845,32 +863,50 @@ pub fn encode(index: u8, values: &[i32], rows: usize, cols: usize, deflate_level
         for x in u {
             b.extend_from_slice(&x.to_bits().to_le_bytes());
         }
-        b.extend_from_slice(&(init.len() as i32).to_le_bytes());
-        b.extend_from_slice(&(interior.len() as i32).to_le_bytes());
+        b.extend_from_slice(&(init_m.len() as i32).to_le_bytes());
+        b.extend_from_slice(&(interior_m.len() as i32).to_le_bytes());
         b.push(method);
         b
     };
-    let (hi, hn) = (huffman::histogram(&init), huffman::histogram(&interior));
-    let huff = match (
+    let (hi, hn) = (huffman::histogram(&init_m), huffman::histogram(&interior_m));
+    let mut best = match (
         huffman::Code::build(&hi).filter(|c| c.usable()),
         huffman::Code::build(&hn).filter(|c| c.usable()),
     ) {
         (Some(ci), Some(cn)) => {
             let bits = ci.bit_size(&hi) + cn.bit_size(&hn);
             let mut w = huffman::BitWriter::new(header(0, HEADER_LEN + bits.div_ceil(8) as usize + 8));
-            ci.write(&init, &mut w);
-            cn.write(&interior, &mut w);
+            ci.write(&init_m, &mut w);
+            cn.write(&interior_m, &mut w);
             Some(w.finish())
         }
         _ => None,
     };
-    let mut defl = header(1, HEADER_LEN + interior.len() / 2 + 64);
-    zlib::deflate_into(&init, deflate_level, &mut defl);
-    zlib::deflate_into(&interior, deflate_level, &mut defl);
-    match huff {
-        Some(h) if h.len() <= defl.len() => Some(h),
-        _ => Some(defl),
+    let mut defl = header(1, HEADER_LEN + interior_m.len() / 2 + 64);
+    zlib::deflate_into(&init_m, deflate_level, &mut defl);
+    zlib::deflate_into(&interior_m, deflate_level, &mut defl);
+    if best.as_ref().is_none_or(|h| defl.len() < h.len()) {
+        best = Some(defl);
     }
+    if canonical {
+        let (pi, pn) = (canonical::plan(&init), canonical::plan(&interior));
+        let size = REVISED_CANONICAL_HEADER_LEN + (pi.bits + pn.bits).div_ceil(8) as usize;
+        if best.as_ref().is_none_or(|b| size < b.len()) {
+            let mut b = Vec::with_capacity(size + 8);
+            b.push(index);
+            b.push(REVISED | ResidualCoding::Canonical as u8);
+            b.push(12);
+            b.extend_from_slice(&v[0].to_le_bytes());
+            for x in u {
+                b.extend_from_slice(&x.to_bits().to_le_bytes());
+            }
+            let mut w = huffman::BitWriter::new(b);
+            canonical::write_text(&pi, &init, &mut w);
+            canonical::write_text(&pn, &interior, &mut w);
+            best = Some(w.finish());
+        }
+    }
+    best
 }
 
 #[cfg(test)]

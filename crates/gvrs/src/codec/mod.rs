@@ -343,14 +343,18 @@ pub fn encode_int(values: &[i32], rows: usize, cols: usize, codecs: &[(u8, Codec
 struct Trial {
     p: Predictor,
     seed: i32,
+    /// M32 residuals (when GvrsHuffman or GvrsDeflate is listed).
     codes: Vec<u8>,
     huffman: Option<(huffman::Code, u64)>,
 }
 
 /// As [`encode_int`] with explicit settings. Every applicable predictor is tried with every
-/// integer codec (GvrsHuffman, GvrsDeflate), as Gridfour does: DifferencingWithNulls when the
-/// tile holds `i32::MIN`, otherwise Differencing, Linear and Triangle. When LSOP12 is listed,
-/// an LSOP12 block (least-squares coefficients, Huffman or Deflate residuals) competes too.
+/// integer codec (GvrsHuffman, GvrsDeflate, GvrsCanonicalHuffman), as Gridfour does:
+/// DifferencingWithNulls when the tile holds `i32::MIN`, otherwise Differencing, Linear and
+/// Triangle; with GvrsCanonicalHuffman a uniform tile is its 6-byte header alone. When LSOP12 is
+/// listed, an LSOP12 block competes too (residuals coded as canonical Huffman when that codec
+/// is listed as well, which makes the file one for Gridfour 2026 anyway; otherwise the legacy
+/// header every Gridfour reads).
 pub fn encode_int_with(
     values: &[i32],
     rows: usize,
@@ -363,15 +367,24 @@ pub fn encode_int_with(
         return None;
     }
     let limit = cells.checked_mul(4)?;
-    let huff = codecs.iter().find(|c| c.1 == Codec::Huffman).map(|c| c.0);
-    let defl = codecs.iter().find(|c| c.1 == Codec::Deflate).map(|c| c.0);
-    let lsop = codecs.iter().find(|c| c.1 == Codec::Lsop12).map(|c| c.0);
-    if huff.is_none() && defl.is_none() && lsop.is_none() {
+    let find = |c: Codec| codecs.iter().find(|x| x.1 == c).map(|x| x.0);
+    let huff = find(Codec::Huffman);
+    let defl = find(Codec::Deflate);
+    let lsop = find(Codec::Lsop12);
+    let canon = find(Codec::CanonicalHuffman);
+    if huff.is_none() && defl.is_none() && lsop.is_none() && canon.is_none() {
         return None;
+    }
+    if let Some(index) = canon {
+        if values.iter().all(|&v| v == values[0]) {
+            let mut b = vec![index, 0];
+            b.extend_from_slice(&values[0].to_le_bytes());
+            return (b.len() < limit).then_some(b);
+        }
     }
     // LSOP12 (tiles of at least 6 x 6 without nulls) competes with the others.
     let lsop_block = lsop
-        .and_then(|index| lsop::encode(index, values, rows, cols, opts.deflate_level))
+        .and_then(|index| lsop::encode(index, values, rows, cols, opts.deflate_level, canon.is_some()))
         .filter(|b| b.len() < limit);
     let limit = lsop_block.as_ref().map_or(limit, |b| b.len());
     let has_null = values.contains(&i32::MIN);
@@ -380,8 +393,24 @@ pub fn encode_int_with(
     } else {
         &[Predictor::Differencing, Predictor::Linear, Predictor::Triangle]
     };
+    let m32_codecs = huff.is_some() || defl.is_some();
     let mut trials: Vec<Trial> = Vec::with_capacity(preds.len());
+    // The smallest canonical Huffman block: (size, predictor, seed, residuals, plan).
+    let mut best_canon: Option<(usize, Predictor, i32, Vec<i32>, canonical::TextPlan)> = None;
     for &p in preds {
+        if canon.is_some() {
+            let mut res = Vec::with_capacity(cells);
+            if let Some(seed) = predictor::encode(p, rows, cols, values, &mut res) {
+                let plan = canonical::plan(&res);
+                let size = CANONICAL_HEADER_LEN + plan.bits.div_ceil(8) as usize;
+                if best_canon.as_ref().is_none_or(|b| size < b.0) {
+                    best_canon = Some((size, p, seed, res, plan));
+                }
+            }
+        }
+        if !m32_codecs {
+            continue;
+        }
         let mut codes = Vec::with_capacity(cells + cells / 4);
         let Some(seed) = predictor::encode(p, rows, cols, values, &mut codes) else {
             continue;
@@ -399,6 +428,11 @@ pub fn encode_int_with(
             huffman,
         });
     }
+    // A canonical block lowers the bar the others must pass.
+    let limit = match &best_canon {
+        Some(b) if b.0 < limit => b.0,
+        _ => limit,
+    };
     let best_h = trials.iter().filter_map(|t| t.huffman.as_ref().map(|h| h.1)).min();
     // (size, which trial, is_huffman)
     let mut best: Option<(usize, usize, bool)> = None;
@@ -415,11 +449,11 @@ pub fn encode_int_with(
     if let Some(index) = defl {
         for (i, t) in trials.iter().enumerate() {
             if let (Some(m), Some(bh), Some((_, h))) = (opts.deflate_margin, best_h, &t.huffman) {
-                // Far behind the best Huffman size, or behind an LSOP12 block by more than the
-                // margin: Deflate will not win.
+                // Far behind the best Huffman size, or behind an LSOP12 / canonical block by
+                // more than the margin: Deflate will not win.
                 let h = *h as f64;
                 if h > bh as f64 * (1.0 + f64::from(m))
-                    || (lsop_block.is_some() && h > limit as f64 * (1.0 + f64::from(m)))
+                    || ((lsop_block.is_some() || best_canon.is_some()) && h > limit as f64 * (1.0 + f64::from(m)))
                 {
                     continue;
                 }
@@ -433,6 +467,18 @@ pub fn encode_int_with(
         }
     }
     let Some((size, i, is_huffman)) = best else {
+        // Neither GvrsHuffman nor GvrsDeflate beat the bar: canonical Huffman if it set it,
+        // else LSOP12 (or nothing).
+        if let (Some(index), Some((size, p, seed, res, plan))) = (canon, best_canon) {
+            if size < lsop_block.as_ref().map_or(cells * 4, |b| b.len()) {
+                let mut w = huffman::BitWriter::new(Vec::with_capacity(size + 8));
+                w.put(u64::from(index), 8);
+                w.put(p as u64, 8);
+                w.put(u64::from(seed as u32), 32);
+                canonical::write_text(&plan, &res, &mut w);
+                return Some(w.finish());
+            }
+        }
         return lsop_block;
     };
     if !is_huffman {
