@@ -314,11 +314,26 @@ fn damaged_blocks_never_panic() {
         (0, &[(0, Codec::Deflate)][..]),
         (3, &[(0, Codec::Huffman)][..]),
         (5, &[(0, Codec::Deflate)][..]),
+        (0, &[(0, Codec::CanonicalHuffman)][..]),
+        (3, &[(0, Codec::CanonicalHuffman)][..]),
+        (5, &[(0, Codec::CanonicalHuffman)][..]),
     ] {
         let v = tile(&mut rng, rows, cols, style);
         blocks.push((
             list[0].1,
             codec::encode_int(&v, rows, cols, list).expect("compressible"),
+        ));
+    }
+    // LSOP12 under both headers (the tile is 12 x 10).
+    let v = tile(&mut rng, rows, cols, 0);
+    for coding in [
+        codec::lsop::ResidualCoding::Huffman,
+        codec::lsop::ResidualCoding::Deflate,
+        codec::lsop::ResidualCoding::Canonical,
+    ] {
+        blocks.push((
+            Codec::Lsop12,
+            codec::lsop::encode_with(0, &v, rows, cols, 6, &[coding]).expect("eligible"),
         ));
     }
     let f: Vec<f32> = (0..rows * cols).map(|i| (i as f32 * 0.1).cos()).collect();
@@ -393,4 +408,112 @@ fn lsop12_round_trips() {
     let mut n = vec![5; 64];
     n[9] = i32::MIN;
     assert!(codec::lsop::encode(0, &n, 8, 8, 6, true).is_none());
+}
+
+/// GvrsCanonicalHuffman blocks: the structures are validated (complete codes, length runs
+/// inside their tables, exactly the residuals the tile needs, nothing after the text) and a
+/// damaged block is an error with its code, never values.
+#[test]
+fn canonical_blocks_are_validated() {
+    use codec::canonical;
+    use codec::huffman::BitWriter;
+    let (rows, cols) = (4usize, 5usize);
+    let v: Vec<i32> = (0..20).map(|i| i * i - 40).collect();
+    let mut out = vec![0i32; 20];
+    let good = codec::encode_int(&v, rows, cols, &[(0, Codec::CanonicalHuffman)]).unwrap();
+    codec::decode_int(Codec::CanonicalHuffman, &good, rows, cols, &mut out).unwrap();
+    assert_eq!(out, v);
+    let code = |b: &[u8], out: &mut [i32]| code_of(codec::decode_int(Codec::CanonicalHuffman, b, rows, cols, out));
+    // Uniform tile: exactly the 6-byte header; anything after the seed is refused.
+    let uniform = [0u8, 0, 7, 0, 0, 0];
+    codec::decode_int(Codec::CanonicalHuffman, &uniform, rows, cols, &mut out).unwrap();
+    assert!(out.iter().all(|&x| x == 7));
+    assert_eq!(code(&[0, 0, 7, 0, 0, 0, 0], &mut out), "gvrs.codec.trailing_data");
+    assert_eq!(code(&[0, 0, 7, 0], &mut out), "gvrs.codec.truncated");
+    // A byte after the text, and the text cut short.
+    let mut long = good.clone();
+    long.push(0);
+    assert_eq!(code(&long, &mut out), "gvrs.codec.trailing_data");
+    assert_eq!(
+        code(&good[..good.len() - 2], &mut out),
+        "gvrs.codec.canonical_truncated"
+    );
+    // A text holding one residual more or fewer than the predictor needs.
+    let p = good[1];
+    let seed = i32::from_le_bytes(good[2..6].try_into().unwrap());
+    let pred = codec::Predictor::from_code(p).unwrap();
+    let mut res = Vec::new();
+    codec::predictor::encode(pred, rows, cols, &v, &mut res).unwrap();
+    assert_eq!(res.len(), codec::predictor::residual_count(pred, rows, cols));
+    for n in [res.len() - 1, res.len() + 1] {
+        let mut r = res.clone();
+        r.resize(n, 3);
+        let mut w = BitWriter::new(vec![0, p]);
+        w.put(u64::from(seed as u32), 32);
+        canonical::write_text(&canonical::plan(&r), &r, &mut w);
+        assert_eq!(code(&w.finish(), &mut out), "gvrs.codec.canonical_count", "{n}");
+    }
+    // Hand-made texts. `msb` writes a canonical code most-significant bit first.
+    fn msb(w: &mut BitWriter, c: u32, l: u32) {
+        w.put(u64::from(c.reverse_bits() >> (32 - l)), l);
+    }
+    // Length table: symbols 18 (1 bit), 1 and 2 (2 bits); text alphabet: 2-bit escape (258, 1
+    // bit), value 0 (128, 2 bits), end (259, 2 bits); then `body` writes the text itself.
+    let text = |len_lens: &[(u64, u32)], body: &dyn Fn(&mut BitWriter)| {
+        let mut w = BitWriter::new(vec![0, 1, 0, 0, 0, 0]);
+        w.put(0, 1);
+        for &(v, n) in len_lens {
+            w.put(v, n);
+        }
+        // 128 zeros, length 2 (symbol 128), 129 zeros, 1 (symbol 258), 2 (symbol 259).
+        msb(&mut w, 0, 1);
+        w.put(128 - 11, 7);
+        msb(&mut w, 0b11, 2);
+        msb(&mut w, 0, 1);
+        w.put(129 - 11, 7);
+        msb(&mut w, 0b10, 2);
+        msb(&mut w, 0b11, 2);
+        body(&mut w);
+        w.finish()
+    };
+    // 20 length-table lengths: 0, 2, 2, fifteen zeros (symbol 18, 4 extra bits), 1, 0.
+    let table = [(0, 5), (2, 5), (2, 5), (18, 5), (4, 7), (1, 5), (0, 5)];
+    let escape_first = text(&table, &|w| {
+        msb(w, 0, 1);
+        w.put(1, 2);
+    });
+    assert_eq!(code(&escape_first, &mut out), "gvrs.codec.canonical_escape");
+    // Over-subscribed length table: symbol 18 given 1 bit, 1 and 2 also 1 bit.
+    let over = [(0, 5), (1, 5), (1, 5), (18, 5), (4, 7), (1, 5), (0, 5)];
+    assert_eq!(code(&text(&over, &|_| {}), &mut out), "gvrs.codec.canonical_incomplete");
+    // A zero run past the 20 lengths of the table.
+    let overrun = [(0, 5), (2, 5), (2, 5), (18, 5), (127, 7)];
+    assert_eq!(code(&text(&overrun, &|_| {}), &mut out), "gvrs.codec.canonical_lengths");
+    // Length symbol 19 (Gridfour never writes it) in the table's own lengths.
+    let nineteen = [(19, 5)];
+    assert_eq!(
+        code(&text(&nineteen, &|_| {}), &mut out),
+        "gvrs.codec.canonical_lengths"
+    );
+    // The hand-made code itself is sound: 18 zeros then the end is one residual short of the
+    // 19 a 4 x 5 Differencing tile needs.
+    let short = text(&table, &|w| {
+        for _ in 0..18 {
+            msb(w, 0b10, 2);
+        }
+        msb(w, 0b11, 2);
+    });
+    assert_eq!(code(&short, &mut out), "gvrs.codec.canonical_count");
+    let exact = text(&table, &|w| {
+        for _ in 0..19 {
+            msb(w, 0b10, 2);
+        }
+        msb(w, 0, 1); // the last zero becomes 0 << 2 | 3 = 3
+        w.put(3, 2);
+        msb(w, 0b11, 2);
+    });
+    codec::decode_int(Codec::CanonicalHuffman, &exact, rows, cols, &mut out).unwrap();
+    // Differencing from seed 0: 0, ..., 0 then +3 in the last cell.
+    assert_eq!(out[19], 3);
+    assert!(out[..19].iter().all(|&x| x == 0));
 }

@@ -810,6 +810,28 @@ pub fn encode(
     deflate_level: u8,
     canonical: bool,
 ) -> Option<Vec<u8>> {
+    let codings: &[ResidualCoding] = if canonical {
+        &[
+            ResidualCoding::Huffman,
+            ResidualCoding::Deflate,
+            ResidualCoding::Canonical,
+        ]
+    } else {
+        &[ResidualCoding::Huffman, ResidualCoding::Deflate]
+    };
+    encode_with(index, values, rows, cols, deflate_level, codings)
+}
+
+/// As [`encode`], keeping the smallest of the given residual codings (canonical Huffman under
+/// the revised header, the others under the legacy one).
+pub fn encode_with(
+    index: u8,
+    values: &[i32],
+    rows: usize,
+    cols: usize,
+    deflate_level: u8,
+    codings: &[ResidualCoding],
+) -> Option<Vec<u8>> {
     if rows < 6 || cols < 6 || values.len() != rows * cols || values.contains(&i32::MIN) {
         return None;
     }
@@ -868,27 +890,29 @@ pub fn encode(
         b.push(method);
         b
     };
-    let (hi, hn) = (huffman::histogram(&init_m), huffman::histogram(&interior_m));
-    let mut best = match (
-        huffman::Code::build(&hi).filter(|c| c.usable()),
-        huffman::Code::build(&hn).filter(|c| c.usable()),
-    ) {
-        (Some(ci), Some(cn)) => {
+    let mut best: Option<Vec<u8>> = None;
+    if codings.contains(&ResidualCoding::Huffman) {
+        let (hi, hn) = (huffman::histogram(&init_m), huffman::histogram(&interior_m));
+        if let (Some(ci), Some(cn)) = (
+            huffman::Code::build(&hi).filter(|c| c.usable()),
+            huffman::Code::build(&hn).filter(|c| c.usable()),
+        ) {
             let bits = ci.bit_size(&hi) + cn.bit_size(&hn);
             let mut w = huffman::BitWriter::new(header(0, HEADER_LEN + bits.div_ceil(8) as usize + 8));
             ci.write(&init_m, &mut w);
             cn.write(&interior_m, &mut w);
-            Some(w.finish())
+            best = Some(w.finish());
         }
-        _ => None,
-    };
-    let mut defl = header(1, HEADER_LEN + interior_m.len() / 2 + 64);
-    zlib::deflate_into(&init_m, deflate_level, &mut defl);
-    zlib::deflate_into(&interior_m, deflate_level, &mut defl);
-    if best.as_ref().is_none_or(|h| defl.len() < h.len()) {
-        best = Some(defl);
     }
-    if canonical {
+    if codings.contains(&ResidualCoding::Deflate) {
+        let mut defl = header(1, HEADER_LEN + interior_m.len() / 2 + 64);
+        zlib::deflate_into(&init_m, deflate_level, &mut defl);
+        zlib::deflate_into(&interior_m, deflate_level, &mut defl);
+        if best.as_ref().is_none_or(|h| defl.len() < h.len()) {
+            best = Some(defl);
+        }
+    }
+    if codings.contains(&ResidualCoding::Canonical) {
         let (pi, pn) = (canonical::plan(&init), canonical::plan(&interior));
         let size = REVISED_CANONICAL_HEADER_LEN + (pi.bits + pn.bits).div_ceil(8) as usize;
         if best.as_ref().is_none_or(|b| size < b.len()) {
