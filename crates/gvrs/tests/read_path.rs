@@ -274,3 +274,23 @@ fn missing_tile_directory_is_not_all_fill() {
         (ErrorKind::Invalid, "gvrs.tile_directory.missing")
     );
 }
+
+/// The hostile corpus file that validate rejects (`gvrs.tile.index_mismatch`) is not converted.
+#[test]
+fn hostile_index_mismatch_file_is_not_read() {
+    let Ok(root) = std::env::var("RASTERPACK_CORPUS") else {
+        eprintln!("RASTERPACK_CORPUS is not set: skipping");
+        return;
+    };
+    let path = std::path::Path::new(&root).join("hostile/gvrs_30000x30000_invalid_but_convert_ok.gvrs");
+    let inp = Input::open(&path).unwrap();
+    assert!(has_error(
+        &GvrsFormat.validate(&inp, &ValidateOptions::default()),
+        "gvrs.tile.index_mismatch"
+    ));
+    let e = GvrsFormat.read_array(&inp, &ArrayRequest::default()).unwrap_err();
+    assert_eq!(
+        (e.kind, e.code.as_ref()),
+        (ErrorKind::Invalid, "gvrs.tile.index_mismatch")
+    );
+}
