@@ -340,7 +340,7 @@ pub fn decode_text(b: &mut Bits, out: &mut [i32]) -> Result<(), CanonError> {
     let n = out.len();
     // The three-values table pays off only on long texts.
     let long_text = n >= 1024;
-    let text = build(&text_lens, if long_text { 11 } else { 9 }, long_text)?;
+    let text = build(&text_lens, if long_text { 9 } else { 8 }, long_text)?;
     let mask = (1u64 << text.width) - 1;
     let mut k = 0usize;
     loop {
