@@ -470,7 +470,7 @@ fn gvrs_elements_convert_to_npy_and_back() {
     );
 
     // .npy -> GVRS (tiled, compressed) -> .npy is lossless, and the GVRS validates.
-    for compress in ["none", "deflate", "huffman", "all"] {
+    for compress in ["none", "deflate", "huffman", "all", "canonical", "lsop", "all,lsop"] {
         let g = dir.join(format!("a_{compress}.gvrs"));
         let back = dir.join(format!("a_{compress}.npy"));
         let o = run(&[
@@ -803,4 +803,36 @@ fn fold_edge_files_from_pyfolds() {
         std::fs::read(dir.join("v0.npy")).unwrap(),
         std::fs::read(dir.join("v1.npy")).unwrap()
     );
+}
+
+/// A GVRS read of damaged bytes fails with exit 1 and writes nothing; inspect of a damaged tile
+/// directory claims no tile count (issue 11, item 14).
+#[test]
+fn gvrs_damaged_data_is_never_converted() {
+    let good = std::fs::read(testdata("gvrs/crafted_all_types.gvrs")).unwrap();
+    assert_eq!(good[128], 1, "checksums on");
+    let dir = scratch("gvrs-damaged");
+    let td = u64::from_le_bytes(good[80..88].try_into().unwrap()) as usize - 8;
+    let tile0 = u32::from_le_bytes(good[td + 32..td + 36].try_into().unwrap()) as usize * 8;
+    for (what, at) in [("tile", tile0 + 8), ("directory", td + 32)] {
+        let mut b = good.clone();
+        b[at] ^= 0x04;
+        let src = dir.join(format!("{what}.gvrs"));
+        std::fs::write(&src, &b).unwrap();
+        let out = dir.join(format!("{what}.npy"));
+        let o = run(&[
+            "convert",
+            src.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--element",
+            "a",
+        ]);
+        assert_eq!(code(&o), 1, "{what}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("crc_mismatch"), "{what}");
+        assert!(!out.exists());
+        assert_eq!(code(&run(&["validate", src.to_str().unwrap()])), 1);
+    }
+    let o = run(&["inspect", "--json", dir.join("directory.gvrs").to_str().unwrap()]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(doc["files"][0]["summary"]["populated_tiles"].is_null());
 }
