@@ -113,9 +113,9 @@ pub struct ConvertArgs {
     #[arg(long, value_name = "ROWSxCOLS", value_parser = parse_tile)]
     tile: Option<(u32, u32)>,
     /// GVRS output compression (smallest block per tile): none; default (huffman, deflate, float:
-    /// every Gridfour reads it); all (default + canonical, Gridfour 2026's list); lsop (default
-    /// + LSOP12); or a comma list of those and huffman, deflate, float, canonical (e.g. all,lsop).
-    /// FOLD: zstd or none, optionally +rs16/+rs32/+rs64 (Reed-Solomon ECC).
+    /// every Gridfour reads it); all (default and canonical, Gridfour 2026's list); lsop (default
+    /// and LSOP12); or a comma list of those and huffman, deflate, float, canonical (e.g.
+    /// all,lsop). FOLD: zstd or none, optionally +rs16/+rs32/+rs64 (Reed-Solomon ECC).
     #[arg(long, value_name = "CODEC")]
     compress: Option<String>,
 }
