@@ -17,7 +17,7 @@ pub mod source;
 pub use array::{byte_len, DType, NdArray};
 pub use error::{Error, ErrorKind, Result};
 pub use finding::{Finding, Findings, Severity};
-pub use format::{ArrayRequest, Format, InspectOptions, Report, Section, ValidateOptions, WriteOptions};
+pub use format::{ArrayRequest, Format, InspectOptions, Report, RequestFlag, Section, ValidateOptions, WriteOptions};
 pub use limits::Limits;
 pub use reader::{slice_at, ByteReader};
 pub use source::Input;
