@@ -13,6 +13,8 @@ pub mod npy;
 pub mod npy_format;
 pub mod reader;
 pub mod source;
+#[doc(hidden)]
+pub mod testkit;
 
 pub use array::{byte_len, DType, NdArray};
 pub use error::{Error, ErrorKind, Result};
