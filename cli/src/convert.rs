@@ -92,6 +92,7 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
         }
     };
 
+    signals::install();
     match destination {
         Destination::Stdout => {
             let stdout = std::io::stdout();
@@ -112,10 +113,9 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
             Ok(write_buffered(&mut sink, &path.display().to_string(), write)?)
         }
         Destination::Atomic { path, replace } => {
-            signals::install();
             let tmp = TempFile::create(&path)?;
             let mut sink = Recorder::new(&tmp.file);
-            write_buffered(&mut sink, &tmp.path.display().to_string(), write)?;
+            write_buffered(&mut sink, &path.display().to_string(), write)?;
             Ok(tmp.persist(&path, replace)?)
         }
     }
@@ -144,7 +144,12 @@ fn check_flags(
     for flag in RequestFlag::ALL {
         if on_this_side(flag) && given(flag) && !format.honours().contains(&flag) {
             let takes = if honoured.is_empty() {
-                format!("{} {side} takes none of these options", format.name())
+                let all: Vec<&str> = RequestFlag::ALL
+                    .into_iter()
+                    .filter(|f| on_this_side(*f))
+                    .map(RequestFlag::as_str)
+                    .collect();
+                format!("{} {side} takes none of {}", format.name(), all.join(", "))
             } else {
                 format!("{} {side} takes {}", format.name(), honoured.join(", "))
             };

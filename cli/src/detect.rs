@@ -8,8 +8,8 @@ use rasterpack_common::{Error, ErrorKind, Format, Input, Limits};
 
 use rasterpack_cli::registry;
 
-/// Open a path: `-` is standard input; FIFOs, character devices and sockets are read as
-/// streams like standard input; anything else through [`Input::open`].
+/// Open a path: `-` is standard input; FIFOs, devices and sockets are read as streams like
+/// standard input (their metadata has no length); anything else through [`Input::open`].
 pub fn open(path: &str, limits: &Limits) -> Result<Input, Error> {
     if path == "-" {
         return read_stream("standard input", "-", std::io::stdin().lock(), limits);
@@ -28,7 +28,7 @@ fn is_stream(path: &Path) -> bool {
         use std::os::unix::fs::FileTypeExt;
         std::fs::metadata(path).is_ok_and(|m| {
             let t = m.file_type();
-            t.is_fifo() || t.is_char_device() || t.is_socket()
+            t.is_fifo() || t.is_char_device() || t.is_block_device() || t.is_socket()
         })
     }
     #[cfg(not(unix))]

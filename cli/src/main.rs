@@ -114,7 +114,8 @@ pub struct ConvertArgs {
     /// GVRS output tile size, `ROWSxCOLS` (e.g. 128x128).
     #[arg(long, value_name = "ROWSxCOLS", value_parser = parse_tile)]
     tile: Option<(u32, u32)>,
-    /// GVRS output compression: none, deflate, huffman, float or all (smallest per tile).
+    /// Output compression: GVRS none, deflate, huffman, float, lsop or all (smallest per tile);
+    /// VOLP zstd or zstd:LEVEL; FOLD zstd or none, optionally +rs16/+rs32/+rs64 (ECC).
     #[arg(long, value_name = "CODEC")]
     compress: Option<String>,
 }

@@ -155,6 +155,32 @@ fn dash_as_out_is_standard_output() {
     assert_eq!(doc["files"][0]["summary"]["shape"], serde_json::json!([4, 32, 32]));
 }
 
+/// A reader that stops early (`| head -c 100`) ends `convert ... -` quietly, as it does reports.
+#[test]
+fn a_closed_pipe_ends_convert_to_stdout_quietly() {
+    use std::io::Read;
+    // 4 MiB: far more than a pipe buffer holds, so the writer meets the closed pipe.
+    let dir = scratch("closed-pipe");
+    let src = dir.join("big.npy");
+    let arr =
+        rasterpack_common::NdArray::new(rasterpack_common::DType::F64, vec![512, 1024], vec![0u8; 4 << 20]).unwrap();
+    let mut bytes = Vec::new();
+    rasterpack_common::npy::write(&mut bytes, &arr).unwrap();
+    std::fs::write(&src, bytes).unwrap();
+    let mut child = bin()
+        .args(["convert", src.to_str().unwrap(), "-", "--to", "npy"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(&head[..6], b"\x93NUMPY");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+}
+
 fn o_stdout_npy(src: &str) -> Vec<u8> {
     run(&["convert", src, "-", "--to", "npy"]).stdout
 }
@@ -327,6 +353,19 @@ fn tables_on_a_terminal_fit_its_width_and_a_zero_width_means_80() {
             "{n} split at 80 columns:\n{at_80}"
         );
     }
+    // Binary output is not written to a terminal.
+    let src = testdata("volp/cloud_2x8x8_float32.volp");
+    let refused = on_a_terminal(
+        Some(80),
+        &format!("{exe} convert {src} - --to npy; echo \"exit=$?\""),
+        false,
+    )
+    .unwrap();
+    assert!(
+        refused.contains("refusing to write npy data to a terminal"),
+        "{refused}"
+    );
+    assert!(refused.contains("exit=2"), "{refused}");
     // A terminal that reports 0 columns (the pty `script` makes without a size) gets 80, not
     // one-character columns.
     let Some(zero) = on_a_terminal(Some(0), &command, false) else {
