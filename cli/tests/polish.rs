@@ -275,6 +275,7 @@ fn many_files_get_totals() {
 
 /// Run `command` under `script` (a pseudo-terminal), after `stty cols COLS` when given.
 /// `None` when `script` is not available here.
+#[cfg(unix)]
 fn on_a_terminal(cols: Option<u16>, command: &str, colour: bool) -> Option<String> {
     let size = cols.map(|c| format!("stty cols {c} rows 50; ")).unwrap_or_default();
     let mut cmd = Command::new("script");
@@ -293,6 +294,7 @@ fn on_a_terminal(cols: Option<u16>, command: &str, colour: bool) -> Option<Strin
 }
 
 /// Visible width of each table line: escape sequences removed, characters counted.
+#[cfg(unix)]
 fn table_line_widths(text: &str) -> Vec<usize> {
     text.lines()
         .map(|l| {
