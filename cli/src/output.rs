@@ -108,7 +108,7 @@ fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
     }
 }
 
-/// Colour only on a terminal and never when NO_COLOR is set (https://no-color.org).
+/// Colour only on a terminal and never when NO_COLOR is set (<https://no-color.org>).
 fn colour_enabled() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
