@@ -7,7 +7,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use rasterpack_common::{ArrayRequest, Error, Format, Limits, RequestFlag, WriteOptions};
+use rasterpack_common::{
+    ArrayRequest, Error, Format, Input, InspectOptions, Limits, Output, RequestFlag, Severity, WriteOptions,
+};
 
 use crate::output::{exit_code_for, Outcome};
 use crate::{detect, signals, ConvertArgs};
@@ -76,32 +78,28 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
         codes: args.codes,
         target: Some(target.name()),
         limits,
+        ..Default::default()
     };
     let opts = WriteOptions {
         tile: args.tile,
         compress: args.compress.clone(),
         limits,
     };
-    let write = |sink: &mut dyn Write| -> Result<(), Error> {
-        match source.convert_special(&input, target, &req, &opts, sink) {
-            Some(result) => result,
-            None => {
-                let array = source.read_array(&input, &req)?;
-                target.write_array(&array, &opts, sink)
-            }
-        }
-    };
 
     signals::install();
-    match destination {
+    let written = match destination {
         Destination::Stdout => {
             let stdout = std::io::stdout();
             let mut sink = Recorder::new(stdout.lock());
-            let result = write_buffered(&mut sink, "standard output", write);
-            match (result, sink.error) {
-                (_, Some(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure::ClosedPipe),
-                (result, _) => Ok(result?),
+            let result = write_stream(&mut sink, "standard output", source, target, &input, &req, &opts);
+            if sink
+                .error
+                .as_ref()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            {
+                return Err(Failure::ClosedPipe);
             }
+            result
         }
         Destination::InPlace(path) => {
             // A FIFO blocks here until a reader opens it, as `cat > fifo` would.
@@ -110,15 +108,82 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
                 .open(&path)
                 .map_err(|e| Error::io(&format!("opening {}", path.display()), &e))?;
             let mut sink = Recorder::new(file);
-            Ok(write_buffered(&mut sink, &path.display().to_string(), write)?)
+            write_stream(
+                &mut sink,
+                &path.display().to_string(),
+                source,
+                target,
+                &input,
+                &req,
+                &opts,
+            )
         }
         Destination::Atomic { path, replace } => {
             let tmp = TempFile::create(&path)?;
-            let mut sink = Recorder::new(&tmp.file);
-            write_buffered(&mut sink, &path.display().to_string(), write)?;
-            Ok(tmp.persist(&path, replace)?)
+            write_file(source, target, &input, &req, &opts, &tmp)
+                .map_err(|e| named_io_error(e, &path))
+                .and_then(|()| tmp.persist(&path, replace))
         }
+    };
+    written?;
+    note_findings(source, &input, &args.input, &limits);
+    Ok(())
+}
+
+/// An I/O error of the output says which output (the temporary file's name is of no use).
+fn named_io_error(e: Error, out: &Path) -> Error {
+    if e.kind == rasterpack_common::ErrorKind::Io && !e.message.contains(&out.display().to_string()) {
+        Error::new(e.kind, e.code, e.offset, format!("{}: {}", out.display(), e.message))
+    } else {
+        e
     }
+}
+
+/// Readers read whatever they can read exactly, even from a file `validate` rejects; after a
+/// successful conversion, say on stderr when the source has findings. The source's `inspect`
+/// (its cheap structural check) decides: `validate` is the full gate.
+fn note_findings(source: &dyn Format, input: &Input, name: &str, limits: &Limits) {
+    let opts = InspectOptions {
+        all: false,
+        limits: *limits,
+    };
+    match source.inspect(input, &opts) {
+        Ok(report) => {
+            let count = |s: Severity| report.findings.iter().filter(|f| f.severity == s).count();
+            let (errors, warnings) = (count(Severity::Error), count(Severity::Warning));
+            if errors + warnings > 0 {
+                let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+                eprintln!(
+                    "note: {name} has findings ({}, {}); run `rasterpack validate {name}`",
+                    plural(errors, "error"),
+                    plural(warnings, "warning")
+                );
+            }
+        }
+        Err(e) => eprintln!("note: {name}: its structural check failed ({e}); run `rasterpack validate {name}`"),
+    }
+}
+
+/// Convert into the temporary file: the source's own conversion when it has one (FOLD repair),
+/// else source to target as the data decodes, the target writing into the file with positioned
+/// writes allowed, so memory stays within the working set.
+fn write_file(
+    source: &dyn Format,
+    target: &dyn Format,
+    input: &Input,
+    req: &ArrayRequest,
+    opts: &WriteOptions,
+    tmp: &TempFile,
+) -> Result<(), Error> {
+    let mut w = BufWriter::with_capacity(1 << 20, &tmp.file);
+    if let Some(result) = source.convert_special(input, target, req, opts, &mut w) {
+        result?;
+        return w.flush().map_err(|e| Error::io("writing", &e));
+    }
+    drop(w);
+    let mut sink = target.array_writer(opts, Output::File(&tmp.file))?;
+    source.stream_array(input, req, &mut *sink)?;
+    sink.finish()
 }
 
 /// Refuse the flags given on the command line that `format` does not honour on this side.
@@ -225,17 +290,30 @@ fn exists_error(dest: &Path) -> Error {
     Error::usage(format!("{} exists; pass --force to overwrite it", dest.display()))
 }
 
-/// Run the conversion into `sink` through a 1 MiB buffer and flush. When the sink itself
-/// failed (disk full, file too large, closed pipe), that OS error is what is reported, as an
-/// I/O error, whatever the format's writer made of it.
-fn write_buffered<W: Write>(
+/// Convert into a forward-only stream (standard output, a FIFO, a device) through a 1 MiB
+/// buffer. When the stream itself failed (closed pipe, EFBIG, EIO), that OS error is what is
+/// reported, as an I/O error, whatever the format's writer made of it.
+fn write_stream<W: Write>(
     sink: &mut Recorder<W>,
     name: &str,
-    write: impl FnOnce(&mut dyn Write) -> Result<(), Error>,
+    source: &dyn Format,
+    target: &dyn Format,
+    input: &Input,
+    req: &ArrayRequest,
+    opts: &WriteOptions,
 ) -> Result<(), Error> {
     let result = {
         let mut w = BufWriter::with_capacity(1 << 20, &mut *sink);
-        write(&mut w).and_then(|()| w.flush().map_err(|e| Error::io(&format!("writing {name}"), &e)))
+        let converted = match source.convert_special(input, target, req, opts, &mut w) {
+            Some(result) => result,
+            None => target
+                .array_writer(opts, Output::Stream(&mut w))
+                .and_then(|mut array_sink| {
+                    source.stream_array(input, req, &mut *array_sink)?;
+                    array_sink.finish()
+                }),
+        };
+        converted.and_then(|()| w.flush().map_err(|e| Error::io(&format!("writing {name}"), &e)))
     };
     match (&sink.error, result) {
         (Some(e), _) => Err(Error::io(&format!("writing {name}"), e)),

@@ -102,7 +102,8 @@ pub struct ConvertArgs {
     /// Output format: npy, volp, gvrs, udf, fold (default: from OUT's extension).
     #[arg(long, value_name = "FORMAT")]
     to: Option<String>,
-    /// Which array: GVRS element, UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY`, VDS channel.
+    /// Which array: GVRS element, UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY` (or
+    /// `'["CHUNK","ARRAY"]'` for names holding `/`), VDS channel.
     #[arg(long, value_name = "NAME")]
     element: Option<String>,
     /// Write physical values (VOLP: stored*scale+offset as float64; VDS: dequantized float32).

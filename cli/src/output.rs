@@ -28,7 +28,9 @@ pub struct FileResult {
     pub path: String,
     pub format: Option<&'static str>,
     pub report: Report,
-    pub valid: bool,
+    /// The verdict of `validate`; `None` for `inspect`, which makes only the cheap structural
+    /// checks and so never claims a file is valid.
+    pub valid: Option<bool>,
     pub exit_code: u8,
 }
 
@@ -57,6 +59,7 @@ pub fn worst(a: u8, b: u8) -> u8 {
 }
 
 fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
+    let full = matches!(mode, Mode::Validate { .. });
     let failed = |format: Option<&'static str>, err: Error| {
         let mut report = Report::new(format.unwrap_or(""));
         report.fail(&err);
@@ -64,7 +67,7 @@ fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
             path: path.to_string(),
             format,
             report,
-            valid: false,
+            valid: full.then_some(false),
             exit_code: exit_code_for(err.kind),
         }
     };
@@ -89,7 +92,16 @@ fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
                 Err(e) => return failed(Some(format.name()), e.in_format(format.name())),
             }
         }
-        Mode::Validate { strict } => (format.validate(&input, &ValidateOptions { limits: *limits }), *strict),
+        Mode::Validate { strict } => (
+            format.validate(
+                &input,
+                &ValidateOptions {
+                    limits: *limits,
+                    ..Default::default()
+                },
+            ),
+            *strict,
+        ),
     };
     let valid = report.is_valid(strict);
     let exit_code = if report.unsupported {
@@ -103,7 +115,7 @@ fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
         path: path.to_string(),
         format: Some(format.name()),
         report,
-        valid,
+        valid: full.then_some(valid),
         exit_code,
     }
 }
@@ -123,7 +135,7 @@ pub fn run_reports(mode: Mode, paths: &[String], as_json: bool, quiet: bool) -> 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut code = 0u8;
-    let mut totals = Totals::default();
+    let mut totals = Totals::new(&mode);
     let mut json_files = Vec::new();
     for (i, path) in paths.iter().enumerate() {
         if progress {
@@ -185,19 +197,29 @@ pub fn run_reports(mode: Mode, paths: &[String], as_json: bool, quiet: bool) -> 
     Outcome::Code(code)
 }
 
-/// How many inputs ended with each verdict.
+/// How many inputs ended with each verdict. Exit code 0 is "valid" for validate and only
+/// "structure checked" for inspect, which never says a file is valid.
 #[derive(Debug, Default, PartialEq)]
 struct Totals {
-    valid: usize,
+    /// Counted under inspect (`structure_checked`) rather than validate (`valid`).
+    inspect: bool,
+    passed: usize,
     invalid: usize,
     unsupported: usize,
     unreadable: usize,
 }
 
 impl Totals {
+    fn new(mode: &Mode) -> Self {
+        Totals {
+            inspect: matches!(mode, Mode::Inspect { .. }),
+            ..Default::default()
+        }
+    }
+
     fn count(&mut self, exit_code: u8) {
         match exit_code {
-            0 => self.valid += 1,
+            0 => self.passed += 1,
             1 => self.invalid += 1,
             3 => self.unsupported += 1,
             _ => self.unreadable += 1,
@@ -205,13 +227,21 @@ impl Totals {
     }
 
     fn files(&self) -> usize {
-        self.valid + self.invalid + self.unsupported + self.unreadable
+        self.passed + self.invalid + self.unsupported + self.unreadable
+    }
+
+    fn passed_word(&self) -> &'static str {
+        if self.inspect {
+            "structure checked"
+        } else {
+            "valid"
+        }
     }
 
     /// `12 files: 10 valid, 1 invalid, 1 unsupported` (verdicts no file got are left out).
     fn line(&self) -> String {
         let n = self.files();
-        let mut parts = vec![format!("{} valid", self.valid)];
+        let mut parts = vec![format!("{} {}", self.passed, self.passed_word())];
         for (count, word) in [
             (self.invalid, "invalid"),
             (self.unsupported, "unsupported"),
@@ -225,13 +255,13 @@ impl Totals {
     }
 
     fn json(&self) -> Value {
-        json!({
-            "files": self.files(),
-            "valid": self.valid,
-            "invalid": self.invalid,
-            "unsupported": self.unsupported,
-            "unreadable": self.unreadable,
-        })
+        let mut obj = Map::new();
+        obj.insert("files".into(), Value::from(self.files()));
+        obj.insert(self.passed_word().replace(' ', "_"), Value::from(self.passed));
+        obj.insert("invalid".into(), Value::from(self.invalid));
+        obj.insert("unsupported".into(), Value::from(self.unsupported));
+        obj.insert("unreadable".into(), Value::from(self.unreadable));
+        Value::Object(obj)
     }
 }
 
@@ -252,7 +282,16 @@ fn file_json(r: &FileResult) -> Value {
     let mut obj = Map::new();
     obj.insert("path".into(), Value::from(r.path.clone()));
     obj.insert("format".into(), r.format.map(Value::from).unwrap_or(Value::Null));
-    obj.insert("valid".into(), Value::from(r.valid));
+    // inspect reports what it checked and no verdict; validate adds its verdict.
+    match r.valid {
+        Some(valid) => {
+            obj.insert("checked".into(), Value::from("full"));
+            obj.insert("valid".into(), Value::from(valid));
+        }
+        None => {
+            obj.insert("checked".into(), Value::from("structure"));
+        }
+    }
     obj.insert("unsupported".into(), Value::from(r.report.unsupported));
     obj.insert("exit_code".into(), Value::from(r.exit_code));
     obj.insert(
@@ -554,15 +593,17 @@ fn render_inspect(r: &FileResult, style: &TableStyle) -> String {
         out.push_str("Findings\n");
         out.push_str(&findings_table(&findings, style));
     }
-    if r.exit_code != 0 {
-        out.push_str(&format!(
-            "{}: {}{}\n",
-            r.path,
-            verdict(r, style.colour),
-            counts(&findings)
-        ));
+    // Errors found by the structural checks make a file invalid; their absence does not
+    // make it valid: only validate says so.
+    let status = match r.exit_code {
+        0 => "structure checked".to_string(),
+        _ => verdict(r, style.colour),
+    };
+    out.push_str(&format!("{}: {status}{}", r.path, counts(&findings)));
+    if r.exit_code == 0 {
+        out.push_str(" (inspect checks the structure only; `rasterpack validate` checks everything)");
     }
-    out.push('\n');
+    out.push_str("\n\n");
     out
 }
 
@@ -753,16 +794,22 @@ mod tests {
 
     #[test]
     fn totals_name_each_verdict_that_occurred() {
-        let mut t = Totals::default();
+        let mut t = Totals::new(&Mode::Validate { strict: false });
         for code in [0, 0, 1, 3, 2, 0] {
             t.count(code);
         }
         assert_eq!(t.line(), "6 files: 3 valid, 1 invalid, 1 unsupported, 1 unreadable");
-        let mut t = Totals::default();
+        assert_eq!(
+            t.json(),
+            json!({"files": 6, "valid": 3, "invalid": 1, "unsupported": 1, "unreadable": 1})
+        );
+        // inspect makes no validity claim.
+        let mut t = Totals::new(&Mode::Inspect { all: false });
         t.count(0);
         t.count(0);
-        assert_eq!(t.line(), "2 files: 2 valid");
-        assert_eq!(t.json()["files"], 2);
+        assert_eq!(t.line(), "2 files: 2 structure checked");
+        assert_eq!(t.json()["structure_checked"], 2);
+        assert!(t.json().get("valid").is_none());
     }
 
     #[test]

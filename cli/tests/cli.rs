@@ -41,9 +41,33 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
+/// Does `doc` satisfy `schema` (the subset [`check_schema`] knows)?
+fn satisfies(schema: &Value, doc: &Value) -> bool {
+    std::panic::catch_unwind(|| check_schema(schema, doc, "")).is_ok()
+}
+
 /// Check `doc` against the subset of JSON Schema that docs/schema/report.schema.json uses
-/// (type, enum, required, properties, additionalProperties: false, items).
+/// (type, enum, const, required, properties, additionalProperties: false, items, and allOf of
+/// if/then/not).
 fn check_schema(schema: &Value, doc: &Value, at: &str) {
+    if let Some(c) = schema.get("const") {
+        assert_eq!(doc, c, "{at}: not the constant");
+    }
+    for sub in schema.get("allOf").and_then(|a| a.as_array()).into_iter().flatten() {
+        let holds = sub.get("if").is_none_or(|cond| satisfies(cond, doc));
+        if let (true, Some(then)) = (holds, sub.get("then")) {
+            check_schema(then, doc, at);
+        }
+    }
+    if let Some(not) = schema.get("not") {
+        assert!(!satisfies(not, doc), "{at}: {doc} matches a schema it must not match");
+    }
+    if let (Some(req), Some(obj), None) = (schema.get("required"), doc.as_object(), schema.get("properties")) {
+        for key in req.as_array().into_iter().flatten() {
+            let key = key.as_str().unwrap();
+            assert!(obj.contains_key(key), "{at}: required key {key} missing");
+        }
+    }
     if let Some(t) = schema.get("type") {
         let types: Vec<&str> = match t {
             Value::String(s) => vec![s.as_str()],
@@ -163,13 +187,35 @@ fn json_follows_the_schema_and_keeps_input_order() {
         let files = doc["files"].as_array().unwrap();
         let got: Vec<&str> = files.iter().map(|f| f["path"].as_str().unwrap()).collect();
         assert_eq!(got, paths, "reports come in input order");
-        assert_eq!(files[0]["valid"], Value::Bool(true));
+        if cmd == "validate" {
+            assert_eq!(files[0]["checked"], Value::from("full"));
+            assert_eq!(files[0]["valid"], Value::Bool(true));
+            assert_eq!(files[1]["valid"], Value::Bool(false));
+        } else {
+            // inspect makes only cheap checks: it says so and gives no verdict.
+            assert_eq!(files[0]["checked"], Value::from("structure"));
+            assert!(files.iter().all(|f| f.get("valid").is_none()), "{doc}");
+        }
         assert_eq!(files[0]["format"], Value::from("npy"));
         assert_eq!(files[0]["summary"]["shape"], serde_json::json!([3]));
-        assert_eq!(files[1]["valid"], Value::Bool(false));
+        assert_eq!(files[1]["exit_code"], Value::from(1));
         assert_eq!(files[1]["findings"][0]["code"], Value::from("format.unknown"));
         assert_eq!(files[2]["exit_code"], Value::from(2));
     }
+    // The schema itself forbids a verdict from inspect and requires one from validate.
+    let item = &schema()["properties"]["files"]["items"];
+    let file = |checked: &str, valid: Option<bool>| {
+        let mut f = serde_json::json!({"path": "a", "format": "npy", "checked": checked, "unsupported": false,
+                                       "exit_code": 0, "findings": [], "summary": {}});
+        if let Some(v) = valid {
+            f["valid"] = Value::Bool(v);
+        }
+        f
+    };
+    assert!(satisfies(item, &file("structure", None)));
+    assert!(!satisfies(item, &file("structure", Some(true))));
+    assert!(satisfies(item, &file("full", Some(true))));
+    assert!(!satisfies(item, &file("full", None)));
 }
 
 #[test]
@@ -610,4 +656,151 @@ fn vds_datasets_both_storage_kinds_convert() {
     let refused = dir.join("four.volp");
     assert_eq!(code(&run(&["convert", &four, refused.to_str().unwrap()])), 2);
     assert!(!refused.exists());
+}
+
+/// Issue 11 (FOLD) and the read-failure message of issue 13, through the binary.
+#[test]
+fn fold_reads_fail_with_the_finding_and_ecc_is_never_dropped() {
+    use rasterpack_fold::{ChunkOptions, Compression, FoldBuilder};
+    let dir = scratch("fold11");
+    let arr = rasterpack_common::NdArray::new(
+        rasterpack_common::DType::F32,
+        vec![3],
+        [1.0f32, 2.0, 3.0].iter().flat_map(|v| v.to_le_bytes()).collect(),
+    )
+    .unwrap();
+    let stored = ChunkOptions {
+        compression: Compression::None,
+        ecc: None,
+    };
+    // A CRC error in the only NPZ0 chunk: exit 1 naming the check and the offset.
+    let mut b = FoldBuilder::new();
+    b.add_npz("nuclear_arrays", &[("t", &arr)], stored).unwrap();
+    b.add_npz("other", &[("u", &arr)], stored).unwrap();
+    let mut bytes = b.to_bytes().unwrap();
+    bytes[28 + 32 + 100] ^= 1;
+    let damaged = dir.join("crc.fold");
+    std::fs::write(&damaged, &bytes).unwrap();
+    for element in ["nuclear_arrays/t", "t"] {
+        let out = dir.join(format!("{}.npy", element.len()));
+        let o = run(&[
+            "convert",
+            damaged.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--element",
+            element,
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(code(&o), 1, "{err}");
+        assert!(
+            err.contains("[fold.integrity.crc_mismatch]") && err.contains("at offset"),
+            "{err}"
+        );
+        assert!(!out.exists());
+    }
+    // The clean chunk beside it converts.
+    let out = dir.join("u.npy");
+    let o = run(&[
+        "convert",
+        damaged.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--element",
+        "other/u",
+    ]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(read_npy(&out).data, arr.data);
+
+    // --compress ...+rs16 on a payload of several blocks: written (per-block parity), with a
+    // note about pyfolds; strictly valid; damage in several blocks is repaired by convert.
+    let big: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5).collect();
+    let npy = dir.join("big.npy");
+    write_npy(&npy, &[1000], &big);
+    let fold = dir.join("big.fold");
+    let o = run(&[
+        "convert",
+        npy.to_str().unwrap(),
+        fold.to_str().unwrap(),
+        "--compress",
+        "none+rs16",
+    ]);
+    assert_eq!(code(&o), 0);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("pyfolds 1.0.2 cannot read"));
+    assert_eq!(code(&run(&["validate", "--strict", fold.to_str().unwrap()])), 0);
+    let o = run(&["validate", "--json", fold.to_str().unwrap()]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["files"][0]["summary"]["chunks"][0]["ecc_algo"], "rs(16)");
+    let good = std::fs::read(&fold).unwrap();
+    let mut bad = good.clone();
+    for block in 0..16 {
+        bad[28 + 32 + block * 239 + 7] ^= 0x5a;
+    }
+    let bad_path = dir.join("bad.fold");
+    std::fs::write(&bad_path, &bad).unwrap();
+    let fixed = dir.join("fixed.fold");
+    let o = run(&["convert", bad_path.to_str().unwrap(), fixed.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(&fixed).unwrap(), good);
+    let back = dir.join("back.npy");
+    assert_eq!(
+        code(&run(&["convert", bad_path.to_str().unwrap(), back.to_str().unwrap()])),
+        0
+    );
+    assert_eq!(
+        read_npy(&back).to_f64(),
+        big.iter().map(|&v| v as f64).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn fold_edge_files_from_pyfolds() {
+    let Some(corpus) = std::env::var_os("RASTERPACK_CORPUS") else {
+        eprintln!("RASTERPACK_CORPUS not set: skipping");
+        return;
+    };
+    let edges = Path::new(&corpus).join("edges/fold");
+    let path = |n: &str| edges.join(n).to_str().unwrap().to_string();
+    let dir = scratch("fold-edges");
+    assert_eq!(
+        code(&run(&["validate", "--strict", &path("r2_ctype_ctl_pyfolds.fold")])),
+        0
+    );
+    assert_eq!(code(&run(&["validate", &path("r1_npz_structured.fold")])), 3);
+    let ok = dir.join("ok.npy");
+    let o = run(&[
+        "convert",
+        &path("r1_npz_structured.fold"),
+        ok.to_str().unwrap(),
+        "--element",
+        "nuclear_arrays/ok",
+    ]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(read_npy(&ok).to_f64(), [1.5]);
+    let rec = dir.join("rec.npy");
+    let o = run(&[
+        "convert",
+        &path("r1_npz_structured.fold"),
+        rec.to_str().unwrap(),
+        "--element",
+        "nuclear_arrays/rec",
+    ]);
+    assert_eq!(code(&o), 3);
+    assert_eq!(
+        code(&run(&["validate", "--strict", &path("r3_chunkname_slash.fold")])),
+        0
+    );
+    for (i, element) in ["a/b/v", r#"["a/b","v"]"#].iter().enumerate() {
+        let v = dir.join(format!("v{i}.npy"));
+        let o = run(&[
+            "convert",
+            &path("r3_chunkname_slash.fold"),
+            v.to_str().unwrap(),
+            "--element",
+            element,
+        ]);
+        assert_eq!(code(&o), 0, "{element}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert_eq!(
+        std::fs::read(dir.join("v0.npy")).unwrap(),
+        std::fs::read(dir.join("v1.npy")).unwrap()
+    );
 }

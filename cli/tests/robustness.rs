@@ -77,7 +77,13 @@ fn exercise(bytes: Vec<u8>) -> usize {
         .filter(|f| f.detect(&head))
     {
         let _ = f.inspect(&input, &InspectOptions { all: false, limits });
-        let _ = f.validate(&input, &ValidateOptions { limits });
+        let _ = f.validate(
+            &input,
+            &ValidateOptions {
+                limits,
+                ..Default::default()
+            },
+        );
         // Whole arrays may legitimately be large (a sparse volume); the limits bound them.
         let _ = f.read_array(
             &input,

@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
         ..Limits::default()
     };
     let input = Input::from_bytes("fuzz.gvrs", data.to_vec());
-    let _ = GvrsFormat.validate(&input, &ValidateOptions { limits });
+    let _ = GvrsFormat.validate(&input, &ValidateOptions { limits, ..Default::default() });
     let _ = GvrsFormat.inspect(&input, &InspectOptions { all: false, limits });
     if let Ok(f) = GvrsFile::open(input, limits) {
         for e in 0..f.elements.len() {

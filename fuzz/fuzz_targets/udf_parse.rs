@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = validate::validate(&input, &limits);
     let _ = UdfFormat.inspect(&input, &InspectOptions { all: false, limits });
-    let _ = UdfFormat.validate(&input, &ValidateOptions { limits });
+    let _ = UdfFormat.validate(&input, &ValidateOptions { limits, ..Default::default() });
     let file = UdfFile::open_lenient(&input, &limits);
     for ds in file.datasets() {
         for t in &ds.tables {

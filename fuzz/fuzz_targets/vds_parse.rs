@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let input = Input::from_bytes("fuzz.vds", data.to_vec());
     let _ = VdsFormat.detect(&input.head(64));
-    let _ = VdsFormat.validate(&input, &ValidateOptions { limits });
+    let _ = VdsFormat.validate(&input, &ValidateOptions { limits, ..Default::default() });
     let _ = VdsFormat.inspect(&input, &InspectOptions { all: true, limits });
     let _ = VdsFormat.read_array(
         &input,

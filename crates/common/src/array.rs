@@ -4,6 +4,8 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::limits::Limits;
+use crate::stream::{copy_block_into_window, ArrayInfo, ArraySink, MemorySink, Region};
 
 /// Element types rasterpack moves between formats. All data is little-endian in memory buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -129,6 +131,26 @@ impl NdArray {
         self.len() == 0
     }
 
+    /// A copy of the part of the array inside `region` (C axis order).
+    pub fn region(&self, region: &Region) -> Result<NdArray> {
+        region.check_within(&self.shape)?;
+        let mut sink = MemorySink::new(Limits::unlimited());
+        sink.begin(&ArrayInfo {
+            dtype: self.dtype,
+            shape: region.shape(),
+            name: self.name.clone(),
+            attrs: self.attrs.clone(),
+        })?;
+        copy_block_into_window(
+            &Region::full(&self.shape),
+            &self.data,
+            self.dtype.size(),
+            region,
+            &mut sink,
+        )?;
+        sink.into_array()
+    }
+
     /// Values as f64 (for previews and physical conversions); lossy for 64-bit integers.
     pub fn to_f64(&self) -> Vec<f64> {
         let d = &self.data;
@@ -171,7 +193,153 @@ impl NdArray {
     }
 }
 
+/// A Rust type that holds one value of a [`DType`]: what typed access ([`NdArray::as_slice`],
+/// [`NdArray::to_vec`], [`NdArray::from_vec`]) works with. Implemented for `u8`..`u64`,
+/// `i8`..`i64`, `f32` and `f64`; `bool` arrays read as `u8` (0 or 1).
+pub trait Element: bytemuck::Pod + sealed::Sealed {
+    /// The dtype this type holds.
+    const DTYPE: DType;
+    /// The value from its little-endian bytes (`bytes.len() == DTYPE.size()`).
+    fn from_le_slice(bytes: &[u8]) -> Self;
+    /// Append the value's little-endian bytes.
+    fn extend_le(self, out: &mut Vec<u8>);
+    /// Whether arrays of `dtype` can be viewed as this type.
+    fn holds(dtype: DType) -> bool {
+        dtype == Self::DTYPE
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+macro_rules! element {
+    ($($t:ty => $d:ident),* $(,)?) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            fn from_le_slice(bytes: &[u8]) -> Self {
+                let mut le = [0u8; std::mem::size_of::<$t>()];
+                le.copy_from_slice(bytes);
+                <$t>::from_le_bytes(le)
+            }
+            fn extend_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn holds(dtype: DType) -> bool {
+                dtype == DType::$d || (DType::$d == DType::U8 && dtype == DType::Bool)
+            }
+        }
+    )*};
+}
+element!(u8 => U8, i8 => I8, u16 => U16, i16 => I16, u32 => U32, i32 => I32, u64 => U64, i64 => I64, f32 => F32, f64 => F64);
+
+impl NdArray {
+    /// An array of `shape` from values in C order (last axis fastest).
+    pub fn from_vec<T: Element>(shape: Vec<u64>, values: Vec<T>) -> Result<NdArray> {
+        let mut data = Vec::with_capacity(values.len() * T::DTYPE.size());
+        for v in values {
+            v.extend_le(&mut data);
+        }
+        NdArray::new(T::DTYPE, shape, data)
+    }
+
+    fn check_holds<T: Element>(&self) -> Result<()> {
+        if T::holds(self.dtype) {
+            Ok(())
+        } else {
+            Err(Error::new(
+                crate::ErrorKind::Usage,
+                "array.dtype_mismatch",
+                None,
+                format!(
+                    "the array holds {} values, not {} (use the matching Rust type, or to_f64)",
+                    self.dtype.name(),
+                    T::DTYPE.name()
+                ),
+            ))
+        }
+    }
+
+    /// The values as a slice of `T`, without copying: a `array.dtype_mismatch` error when `T` is
+    /// not the array's dtype. Needs a little-endian host and a buffer aligned for `T` (every
+    /// allocator rasterpack runs on gives that; otherwise an error tells to use
+    /// [`NdArray::to_vec`], which always works).
+    pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
+        self.check_holds::<T>()?;
+        if cfg!(target_endian = "big") {
+            return Err(Error::usage("as_slice needs a little-endian host; use to_vec"));
+        }
+        bytemuck::try_cast_slice(&self.data)
+            .map_err(|e| Error::usage(format!("cannot view the array as {}: {e}; use to_vec", T::DTYPE.name())))
+    }
+
+    /// The values as a `Vec<T>` (a copy, on any host): a `array.dtype_mismatch` error when `T`
+    /// is not the array's dtype.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.check_holds::<T>()?;
+        Ok(self.data.chunks_exact(T::DTYPE.size()).map(T::from_le_slice).collect())
+    }
+
+    /// The array as an `ndarray::ArrayD<T>` in C order, with the same shape (and so the same axis
+    /// order as `.npy` output): a `array.dtype_mismatch` error when `T` is not the array's dtype.
+    #[cfg(feature = "ndarray")]
+    pub fn to_ndarray<T: Element>(&self) -> Result<ndarray::ArrayD<T>> {
+        let shape = self
+            .shape
+            .iter()
+            .map(|&d| usize::try_from(d))
+            .collect::<std::result::Result<Vec<usize>, _>>()
+            .map_err(|_| Error::usage("array shape does not fit usize"))?;
+        ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), self.to_vec::<T>()?)
+            .map_err(|e| Error::usage(format!("array shape {:?}: {e}", self.shape)))
+    }
+
+    /// An array from an `ndarray` array of any layout (values are taken in logical C order).
+    #[cfg(feature = "ndarray")]
+    pub fn from_ndarray<T: Element, D: ndarray::Dimension>(array: &ndarray::ArrayRef<T, D>) -> Result<NdArray> {
+        let shape = array.shape().iter().map(|&d| d as u64).collect();
+        NdArray::from_vec(shape, array.iter().copied().collect())
+    }
+}
+
 /// `product(shape) * dtype.size()` with checked arithmetic; `None` on overflow.
 pub fn byte_len(dtype: DType, shape: &[u64]) -> Option<u64> {
     shape.iter().try_fold(dtype.size() as u64, |acc, &d| acc.checked_mul(d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_access_checks_the_dtype() {
+        let a = NdArray::from_vec(vec![2, 3], vec![1.5f32, -2.0, 0.0, 4.25, f32::NAN, 7.0]).unwrap();
+        assert_eq!(a.dtype, DType::F32);
+        assert_eq!(a.to_vec::<f32>().unwrap()[3], 4.25);
+        assert_eq!(a.as_slice::<f32>().unwrap()[..2], [1.5, -2.0]);
+        let err = a.to_vec::<f64>().unwrap_err();
+        assert_eq!(err.code, "array.dtype_mismatch");
+        assert!(err.message.contains("float32"), "{}", err.message);
+        assert!(a.as_slice::<i32>().is_err());
+        let b = NdArray::new(DType::Bool, vec![3], vec![1, 0, 1]).unwrap();
+        assert_eq!(b.as_slice::<u8>().unwrap(), [1, 0, 1]);
+        assert!(
+            NdArray::from_vec(vec![4], vec![1u16, 2, 3]).is_err(),
+            "shape and values disagree"
+        );
+    }
+
+    #[cfg(feature = "ndarray")]
+    #[test]
+    fn ndarray_round_trip_in_c_order() {
+        let a = NdArray::from_vec(vec![2, 3], (0..6).map(|v| v as i16).collect()).unwrap();
+        let nd = a.to_ndarray::<i16>().unwrap();
+        assert_eq!(nd.shape(), [2, 3]);
+        assert_eq!(nd[[1, 0]], 3);
+        let t = nd.t();
+        let back = NdArray::from_ndarray(&t).unwrap();
+        assert_eq!(back.shape, vec![3, 2]);
+        assert_eq!(back.to_vec::<i16>().unwrap(), vec![0, 3, 1, 4, 2, 5]);
+    }
 }

@@ -6,11 +6,14 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use crate::any::ArrayFile;
 use crate::array::NdArray;
 use crate::error::{Error, Result};
 use crate::finding::{Findings, Severity};
 use crate::limits::Limits;
+use crate::output::Output;
 use crate::source::Input;
+use crate::stream::{ArrayInfo, ArraySink, MemorySink, Region, RegionSpec};
 
 /// A piece of human-readable output; the CLI renders it as a table.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,6 +105,28 @@ pub struct InspectOptions {
 #[derive(Debug, Clone, Default)]
 pub struct ValidateOptions {
     pub limits: Limits,
+    /// Told how far a long check has come (for a progress bar); `None` for silence.
+    pub progress: Option<Progress>,
+}
+
+impl ValidateOptions {
+    /// Report that `done` of `total` units (bytes of input, usually) are checked.
+    pub fn report_progress(&self, done: u64, total: u64) {
+        if let Some(p) = &self.progress {
+            (p.0)(done, total);
+        }
+    }
+}
+
+/// A progress callback: `(done, total)` in units the caller and the format agree on (bytes of
+/// input). Called from the validating thread(s), so it must be cheap and thread-safe.
+#[derive(Clone)]
+pub struct Progress(pub std::sync::Arc<dyn Fn(u64, u64) + Send + Sync>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
+    }
 }
 
 /// Which array `read_array` should produce.
@@ -116,7 +141,23 @@ pub struct ArrayRequest {
     /// Name of the format the array is headed for, for sources that shape output per target
     /// (GVRS elements become VOLP levels).
     pub target: Option<&'static str>,
+    /// Only this box of the array, in the output's C axis order (`--region`, `--window`, `--box`,
+    /// `--levels`). Sources read only the tiles/bricks/frames it meets.
+    pub region: Option<RegionSpec>,
+    /// Level of detail (VDS `--lod N`; 0 is full resolution).
+    pub lod: u32,
     pub limits: Limits,
+}
+
+impl ArrayRequest {
+    /// The region asked for, resolved against the array's full `shape` (the whole array when
+    /// none was asked for).
+    pub fn region_of(&self, shape: &[u64]) -> Result<Region> {
+        match &self.region {
+            Some(spec) => spec.resolve(shape),
+            None => Ok(Region::full(shape)),
+        }
+    }
 }
 
 /// How `write_array` should encode (flags of `convert`).
@@ -196,11 +237,49 @@ pub trait Format: Send + Sync {
     fn inspect(&self, input: &Input, opts: &InspectOptions) -> Result<Report>;
     /// Check every rule, checksum and payload; never stops at the first finding.
     fn validate(&self, input: &Input, opts: &ValidateOptions) -> Report;
-    /// Decode one array.
+    /// Decode one array into memory (bounded by `req.limits.max_array_bytes`).
     fn read_array(&self, input: &Input, req: &ArrayRequest) -> Result<NdArray>;
+    /// Decode one array (or `req.region` of it) into `sink`, following the protocol of
+    /// [`crate::stream`]: `begin`, then every byte once; the caller calls `finish`.
+    ///
+    /// The default reads the whole array into memory first (bounded by the limits) and is
+    /// replaced by formats that stream.
+    fn stream_array(&self, input: &Input, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        let whole = ArrayRequest {
+            region: None,
+            ..req.clone()
+        };
+        let mut array = self.read_array(input, &whole)?;
+        if let Some(spec) = &req.region {
+            array = array.region(&spec.resolve(&array.shape)?)?;
+        }
+        sink.begin(&ArrayInfo::of(&array))?;
+        sink.write_at(0, &array.data)
+    }
     /// Encode one array as a complete file of this format.
     fn write_array(&self, _array: &NdArray, _opts: &WriteOptions, _out: &mut dyn Write) -> Result<()> {
         Err(Error::usage(format!("rasterpack cannot write {} files", self.name())))
+    }
+    /// A sink that encodes the array it receives as a complete file of this format on `out`.
+    ///
+    /// The default collects the array in memory (bounded by `opts.limits`) and calls
+    /// [`Format::write_array`] at `finish`; formats that can write as data arrives override it.
+    fn array_writer<'a>(&'a self, opts: &WriteOptions, out: Output<'a>) -> Result<Box<dyn ArraySink + 'a>> {
+        Ok(Box::new(CollectThenWrite {
+            format: self,
+            opts: opts.clone(),
+            out,
+            collected: Some(MemorySink::new(opts.limits)),
+        }))
+    }
+    /// Open `input` as this format's reader, behind the format-independent [`ArrayFile`]
+    /// interface (what [`crate::open_any`] returns).
+    fn open(&self, _input: Input, _limits: Limits) -> Result<Box<dyn ArrayFile>> {
+        Err(Error::unsupported(
+            "format.open",
+            None,
+            format!("the {} reader does not offer the ArrayFile interface yet", self.name()),
+        ))
     }
     /// A conversion this source format does itself (e.g. FOLD -> FOLD repair); `None` means
     /// "use the generic read_array -> write_array path".
@@ -214,4 +293,52 @@ pub trait Format: Send + Sync {
     ) -> Option<Result<()>> {
         None
     }
+}
+
+/// The default [`Format::array_writer`]: collect, then [`Format::write_array`].
+struct CollectThenWrite<'a, F: Format + ?Sized> {
+    format: &'a F,
+    opts: WriteOptions,
+    out: Output<'a>,
+    collected: Option<MemorySink>,
+}
+
+impl<F: Format + ?Sized> CollectThenWrite<'_, F> {
+    fn sink(&mut self) -> Result<&mut MemorySink> {
+        self.collected
+            .as_mut()
+            .ok_or_else(|| Error::usage("internal: the array was already written"))
+    }
+}
+
+impl<F: Format + ?Sized> ArraySink for CollectThenWrite<'_, F> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        self.sink()?.begin(info)
+    }
+    fn random_access(&self) -> bool {
+        true
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        self.sink()?.write_at(offset, data)
+    }
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
+        self.sink()?.fill_at(offset, len, pattern)
+    }
+    fn finish(&mut self) -> Result<()> {
+        let array = self
+            .collected
+            .take()
+            .ok_or_else(|| Error::usage("internal: the array was already written"))?
+            .into_array()?;
+        self.format.write_array(&array, &self.opts, self.out.as_write())
+    }
+}
+
+/// Read an array by streaming it into memory: the `read_array` of formats that implement
+/// [`Format::stream_array`].
+pub fn read_by_streaming<F: Format + ?Sized>(format: &F, input: &Input, req: &ArrayRequest) -> Result<NdArray> {
+    let mut sink = MemorySink::new(req.limits);
+    format.stream_array(input, req, &mut sink)?;
+    sink.finish()?;
+    sink.into_array()
 }

@@ -3,6 +3,7 @@
 //! [`Format`] trait the CLI drives.
 #![forbid(unsafe_code)]
 
+pub mod any;
 pub mod array;
 pub mod error;
 pub mod finding;
@@ -11,15 +12,23 @@ pub mod json;
 pub mod limits;
 pub mod npy;
 pub mod npy_format;
+pub mod output;
 pub mod reader;
 pub mod source;
+pub mod stream;
 #[doc(hidden)]
 pub mod testkit;
 
-pub use array::{byte_len, DType, NdArray};
+pub use any::{detect, open_any, ArrayFile};
+pub use array::{byte_len, DType, Element, NdArray};
 pub use error::{Error, ErrorKind, Result};
 pub use finding::{Finding, Findings, Severity};
-pub use format::{ArrayRequest, Format, InspectOptions, Report, RequestFlag, Section, ValidateOptions, WriteOptions};
+pub use format::{
+    read_by_streaming, ArrayRequest, Format, InspectOptions, Progress, Report, RequestFlag, Section, ValidateOptions,
+    WriteOptions,
+};
 pub use limits::Limits;
+pub use output::Output;
 pub use reader::{slice_at, ByteReader};
 pub use source::Input;
+pub use stream::{ArrayInfo, ArraySink, MemorySink, Region, RegionSpec};

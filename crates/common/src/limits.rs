@@ -17,6 +17,9 @@ pub struct Limits {
     pub max_depth: u32,
     /// Largest number of entries a directory/table/list may declare.
     pub max_entries: u64,
+    /// Working-set budget of a streaming read or write: the buffers for bands of tiles, slabs of
+    /// bricks and decoded frames in flight together stay under it, whatever the array's size.
+    pub working_set: u64,
 }
 
 impl Default for Limits {
@@ -27,6 +30,7 @@ impl Default for Limits {
             max_array_bytes: 4 << 30,
             max_depth: 64,
             max_entries: 1 << 24,
+            working_set: 96 << 20,
         }
     }
 }
@@ -40,6 +44,7 @@ impl Limits {
             max_array_bytes: u64::MAX,
             max_depth: u32::MAX,
             max_entries: u64::MAX,
+            working_set: u64::MAX,
         }
     }
 

@@ -6,7 +6,9 @@ use std::io::Write;
 use crate::array::{byte_len, DType, NdArray};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
+use crate::output::{write_all_at, Output};
 use crate::reader::ByteReader;
+use crate::stream::{ArrayInfo, ArraySink, SequentialCursor};
 
 pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
 
@@ -76,9 +78,9 @@ pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader> {
     })
 }
 
-/// Read a whole `.npy` image into an [`NdArray`] (C order, little-endian in memory).
-pub fn read(bytes: &[u8], limits: &Limits) -> Result<NdArray> {
-    let h = parse_header(bytes)?;
+/// Check that an input of `input_len` bytes holds exactly the data `h` declares, in an order
+/// rasterpack reads.
+pub fn check_data(h: &NpyHeader, input_len: u64) -> Result<()> {
     if h.fortran_order {
         return Err(Error::unsupported(
             "npy.fortran_order",
@@ -86,8 +88,7 @@ pub fn read(bytes: &[u8], limits: &Limits) -> Result<NdArray> {
             "Fortran-ordered .npy arrays are not supported",
         ));
     }
-    limits.check_alloc(h.data_len, "npy data", Some(h.data_offset))?;
-    let available = bytes.len() as u64 - h.data_offset;
+    let available = input_len.saturating_sub(h.data_offset);
     if available < h.data_len {
         return Err(Error::truncated("npy data", h.data_offset, h.data_len, available));
     }
@@ -98,6 +99,14 @@ pub fn read(bytes: &[u8], limits: &Limits) -> Result<NdArray> {
             format!("{} byte(s) after the array data", available - h.data_len),
         ));
     }
+    Ok(())
+}
+
+/// Read a whole `.npy` image into an [`NdArray`] (C order, little-endian in memory).
+pub fn read(bytes: &[u8], limits: &Limits) -> Result<NdArray> {
+    let h = parse_header(bytes)?;
+    check_data(&h, bytes.len() as u64)?;
+    limits.check_alloc(h.data_len, "npy data", Some(h.data_offset))?;
     let mut data = bytes[h.data_offset as usize..].to_vec();
     if h.big_endian && h.dtype.size() > 1 {
         for v in data.chunks_exact_mut(h.dtype.size()) {
@@ -150,6 +159,117 @@ pub fn write(out: &mut dyn Write, array: &NdArray) -> std::io::Result<()> {
     out.write_all(&array.data)
 }
 
+/// A streaming `.npy` writer: the header goes out at [`ArraySink::begin`] (dtype and shape are
+/// known up front), the data as it arrives. On a file, writes may come in any order and
+/// neighbouring writes are combined into large positioned writes; on a stream they must come in
+/// order.
+pub struct NpyWriter<'a> {
+    out: Output<'a>,
+    data_offset: u64,
+    data_len: u64,
+    cursor: SequentialCursor,
+    /// Combined pending bytes for a file: `pending` goes at `pending_at`.
+    pending: Vec<u8>,
+    pending_at: u64,
+    written: u64,
+}
+
+/// Pending bytes are flushed once they reach this size.
+const COMBINE: usize = 4 << 20;
+
+impl<'a> NpyWriter<'a> {
+    /// A writer onto `out`.
+    pub fn new(out: Output<'a>) -> NpyWriter<'a> {
+        NpyWriter {
+            out,
+            data_offset: 0,
+            data_len: 0,
+            cursor: SequentialCursor::default(),
+            pending: Vec::new(),
+            pending_at: 0,
+            written: 0,
+        }
+    }
+
+    /// Positioned write of data bytes (file outputs only).
+    fn write_file(&self, offset: u64, data: &[u8]) -> Result<()> {
+        match &self.out {
+            Output::File(file) => write_all_at(file, data, self.data_offset + offset),
+            Output::Stream(_) => Ok(()),
+        }
+    }
+
+    fn flush_pending(&mut self) -> Result<()> {
+        if !self.pending.is_empty() {
+            self.write_file(self.pending_at, &self.pending)?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+}
+
+impl ArraySink for NpyWriter<'_> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        let header = header_bytes(info.dtype, &info.shape);
+        self.data_len = info.byte_len()?;
+        self.data_offset = header.len() as u64;
+        match &mut self.out {
+            Output::File(file) => write_all_at(file, &header, 0),
+            Output::Stream(w) => w.write_all(&header).map_err(|e| Error::io("writing .npy header", &e)),
+        }
+    }
+
+    fn random_access(&self) -> bool {
+        self.out.is_seekable()
+    }
+
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        if offset
+            .checked_add(data.len() as u64)
+            .is_none_or(|end| end > self.data_len)
+        {
+            return Err(Error::usage(format!(
+                "internal: a write of {} bytes at {offset} falls outside the {}-byte .npy data",
+                data.len(),
+                self.data_len
+            )));
+        }
+        if let Output::Stream(w) = &mut self.out {
+            self.cursor.advance(offset, data.len())?;
+            self.written += data.len() as u64;
+            return w.write_all(data).map_err(|e| Error::io("writing .npy data", &e));
+        }
+        self.written += data.len() as u64;
+        let contiguous = !self.pending.is_empty() && self.pending_at + self.pending.len() as u64 == offset;
+        if !contiguous {
+            self.flush_pending()?;
+            if data.len() >= COMBINE {
+                return self.write_file(offset, data);
+            }
+            self.pending_at = offset;
+        }
+        self.pending.extend_from_slice(data);
+        if self.pending.len() >= COMBINE {
+            self.flush_pending()?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.flush_pending()?;
+        if self.written != self.data_len {
+            return Err(Error::usage(format!(
+                "internal: the source delivered {} of {} .npy data bytes",
+                self.written, self.data_len
+            )));
+        }
+        if let Output::Stream(w) = &mut self.out {
+            w.flush().map_err(|e| Error::io("writing .npy data", &e))?;
+        }
+        Ok(())
+    }
+}
+
 fn parse_descr(descr: &str) -> Option<(DType, bool)> {
     let (order, code) = match descr.as_bytes().first()? {
         b'<' | b'=' | b'|' => (false, &descr[1..]),
@@ -199,6 +319,9 @@ fn parse_dict(text: &str) -> std::result::Result<Dict, String> {
         p.expect(b':')?;
         p.ws();
         match key.as_str() {
+            // A structured dtype is a list (or a tuple for sub-arrays): kept as text, reported
+            // unsupported rather than as a broken header.
+            "descr" if matches!(p.s.get(p.i), Some(b'[' | b'(')) => dict.descr = Some(p.literal()?),
             "descr" => dict.descr = Some(p.string()?),
             "fortran_order" => dict.fortran_order = Some(p.boolean()?),
             "shape" => dict.shape = Some(p.tuple()?),
@@ -257,6 +380,30 @@ impl Lit<'_> {
         let out = String::from_utf8_lossy(&self.s[start..self.i.min(self.s.len())]).into_owned();
         self.expect(q)?;
         Ok(out)
+    }
+    /// A bracketed Python literal (`[('a', '<i4')]`), strings skipped whole; returned as text.
+    fn literal(&mut self) -> std::result::Result<String, String> {
+        let start = self.i;
+        let mut depth = 0usize;
+        while let Some(&c) = self.s.get(self.i) {
+            match c {
+                b'\'' | b'"' => {
+                    self.string()?;
+                    continue;
+                }
+                b'[' | b'(' | b'{' => depth += 1,
+                b']' | b')' | b'}' => {
+                    depth = depth.checked_sub(1).ok_or("unbalanced brackets")?;
+                    if depth == 0 {
+                        self.i += 1;
+                        return Ok(String::from_utf8_lossy(&self.s[start..self.i]).into_owned());
+                    }
+                }
+                _ => {}
+            }
+            self.i += 1;
+        }
+        Err("unterminated dtype literal".into())
     }
     fn boolean(&mut self) -> std::result::Result<bool, String> {
         if self.s[self.i..].starts_with(b"True") {
@@ -334,6 +481,51 @@ mod tests {
     }
 
     #[test]
+    fn streaming_writer_matches_whole_writer() {
+        let shape = vec![3u64, 5];
+        let data: Vec<u8> = (0..15u16).flat_map(|v| v.to_le_bytes()).collect();
+        let array = NdArray::new(DType::U16, shape.clone(), data.clone()).unwrap();
+        let mut whole = Vec::new();
+        write(&mut whole, &array).unwrap();
+
+        // Forward-only stream: in order.
+        let mut streamed = Vec::new();
+        {
+            let mut w = NpyWriter::new(Output::Stream(&mut streamed));
+            w.begin(&ArrayInfo::new(DType::U16, shape.clone())).unwrap();
+            assert!(!w.random_access());
+            w.write_at(0, &data[..10]).unwrap();
+            assert!(w.write_at(20, &data[20..]).is_err(), "a gap on a stream is refused");
+            w.write_at(10, &data[10..]).unwrap();
+            w.finish().unwrap();
+        }
+        assert_eq!(streamed, whole);
+
+        // A file: rows in reverse order, combined and positioned.
+        let path = std::env::temp_dir().join(format!("rp-npy-writer-{}", std::process::id()));
+        let file = std::fs::File::create(&path).unwrap();
+        {
+            let mut w = NpyWriter::new(Output::File(&file));
+            w.begin(&ArrayInfo::new(DType::U16, shape.clone())).unwrap();
+            assert!(w.random_access());
+            for row in (0..3).rev() {
+                w.write_at(row * 10, &data[row as usize * 10..row as usize * 10 + 10])
+                    .unwrap();
+            }
+            w.finish().unwrap();
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), whole);
+
+        // Missing bytes are reported at finish.
+        let file = std::fs::File::create(&path).unwrap();
+        let mut w = NpyWriter::new(Output::File(&file));
+        w.begin(&ArrayInfo::new(DType::U16, shape)).unwrap();
+        w.write_at(0, &data[..10]).unwrap();
+        assert!(w.finish().is_err());
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
     fn hostile_headers_are_errors() {
         let mut file = b"\x93NUMPY\x01\x00".to_vec();
         let dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999, 99999999999), }";
@@ -342,6 +534,28 @@ mod tests {
         assert!(read(&file, &Limits::default()).is_err());
         for cut in 0..file.len() {
             assert!(read(&file[..cut], &Limits::default()).is_err());
+        }
+    }
+
+    #[test]
+    fn structured_dtypes_are_unsupported_not_invalid() {
+        // What numpy writes for np.zeros(1, [('a', '<i4')]) and a sub-array dtype.
+        for descr in ["[('a', '<i4')]", "[('a', '<i4', (2,)), ('b]', '|u1')]", "('<i4', (2,))"] {
+            let dict = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': (1,), }}");
+            let mut file = b"\x93NUMPY\x01\x00".to_vec();
+            file.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+            file.extend_from_slice(dict.as_bytes());
+            let err = parse_header(&file).unwrap_err();
+            assert_eq!(err.kind, crate::ErrorKind::Unsupported, "{descr}: {err}");
+            assert!(err.message.contains(descr), "{err}");
+        }
+        for broken in ["[('a', '<i4')", "[('a', '<i4'))]", "['a]"] {
+            let dict = format!("{{'descr': {broken}, 'fortran_order': False, 'shape': (1,), }}");
+            let mut file = b"\x93NUMPY\x01\x00".to_vec();
+            file.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+            file.extend_from_slice(dict.as_bytes());
+            let err = parse_header(&file).unwrap_err();
+            assert_eq!(err.kind, crate::ErrorKind::Invalid, "{broken}: {err}");
         }
     }
 }

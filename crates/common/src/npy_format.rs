@@ -4,11 +4,15 @@ use std::io::Write;
 
 use serde_json::Value;
 
+use crate::any::ArrayFile;
 use crate::array::NdArray;
 use crate::error::{Error, Result};
-use crate::format::{ArrayRequest, Format, InspectOptions, Report, ValidateOptions, WriteOptions};
+use crate::format::{read_by_streaming, ArrayRequest, Format, InspectOptions, Report, ValidateOptions, WriteOptions};
+use crate::limits::Limits;
 use crate::npy;
+use crate::output::Output;
 use crate::source::Input;
+use crate::stream::{stream_stored_c_order, ArrayInfo, ArraySink};
 
 pub struct NpyFormat;
 
@@ -90,10 +94,116 @@ impl Format for NpyFormat {
         }
     }
     fn read_array(&self, input: &Input, req: &ArrayRequest) -> Result<NdArray> {
-        let bytes = input.read_all(&req.limits)?;
-        npy::read(&bytes, &req.limits)
+        read_by_streaming(self, input, req)
+    }
+    fn stream_array(&self, input: &Input, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        let h = npy::parse_header(&input.head(1 << 20))?;
+        npy::check_data(&h, input.len())?;
+        let region = req.region_of(&h.shape)?;
+        sink.begin(&ArrayInfo::new(h.dtype, region.shape()))?;
+        let size = h.dtype.size();
+        let mut swap = |b: &mut [u8]| {
+            if h.big_endian && size > 1 {
+                b.chunks_exact_mut(size).for_each(|v| v.reverse());
+            }
+        };
+        stream_stored_c_order(input, h.data_offset, h.dtype, &h.shape, Some(&region), &mut swap, sink)
     }
     fn write_array(&self, array: &NdArray, _opts: &WriteOptions, out: &mut dyn Write) -> Result<()> {
         npy::write(out, array).map_err(|e| Error::io("writing .npy", &e))
+    }
+    fn array_writer<'a>(&'a self, _opts: &WriteOptions, out: Output<'a>) -> Result<Box<dyn ArraySink + 'a>> {
+        Ok(Box::new(npy::NpyWriter::new(out)))
+    }
+    fn open(&self, input: Input, limits: Limits) -> Result<Box<dyn ArrayFile>> {
+        Ok(Box::new(NpyFile::from_input(input, limits)?))
+    }
+}
+
+/// A `.npy` file opened for reading: its header is parsed, the data stays on disk until read.
+#[derive(Debug, Clone)]
+pub struct NpyFile {
+    input: Input,
+    limits: Limits,
+    header: npy::NpyHeader,
+}
+
+impl NpyFile {
+    /// Open a `.npy` file with default limits.
+    pub fn open(path: impl AsRef<std::path::Path>) -> Result<NpyFile> {
+        NpyFile::from_input(Input::open(path.as_ref())?, Limits::default())
+    }
+
+    /// Read a `.npy` image held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<NpyFile> {
+        NpyFile::from_input(Input::from_bytes("<memory>", bytes), Limits::default())
+    }
+
+    /// Read from an [`Input`] with the given limits.
+    pub fn from_input(input: Input, limits: Limits) -> Result<NpyFile> {
+        let header = npy::parse_header(&input.head(1 << 20))?;
+        Ok(NpyFile { input, limits, header })
+    }
+
+    /// The parsed header (dtype, shape, byte order, where the data starts).
+    pub fn header(&self) -> &npy::NpyHeader {
+        &self.header
+    }
+}
+
+impl ArrayFile for NpyFile {
+    fn format_name(&self) -> &'static str {
+        "npy"
+    }
+    fn arrays(&self) -> Result<Vec<ArrayInfo>> {
+        Ok(vec![ArrayInfo::new(self.header.dtype, self.header.shape.clone())])
+    }
+    fn validate(&self) -> Report {
+        NpyFormat.validate(
+            &self.input,
+            &ValidateOptions {
+                limits: self.limits,
+                ..Default::default()
+            },
+        )
+    }
+    fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        if let Some(name) = &req.element {
+            return Err(Error::usage(format!(
+                "a .npy file holds one unnamed array; there is no {name:?}"
+            )));
+        }
+        NpyFormat.stream_array(&self.input, req, sink)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{open_any, Region};
+
+    #[test]
+    fn open_any_reads_npy_whole_and_by_region() {
+        let array = NdArray::from_vec(vec![4, 3], (0..12).map(|v| v as f64 * 0.5).collect()).unwrap();
+        let path = std::env::temp_dir().join(format!("rp-open-any-{}.npy", std::process::id()));
+        let mut bytes = Vec::new();
+        npy::write(&mut bytes, &array).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+
+        let file = open_any(&path, &[&NpyFormat]).unwrap();
+        assert_eq!(file.format_name(), "npy");
+        assert_eq!(file.arrays().unwrap()[0].shape, vec![4, 3]);
+        assert!(file.validate().is_valid(true));
+        assert_eq!(file.read(&ArrayRequest::default()).unwrap(), array);
+        let region = Region::from_start_size(&[1, 1], &[2, 2]).unwrap();
+        let part = file.read(&ArrayRequest::default().with_region(&region)).unwrap();
+        assert_eq!(part.to_vec::<f64>().unwrap(), vec![2.0, 2.5, 3.5, 4.0]);
+        assert!(file.read(&ArrayRequest::for_element("x")).is_err());
+
+        let same = NpyFile::from_bytes(bytes).unwrap();
+        assert_eq!(same.header().shape, vec![4, 3]);
+        std::fs::write(&path, b"not a known format").unwrap();
+        assert_eq!(open_any(&path, &[&NpyFormat]).err().unwrap().code, "format.unknown");
+        std::fs::remove_file(&path).unwrap();
     }
 }

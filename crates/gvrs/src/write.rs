@@ -630,6 +630,13 @@ fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
                 m.name, m.record_id
             )));
         }
+        // Validation warns about ASCII records holding other bytes: never write one.
+        if m.kind == MetadataType::Ascii && !m.content.get(4..).unwrap_or(&[]).is_ascii() {
+            return Err(usage(format!(
+                "metadata record {} id {} is ASCII but its text is not",
+                m.name, m.record_id
+            )));
+        }
     }
     for (e, v) in spec.elements.iter().zip(values) {
         check_identifier(&e.name, "element name")?;

@@ -381,7 +381,13 @@ fn exercise(bytes: &[u8]) {
         ..Limits::default()
     };
     let input = Input::from_bytes("t.gvrs", bytes.to_vec());
-    let _ = GvrsFormat.validate(&input, &ValidateOptions { limits });
+    let _ = GvrsFormat.validate(
+        &input,
+        &ValidateOptions {
+            limits,
+            ..Default::default()
+        },
+    );
     let _ = GvrsFormat.inspect(&input, &InspectOptions { all: false, limits });
     if let Ok(f) = GvrsFile::open(input.clone(), limits) {
         for e in 0..f.elements.len() {
@@ -481,7 +487,15 @@ fn regression_huge_tile_with_small_grid() {
     let input = Input::from_bytes("t", b.clone());
     let err = GvrsFile::open(input.clone(), limits).unwrap_err();
     assert_eq!(err.kind, ErrorKind::LimitExceeded);
-    assert!(!GvrsFormat.validate(&input, &ValidateOptions { limits }).is_valid(false));
+    assert!(!GvrsFormat
+        .validate(
+            &input,
+            &ValidateOptions {
+                limits,
+                ..Default::default()
+            }
+        )
+        .is_valid(false));
     exercise(&b);
 }
 

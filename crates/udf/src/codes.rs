@@ -1,10 +1,15 @@
 //! Every finding code `validate` can emit, its severity, and the corpus sidecar `error_code`
 //! it corresponds to (the conformance corpus uses upper-case codes; rasterpack keeps dotted
 //! ones). The interop test checks this mapping against every sidecar.
+//!
+//! Compatibility warnings (what the reference writer makes although the spec forbids it, see
+//! ERRATA) keep the sidecar code of the spec rule they break: the corpus lists that code in
+//! `spec_findings` and calls the file `implementation_defined`.
 
 use rasterpack_common::Severity;
 
-/// `(code, severity, sidecar code)`; the sidecar code is `None` for warnings and infos.
+/// `(code, severity, sidecar code)`; the sidecar code is `None` for warnings and infos, except
+/// for the compatibility warnings.
 pub const CODES: &[(&str, Severity, Option<&str>)] = &[
     // File header.
     (TRUNCATED, Severity::Error, Some("TRUNCATED")),
@@ -53,10 +58,13 @@ pub const CODES: &[(&str, Severity, Option<&str>)] = &[
     (SHAPE_GHOST_GAP, Severity::Error, Some("GHOST_DIMS")),
     // Hints.
     (HINT_GHOST_DIMS, Severity::Error, Some("GHOST_DIMS")),
+    (HINT_GHOST_ON_NONE, Severity::Warning, Some("GHOST_DIMS")),
+    (TEXT_EMPTY_LIST_NO_GHOST, Severity::Warning, Some("GHOST_DIMS")),
     (HINT_BAD_PRIM, Severity::Error, Some("BAD_PRIM_FOR_HINT")),
     (HINT_LINE, Severity::Warning, None),
     (HINT_TRANSFORM_FLAT, Severity::Warning, None),
     (TEXT_INVALID, Severity::Error, Some("BAD_TEXT")),
+    (COMPRESS_CORRUPT, Severity::Error, Some("BAD_COMPRESSED_DATA")),
     (JSON_INVALID, Severity::Error, Some("BAD_JSON")),
     (JSON_SHAPE, Severity::Error, Some("JSON_SHAPE")),
     (JSON_TOO_LARGE, Severity::Error, Some("LIMIT")),
@@ -71,6 +79,7 @@ pub const CODES: &[(&str, Severity, Option<&str>)] = &[
     (RELATED_SHAPE, Severity::Error, Some("RELATED_SHAPE")),
     (IO, Severity::Error, Some("IO")),
     (LIMIT_WORK, Severity::Error, Some("LIMIT")),
+    (CONTENT_NOT_CHECKED, Severity::Info, None),
 ];
 
 pub const TRUNCATED: &str = "udf.header.truncated";
@@ -114,6 +123,10 @@ pub const TABLE_OUT_OF_BOUNDS: &str = "udf.table.out_of_bounds";
 pub const TABLE_SHAPE_SIZE: &str = "udf.table.shape_size_mismatch";
 pub const SHAPE_GHOST_GAP: &str = "udf.shape.ghost_gap";
 pub const HINT_GHOST_DIMS: &str = "udf.hint.ghost_dims";
+pub const HINT_GHOST_ON_NONE: &str = "udf.hint.ghost_on_none";
+pub const TEXT_EMPTY_LIST_NO_GHOST: &str = "udf.text.empty_list_no_ghost";
+pub const COMPRESS_CORRUPT: &str = "udf.compress.corrupt";
+pub const CONTENT_NOT_CHECKED: &str = "udf.content.not_checked";
 pub const HINT_BAD_PRIM: &str = "udf.hint.bad_prim";
 pub const HINT_LINE: &str = "udf.hint.line_unspecified";
 pub const HINT_TRANSFORM_FLAT: &str = "udf.hint.transform_flat";
@@ -133,7 +146,8 @@ pub const RELATED_SHAPE: &str = "udf.related.shape_mismatch";
 pub const IO: &str = "udf.io";
 pub const LIMIT_WORK: &str = "udf.limit.work";
 
-/// The corpus sidecar code of a finding code (`None` for warnings, infos and unknown codes).
+/// The corpus sidecar code of a finding code (`None` for infos, unknown codes and warnings
+/// other than the compatibility warnings).
 pub fn sidecar_code(code: &str) -> Option<&'static str> {
     CODES.iter().find(|c| c.0 == code).and_then(|c| c.2)
 }

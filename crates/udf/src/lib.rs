@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod codes;
+pub mod compress;
 pub mod model;
 pub mod parse;
 pub mod raw;
@@ -26,7 +27,7 @@ use rasterpack_common::{
 };
 use serde_json::{json, Map, Value};
 
-pub use model::{Dataset, Document, Table, Text, UdfFile, Values};
+pub use model::{Compression, Dataset, Document, Table, Text, UdfFile, Values};
 pub use raw::{FileOffset, Hint, Prim};
 pub use write::{DatasetId, Encoding, TableSpec, UdfWriter};
 
@@ -59,10 +60,14 @@ impl Format for UdfFormat {
         head.len() >= 4 && head.starts_with(b"UDF") && head[3].is_ascii_digit()
     }
 
+    /// The structural walk, plus the content checks of the tables up to 1 MiB (all of them
+    /// with `--all`): cheap, and enough to say whether small files have content errors.
     fn inspect(&self, input: &Input, opts: &InspectOptions) -> Result<Report> {
         let file = UdfFile::open_lenient(input, &opts.limits);
         let mut report = Report::new("udf");
         report.findings = file.doc.findings.clone();
+        let max_table = if opts.all { u64::MAX } else { PREVIEW_TEXT_MAX };
+        validate::check_contents_upto(input, &opts.limits, &file.doc, max_table, &mut report.findings);
         describe(&file, opts.all, &mut report);
         Ok(report)
     }
@@ -76,10 +81,42 @@ impl Format for UdfFormat {
         report
     }
 
+    /// Reads one table. Errors elsewhere in the file do not stop it (ERRATA): the table's own
+    /// structure and content are checked, and a table that `validate` would reject is refused
+    /// with the finding. A file whose structure could not be walked at all fails with its
+    /// first error.
     fn read_array(&self, input: &Input, req: &ArrayRequest) -> Result<NdArray> {
-        let file = UdfFile::open(input, &req.limits)?;
+        let file = UdfFile::open_lenient(input, &req.limits);
+        let first_error = || {
+            file.doc
+                .findings
+                .iter()
+                .find(|f| f.severity == rasterpack_common::Severity::Error)
+                .map(|f| {
+                    let kind = if f.code == codes::TRUNCATED {
+                        rasterpack_common::ErrorKind::Truncated
+                    } else {
+                        rasterpack_common::ErrorKind::Invalid
+                    };
+                    Error::new(kind, f.code.clone(), f.offset, f.message.clone())
+                })
+        };
+        if file.datasets().iter().all(|d| d.tables.is_empty()) {
+            if let Some(e) = first_error() {
+                return Err(e);
+            }
+        }
         let (ds, t) = match &req.element {
-            Some(e) => file.find(e)?,
+            // Not found in a file with errors: the walk may have stopped before the table.
+            Some(e) => file.find(e).map_err(|err| match first_error() {
+                Some(first) => Error::new(
+                    first.kind,
+                    first.code,
+                    first.offset,
+                    format!("{}; the file has errors, the first: {}", err.message, first.message),
+                ),
+                None => err,
+            })?,
             None => {
                 let arrays: Vec<(&Dataset, &Table)> = file
                     .datasets()
@@ -281,6 +318,8 @@ fn describe(file: &UdfFile, all: bool, report: &mut Report) {
                 } else {
                     "(unreadable)".to_string()
                 }
+            } else if let Some(f) = file.doc.datasets[t.dataset].faults.iter().chain(&t.faults).next() {
+                format!("(unreadable: {})", f.code)
             } else if matches!(t.hint, Hint::Text | Hint::Json) && t.data_size > PREVIEW_TEXT_MAX && !all {
                 // Large documents are shown with --all only.
                 format!("({} bytes; --all shows it)", t.data_size)

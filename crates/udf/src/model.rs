@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use rasterpack_common::{DType, Error, ErrorKind, Findings, Input, Limits, NdArray, Result};
+use rasterpack_common::{DType, Error, ErrorKind, Finding, Findings, Input, Limits, NdArray, Result, Severity};
 use serde_json::Value;
 
 use crate::codes;
@@ -65,6 +65,9 @@ pub struct Dataset {
     pub lookups: Vec<Lookup>,
     pub tables: Vec<Table>,
     pub children: Vec<ChildLink>,
+    /// Errors of this dataset's header that make all its tables unreadable (an unusable
+    /// `header_size`: where the data starts is unknown).
+    pub faults: Vec<Finding>,
 }
 
 impl Dataset {
@@ -95,6 +98,8 @@ pub(crate) fn id_string(id: &[u8; 4]) -> String {
 /// One datatable descriptor, decoded and resolved.
 #[derive(Debug, Clone)]
 pub struct Table {
+    /// Index of the dataset holding the table in [`Document::datasets`].
+    pub dataset: usize,
     pub index: usize,
     /// Absolute offset of the descriptor.
     pub desc_offset: u64,
@@ -118,12 +123,48 @@ pub struct Table {
     pub hint_ok: bool,
     /// `(dataset, table)` an INDEX / RANGE table points into.
     pub index_target: Option<(usize, usize)>,
+    /// The structural errors that concern this table itself (its descriptor, names, memory
+    /// range, hint rules, references, DATASET entries): any of them makes it unreadable. Errors
+    /// elsewhere in the file do not (ERRATA: an intact table is readable whatever the verdict
+    /// on the rest of the file). Content errors (text, JSON, index values) are found when the
+    /// data is read.
+    pub faults: Vec<Finding>,
+}
+
+/// How a table's data is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    /// Scheme 17 of the reference crate, on a 4-byte primitive: decoded (see [`crate::compress`]).
+    SimpleU32,
+    /// Any other scheme (or scheme 17 on another primitive): not decodable, reads are unsupported.
+    Unsupported(u16),
 }
 
 impl Table {
-    /// The data can be read as stored values.
+    pub fn compression(&self) -> Compression {
+        match self.desc.compress_info {
+            0 => Compression::None,
+            crate::compress::SIMPLE_U32 if self.prim.size() == Some(4) => Compression::SimpleU32,
+            c => Compression::Unsupported(c),
+        }
+    }
+
+    /// The data can be read (as stored, or decoded from a supported compression). Says
+    /// nothing about [`Table::faults`].
     pub fn readable(&self) -> bool {
-        self.layout_ok && self.size_ok && !self.compressed && self.data_offset.is_some()
+        self.layout_ok
+            && self.size_ok
+            && self.data_offset.is_some()
+            && !matches!(self.compression(), Compression::Unsupported(_))
+    }
+
+    /// Length of the data once decoded: `data_size`, or the shape's words for compressed tables.
+    pub fn decoded_len(&self) -> u64 {
+        match self.compression() {
+            Compression::SimpleU32 => self.shape.elements().saturating_mul(4),
+            _ => self.data_size,
+        }
     }
 
     pub fn display_name(&self) -> String {
@@ -273,10 +314,21 @@ impl UdfFile {
         }
     }
 
-    /// The first `n` bytes of a table's data (for previews).
+    /// The first `n` bytes of a table's (decoded) data, for previews: the table's own
+    /// structural faults are checked, its content is not.
     pub fn bytes_prefix(&self, t: &Table, n: u64) -> Result<Vec<u8>> {
-        let off = self.require_readable(t)?;
-        self.input.read_vec(off, n.min(t.data_size), "table data", &self.limits)
+        let off = self.require_intact(t)?;
+        let n = n.min(t.decoded_len());
+        match t.compression() {
+            Compression::SimpleU32 => {
+                let stream = self.input.read_vec(off, t.data_size, "table data", &self.limits)?;
+                let mut out = vec![0u8; self.limits.check_alloc(n - n % 4, "preview", Some(off))?];
+                crate::compress::decode_simple_u32(&stream, &mut out, false)
+                    .map_err(|e| Error::invalid(codes::COMPRESS_CORRUPT, off + e.offset, e.message))?;
+                Ok(out)
+            }
+            _ => self.input.read_vec(off, n, "table data", &self.limits),
+        }
     }
 
     pub fn header(&self) -> Option<&FileHeader> {
@@ -335,15 +387,34 @@ impl UdfFile {
         }
     }
 
-    fn require_readable(&self, t: &Table) -> Result<u64> {
-        if t.compressed {
+    /// The `DATASET_PATH/TABLE` name of a table.
+    pub fn path_of(&self, t: &Table) -> String {
+        match self.doc.datasets.get(t.dataset) {
+            Some(ds) => format!("{}/{}", ds.path, t.display_name()),
+            None => t.display_name(),
+        }
+    }
+
+    /// The table's own checks (ERRATA: an intact table is readable whatever the verdict on
+    /// the rest of the file): no fault of its dataset header or of itself, a supported
+    /// compression, a usable data range. Returns where its data starts.
+    fn require_intact(&self, t: &Table) -> Result<u64> {
+        let ds_faults = self
+            .doc
+            .datasets
+            .get(t.dataset)
+            .map_or(&[][..], |d| d.faults.as_slice());
+        if let Some(f) = ds_faults.iter().chain(&t.faults).next() {
+            return Err(finding_error(f, &self.path_of(t)));
+        }
+        if let Compression::Unsupported(c) = t.compression() {
             return Err(Error::unsupported(
-                "udf.table.compressed",
+                codes::TABLE_COMPRESSED,
                 Some(t.desc_offset + 6),
                 format!(
-                    "table {} is compressed (compress_info {}), which UDF does not specify",
-                    t.display_name(),
-                    t.desc.compress_info
+                    "table {} uses compression scheme {c} on {}, which rasterpack does not decode (the spec defines none)",
+                    self.path_of(t),
+                    t.prim.name()
                 ),
             ));
         }
@@ -352,14 +423,18 @@ impl UdfFile {
             _ => Err(Error::invalid(
                 codes::TABLE_OUT_OF_BOUNDS,
                 t.desc_offset,
-                format!("table {} has no readable data (see validate)", t.display_name()),
+                format!("table {} has no readable data (see validate)", self.path_of(t)),
             )),
         }
     }
 
-    /// The stored bytes of a table: borrowed from memory inputs, read otherwise.
-    pub fn bytes(&self, t: &Table) -> Result<Cow<'_, [u8]>> {
-        let off = self.require_readable(t)?;
+    /// The table's data after its own structural checks, decoded when compressed; content
+    /// rules are not checked here.
+    fn data(&self, t: &Table) -> Result<Cow<'_, [u8]>> {
+        let off = self.require_intact(t)?;
+        if t.compression() == Compression::SimpleU32 {
+            return validate::decompress(&self.input, t, off, &self.limits).map(Cow::Owned);
+        }
         if let Some(all) = self.input.as_bytes() {
             let s = rasterpack_common::slice_at(all, off, t.data_size, "table data")?;
             return Ok(Cow::Borrowed(s));
@@ -370,6 +445,32 @@ impl UdfFile {
             "table data",
             &self.limits,
         )?))
+    }
+
+    /// The content rules of a table (text, JSON, INDEX / RANGE values) on its data.
+    fn check_content(&self, t: &Table, b: &[u8]) -> Result<()> {
+        let off = t.data_offset.unwrap_or(0);
+        let data = validate::TableData::Mem {
+            bytes: b,
+            at: off,
+            exact: t.compression() == Compression::None,
+        };
+        let mut f = Findings::new();
+        validate::check_table(&data, &self.doc, t, &self.limits, &self.path_of(t), &mut f)?;
+        let first = f.iter().find(|x| x.severity == Severity::Error).cloned();
+        match first {
+            Some(x) => Err(finding_error(&x, &self.path_of(t))),
+            None => Ok(()),
+        }
+    }
+
+    /// The stored bytes of a table (decoded when compressed), once the table's own structure
+    /// and content rules hold: borrowed from memory inputs, read otherwise. A table that
+    /// `validate` would reject is never handed out; errors elsewhere in the file do not matter.
+    pub fn bytes(&self, t: &Table) -> Result<Cow<'_, [u8]>> {
+        let b = self.data(t)?;
+        self.check_content(t, &b)?;
+        Ok(b)
     }
 
     /// The values as `T` (which must match the table's primitive), in C order over all axes.
@@ -431,9 +532,23 @@ impl UdfFile {
             )));
         }
         self.check_text_size(t)?;
-        let b = self.bytes(t)?;
+        // The strict decode is the content check of text.
+        let b = self.data(t)?;
         let base = t.data_offset.unwrap_or(0);
-        crate::validate::decode_text(t, &b).map_err(|(rel, msg)| Error::invalid(codes::TEXT_INVALID, base + rel, msg))
+        let at = |rel: u64| {
+            if t.compression() == Compression::None {
+                base + rel
+            } else {
+                base
+            }
+        };
+        crate::validate::decode_text(t, &b).map_err(|(rel, msg)| {
+            Error::invalid(
+                codes::TEXT_INVALID,
+                at(rel),
+                format!("table {}: {msg}", self.path_of(t)),
+            )
+        })
     }
 
     /// Parse a JSON table.
@@ -445,14 +560,18 @@ impl UdfFile {
             )));
         }
         self.check_text_size(t)?;
-        let b = self.bytes(t)?;
-        serde_json::from_slice(&b).map_err(|e| {
+        let b = self.data(t)?;
+        let at = t.data_offset.unwrap_or(0);
+        let v: Value = serde_json::from_slice(&b).map_err(|e| {
             Error::invalid(
                 codes::JSON_INVALID,
-                t.data_offset.unwrap_or(0),
-                format!("JSON of table {}: {e}", t.display_name()),
+                at,
+                format!("JSON of table {}: {e}", self.path_of(t)),
             )
-        })
+        })?;
+        crate::validate::json_shape(&v, t.shape.real())
+            .map_err(|m| Error::invalid(codes::JSON_SHAPE, at, format!("JSON of table {}: {m}", self.path_of(t))))?;
+        Ok(v)
     }
 
     /// The file offsets of a DATASET table.
@@ -486,11 +605,11 @@ impl UdfFile {
                 ),
             )
         })?;
-        if t.data_size > self.limits.max_array_bytes {
+        if t.decoded_len() > self.limits.max_array_bytes {
             return Err(Error::limit(
                 "limit.array",
                 Some(t.desc_offset),
-                format!("table of {} bytes", t.data_size),
+                format!("table of {} bytes", t.decoded_len()),
             ));
         }
         let data = self.bytes(t)?.into_owned();
@@ -506,7 +625,7 @@ impl UdfFile {
         arr.name = t.name.clone();
         // attrs: a sibling JSON object named `attrs` (what write_array stores), then our facts.
         if let Some(at) = ds.table(crate::ATTRS_TABLE) {
-            if at.hint == Hint::Json && at.index != t.index {
+            if at.hint == Hint::Json && at.index != t.index && at.faults.is_empty() {
                 if let Ok(Value::Object(m)) = self.json(at) {
                     arr.attrs = m;
                 }
@@ -532,4 +651,22 @@ pub fn parse_ndarray_type_name(s: &str) -> Option<Vec<u64>> {
         return Some(Vec::new());
     }
     rest.split('x').map(|p| p.parse::<u64>().ok()).collect()
+}
+
+/// A finding as the error of a read: its code and offset, the table named.
+fn finding_error(f: &Finding, table: &str) -> Error {
+    let kind = match f.code.as_str() {
+        codes::TRUNCATED => ErrorKind::Truncated,
+        codes::IO => ErrorKind::Io,
+        codes::LIMIT_WORK | codes::DATASET_TOO_MANY | codes::DATASET_TOO_DEEP | codes::JSON_TOO_LARGE => {
+            ErrorKind::LimitExceeded
+        }
+        _ => ErrorKind::Invalid,
+    };
+    let message = if f.message.contains(table) {
+        f.message.clone()
+    } else {
+        format!("table {table}: {}", f.message)
+    };
+    Error::new(kind, f.code.clone(), f.offset, message)
 }

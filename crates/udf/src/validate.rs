@@ -7,11 +7,14 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use rasterpack_common::{Findings, Input, Limits, Severity};
+use std::borrow::Cow;
+
+use rasterpack_common::{Error, Finding, Findings, Input, Limits, Severity};
 use serde_json::Value;
 
 use crate::codes::{self, *};
-use crate::model::{ChildLink, Dataset, Document, Lookup, Table, Text};
+use crate::compress;
+use crate::model::{ChildLink, Compression, Dataset, Document, Lookup, Table, Text};
 use crate::parse::{self, Shape};
 use crate::raw::{
     desc_field as F, FileOffset, Hint, Prim, DATASET_CHECK, DATASET_STATIC_SIZE, DESCRIPTOR_SIZE, FILE_HEADER_SIZE,
@@ -77,6 +80,23 @@ fn id_ok(id: &[u8; 4]) -> bool {
 impl Walker<'_> {
     fn err(&mut self, code: &'static str, offset: Option<u64>, msg: String) {
         push(&mut self.doc.findings, code, offset, msg);
+    }
+
+    /// The error findings made since `mark` (a length of `doc.findings`), minus the limit
+    /// ones (a limit stops the walk; it says nothing about the bytes already read).
+    fn errors_since(&self, mark: usize) -> Vec<Finding> {
+        self.doc
+            .findings
+            .0
+            .get(mark..)
+            .unwrap_or(&[])
+            .iter()
+            .filter(|f| {
+                f.severity == Severity::Error
+                    && !matches!(f.code.as_str(), LIMIT_WORK | DATASET_TOO_MANY | DATASET_TOO_DEEP)
+            })
+            .cloned()
+            .collect()
     }
 
     fn run(&mut self) {
@@ -278,6 +298,7 @@ impl Walker<'_> {
             );
         }
         let hs = h.header_size as u64;
+        let header_mark = self.doc.findings.len();
         let needed = DATASET_STATIC_SIZE as u64
             + DESCRIPTOR_SIZE as u64 * h.descs_len as u64
             + LOOKUP_SIZE as u64 * h.lookup_len as u64
@@ -322,6 +343,8 @@ impl Walker<'_> {
                 format!("{tag}: header_size {hs} larger than the {needed} bytes used"),
             );
         }
+        // Where the data starts depends on header_size: its errors concern every table.
+        self.doc.datasets[i].faults = self.errors_since(header_mark);
         if h.string_len & 7 != 0 {
             self.err(
                 DATASET_STRING_LEN_ALIGN,
@@ -364,9 +387,12 @@ impl Walker<'_> {
         // Lookups.
         let mut lookups = Vec::with_capacity(h.lookup_len as usize);
         let mut seen: HashMap<u32, usize> = HashMap::new();
+        // Errors of a lookup entry concern the tables whose names use its hash.
+        let mut lookup_faults: Vec<(u32, Finding)> = Vec::new();
         for k in 0..h.lookup_len as usize {
             let at = lookup_base + (k * LOOKUP_SIZE) as u64;
             let e = parse::lookup(body.get(descs_end + k * LOOKUP_SIZE..).unwrap_or(&[]));
+            let entry_mark = self.doc.findings.len();
             if e.hash == 0 {
                 self.err(LOOKUP_HASH_ZERO, Some(at), format!("{tag}: lookup[{k}] hash 0"));
             } else if let Some(&prev) = seen.get(&e.hash) {
@@ -409,6 +435,9 @@ impl Walker<'_> {
                 string,
                 entry_offset: at,
             });
+            if e.hash != 0 {
+                lookup_faults.extend(self.errors_since(entry_mark).into_iter().map(|f| (e.hash, f)));
+            }
         }
         // First entry wins for duplicate hashes (already an error).
         let mut names: HashMap<u32, Option<String>> = HashMap::new();
@@ -423,7 +452,13 @@ impl Walker<'_> {
         for k in 0..h.descs_len as usize {
             let at = loc.offset + (DATASET_STATIC_SIZE + k * DESCRIPTOR_SIZE) as u64;
             let d = parse::descriptor(body.get(k * DESCRIPTOR_SIZE..).unwrap_or(&[]));
-            let t = self.table(&tag, k, at, d, &names, loc, self.doc.datasets[i].data_base);
+            let mut t = self.table(&tag, i, k, at, d, &names, loc, self.doc.datasets[i].data_base);
+            let keys = [d.key_name, d.index_name, d.related_name, d.type_name];
+            for (hash, f) in &lookup_faults {
+                if keys.contains(hash) {
+                    t.faults.push(f.clone());
+                }
+            }
             tables.push(t);
         }
         // Duplicate key names.
@@ -433,6 +468,8 @@ impl Walker<'_> {
             if let Some(n) = &t.name {
                 if let Some(&prev) = by_name.get(n.as_str()) {
                     dups.push((
+                        prev,
+                        t.index,
                         t.desc_offset,
                         format!("{tag}.table[{}]: name {n:?} repeats table[{prev}]", t.index),
                     ));
@@ -441,14 +478,23 @@ impl Walker<'_> {
                 }
             }
         }
-        for (at, m) in dups {
+        // Both tables of a repeated name are ambiguous.
+        for (prev, k, at, m) in dups {
+            let mark = self.doc.findings.len();
             self.err(TABLE_DUPLICATE_NAME, Some(at), m);
+            for f in self.errors_since(mark) {
+                tables[prev].faults.push(f.clone());
+                tables[k].faults.push(f);
+            }
         }
         // DATASET links.
         let mut children = Vec::new();
-        for t in &tables {
-            if t.hint == Hint::Dataset && t.hint_ok && t.readable() {
+        for t in tables.iter_mut() {
+            if t.hint == Hint::Dataset && t.hint_ok && t.readable() && t.compression() == Compression::None {
+                let mark = self.doc.findings.len();
                 self.read_links(&tag, t, &mut children);
+                let faults = self.errors_since(mark);
+                t.faults.extend(faults);
             }
         }
         self.doc.datasets[i].tables = tables;
@@ -526,6 +572,7 @@ impl Walker<'_> {
     fn table(
         &mut self,
         tag: &str,
+        ds: usize,
         k: usize,
         at: u64,
         d: crate::raw::Descriptor,
@@ -533,6 +580,7 @@ impl Walker<'_> {
         loc: FileOffset,
         data_base: Option<u64>,
     ) -> Table {
+        let mark = self.doc.findings.len();
         let tt = format!("{tag}.table[{k}]");
         let resolve = |w: &mut Self, key: u32, field: u64, what: &str| -> Option<String> {
             if key == 0 {
@@ -600,11 +648,21 @@ impl Walker<'_> {
         }
         let compressed = d.compress_info != 0;
         if compressed {
+            let what = if d.compress_info == compress::SIMPLE_U32 && ti.prim.size() == Some(4) {
+                "the reference crate's SimpleU32 scheme, which rasterpack decodes".to_string()
+            } else if d.compress_info == compress::SIMPLE_U32 {
+                format!(
+                    "the reference crate's SimpleU32 scheme on {}, not decodable",
+                    ti.prim.name()
+                )
+            } else {
+                "an unknown scheme; data not decodable".to_string()
+            };
             self.err(
                 TABLE_COMPRESSED,
                 Some(at + F::COMPRESS_INFO),
                 format!(
-                    "{tt}: compress_info {} (no compression is specified); data not decodable",
+                    "{tt}: compress_info {} (the spec defines no compression): {what}",
                     d.compress_info
                 ),
             );
@@ -694,6 +752,7 @@ impl Walker<'_> {
         }
         let hint_ok = self.hint_rules(&tt, at, &d, ti.prim, ti.hint, &shape);
         Table {
+            dataset: ds,
             index: k,
             desc_offset: at,
             desc: d,
@@ -711,6 +770,7 @@ impl Walker<'_> {
             size_ok,
             hint_ok,
             index_target: None,
+            faults: self.errors_since(mark),
         }
     }
 
@@ -759,6 +819,28 @@ impl Walker<'_> {
                 HINT_TRANSFORM_FLAT,
                 Some(at + F::DATA_SHAPE),
                 format!("{tt}: transform with one ghost axis {g:?} (the reference crate's form; the spec wants two)"),
+            );
+            ghost_ok = true;
+        }
+        if !ghost_ok && hint == Hint::None {
+            self.err(
+                HINT_GHOST_ON_NONE,
+                Some(at + F::DATA_SHAPE),
+                format!(
+                    "{tt}: NONE with ghost axes {g:?}, which the spec forbids (the reference writer's form of \
+                     single values and arrays of arrays); read as shape {:?}",
+                    shape.axes
+                ),
+            );
+            ghost_ok = true;
+        }
+        if !ghost_ok && hint == Hint::Text && shape.dims == 1 && shape.axes == [0] {
+            self.err(
+                TEXT_EMPTY_LIST_NO_GHOST,
+                Some(at + F::DATA_SHAPE),
+                format!(
+                    "{tt}: empty text list stored as shape [0, 0] without a ghost axis (the reference writer's form)"
+                ),
             );
             ghost_ok = true;
         }
@@ -828,6 +910,8 @@ impl Walker<'_> {
                 if let Some(r) = &t.related_name {
                     match ds.table(r) {
                         None => errs.push((
+                            di,
+                            t.index,
                             RELATED_MISSING,
                             t.desc_offset + F::RELATED_NAME,
                             format!("{tt}: related table {r:?} not found"),
@@ -835,6 +919,8 @@ impl Walker<'_> {
                         Some(o) => {
                             if o.shape.dims != t.shape.dims || o.shape.real() != t.shape.real() {
                                 errs.push((
+                                    di,
+                                    t.index,
                                     RELATED_SHAPE,
                                     t.desc_offset + F::RELATED_NAME,
                                     format!(
@@ -868,6 +954,8 @@ impl Walker<'_> {
                     }
                     match hit {
                         None => errs.push((
+                            di,
+                            t.index,
                             INDEX_TARGET_MISSING,
                             t.desc_offset + F::INDEX_NAME,
                             format!("{tt}: target {target:?} not found"),
@@ -876,6 +964,8 @@ impl Walker<'_> {
                             let ot = &self.doc.datasets[c].tables[o];
                             if ot.shape.dims != 1 {
                                 errs.push((
+                                    di,
+                                    t.index,
                                     INDEX_TARGET_DIM,
                                     t.desc_offset + F::INDEX_NAME,
                                     format!("{tt}: target {target:?} is {}-D, must be 1-D", ot.shape.dims),
@@ -888,8 +978,11 @@ impl Walker<'_> {
                 }
             }
         }
-        for (code, at, m) in errs {
+        for (di, ti, code, at, m) in errs {
+            let mark = self.doc.findings.len();
             self.err(code, Some(at), m);
+            let faults = self.errors_since(mark);
+            self.doc.datasets[di].tables[ti].faults.extend(faults);
         }
         for (di, ti, tg) in targets {
             self.doc.datasets[di].tables[ti].index_target = Some(tg);
@@ -947,6 +1040,7 @@ fn blank_dataset(location: FileOffset, path: String, parent: Option<usize>, dept
         lookups: Vec::new(),
         tables: Vec::new(),
         children: Vec::new(),
+        faults: Vec::new(),
     }
 }
 
@@ -983,10 +1077,123 @@ pub fn for_each_chunk(
     Ok(())
 }
 
-/// Content checks of every readable table: text, JSON, INDEX and RANGE values; the other
-/// tables are read through once so an unreadable file shows.
+/// A table's data as the content checks see it: the stored bytes in the input, or bytes
+/// already in memory (read by the model, or decoded from a compressed stream).
+pub(crate) enum TableData<'a> {
+    Stored {
+        input: &'a Input,
+        offset: u64,
+        len: u64,
+    },
+    /// `at`: absolute offset of byte 0 when `exact`; for decoded data every finding points at
+    /// `at` (the start of the compressed stream), since decoded bytes have no file position.
+    Mem {
+        bytes: &'a [u8],
+        at: u64,
+        exact: bool,
+    },
+}
+
+impl TableData<'_> {
+    fn len(&self) -> u64 {
+        match self {
+            TableData::Stored { len, .. } => *len,
+            TableData::Mem { bytes, .. } => bytes.len() as u64,
+        }
+    }
+
+    /// Absolute offset of the byte `rel` bytes into the data.
+    fn at(&self, rel: u64) -> u64 {
+        match *self {
+            TableData::Stored { offset, .. } => offset + rel,
+            TableData::Mem { at, exact: true, .. } => at + rel,
+            TableData::Mem { at, .. } => at,
+        }
+    }
+
+    /// Chunks of whole records: `f(relative offset, bytes)`, false to stop.
+    fn chunks(&self, record: usize, mut f: impl FnMut(u64, &[u8]) -> bool) -> rasterpack_common::Result<()> {
+        match *self {
+            TableData::Stored { input, offset, len } => {
+                for_each_chunk(input, offset, len, record, |o, c| f(o - offset, c))
+            }
+            TableData::Mem { bytes, .. } => {
+                let step = (CHUNK / record.max(1)).max(1) * record.max(1);
+                for (k, c) in bytes.chunks(step).enumerate() {
+                    if !f((k * step) as u64, c) {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn whole(&self, limits: &Limits) -> rasterpack_common::Result<Cow<'_, [u8]>> {
+        match *self {
+            TableData::Stored { input, offset, len } => match input.as_bytes() {
+                Some(all) => rasterpack_common::slice_at(all, offset, len, "table data").map(Cow::Borrowed),
+                None => input.read_vec(offset, len, "table data", limits).map(Cow::Owned),
+            },
+            TableData::Mem { bytes, .. } => Ok(Cow::Borrowed(bytes)),
+        }
+    }
+}
+
+/// Decode a SimpleU32-compressed table (scheme 17) whose stream starts at `base`: the output
+/// is bounded by the stream (at most 16 words per byte) and by `limits` before it is allocated.
+pub(crate) fn decompress(input: &Input, t: &Table, base: u64, limits: &Limits) -> rasterpack_common::Result<Vec<u8>> {
+    let words = t.shape.elements();
+    if words > t.data_size.saturating_mul(compress::MAX_WORDS_PER_BYTE) {
+        return Err(Error::invalid(
+            COMPRESS_CORRUPT,
+            base,
+            format!(
+                "table {}: shape {:?} has {words} values, more than a {}-byte SimpleU32 stream can hold",
+                t.display_name(),
+                t.shape.axes,
+                t.data_size
+            ),
+        ));
+    }
+    let out_len = words * 4;
+    if out_len > limits.max_array_bytes {
+        return Err(Error::limit(
+            "limit.array",
+            Some(base),
+            format!("decoded table of {out_len} bytes"),
+        ));
+    }
+    let n = limits.check_alloc(out_len, "decoded table", Some(base))?;
+    let stream = TableData::Stored {
+        input,
+        offset: base,
+        len: t.data_size,
+    };
+    let stream = stream.whole(limits)?;
+    let mut out = vec![0u8; n];
+    compress::decode_simple_u32(&stream, &mut out, true).map_err(|e| {
+        Error::invalid(
+            COMPRESS_CORRUPT,
+            base + e.offset,
+            format!("table {}: SimpleU32 stream: {}", t.display_name(), e.message),
+        )
+    })?;
+    Ok(out)
+}
+
+/// Content checks of every readable table: text, JSON, INDEX and RANGE values, compressed
+/// streams; the other tables are read through once so an unreadable file shows.
 pub fn check_contents(input: &Input, limits: &Limits, doc: &Document, f: &mut Findings) {
+    check_contents_upto(input, limits, doc, u64::MAX, f);
+}
+
+/// [`check_contents`] of the tables whose data is at most `max_table` bytes (stored and
+/// decoded); the others are counted and reported as one info finding (`inspect` checks the
+/// small tables only).
+pub(crate) fn check_contents_upto(input: &Input, limits: &Limits, doc: &Document, max_table: u64, f: &mut Findings) {
     let mut spent = 0u64;
+    let mut skipped = 0u64;
     for ds in &doc.datasets {
         let tag = format!("dataset@{:#x}", ds.location.offset);
         for t in &ds.tables {
@@ -994,8 +1201,20 @@ pub fn check_contents(input: &Input, limits: &Limits, doc: &Document, f: &mut Fi
                 continue;
             }
             let Some(base) = t.data_offset else { continue };
+            // A compressed stream decodes to at most 16 words per byte: a larger shape is
+            // refused by `decompress` before anything is allocated, so it costs nothing here.
+            let decoded = match t.compression() {
+                Compression::SimpleU32 => t
+                    .decoded_len()
+                    .min(t.data_size.saturating_mul(4 * compress::MAX_WORDS_PER_BYTE)),
+                _ => 0,
+            };
+            if t.data_size.max(decoded) > max_table {
+                skipped += 1;
+                continue;
+            }
             let tt = format!("{tag}.table[{}] ({})", t.index, t.display_name());
-            spent = spent.saturating_add(t.data_size);
+            spent = spent.saturating_add(t.data_size.saturating_add(decoded));
             if spent > budget(doc.file_len) {
                 push(
                     f,
@@ -1005,37 +1224,98 @@ pub fn check_contents(input: &Input, limits: &Limits, doc: &Document, f: &mut Fi
                 );
                 return;
             }
-            let r = match t.hint {
-                Hint::Text if t.hint_ok => check_text(input, t, base, &tt, f),
-                Hint::Json if t.hint_ok => {
-                    if t.data_size > limits.max_text {
-                        push(
-                            f,
-                            JSON_TOO_LARGE,
-                            Some(base),
-                            format!("{tt}: JSON of {} bytes exceeds the text limit", t.data_size),
-                        );
-                        Ok(())
-                    } else {
-                        input
-                            .read_vec(base, t.data_size, "json", limits)
-                            .map(|b| check_json(t, &b, base, &tt, f))
-                    }
-                }
-                Hint::Index | Hint::Range if t.hint_ok => match t.index_target {
-                    Some((d, o)) => {
-                        let len = doc.datasets[d].tables[o].shape.axes.first().copied().unwrap_or(0) as u64;
-                        check_indices(input, t, base, len, &tt, f)
-                    }
-                    None => Ok(()),
+            let r = match t.compression() {
+                Compression::SimpleU32 => match decompress(input, t, base, limits) {
+                    Ok(bytes) => check_table(
+                        &TableData::Mem {
+                            bytes: &bytes,
+                            at: base,
+                            exact: false,
+                        },
+                        doc,
+                        t,
+                        limits,
+                        &tt,
+                        f,
+                    ),
+                    Err(e) => Err(e),
                 },
-                Hint::Dataset => Ok(()),
-                _ => for_each_chunk(input, base, t.data_size, 8, |_, _| true),
+                _ => {
+                    let data = TableData::Stored {
+                        input,
+                        offset: base,
+                        len: t.data_size,
+                    };
+                    check_table(&data, doc, t, limits, &tt, f).and_then(|()| match t.hint {
+                        // Tables without content rules are read through once so an unreadable
+                        // file shows.
+                        Hint::Text | Hint::Json | Hint::Index | Hint::Range | Hint::Dataset if t.hint_ok => Ok(()),
+                        _ => data.chunks(8, |_, _| true),
+                    })
+                }
             };
             if let Err(e) = r {
-                push(f, IO, Some(base), format!("{tt}: {e}"));
+                let fallback = if e.kind == rasterpack_common::ErrorKind::LimitExceeded {
+                    LIMIT_WORK
+                } else {
+                    IO
+                };
+                let code = codes::CODES.iter().find(|c| c.0 == e.code).map_or(fallback, |c| c.0);
+                push(f, code, e.offset.or(Some(base)), format!("{tt}: {}", e.message));
             }
         }
+    }
+    if skipped > 0 {
+        push(
+            f,
+            CONTENT_NOT_CHECKED,
+            None,
+            format!("{skipped} table(s) larger than {max_table} bytes: content not checked (validate checks it)"),
+        );
+    }
+}
+
+/// The content rules of one table (text, JSON, INDEX / RANGE values), on its stored or
+/// decoded bytes: shared by `validate` and the read path.
+pub(crate) fn check_table(
+    data: &TableData<'_>,
+    doc: &Document,
+    t: &Table,
+    limits: &Limits,
+    tt: &str,
+    f: &mut Findings,
+) -> rasterpack_common::Result<()> {
+    if !t.hint_ok {
+        return Ok(());
+    }
+    match t.hint {
+        Hint::Text => check_text(data, t, tt, f),
+        Hint::Json => {
+            if data.len() > limits.max_text {
+                push(
+                    f,
+                    JSON_TOO_LARGE,
+                    Some(data.at(0)),
+                    format!("{tt}: JSON of {} bytes exceeds the text limit", data.len()),
+                );
+                Ok(())
+            } else {
+                data.whole(limits).map(|b| check_json(t, &b, data.at(0), tt, f))
+            }
+        }
+        Hint::Index | Hint::Range => match t.index_target {
+            Some((d, o)) => {
+                let len = doc
+                    .datasets
+                    .get(d)
+                    .and_then(|ds| ds.tables.get(o))
+                    .and_then(|x| x.shape.axes.first().copied())
+                    .unwrap_or(0) as u64;
+                check_indices(data, t, len, tt, f)
+            }
+            None => Ok(()),
+        },
+        _ => Ok(()),
     }
 }
 
@@ -1052,9 +1332,8 @@ fn read_uint(prim: Prim, b: &[u8]) -> u64 {
 }
 
 fn check_indices(
-    input: &Input,
+    data: &TableData<'_>,
     t: &Table,
-    base: u64,
     target_len: u64,
     tt: &str,
     f: &mut Findings,
@@ -1064,7 +1343,7 @@ fn check_indices(
     let rec = if range { 2 * sz } else { sz };
     let (mut bad_index, mut inverted, mut beyond) = (None, None, None);
     let (mut n_bad, mut n_inv, mut n_beyond) = (0u64, 0u64, 0u64);
-    for_each_chunk(input, base, t.data_size, rec, |off, chunk| {
+    data.chunks(rec, |off, chunk| {
         if !range {
             // Fast path: the maximum first, details only when something is out of range.
             let max = match t.prim {
@@ -1114,7 +1393,7 @@ fn check_indices(
         push(
             f,
             INDEX_OUT_OF_RANGE,
-            Some(at),
+            Some(data.at(at)),
             format!("{tt}: {n_bad} index value(s) >= target length {target_len}, first {v}"),
         );
     }
@@ -1122,7 +1401,7 @@ fn check_indices(
         push(
             f,
             RANGE_INVERTED,
-            Some(at),
+            Some(data.at(at)),
             format!("{tt}: {n_inv} range(s) with start > end, first ({s},{e})"),
         );
     }
@@ -1130,7 +1409,7 @@ fn check_indices(
         push(
             f,
             RANGE_OUT_OF_RANGE,
-            Some(at),
+            Some(data.at(at)),
             format!("{tt}: {n_beyond} range(s) beyond target length {target_len}, first ({s},{e})"),
         );
     }
@@ -1138,29 +1417,27 @@ fn check_indices(
 }
 
 /// Text validation, one string at a time (scalars stream; list rows are checked row by row).
-fn check_text(input: &Input, t: &Table, base: u64, tt: &str, f: &mut Findings) -> rasterpack_common::Result<()> {
+fn check_text(data: &TableData<'_>, t: &Table, tt: &str, f: &mut Findings) -> rasterpack_common::Result<()> {
     let unit = t.prim.size().unwrap_or(1) as usize;
     let scalar = t.shape.real().is_empty();
     let width = t.shape.ghost().first().copied().unwrap_or(0) as usize * unit;
     let mut bad: Option<(u64, String)> = None;
     if scalar {
         let mut v = TextCheck::new(t.prim);
-        for_each_chunk(input, base, t.data_size, unit.max(1), |off, chunk| {
-            match v.feed(chunk) {
-                Ok(()) => true,
-                Err((rel, m)) => {
-                    bad = Some((off + rel, m));
-                    false
-                }
+        data.chunks(unit.max(1), |off, chunk| match v.feed(chunk) {
+            Ok(()) => true,
+            Err((rel, m)) => {
+                bad = Some((off + rel, m));
+                false
             }
         })?;
         if bad.is_none() {
             if let Err((_, m)) = v.finish() {
-                bad = Some((base + t.data_size, m));
+                bad = Some((data.len(), m));
             }
         }
     } else if width > 0 {
-        for_each_chunk(input, base, t.data_size, width, |off, chunk| {
+        data.chunks(width, |off, chunk| {
             for (k, row) in chunk.chunks(width).enumerate() {
                 let mut v = TextCheck::new(t.prim);
                 let r = v
@@ -1175,7 +1452,7 @@ fn check_text(input: &Input, t: &Table, base: u64, tt: &str, f: &mut Findings) -
         })?;
     }
     if let Some((at, m)) = bad {
-        push(f, TEXT_INVALID, Some(at), format!("{tt}: {m}"));
+        push(f, TEXT_INVALID, Some(data.at(at)), format!("{tt}: {m}"));
     }
     Ok(())
 }

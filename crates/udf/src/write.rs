@@ -88,6 +88,8 @@ pub struct TableSpec {
     pub related_name: Option<String>,
     pub type_name: Option<String>,
     payload: Payload,
+    /// Why the table cannot be written faithfully (found when it was built; `add` refuses it).
+    unwritable: Option<String>,
 }
 
 impl TableSpec {
@@ -103,6 +105,7 @@ impl TableSpec {
             related_name: None,
             type_name: None,
             payload: Payload::Bytes(bytes),
+            unwritable: None,
         }
     }
 
@@ -137,6 +140,11 @@ impl TableSpec {
     /// a ghost axis may not be 0).
     pub fn text_list(name: &str, items: &[&str], enc: Encoding) -> TableSpec {
         let enc_items: Vec<(Vec<u8>, usize)> = items.iter().map(|s| enc.units(s)).collect();
+        // Readers strip the NUL padding of list items, so an item's own trailing NUL is lost.
+        let unwritable = items
+            .iter()
+            .find(|s| s.ends_with('\0'))
+            .map(|s| format!("text list item {s:?} ends with NUL, which readers take for padding"));
         let width = enc_items.iter().map(|e| e.1).max().unwrap_or(0).max(1);
         let unit = enc.prim().size().unwrap_or(1) as usize;
         let mut b = Vec::with_capacity(width * unit * items.len());
@@ -145,7 +153,9 @@ impl TableSpec {
             b.extend_from_slice(&bytes);
             b.resize(row + width * unit, 0);
         }
-        Self::raw(name, enc.prim(), Hint::Text, &[items.len() as u32], &[width as u32], b)
+        let mut t = Self::raw(name, enc.prim(), Hint::Text, &[items.len() as u32], &[width as u32], b);
+        t.unwritable = unwritable;
+        t
     }
 
     /// A scalar JSON document (any JSON value).
@@ -486,6 +496,9 @@ impl UdfWriter {
 /// and JSON content.
 fn check_spec(t: &TableSpec) -> Result<()> {
     let bad = |m: String| Err(usage(format!("table {:?}: {m}", t.name)));
+    if let Some(why) = &t.unwritable {
+        return bad(why.clone());
+    }
     for n in [
         Some(&t.name),
         t.index_name.as_ref(),
@@ -569,6 +582,7 @@ fn check_spec(t: &TableSpec) -> Result<()> {
 
 fn dummy_table(prim: Prim, shape: Shape) -> crate::model::Table {
     crate::model::Table {
+        dataset: 0,
         index: 0,
         desc_offset: 0,
         desc: Default::default(),
@@ -586,6 +600,7 @@ fn dummy_table(prim: Prim, shape: Shape) -> crate::model::Table {
         size_ok: true,
         hint_ok: true,
         index_target: None,
+        faults: Vec::new(),
     }
 }
 

@@ -1,0 +1,735 @@
+//! Arrays that stream: a source pushes an array's bytes into an [`ArraySink`] as it decodes them
+//! (frames, tiles, bricks, chunks), so converting or reading a region never has to hold more than
+//! a working set, whatever size the file declares.
+//!
+//! The protocol, for a source (`Format::stream_array`):
+//! 1. call [`ArraySink::begin`] once with the [`ArrayInfo`] (dtype and shape are known before any
+//!    value is decoded; a sink refuses here what it cannot take, before any work);
+//! 2. deliver every byte of the C-order array exactly once with [`ArraySink::write_at`]: in any
+//!    order when [`ArraySink::random_access`] says so, otherwise in ascending, gapless order;
+//! 3. return. The caller (who owns the sink) calls [`ArraySink::finish`].
+//!
+//! A sink that is not random-access needs C order; a blocked source (tiles, bricks) then decodes a
+//! band of blocks at a time into a buffer of at most [`Limits::working_set`] bytes, or refuses with
+//! `limit.working_set` before decoding anything when one band cannot fit.
+
+use std::ops::Range;
+
+use serde_json::{Map, Value};
+
+use crate::array::{byte_len, DType, NdArray};
+use crate::error::{Error, Result};
+use crate::limits::Limits;
+use crate::source::Input;
+
+/// What a source is about to deliver: known before any value is decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArrayInfo {
+    /// Element type of the delivered values (little-endian bytes).
+    pub dtype: DType,
+    /// Shape in C order (last axis fastest), the axis order `.npy` output uses.
+    pub shape: Vec<u64>,
+    /// Name of the element/table/channel/array it comes from, when the source names it.
+    pub name: Option<String>,
+    /// Source metadata (scale, offset, units...), carried into formats that can keep it.
+    pub attrs: Map<String, Value>,
+}
+
+impl ArrayInfo {
+    /// An unnamed array without attributes.
+    pub fn new(dtype: DType, shape: Vec<u64>) -> ArrayInfo {
+        ArrayInfo {
+            dtype,
+            shape,
+            name: None,
+            attrs: Map::new(),
+        }
+    }
+
+    /// The info of an array already in memory.
+    pub fn of(array: &NdArray) -> ArrayInfo {
+        ArrayInfo {
+            dtype: array.dtype,
+            shape: array.shape.clone(),
+            name: array.name.clone(),
+            attrs: array.attrs.clone(),
+        }
+    }
+
+    /// Number of values (product of the shape; saturates rather than wrapping).
+    pub fn len(&self) -> u64 {
+        self.shape.iter().fold(1u64, |acc, &d| acc.saturating_mul(d))
+    }
+
+    /// True when the array holds no value.
+    pub fn is_empty(&self) -> bool {
+        self.shape.contains(&0)
+    }
+
+    /// Size of the data in bytes; a usage error when the shape overflows u64.
+    pub fn byte_len(&self) -> Result<u64> {
+        byte_len(self.dtype, &self.shape)
+            .ok_or_else(|| Error::limit("limit.array", None, format!("array shape {:?} overflows", self.shape)))
+    }
+}
+
+/// Receives one array as little-endian bytes in C order (see the module docs for the protocol).
+pub trait ArraySink {
+    /// The array about to arrive. Refuse here (a limit, a dtype the target cannot hold) so that no
+    /// work is done for an array that cannot be written.
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()>;
+
+    /// Whether [`ArraySink::write_at`] accepts offsets in any order (a seekable file, memory).
+    /// When false, bytes must come in ascending order without gaps.
+    fn random_access(&self) -> bool {
+        false
+    }
+
+    /// `data` is the array's bytes starting at byte `offset` of the C-order data.
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()>;
+
+    /// `len` bytes starting at `offset`, all repetitions of one value `pattern` (a fill value):
+    /// sinks may do this without a buffer of `len` bytes.
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
+        fill_by_chunks(self, offset, len, pattern)
+    }
+
+    /// Every byte has arrived: complete the output (trailers, checksums, renames are the caller's).
+    fn finish(&mut self) -> Result<()>;
+}
+
+/// `fill_at` through `write_at`, one buffer of at most 1 MiB at a time.
+pub fn fill_by_chunks<S: ArraySink + ?Sized>(sink: &mut S, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
+    if pattern.is_empty() || !len.is_multiple_of(pattern.len() as u64) {
+        return Err(Error::usage(format!(
+            "fill of {len} bytes is not a whole number of {}-byte values",
+            pattern.len()
+        )));
+    }
+    const CHUNK: u64 = 1 << 20;
+    let per = (CHUNK / pattern.len() as u64).max(1) as usize;
+    let chunk: Vec<u8> = pattern.repeat(per.min((len / pattern.len() as u64) as usize).max(1));
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(chunk.len() as u64) as usize;
+        sink.write_at(offset + done, &chunk[..n])?;
+        done += n as u64;
+    }
+    Ok(())
+}
+
+impl<S: ArraySink + ?Sized> ArraySink for &mut S {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        (**self).begin(info)
+    }
+    fn random_access(&self) -> bool {
+        (**self).random_access()
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        (**self).write_at(offset, data)
+    }
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
+        (**self).fill_at(offset, len, pattern)
+    }
+    fn finish(&mut self) -> Result<()> {
+        (**self).finish()
+    }
+}
+
+impl<S: ArraySink + ?Sized> ArraySink for Box<S> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        (**self).begin(info)
+    }
+    fn random_access(&self) -> bool {
+        (**self).random_access()
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        (**self).write_at(offset, data)
+    }
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
+        (**self).fill_at(offset, len, pattern)
+    }
+    fn finish(&mut self) -> Result<()> {
+        (**self).finish()
+    }
+}
+
+/// Collects the array in memory: what `read_array` is built on. `begin` checks the size against
+/// [`Limits::max_array_bytes`] and [`Limits::max_alloc`] before allocating.
+#[derive(Debug)]
+pub struct MemorySink {
+    limits: Limits,
+    info: Option<ArrayInfo>,
+    data: Vec<u8>,
+    written: u64,
+}
+
+impl MemorySink {
+    /// A sink bounded by `limits`.
+    pub fn new(limits: Limits) -> MemorySink {
+        MemorySink {
+            limits,
+            info: None,
+            data: Vec::new(),
+            written: 0,
+        }
+    }
+
+    /// The collected array. Fails when the source never called `begin` or left bytes unwritten.
+    pub fn into_array(self) -> Result<NdArray> {
+        let info = self.info.ok_or_else(|| Error::usage("the source delivered no array"))?;
+        if self.written != self.data.len() as u64 {
+            return Err(Error::usage(format!(
+                "the source delivered {} of {} bytes",
+                self.written,
+                self.data.len()
+            )));
+        }
+        let mut array = NdArray::new(info.dtype, info.shape, self.data)?;
+        array.name = info.name;
+        array.attrs = info.attrs;
+        Ok(array)
+    }
+}
+
+impl ArraySink for MemorySink {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        let bytes = info.byte_len()?;
+        if bytes > self.limits.max_array_bytes {
+            return Err(Error::limit(
+                "limit.array",
+                None,
+                format!(
+                    "the array needs {bytes} bytes in memory, above the limit of {} bytes (stream it, or read a region)",
+                    self.limits.max_array_bytes
+                ),
+            ));
+        }
+        let n = self.limits.check_alloc(bytes, "array", None)?;
+        self.data = vec![0u8; n];
+        self.written = 0;
+        self.info = Some(info.clone());
+        Ok(())
+    }
+
+    fn random_access(&self) -> bool {
+        true
+    }
+
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        let end = offset
+            .checked_add(data.len() as u64)
+            .filter(|&e| e <= self.data.len() as u64)
+            .ok_or_else(|| out_of_range(offset, data.len(), self.data.len() as u64))?;
+        self.data[offset as usize..end as usize].copy_from_slice(data);
+        self.written += data.len() as u64;
+        Ok(())
+    }
+
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
+        let end = offset
+            .checked_add(len)
+            .filter(|&e| e <= self.data.len() as u64)
+            .ok_or_else(|| out_of_range(offset, len as usize, self.data.len() as u64))?;
+        if pattern.is_empty() || !len.is_multiple_of(pattern.len() as u64) {
+            return fill_by_chunks(self, offset, len, pattern);
+        }
+        for v in self.data[offset as usize..end as usize].chunks_exact_mut(pattern.len()) {
+            v.copy_from_slice(pattern);
+        }
+        self.written += len;
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+fn out_of_range(offset: u64, len: usize, total: u64) -> Error {
+    Error::usage(format!(
+        "a write of {len} bytes at {offset} falls outside the {total}-byte array"
+    ))
+}
+
+/// Tracks the position of a sequential sink and refuses out-of-order writes (a source bug, never
+/// a property of a file).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SequentialCursor {
+    /// Bytes accepted so far.
+    pub position: u64,
+}
+
+impl SequentialCursor {
+    /// Accept `len` bytes at `offset`, which must be the current position.
+    pub fn advance(&mut self, offset: u64, len: usize) -> Result<()> {
+        if offset != self.position {
+            return Err(Error::usage(format!(
+                "internal: a sequential sink got bytes at {offset} while at {}",
+                self.position
+            )));
+        }
+        self.position += len as u64;
+        Ok(())
+    }
+}
+
+/// A box of an array: one half-open range per axis, in the array's C axis order (the order of
+/// [`ArrayInfo::shape`] and of `.npy` output).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Region {
+    /// `start..end` per axis.
+    pub ranges: Vec<Range<u64>>,
+}
+
+impl Region {
+    /// The whole of an array of `shape`.
+    pub fn full(shape: &[u64]) -> Region {
+        Region {
+            ranges: shape.iter().map(|&d| 0..d).collect(),
+        }
+    }
+
+    /// A region from per-axis starts and sizes.
+    pub fn from_start_size(start: &[u64], size: &[u64]) -> Result<Region> {
+        if start.len() != size.len() {
+            return Err(Error::usage(format!(
+                "region start has {} axes but its size has {}",
+                start.len(),
+                size.len()
+            )));
+        }
+        let ranges = start
+            .iter()
+            .zip(size)
+            .map(|(&s, &n)| {
+                s.checked_add(n)
+                    .map(|e| s..e)
+                    .ok_or_else(|| Error::usage(format!("region {s}+{n} overflows")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Region { ranges })
+    }
+
+    /// Parse numpy-like slices and check them against `shape` (see [`RegionSpec::parse`]).
+    pub fn parse(spec: &str, shape: &[u64]) -> Result<Region> {
+        RegionSpec::parse(spec)?.resolve(shape)
+    }
+
+    /// Number of axes.
+    pub fn ndim(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Extent per axis.
+    pub fn shape(&self) -> Vec<u64> {
+        self.ranges.iter().map(|r| r.end.saturating_sub(r.start)).collect()
+    }
+
+    /// True when the region covers the whole of `shape`.
+    pub fn is_full(&self, shape: &[u64]) -> bool {
+        self.ranges.len() == shape.len() && self.ranges.iter().zip(shape).all(|(r, &d)| r.start == 0 && r.end == d)
+    }
+
+    /// Usage error unless the region has one non-empty range per axis of `shape`, inside it.
+    pub fn check_within(&self, shape: &[u64]) -> Result<()> {
+        if self.ranges.len() != shape.len() {
+            return Err(Error::usage(format!(
+                "region has {} axes, the array has {} (shape {shape:?})",
+                self.ranges.len(),
+                shape.len()
+            )));
+        }
+        for (axis, (r, &d)) in self.ranges.iter().zip(shape).enumerate() {
+            // An empty range is a mistake, except the whole of an empty axis.
+            let empty_axis = d == 0 && r.start == 0 && r.end == 0;
+            if (r.start >= r.end && !empty_axis) || r.end > d {
+                return Err(Error::usage(format!(
+                    "region axis {axis}: {}..{} is empty or outside 0..{d} (shape {shape:?})",
+                    r.start, r.end
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The part of this region inside `other`, or `None` when they do not meet.
+    pub fn intersect(&self, other: &Region) -> Option<Region> {
+        if self.ranges.len() != other.ranges.len() {
+            return None;
+        }
+        let ranges: Vec<Range<u64>> = self
+            .ranges
+            .iter()
+            .zip(&other.ranges)
+            .map(|(a, b)| a.start.max(b.start)..a.end.min(b.end))
+            .collect();
+        ranges.iter().all(|r| r.start < r.end).then_some(Region { ranges })
+    }
+}
+
+/// A region as a user writes it, before the array's shape is known: per leading axis an optional
+/// start and end (`None` = the axis's start or end). Resolve it against a shape with
+/// [`RegionSpec::resolve`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct RegionSpec {
+    /// `(start, end)` per leading axis; axes beyond the list are whole.
+    pub axes: Vec<(Option<u64>, Option<u64>)>,
+}
+
+impl RegionSpec {
+    /// Parse numpy-like slices, one per axis, separated by commas: `START:STOP`, `START:`, `:STOP`,
+    /// `:` (the whole axis) or `INDEX` (one position; the axis is kept with extent 1). Fewer
+    /// slices than axes leave the trailing axes whole.
+    pub fn parse(spec: &str) -> Result<RegionSpec> {
+        let mut axes = Vec::new();
+        for (axis, part) in spec.split(',').map(str::trim).enumerate() {
+            let num = |s: &str| -> Result<Option<u64>> {
+                if s.is_empty() {
+                    return Ok(None);
+                }
+                s.parse::<u64>()
+                    .map(Some)
+                    .map_err(|_| Error::usage(format!("region axis {axis}: {s:?} is not a non-negative integer")))
+            };
+            axes.push(match part.split_once(':') {
+                Some((a, b)) => (num(a)?, num(b)?),
+                None => {
+                    let i = num(part)?.ok_or_else(|| Error::usage(format!("region axis {axis} is empty")))?;
+                    (Some(i), Some(i.saturating_add(1)))
+                }
+            });
+        }
+        Ok(RegionSpec { axes })
+    }
+
+    /// From per-axis starts and sizes (e.g. `--window ROW,COL,ROWS,COLS`).
+    pub fn from_start_size(start: &[u64], size: &[u64]) -> Result<RegionSpec> {
+        let region = Region::from_start_size(start, size)?;
+        Ok(RegionSpec {
+            axes: region
+                .ranges
+                .into_iter()
+                .map(|r| (Some(r.start), Some(r.end)))
+                .collect(),
+        })
+    }
+
+    /// The region of an array of `shape`: a usage error when it has more axes than the array, or
+    /// a range that is empty or outside it.
+    pub fn resolve(&self, shape: &[u64]) -> Result<Region> {
+        if self.axes.len() > shape.len() {
+            return Err(Error::usage(format!(
+                "the region has {} axes, the array has {} (shape {shape:?})",
+                self.axes.len(),
+                shape.len()
+            )));
+        }
+        let ranges = shape
+            .iter()
+            .enumerate()
+            .map(|(axis, &extent)| {
+                let (a, b) = self.axes.get(axis).copied().unwrap_or((None, None));
+                a.unwrap_or(0)..b.unwrap_or(extent)
+            })
+            .collect();
+        let region = Region { ranges };
+        region.check_within(shape)?;
+        Ok(region)
+    }
+}
+
+impl From<Region> for RegionSpec {
+    fn from(region: Region) -> RegionSpec {
+        RegionSpec {
+            axes: region
+                .ranges
+                .into_iter()
+                .map(|r| (Some(r.start), Some(r.end)))
+                .collect(),
+        }
+    }
+}
+
+impl From<&Region> for RegionSpec {
+    fn from(region: &Region) -> RegionSpec {
+        RegionSpec::from(region.clone())
+    }
+}
+
+/// Copy the part of a decoded block that falls inside `window` into a sink holding exactly
+/// `window` (an array of `window.shape()`), as whole contiguous runs along the last axis.
+///
+/// `block` is the region of the full array that `block_data` holds, in C order with
+/// `elem_size`-byte values. Works for any number of axes; the sink must be random-access unless
+/// the caller guarantees the runs arrive in order (one block per band, for example).
+pub fn copy_block_into_window(
+    block: &Region,
+    block_data: &[u8],
+    elem_size: usize,
+    window: &Region,
+    sink: &mut dyn ArraySink,
+) -> Result<()> {
+    let Some(part) = block.intersect(window) else {
+        return Ok(());
+    };
+    let ndim = part.ndim();
+    let block_shape = block.shape();
+    let window_shape = window.shape();
+    let expected = byte_len_usize(&block_shape, elem_size)?;
+    if block_data.len() != expected {
+        return Err(Error::usage(format!(
+            "internal: block data holds {} bytes, its region {expected}",
+            block_data.len()
+        )));
+    }
+    if ndim == 0 {
+        return sink.write_at(0, block_data);
+    }
+    let run = (part.ranges[ndim - 1].end - part.ranges[ndim - 1].start) as usize * elem_size;
+    // Odometer over every axis but the last.
+    let mut idx: Vec<u64> = part.ranges[..ndim - 1].iter().map(|r| r.start).collect();
+    loop {
+        let mut src = 0u64;
+        let mut dst = 0u64;
+        for axis in 0..ndim {
+            let pos = if axis + 1 == ndim {
+                part.ranges[axis].start
+            } else {
+                idx[axis]
+            };
+            src = src * block_shape[axis] + (pos - block.ranges[axis].start);
+            dst = dst * window_shape[axis] + (pos - window.ranges[axis].start);
+        }
+        let src = src as usize * elem_size;
+        sink.write_at(dst * elem_size as u64, &block_data[src..src + run])?;
+        // Next index, last outer axis fastest.
+        let mut axis = ndim - 1;
+        loop {
+            if axis == 0 {
+                return Ok(());
+            }
+            axis -= 1;
+            idx[axis] += 1;
+            if idx[axis] < part.ranges[axis].end {
+                break;
+            }
+            idx[axis] = part.ranges[axis].start;
+        }
+    }
+}
+
+/// Stream an array stored contiguously in C order at `data_offset` of `input` (`.npy` data, raw
+/// tables), or only `region` of it, into `sink` (which must already have had `begin`). Reads go
+/// in pieces of at most [`STREAM_PIECE`] bytes, so memory stays small whatever the array's size;
+/// `fix` sees each piece before the sink does (e.g. a byte swap of whole values).
+pub fn stream_stored_c_order(
+    input: &Input,
+    data_offset: u64,
+    dtype: DType,
+    shape: &[u64],
+    region: Option<&Region>,
+    fix: &mut dyn FnMut(&mut [u8]),
+    sink: &mut dyn ArraySink,
+) -> Result<()> {
+    let elem = dtype.size() as u64;
+    let full = Region::full(shape);
+    let region = region.unwrap_or(&full);
+    region.check_within(shape)?;
+    let ndim = shape.len();
+    if ndim == 0 {
+        let mut buf = vec![0u8; elem as usize];
+        input.read_at(data_offset, &mut buf, "array data")?;
+        fix(&mut buf);
+        return sink.write_at(0, &buf);
+    }
+    // Trailing axes the region covers whole merge into one run; `split` is the first of them
+    // (the run starts at the axis before it).
+    let mut split = ndim;
+    while split > 1 && region.ranges[split - 1].start == 0 && region.ranges[split - 1].end == shape[split - 1] {
+        split -= 1;
+    }
+    let inner: u64 = shape[split..].iter().product::<u64>() * elem;
+    let run_axis = split - 1;
+    let run_len = (region.ranges[run_axis].end - region.ranges[run_axis].start) * inner;
+    let piece = STREAM_PIECE.min(run_len.max(elem)) / elem * elem;
+    let mut buf = vec![0u8; piece.max(elem) as usize];
+    let mut idx: Vec<u64> = region.ranges[..run_axis].iter().map(|r| r.start).collect();
+    let mut out = 0u64;
+    loop {
+        let mut linear = 0u64;
+        for axis in 0..=run_axis {
+            let pos = if axis == run_axis {
+                region.ranges[axis].start
+            } else {
+                idx[axis]
+            };
+            linear = linear * shape[axis] + pos;
+        }
+        let mut src = data_offset + linear * (inner / elem) * elem;
+        let mut left = run_len;
+        while left > 0 {
+            let n = left.min(buf.len() as u64) as usize;
+            input.read_at(src, &mut buf[..n], "array data")?;
+            fix(&mut buf[..n]);
+            sink.write_at(out, &buf[..n])?;
+            src += n as u64;
+            out += n as u64;
+            left -= n as u64;
+        }
+        let mut axis = run_axis;
+        loop {
+            if axis == 0 {
+                return Ok(());
+            }
+            axis -= 1;
+            idx[axis] += 1;
+            if idx[axis] < region.ranges[axis].end {
+                break;
+            }
+            idx[axis] = region.ranges[axis].start;
+        }
+    }
+}
+
+/// Largest read [`stream_stored_c_order`] makes at once.
+pub const STREAM_PIECE: u64 = 4 << 20;
+
+fn byte_len_usize(shape: &[u64], elem_size: usize) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(elem_size as u64, |acc, &d| acc.checked_mul(d))
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| Error::usage(format!("block shape {shape:?} overflows")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn region_parse_and_checks() {
+        let shape = [10, 20, 30];
+        let r = Region::parse("2:5, :, 7", &shape).unwrap();
+        assert_eq!(r.ranges, vec![2..5, 0..20, 7..8]);
+        assert_eq!(r.shape(), vec![3, 20, 1]);
+        assert_eq!(Region::parse("1:", &shape).unwrap().ranges, vec![1..10, 0..20, 0..30]);
+        assert!(Region::parse("", &shape).is_err());
+        assert!(Region::parse("5:2", &shape).is_err());
+        assert!(Region::parse("0:11", &shape).is_err());
+        assert!(Region::parse("1,2,3,4", &shape).is_err());
+        assert!(Region::parse("-1:", &shape).is_err());
+        assert!(Region::full(&shape).is_full(&shape));
+        assert!(!r.is_full(&shape));
+        let a = Region::from_start_size(&[0, 0], &[4, 4]).unwrap();
+        let b = Region::from_start_size(&[2, 3], &[4, 4]).unwrap();
+        assert_eq!(a.intersect(&b).unwrap().ranges, vec![2..4, 3..4]);
+        assert!(a
+            .intersect(&Region::from_start_size(&[4, 0], &[1, 1]).unwrap())
+            .is_none());
+        assert!(Region::from_start_size(&[u64::MAX], &[2]).is_err());
+        // The whole of an array with an empty axis is a valid region; a part of it is not.
+        assert_eq!(Region::parse(":", &[0]).unwrap().shape(), vec![0]);
+        assert!(Region::full(&[0, 3]).check_within(&[0, 3]).is_ok());
+        assert!(Region::parse("0:1", &[0]).is_err());
+    }
+
+    #[test]
+    fn memory_sink_bounds_and_completeness() {
+        let mut sink = MemorySink::new(Limits {
+            max_array_bytes: 16,
+            ..Limits::default()
+        });
+        assert!(sink.begin(&ArrayInfo::new(DType::F32, vec![5])).is_err());
+        sink.begin(&ArrayInfo::new(DType::U16, vec![4])).unwrap();
+        sink.write_at(2, &[1, 0, 2, 0]).unwrap();
+        assert!(sink.write_at(7, &[0, 0]).is_err());
+        sink.fill_at(6, 2, &[9, 0]).unwrap();
+        let incomplete = MemorySink::new(Limits::default());
+        assert!(incomplete.into_array().is_err());
+        sink.write_at(0, &[7, 0]).unwrap();
+        let a = sink.into_array().unwrap();
+        assert_eq!(a.data, vec![7, 0, 1, 0, 2, 0, 9, 0]);
+    }
+
+    #[test]
+    fn blocks_land_in_their_window() {
+        // A 6x7 array of u16 whose value is row*10+col, cut into 4x4 blocks; read window rows
+        // 1..5, cols 2..7 and compare with a direct slice.
+        let (rows, cols) = (6u64, 7u64);
+        let value = |r: u64, c: u64| (r * 10 + c) as u16;
+        let window = Region::from_start_size(&[1, 2], &[4, 5]).unwrap();
+        let mut sink = MemorySink::new(Limits::default());
+        sink.begin(&ArrayInfo::new(DType::U16, window.shape())).unwrap();
+        for br in (0..rows).step_by(4) {
+            for bc in (0..cols).step_by(4) {
+                let block = Region {
+                    ranges: vec![br..(br + 4).min(rows), bc..(bc + 4).min(cols)],
+                };
+                let mut data = Vec::new();
+                for r in block.ranges[0].clone() {
+                    for c in block.ranges[1].clone() {
+                        data.extend_from_slice(&value(r, c).to_le_bytes());
+                    }
+                }
+                copy_block_into_window(&block, &data, 2, &window, &mut sink).unwrap();
+            }
+        }
+        let a = sink.into_array().unwrap();
+        let mut want = Vec::new();
+        for r in 1..5 {
+            for c in 2..7 {
+                want.extend_from_slice(&value(r, c).to_le_bytes());
+            }
+        }
+        assert_eq!(a.data, want);
+    }
+
+    #[test]
+    fn stored_arrays_stream_whole_and_by_region() {
+        // u16 values 0..(3*4*5) in C order after a 10-byte prefix.
+        let shape = [3u64, 4, 5];
+        let mut bytes = vec![0xAA; 10];
+        for v in 0..60u16 {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        let input = Input::from_bytes("mem", bytes);
+        let whole = Region::full(&shape);
+        let all = NdArray::new(DType::U16, shape.to_vec(), input.as_bytes().unwrap()[10..].to_vec()).unwrap();
+        for spec in ["", "1", "0:2,1:3,2:5", ":,2,:", "2,3,4", "0:3,0:4,1:2"] {
+            let region = if spec.is_empty() {
+                whole.clone()
+            } else {
+                Region::parse(spec, &shape).unwrap()
+            };
+            let mut sink = MemorySink::new(Limits::default());
+            sink.begin(&ArrayInfo::new(DType::U16, region.shape())).unwrap();
+            stream_stored_c_order(&input, 10, DType::U16, &shape, Some(&region), &mut |_| {}, &mut sink).unwrap();
+            assert_eq!(
+                sink.into_array().unwrap(),
+                all.region(&region).unwrap(),
+                "region {spec:?}"
+            );
+        }
+        // A byte swap applied on the way.
+        let mut sink = MemorySink::new(Limits::default());
+        sink.begin(&ArrayInfo::new(DType::U16, shape.to_vec())).unwrap();
+        let mut swap = |b: &mut [u8]| b.chunks_exact_mut(2).for_each(|v| v.swap(0, 1));
+        stream_stored_c_order(&input, 10, DType::U16, &shape, None, &mut swap, &mut sink).unwrap();
+        assert_eq!(sink.into_array().unwrap().data[..4], [0, 0, 0, 1]);
+        // Truncated input is an error.
+        let short = Input::from_bytes("short", vec![0; 20]);
+        let mut sink = MemorySink::new(Limits::default());
+        sink.begin(&ArrayInfo::new(DType::U16, shape.to_vec())).unwrap();
+        assert!(stream_stored_c_order(&short, 10, DType::U16, &shape, None, &mut |_| {}, &mut sink).is_err());
+    }
+
+    #[test]
+    fn sequential_cursor_refuses_gaps() {
+        let mut c = SequentialCursor::default();
+        c.advance(0, 4).unwrap();
+        assert!(c.advance(8, 4).is_err());
+        c.advance(4, 4).unwrap();
+        assert_eq!(c.position, 8);
+    }
+}
