@@ -120,23 +120,13 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
         }
         Destination::Atomic { path, replace } => {
             let tmp = TempFile::create(&path)?;
-            write_file(source, target, &input, &req, &opts, &tmp)
-                .map_err(|e| named_io_error(e, &path))
-                .and_then(|()| tmp.persist(&path, replace))
+            // Errors are reported as `convert IN -> OUT: ...`, so they name OUT already.
+            write_file(source, target, &input, &req, &opts, &tmp).and_then(|()| tmp.persist(&path, replace))
         }
     };
     written?;
     note_findings(source, &input, &args.input, &limits);
     Ok(())
-}
-
-/// An I/O error of the output says which output (the temporary file's name is of no use).
-fn named_io_error(e: Error, out: &Path) -> Error {
-    if e.kind == rasterpack_common::ErrorKind::Io && !e.message.contains(&out.display().to_string()) {
-        Error::new(e.kind, e.code, e.offset, format!("{}: {}", out.display(), e.message))
-    } else {
-        e
-    }
 }
 
 /// Readers read whatever they can read exactly, even from a file `validate` rejects; after a
