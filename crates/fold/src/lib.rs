@@ -416,6 +416,10 @@ impl Format for FoldFormat {
     fn name(&self) -> &'static str {
         "fold"
     }
+    fn honours(&self) -> &'static [rasterpack_common::RequestFlag] {
+        use rasterpack_common::RequestFlag;
+        &[RequestFlag::Element, RequestFlag::Compress]
+    }
 
     fn description(&self) -> &'static str {
         "FOLD/.mind chunked container (pyfolds): JSON, NPZ0 and opaque chunks with CRC32C, SHA-256 and Reed-Solomon ECC"

@@ -508,6 +508,15 @@ impl Format for GvrsFormat {
     fn name(&self) -> &'static str {
         "gvrs"
     }
+    fn honours(&self) -> &'static [rasterpack_common::RequestFlag] {
+        use rasterpack_common::RequestFlag;
+        &[
+            RequestFlag::Element,
+            RequestFlag::Codes,
+            RequestFlag::Tile,
+            RequestFlag::Compress,
+        ]
+    }
 
     fn description(&self) -> &'static str {
         "Gridfour Virtual Raster Store 1.4 (tiled raster, compressed with Gridfour's codecs)"
