@@ -7,6 +7,7 @@ use rasterpack_common::{Error, Result};
 
 use crate::layout::{Channel, Compression, SampleFormat};
 use crate::raw::{DataBlockDescriptor, RleHeader, WaveletHeader, HASH_CONSTANT_TAG, HASH_NOVALUE, HASH_UNWRITTEN};
+use crate::wavelet::{self, WaveletInfo, WaveletParams, WaveletScratch};
 
 /// What a chunk's hash says about it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -150,6 +151,72 @@ pub fn check_descriptor(d: &DataBlockDescriptor, spec: &ChunkSpec) -> Result<()>
         ));
     }
     Ok(())
+}
+
+/// How a chunk of a wavelet layer decodes: the channel's format, value conversion and NoValue,
+/// the method's normalization / lossless flags, and the brick from the geometry.
+pub fn wavelet_params(ch: &Channel, spec: &ChunkSpec) -> WaveletParams {
+    WaveletParams {
+        format: ch.format,
+        normalize: matches!(
+            spec.compression,
+            Compression::WaveletNormalizeBlock | Compression::WaveletNormalizeBlockLossless
+        ),
+        lossless: matches!(
+            spec.compression,
+            Compression::WaveletLossless | Compression::WaveletNormalizeBlockLossless
+        ),
+        value_range: [ch.value_range[0] as f32, ch.value_range[1] as f32],
+        integer_scale: ch.integer_scale as f32,
+        integer_offset: ch.integer_offset as f32,
+        use_no_value: ch.use_no_value,
+        no_value: ch.no_value as f32,
+        size: spec.size,
+    }
+}
+
+/// Decode a wavelet chunk at full quality into `out` (the brick's native bytes, X fastest)
+/// and check its adaptive-level table (`levels`, when the layer keeps one) against the body.
+pub fn decode_wavelet(
+    bytes: &[u8],
+    spec: &ChunkSpec,
+    ch: &Channel,
+    levels: Option<&[u8; 16]>,
+    max_alloc: u64,
+    scratch: &mut WaveletScratch,
+    out: &mut Vec<u8>,
+) -> Result<WaveletInfo> {
+    if spec.components != 1 {
+        return Err(Error::invalid(
+            "vds.chunk.wavelet_components",
+            0,
+            format!(
+                "wavelet data in a channel of {} components (OpenVDS needs 1)",
+                spec.components
+            ),
+        ));
+    }
+    // The decoder's working picture: f32 at a pitch rounded up to 8 (sizes are capped at 512).
+    let picture = spec
+        .size
+        .iter()
+        .map(|&s| if s <= 1 { s } else { (s + 7) & !7 })
+        .try_fold(4u64, |a, s| a.checked_mul(s))
+        .unwrap_or(u64::MAX);
+    if picture > max_alloc {
+        return Err(Error::limit(
+            "limit.alloc",
+            None,
+            format!("wavelet brick of {picture} bytes exceeds the limit"),
+        ));
+    }
+    let info = wavelet::decode(bytes, &wavelet_params(ch, spec), scratch, out)?;
+    if let Some(levels) = levels.filter(|l| l[0] != 0) {
+        if let Some(msg) = wavelet::check_levels(&info, bytes.len() as u64, levels) {
+            return Err(Error::invalid_at("vds.chunk.levels_mismatch", None, msg));
+        }
+    }
+    Ok(info)
 }
 
 /// Decode a non-wavelet chunk into its serialized payload (1-bit still packed), written into

@@ -21,6 +21,7 @@ pub mod store;
 #[cfg(feature = "testsupport")]
 pub mod testsupport;
 pub mod validate;
+pub mod wavelet;
 
 use std::path::Path;
 

@@ -1,0 +1,104 @@
+//! Wavelet decoding against OpenVDS's own outputs: the serialized-chunk test vectors of
+//! `$RASTERPACK_CORPUS/vds/chunks` (decoded by OpenVDS's wavelet source, SHA-256 in the
+//! MANIFEST), truncation and bit-flip sweeps over them.
+
+use std::path::{Path, PathBuf};
+
+use rasterpack_vds_meta::layout::SampleFormat;
+use rasterpack_vds_meta::wavelet::{self, WaveletParams, WaveletScratch};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+fn corpus() -> Option<PathBuf> {
+    let Ok(c) = std::env::var("RASTERPACK_CORPUS") else {
+        eprintln!("RASTERPACK_CORPUS not set: skipping VDS wavelet interop tests");
+        return None;
+    };
+    let dir = Path::new(&c).join("vds");
+    assert!(
+        dir.is_dir(),
+        "RASTERPACK_CORPUS is set but {} is missing",
+        dir.display()
+    );
+    Some(dir)
+}
+
+fn format(name: &str) -> SampleFormat {
+    match name {
+        "R32" => SampleFormat::R32,
+        "U8" => SampleFormat::U8,
+        "U16" => SampleFormat::U16,
+        other => panic!("format {other}"),
+    }
+}
+
+/// The wavelet vectors with the parameters OpenVDS's test decodes them with.
+fn vectors(dir: &Path) -> Vec<(String, Vec<u8>, WaveletParams, Value)> {
+    let m: Value = serde_json::from_slice(&std::fs::read(dir.join("chunks/MANIFEST.json")).unwrap()).unwrap();
+    let mut out = Vec::new();
+    for v in m["vectors"].as_array().unwrap() {
+        if v["header"]["kind"] != "wavelet" {
+            continue;
+        }
+        let file = v["file"].as_str().unwrap().to_string();
+        let bytes = std::fs::read(dir.join("chunks").join(&file)).unwrap();
+        let d = &v["decode_parameters"];
+        let method = d["compressionMethod"].as_str().unwrap();
+        let size: Vec<u64> = v["expected"]["size"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect();
+        let vr = d["valueRange"].as_array().unwrap();
+        let p = WaveletParams {
+            format: format(d["destinationFormat"].as_str().unwrap()),
+            normalize: method.contains("Normalize"),
+            lossless: method.ends_with("Lossless") && d["adaptiveLevel"].as_i64() == Some(-1),
+            value_range: [vr[0].as_f64().unwrap() as f32, vr[1].as_f64().unwrap() as f32],
+            integer_scale: d["integerScale"].as_f64().unwrap() as f32,
+            integer_offset: d["integerOffset"].as_f64().unwrap() as f32,
+            use_no_value: d["useNoValue"].as_bool().unwrap(),
+            no_value: d["replacementNoValue"].as_f64().unwrap() as f32,
+            size: [size[0], size[1], size[2]],
+        };
+        out.push((file, bytes, p, v.clone()));
+    }
+    assert!(
+        out.len() >= 11,
+        "expected the 11 wavelet chunk vectors, found {}",
+        out.len()
+    );
+    out
+}
+
+#[test]
+fn chunk_vectors_decode_bit_identically() {
+    let Some(dir) = corpus() else { return };
+    let mut s = WaveletScratch::default();
+    for (file, bytes, p, v) in vectors(&dir) {
+        let mut out = Vec::new();
+        let info = wavelet::decode(&bytes, &p, &mut s, &mut out).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(info.used as usize, bytes.len(), "{file}");
+        assert_eq!(
+            out.len() as u64,
+            v["expected"]["decoded_bytes"].as_u64().unwrap(),
+            "{file}"
+        );
+        assert_eq!(
+            format!("{:x}", Sha256::digest(&out)),
+            v["expected"]["sha256"].as_str().unwrap(),
+            "{file}: decoded bytes differ from OpenVDS's"
+        );
+        if let Some(alt) = v.get("alternate_decode").filter(|a| a.is_object()) {
+            let r = alt["decode_parameters_change"]["replacementNoValue"].as_f64().unwrap() as f32;
+            let q = WaveletParams { no_value: r, ..p };
+            wavelet::decode(&bytes, &q, &mut s, &mut out).unwrap();
+            assert_eq!(
+                format!("{:x}", Sha256::digest(&out)),
+                alt["sha256"].as_str().unwrap(),
+                "{file} (alternate)"
+            );
+        }
+    }
+}
