@@ -1,7 +1,8 @@
 //! Chunk metadata (hashes, wavelet adaptive levels) and chunk serialization (vds-storage.md
 //! section 5): the DataBlockDescriptor, None / RLE / Zip payloads decoded into buffers of exactly
-//! the size the geometry gives (never more: zlib bombs stop at the expected size), the wavelet
-//! header, and value conversions (U8/U16 dequantization, NoValue, constants).
+//! the size the geometry gives (never more: zlib bombs stop at the expected size), wavelet
+//! chunks through [`crate::wavelet`], and value conversions (U8/U16 dequantization, NoValue,
+//! constants).
 
 use rasterpack_common::{Error, Result};
 
@@ -155,9 +156,10 @@ pub fn check_descriptor(d: &DataBlockDescriptor, spec: &ChunkSpec) -> Result<()>
 
 /// How a chunk of a wavelet layer decodes: the channel's format, value conversion and NoValue,
 /// the method's normalization / lossless flags, and the brick from the geometry.
-pub fn wavelet_params(ch: &Channel, spec: &ChunkSpec) -> WaveletParams {
+pub fn wavelet_params(ch: &Channel, spec: &ChunkSpec, destination: SampleFormat) -> WaveletParams {
     WaveletParams {
         format: ch.format,
+        destination,
         normalize: matches!(
             spec.compression,
             Compression::WaveletNormalizeBlock | Compression::WaveletNormalizeBlockLossless
@@ -175,12 +177,15 @@ pub fn wavelet_params(ch: &Channel, spec: &ChunkSpec) -> WaveletParams {
     }
 }
 
-/// Decode a wavelet chunk at full quality into `out` (the brick's native bytes, X fastest)
-/// and check its adaptive-level table (`levels`, when the layer keeps one) against the body.
+/// Decode a wavelet chunk at full quality into `out` (X fastest; `physical` asks for R32,
+/// which integer streams answer with their codes: see [`WaveletInfo::format`]) and, when
+/// `levels` is given, check the chunk's adaptive-level table against the body.
+#[allow(clippy::too_many_arguments)]
 pub fn decode_wavelet(
     bytes: &[u8],
     spec: &ChunkSpec,
     ch: &Channel,
+    physical: bool,
     levels: Option<&[u8; 16]>,
     max_alloc: u64,
     scratch: &mut WaveletScratch,
@@ -210,7 +215,8 @@ pub fn decode_wavelet(
             format!("wavelet brick of {picture} bytes exceeds the limit"),
         ));
     }
-    let info = wavelet::decode(bytes, &wavelet_params(ch, spec), scratch, out)?;
+    let destination = if physical { SampleFormat::R32 } else { ch.format };
+    let info = wavelet::decode(bytes, &wavelet_params(ch, spec, destination), scratch, out)?;
     if let Some(levels) = levels.filter(|l| l[0] != 0) {
         if let Some(msg) = wavelet::check_levels(&info, bytes.len() as u64, levels) {
             return Err(Error::invalid_at("vds.chunk.levels_mismatch", None, msg));
@@ -224,11 +230,7 @@ pub fn decode_wavelet(
 /// (without copying) for uncompressed chunks.
 pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut Vec<u8>) -> Result<Option<usize>> {
     if spec.compression.is_wavelet() {
-        return Err(Error::unsupported(
-            "vds.wavelet.unsupported",
-            None,
-            "wavelet-compressed chunks cannot be decoded by rasterpack yet",
-        ));
+        return Err(Error::usage("wavelet chunks are decoded with decode_wavelet"));
     }
     let d = parse_descriptor(bytes)?;
     check_descriptor(&d, spec)?;
@@ -269,7 +271,7 @@ pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut 
             rle_decode(&body[12..], unit, out).map_err(|e| e.shifted(36))?;
             Ok(None)
         }
-        _ => Err(Error::unsupported("vds.wavelet.unsupported", None, "wavelet")),
+        _ => Err(Error::usage("wavelet chunks are decoded with decode_wavelet")),
     }
 }
 

@@ -582,16 +582,34 @@ impl Dataset {
                     ..e
                 };
                 let mut at = if spec.compression.is_wavelet() {
-                    chunk::decode_wavelet(
+                    let info = chunk::decode_wavelet(
                         &bufs.io,
                         &spec,
                         ch,
-                        layer.adaptive().then_some(&meta.levels),
+                        values == Values::Physical,
+                        None,
                         self.limits.max_alloc,
                         &mut bufs.wavelet,
                         &mut bufs.scratch,
                     )
                     .map_err(ctx)?;
+                    // Float streams of U8/U16 channels come out raw when R32 is asked for,
+                    // as OpenVDS returns them; integer streams come as codes, converted below.
+                    if info.format == SampleFormat::R32 {
+                        return Ok(Brick::Scratch);
+                    }
+                    if info.format != ch.format {
+                        return Err(Error::unsupported(
+                            "vds.wavelet.format",
+                            None,
+                            format!(
+                                "{} chunk {index}: {} wavelet codes in a {} channel",
+                                layer.name(),
+                                info.format.name(),
+                                ch.format.name()
+                            ),
+                        ));
+                    }
                     Brick::Scratch
                 } else {
                     match chunk::decode_payload(&bufs.io, &spec, self.limits.max_alloc, &mut bufs.scratch)

@@ -53,6 +53,7 @@ fn vectors(dir: &Path) -> Vec<(String, Vec<u8>, WaveletParams, Value)> {
         let vr = d["valueRange"].as_array().unwrap();
         let p = WaveletParams {
             format: format(d["destinationFormat"].as_str().unwrap()),
+            destination: format(d["destinationFormat"].as_str().unwrap()),
             normalize: method.contains("Normalize"),
             lossless: method.ends_with("Lossless") && d["adaptiveLevel"].as_i64() == Some(-1),
             value_range: [vr[0].as_f64().unwrap() as f32, vr[1].as_f64().unwrap() as f32],

@@ -384,7 +384,7 @@ mod tests {
     fn header(counts: &[i16], log: u32) -> Vec<u8> {
         // Write the normalized counts the way the reader expects them.
         let mut bits: Vec<bool> = Vec::new();
-        let mut put = |v: u32, n: u32, bits: &mut Vec<bool>| {
+        let put = |v: u32, n: u32, bits: &mut Vec<bool>| {
             for i in 0..n {
                 bits.push(v >> i & 1 == 1);
             }

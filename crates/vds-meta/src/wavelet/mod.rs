@@ -34,6 +34,10 @@ const INT_16BIT: i32 = 8;
 pub struct WaveletParams {
     /// The channel's format: R32, U8 or U16.
     pub format: SampleFormat,
+    /// The format asked for: the channel's, or R32 for physical values. Like OpenVDS, a float
+    /// stream asked for as R32 comes out raw even in a U8/U16 channel, and an integer stream
+    /// comes out as its U8/U16 codes whatever is asked for (see [`WaveletInfo::format`]).
+    pub destination: SampleFormat,
     /// `WaveletNormalizeBlock*` methods.
     pub normalize: bool,
     /// `*Lossless` methods (a full-quality read applies the lossless residual).
@@ -50,6 +54,8 @@ pub struct WaveletParams {
 /// What the header and sections of a decoded chunk said.
 #[derive(Debug, Clone)]
 pub struct WaveletInfo {
+    /// The format written to the output: R32, U8 or U16.
+    pub format: SampleFormat,
     pub version: i32,
     pub dimensions: i32,
     pub integer_info: i32,
@@ -181,22 +187,33 @@ pub fn decode(src: &[u8], p: &WaveletParams, s: &mut WaveletScratch, out: &mut V
     } else {
         SampleFormat::R32
     };
-    let produced = match (p.format, stream_format) {
+    let produced = match (p.destination, stream_format) {
         (SampleFormat::U8, _) => SampleFormat::U8,
         (SampleFormat::U16, SampleFormat::R32) => SampleFormat::U16,
-        (f, sf) if f == sf => f,
-        (f, sf) => {
-            return Err(Error::unsupported(
-                "vds.wavelet.format",
-                Some(20),
-                format!(
-                    "a {} channel holding {} wavelet data is not supported",
-                    f.name(),
-                    if sf == SampleFormat::R32 { "float" } else { sf.name() }
-                ),
-            ))
-        }
+        (_, sf) => sf,
     };
+    // Combinations OpenVDS itself has no defined result for are not guessed at.
+    let supported = match p.format {
+        SampleFormat::R32 => stream_format == SampleFormat::R32,
+        SampleFormat::U8 => true,
+        SampleFormat::U16 => stream_format != SampleFormat::U8,
+        _ => false,
+    };
+    if !supported || !matches!(p.destination, SampleFormat::R32 | SampleFormat::U8 | SampleFormat::U16) {
+        return Err(Error::unsupported(
+            "vds.wavelet.format",
+            Some(20),
+            format!(
+                "a {} channel holding {} wavelet data is not supported",
+                p.format.name(),
+                if stream_format == SampleFormat::R32 {
+                    "float"
+                } else {
+                    stream_format.name()
+                }
+            ),
+        ));
+    }
     let lossless = p.lossless && (!integer || integer_info & INT_DIFF_PASS != 0);
 
     let plan = Plan::new(dims, size);
@@ -337,6 +354,7 @@ pub fn decode(src: &[u8], p: &WaveletParams, s: &mut WaveletScratch, out: &mut V
     }
     write_out(&s.picture, size, ax, axy, produced, p, integer_info, out);
     Ok(WaveletInfo {
+        format: produced,
         version,
         dimensions: dims as i32,
         integer_info,
@@ -696,16 +714,11 @@ fn write_out(
     }
 }
 
-/// Check a chunk's adaptive-level table (chunk metadata bytes 8..24) against its body: level 0
-/// is the whole chunk, and each level's byte count (`size_k = size_{k-1} * L[k] / 255`) must
-/// hold what a decode at that level reads. Returns a message when it does not.
+/// Check a chunk's adaptive-level table (chunk metadata bytes 8..24) against its body: each
+/// level's byte count (`size_k = size_{k-1} * L[k] / 255`) must hold what a decode at that
+/// level reads (level 0 of lossless chunks stops before the lossless residual). Returns a
+/// message when it does not.
 pub fn check_levels(info: &WaveletInfo, object_len: u64, levels: &[u8; LEVELS]) -> Option<String> {
-    if levels[0] != 255 {
-        return Some(format!(
-            "adaptive level 0 is {} (255 = the whole chunk expected)",
-            levels[0]
-        ));
-    }
     let sizes = crate::chunk::adaptive_level_sizes(object_len, levels);
     for (k, &sz) in sizes.iter().enumerate() {
         let need = info.level_need[k];

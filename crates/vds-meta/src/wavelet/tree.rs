@@ -340,13 +340,8 @@ impl Walk {
                 }
                 let l = sec.children[0].legal;
                 let even = |a: usize| l[a] & 1 == 0;
-                if even(0)
-                    && even(1)
-                    && (even(2) || st.child == 4)
-                    && st.child == 4
-                    && !even(2)
-                    && st.child_count[2] > 1
-                {
+                // A 4-child step that splits Z, whose legal Z edge is odd while X and Y are even.
+                if even(0) && even(1) && st.child == 4 && !even(2) && st.child_count[2] > 1 {
                     stream_bug = true;
                 }
             }
@@ -412,9 +407,7 @@ impl Walk {
         }
         let mut first = [0u16; 8];
         if t >= 2 {
-            for s in 1..8 {
-                first[s] = ids[t - 1][s];
-            }
+            first[1..8].copy_from_slice(&ids[t - 1][1..8]);
         }
         Walk {
             compiled,
