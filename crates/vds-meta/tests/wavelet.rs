@@ -103,3 +103,46 @@ fn chunk_vectors_decode_bit_identically() {
         }
     }
 }
+
+/// Every truncation of a wavelet chunk fails (also with its compressedSize patched to match),
+/// and sampled bit flips either fail or decode to a brick of the right size: never a panic.
+#[test]
+fn truncated_and_flipped_chunks_fail_cleanly() {
+    let Some(dir) = corpus() else { return };
+    let mut s = WaveletScratch::default();
+    let mut out = Vec::new();
+    for (file, bytes, p, v) in vectors(&dir) {
+        let want = v["expected"]["decoded_bytes"].as_u64().unwrap() as usize;
+        let n = bytes.len();
+        let cuts: Vec<usize> = (0..64)
+            .chain((64..n).step_by((n / 97).max(1)))
+            .chain(n - 8..n)
+            .collect();
+        for cut in cuts {
+            let t = &bytes[..cut];
+            assert!(wavelet::decode(t, &p, &mut s, &mut out).is_err(), "{file} cut at {cut}");
+            if cut >= 24 {
+                let mut patched = t.to_vec();
+                patched[4..8].copy_from_slice(&(cut as i32).to_le_bytes());
+                let e = wavelet::decode(&patched, &p, &mut s, &mut out);
+                assert!(e.is_err(), "{file} cut at {cut} with a matching compressedSize decoded");
+            }
+        }
+        let flips: Vec<usize> = (0..64 * 8)
+            .step_by(7)
+            .chain((512..n * 8).step_by((n * 8 / 41).max(1)))
+            .collect();
+        for bit in flips {
+            let mut b = bytes.clone();
+            b[bit / 8] ^= 1 << (bit % 8);
+            if let Ok(info) = wavelet::decode(&b, &p, &mut s, &mut out) {
+                let elem = match info.format {
+                    SampleFormat::U8 => 1,
+                    SampleFormat::U16 => 2,
+                    _ => 4,
+                };
+                assert_eq!(out.len() / elem, want / p.format.native_bytes(), "{file} bit {bit}");
+            }
+        }
+    }
+}

@@ -224,7 +224,7 @@ impl<'a> BackBits<'a> {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn read(&mut self, n: u32) -> u32 {
         if n == 0 {
             return 0;
@@ -278,6 +278,20 @@ pub fn decompress(src: &[u8], out: &mut [u8], table: &mut FseTable) -> Result<()
     let mut states = [bits.read(log) as usize, bits.read(log) as usize];
     let n = out.len();
     let mut produced = 0usize;
+    // States stay below the table size by construction (base + read bits < size): masking
+    // keeps the fast loop free of bounds checks without changing any state.
+    let mask = cells.len() - 1;
+    // Fast loop: two symbols per round while both state updates certainly have their bits
+    // (at most 2 x 12) and room is left for the final symbols.
+    while produced + 2 < n && bits.left >= 2 * MAX_TABLE_LOG as i64 {
+        let c = cells[states[0] & mask];
+        out[produced] = c.symbol;
+        states[0] = c.base as usize + bits.read(u32::from(c.bits)) as usize;
+        let c = cells[states[1] & mask];
+        out[produced + 1] = c.symbol;
+        states[1] = c.base as usize + bits.read(u32::from(c.bits)) as usize;
+        produced += 2;
+    }
     // Alternate the two states; once a state update runs out of bits, the other state's
     // symbol is the last one.
     let mut which = 0usize;

@@ -108,7 +108,7 @@ fn mirror_low(j: isize, nl: usize, odd: bool) -> usize {
 pub struct TransformScratch {
     rows: Vec<f32>,
     low: Vec<f32>,
-    line: Vec<f32>,
+    line: LineScratch,
 }
 
 /// Invert the transform in place on `pic` (allocated pitch `plan.alloc`).
@@ -206,31 +206,58 @@ fn lift_rows<const INT: bool>(
 }
 
 /// Lift one contiguous line: `line[..nl]` coarse, `line[nl..]` detail; interleaved result.
-fn lift_line<const INT: bool>(line: &mut [f32], scale: f32, tmp: &mut Vec<f32>) {
+/// The interior runs without index mirroring (the same operands as the mirrored form).
+fn lift_line<const INT: bool>(line: &mut [f32], scale: f32, s: &mut LineScratch) {
     let n = line.len();
     let nl = n.div_ceil(2);
     let nh = n / 2;
     let odd = n & 1 == 1;
-    tmp.clear();
-    tmp.extend_from_slice(line);
-    let (low, high) = tmp.split_at(nl);
+    s.src.clear();
+    s.src.extend_from_slice(line);
+    let (low, high) = s.src.split_at(nl);
+    s.lo.clear();
+    s.lo.resize(nl, 0.0);
+    s.hi.clear();
+    s.hi.resize(nh, 0.0);
+    let lo = &mut s.lo;
+    let hi = &mut s.hi;
     let h = |j: isize| high[mirror_high(j, nh, odd)];
-    for k in 0..nl {
+    let up = |k: usize| {
         let ki = k as isize;
-        line[2 * k] = update::<INT>(low[k], h(ki - 2), h(ki - 1), h(ki), h(ki + 1), scale);
+        update::<INT>(low[k], h(ki - 2), h(ki - 1), h(ki), h(ki + 1), scale)
+    };
+    // n >= 8, so nl >= 4 and nh >= 4.
+    let (ua, ub) = (2usize, nl.saturating_sub(2).max(2));
+    for k in (0..ua).chain(ub..nl) {
+        lo[k] = up(k);
     }
-    for k in 0..nh {
+    for k in ua..ub {
+        lo[k] = update::<INT>(low[k], high[k - 2], high[k - 1], high[k], high[k + 1], scale);
+    }
+    let l = |j: isize, lo: &[f32]| lo[mirror_low(j, nl, odd)];
+    let (pa, pb) = (1usize, nh.saturating_sub(2).max(1));
+    for k in (0..pa).chain(pb..nh) {
         let ki = k as isize;
-        let l = |j: usize| line[2 * j];
-        let v = predict::<INT>(
-            high[k],
-            l(mirror_low(ki - 1, nl, odd)),
-            l(k),
-            l(mirror_low(ki + 1, nl, odd)),
-            l(mirror_low(ki + 2, nl, odd)),
-        );
-        line[2 * k + 1] = v;
+        hi[k] = predict::<INT>(high[k], l(ki - 1, lo), lo[k], l(ki + 1, lo), l(ki + 2, lo));
     }
+    for k in pa..pb {
+        hi[k] = predict::<INT>(high[k], lo[k - 1], lo[k], lo[k + 1], lo[k + 2]);
+    }
+    for (k, pair) in line.chunks_exact_mut(2).enumerate() {
+        pair[0] = lo[k];
+        pair[1] = hi[k];
+    }
+    if odd {
+        line[n - 1] = lo[nl - 1];
+    }
+}
+
+/// Buffers of [`lift_line`].
+#[derive(Default)]
+struct LineScratch {
+    src: Vec<f32>,
+    lo: Vec<f32>,
+    hi: Vec<f32>,
 }
 
 #[cfg(test)]
@@ -298,12 +325,12 @@ mod tests {
             for int in [false, true] {
                 let mut a = data.clone();
                 let mut b = data.clone();
-                let (mut t, mut u) = (Vec::new(), Vec::new());
+                let (mut t, mut u, mut ls) = (Vec::new(), Vec::new(), LineScratch::default());
                 if int {
-                    lift_line::<true>(&mut a, 1.0, &mut t);
+                    lift_line::<true>(&mut a, 1.0, &mut ls);
                     lift_rows::<true>(&mut b, 0, 1, n, 1, 1.0, &mut t, &mut u);
                 } else {
-                    lift_line::<false>(&mut a, INV_SQRT2, &mut t);
+                    lift_line::<false>(&mut a, INV_SQRT2, &mut ls);
                     lift_rows::<false>(&mut b, 0, 1, n, 1, INV_SQRT2, &mut t, &mut u);
                 }
                 assert_eq!(

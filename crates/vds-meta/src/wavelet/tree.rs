@@ -771,21 +771,26 @@ fn values(
         let signs = stream
             .get(signs_at..signs_at + (active - next).div_ceil(8))
             .ok_or_else(|| corrupt("sign bits outside the stream"))?;
-        let vals = &mut out[..active];
-        for (chunk, &byte) in vals.chunks_mut(8).zip(refine) {
-            if byte == 0 {
-                continue;
-            }
+        // Branch-free: unset bits add +0.0, which leaves every value (all >= +0 until their
+        // sign is applied, after which they take no more bits) unchanged.
+        let tb = t.to_bits();
+        let (whole, tail) = out[..active].split_at_mut(active & !7);
+        for (chunk, &byte) in whole.chunks_exact_mut(8).zip(refine) {
             for (j, v) in chunk.iter_mut().enumerate() {
-                if byte & (1 << j) != 0 {
-                    *v += t;
-                }
+                let m = (u32::from(byte >> j) & 1).wrapping_neg();
+                *v += f32::from_bits(tb & m);
             }
         }
-        for (k, v) in out[next..active].iter_mut().enumerate() {
-            if bit(signs, k) {
-                *v = -*v;
+        if let Some(&byte) = refine.get(active / 8) {
+            for (j, v) in tail.iter_mut().enumerate() {
+                let m = (u32::from(byte >> j) & 1).wrapping_neg();
+                *v += f32::from_bits(tb & m);
             }
+        }
+        // The sign flips the sign bit, as OpenVDS's multiplication by -1 does.
+        for (k, v) in out[next..active].iter_mut().enumerate() {
+            let m = u32::from(signs[k >> 3] >> (k & 7)) & 1;
+            *v = f32::from_bits(v.to_bits() ^ (m << 31));
         }
         t *= 2.0;
     }
