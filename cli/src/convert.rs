@@ -51,7 +51,14 @@ fn convert(args: &ConvertArgs) -> Result<(), Error> {
         match source.convert_special(&input, target, &req, &opts, &mut w) {
             Some(result) => result?,
             None => {
-                let array = source.read_array(&input, &req)?;
+                let mut array = source.read_array(&input, &req)?;
+                // Readers may attach warnings about what they read (attrs "warnings"): say them
+                // on stderr rather than carry them into the output's metadata.
+                if let Some(serde_json::Value::Array(ws)) = array.attrs.remove("warnings") {
+                    for w in ws.iter().filter_map(|w| w.as_str()) {
+                        eprintln!("rasterpack: {}: warning: {w}", args.input);
+                    }
+                }
                 target.write_array(&array, &opts, &mut w)?;
             }
         }

@@ -575,11 +575,31 @@ pub fn constant_native(ch: &Channel, v: f32) -> Vec<u8> {
         }
         SampleFormat::U64 => {
             let x = v + 0.5;
-            let u = if x.is_nan() || x <= 0.0 { 0 } else { x as u64 };
+            // As for U32: at or past 2^64 (e.g. a stored f32 of all ones) OpenVDS reads 0.
+            let u = if x.is_nan() || x <= 0.0 || x >= 18_446_744_073_709_551_616.0 {
+                0
+            } else {
+                x as u64
+            };
             u.to_le_bytes().to_vec()
         }
     };
     one.repeat(ch.components as usize)
+}
+
+/// The element an unwritten chunk reads as: the NoValue code/value in `useNoValue` channels,
+/// else the code that quantizes 0.0 in U8/U16 channels (OpenVDS 3.4.9, ERRATA) and 0 in other
+/// formats; physical values read 0.0 (`noValue` with NoValue).
+pub fn unwritten_element(ch: &Channel, physical: bool) -> Vec<u8> {
+    match (physical, ch.use_no_value) {
+        (true, true) => (ch.no_value as f32).to_le_bytes().repeat(ch.components as usize),
+        (true, false) => 0f32.to_le_bytes().repeat(ch.components as usize),
+        (false, true) => novalue_native(ch),
+        (false, false) => match ch.format {
+            SampleFormat::U8 | SampleFormat::U16 => constant_native(ch, 0.0),
+            _ => vec![0u8; ch.format.native_bytes() * ch.components as usize],
+        },
+    }
 }
 
 /// The native value of NoValue voxels (NoValue chunks; unwritten chunks of useNoValue channels).

@@ -565,13 +565,7 @@ impl Dataset {
             }
         };
         match meta.status() {
-            ChunkStatus::Unwritten => {
-                if ch.use_no_value {
-                    Ok(fill(chunk::novalue_native(ch), ch.no_value as f32))
-                } else {
-                    Ok(fill(vec![0u8; ch.format.native_bytes() * ch.components as usize], 0.0))
-                }
-            }
+            ChunkStatus::Unwritten => Ok(Brick::Fill(chunk::unwritten_element(ch, values == Values::Physical))),
             ChunkStatus::NoValue => Ok(fill(chunk::novalue_native(ch), ch.no_value as f32)),
             ChunkStatus::Constant(v) => Ok(fill(chunk::constant_native(ch, v), v)),
             ChunkStatus::Data => {

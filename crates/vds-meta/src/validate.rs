@@ -20,6 +20,22 @@ pub fn validate_dataset(ds: &Dataset, report: &mut Report) {
     for layer in &ds.layers {
         layer_checks(ds, layer, &mut report.findings);
     }
+    for (ci, ch) in ds.layout.channels.iter().enumerate().skip(1) {
+        if !ds
+            .layers
+            .iter()
+            .any(|l| l.geometry.as_ref().is_some_and(|g| g.channel == ci))
+        {
+            report.findings.warning(
+                "vds.channel.unwritten",
+                None,
+                format!(
+                    "channel {:?} is declared but none of its layers is stored: it reads as unwritten bricks",
+                    ch.name
+                ),
+            );
+        }
+    }
     if ds.lod0_layer(0).is_none() {
         report.findings.warning(
             "vds.layer.no_primary",
