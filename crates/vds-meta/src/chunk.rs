@@ -497,7 +497,7 @@ pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, 
     Ok(())
 }
 
-/// Parse the 24-byte wavelet header.
+/// Parse the 24-byte wavelet header (for reports; [`decode_wavelet`] checks it).
 pub fn parse_wavelet_header(b: &[u8]) -> Result<WaveletHeader> {
     if b.len() < 24 {
         return Err(Error::invalid(
@@ -514,45 +514,6 @@ pub fn parse_wavelet_header(b: &[u8]) -> Result<WaveletHeader> {
         dimensions: w & 0xFF,
         integer_info: w >> 8,
     })
-}
-
-/// Check a wavelet header against its object and the geometry; returns problems as messages.
-pub fn check_wavelet_header(h: &WaveletHeader, object_len: usize, spec: &ChunkSpec) -> Vec<(&'static str, String)> {
-    let mut v = Vec::new();
-    if !(671..=673).contains(&h.version) {
-        v.push((
-            "vds.chunk.wavelet_version",
-            format!("wavelet version {} (expected 671..673)", h.version),
-        ));
-    }
-    if h.compressed_size as i64 != object_len as i64 {
-        v.push((
-            "vds.chunk.wavelet_size",
-            format!(
-                "wavelet compressedSize {} but the chunk holds {object_len} bytes",
-                h.compressed_size
-            ),
-        ));
-    }
-    if h.size.iter().any(|&s| !(1..=512).contains(&s)) {
-        v.push((
-            "vds.chunk.wavelet_header",
-            format!("wavelet sizes {:?} out of 1..512", h.size),
-        ));
-    }
-    if h.size.map(|s| s as i64) != spec.size.map(|s| s as i64) {
-        v.push((
-            "vds.chunk.wavelet_geometry",
-            format!("wavelet sizes {:?}, the geometry needs {:?}", h.size, spec.size),
-        ));
-    }
-    if !(1..=3).contains(&h.dimensions) {
-        v.push((
-            "vds.chunk.wavelet_header",
-            format!("wavelet dimensions {}", h.dimensions),
-        ));
-    }
-    v
 }
 
 /// The native value of a constant chunk (vds-storage.md section 5), little-endian bytes.

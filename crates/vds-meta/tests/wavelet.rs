@@ -146,3 +146,43 @@ fn truncated_and_flipped_chunks_fail_cleanly() {
         }
     }
 }
+
+/// Optional: a directory of wavelet datasets written by OpenVDS 3.4.9 next to OpenVDS's own
+/// LOD0 reads (`X.vds`, `X.vds.native.raw` = the channel's format, `X.vds.r32.raw` = float32),
+/// e.g. made by `benches/openvds_wavelet.py matrix DIR` (needs `pip install openvds==3.4.9`).
+/// Set `RASTERPACK_VDS_ORACLE=DIR`; skipped otherwise.
+#[test]
+fn oracle_datasets_match_openvds_reads() {
+    use rasterpack_common::{ArrayRequest, Format, Input, ValidateOptions};
+    use rasterpack_vds_meta::VdsFormat;
+    let Ok(dir) = std::env::var("RASTERPACK_VDS_ORACLE") else {
+        eprintln!("RASTERPACK_VDS_ORACLE not set: skipping the OpenVDS-made wavelet datasets");
+        return;
+    };
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "vds"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no .vds in {dir}");
+    for p in paths {
+        let name = p.display().to_string();
+        let input = Input::open(&p).unwrap();
+        let r = VdsFormat.validate(&input, &ValidateOptions::default());
+        assert!(r.is_valid(true), "{name}: {:?}", r.findings);
+        for (physical, suffix) in [(false, "native"), (true, "r32")] {
+            let want = std::fs::read(format!("{name}.{suffix}.raw")).unwrap();
+            let a = VdsFormat
+                .read_array(
+                    &input,
+                    &ArrayRequest {
+                        physical,
+                        ..Default::default()
+                    },
+                )
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(a.data == want, "{name}: {suffix} read differs from OpenVDS's");
+        }
+    }
+}

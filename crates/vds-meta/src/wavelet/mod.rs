@@ -673,10 +673,11 @@ fn write_out(
     let rows = (0..size[2]).flat_map(|z| (0..size[1]).map(move |y| z * axy + y * ax));
     match produced {
         SampleFormat::R32 => {
-            out.reserve(n * 4);
-            for r in rows {
-                for v in &pic[r..r + size[0]] {
-                    out.extend_from_slice(&v.to_le_bytes());
+            let sx = size[0];
+            out.resize(n * 4, 0);
+            for (dst, r) in out.chunks_exact_mut(sx * 4).zip(rows) {
+                for (d, v) in dst.chunks_exact_mut(4).zip(&pic[r..r + sx]) {
+                    d.copy_from_slice(&v.to_le_bytes());
                 }
             }
         }
@@ -697,16 +698,19 @@ fn write_out(
                     quantize(v, min, rs, buckets)
                 }
             };
+            let sx = size[0];
             if produced == SampleFormat::U8 {
-                out.reserve(n);
-                for r in rows {
-                    out.extend(pic[r..r + size[0]].iter().map(|&v| code(v) as u8));
+                out.resize(n, 0);
+                for (dst, r) in out.chunks_exact_mut(sx).zip(rows) {
+                    for (d, &v) in dst.iter_mut().zip(&pic[r..r + sx]) {
+                        *d = code(v) as u8;
+                    }
                 }
             } else {
-                out.reserve(n * 2);
-                for r in rows {
-                    for &v in &pic[r..r + size[0]] {
-                        out.extend_from_slice(&(code(v) as u16).to_le_bytes());
+                out.resize(n * 2, 0);
+                for (dst, r) in out.chunks_exact_mut(sx * 2).zip(rows) {
+                    for (d, &v) in dst.chunks_exact_mut(2).zip(&pic[r..r + sx]) {
+                        d.copy_from_slice(&(code(v) as u16).to_le_bytes());
                     }
                 }
             }

@@ -231,8 +231,19 @@ fn lift_line<const INT: bool>(line: &mut [f32], scale: f32, s: &mut LineScratch)
     for k in (0..ua).chain(ub..nl) {
         lo[k] = up(k);
     }
-    for k in ua..ub {
-        lo[k] = update::<INT>(low[k], high[k - 2], high[k - 1], high[k], high[k + 1], scale);
+    {
+        // Equal-length slices: no bounds checks, so the loop vectorizes.
+        let m = ub - ua;
+        let (o, l) = (&mut lo[ua..ub], &low[ua..ub]);
+        let (h0, h1, h2, h3) = (
+            &high[ua - 2..][..m],
+            &high[ua - 1..][..m],
+            &high[ua..][..m],
+            &high[ua + 1..][..m],
+        );
+        for i in 0..m {
+            o[i] = update::<INT>(l[i], h0[i], h1[i], h2[i], h3[i], scale);
+        }
     }
     let l = |j: isize, lo: &[f32]| lo[mirror_low(j, nl, odd)];
     let (pa, pb) = (1usize, nh.saturating_sub(2).max(1));
@@ -240,8 +251,18 @@ fn lift_line<const INT: bool>(line: &mut [f32], scale: f32, s: &mut LineScratch)
         let ki = k as isize;
         hi[k] = predict::<INT>(high[k], l(ki - 1, lo), lo[k], l(ki + 1, lo), l(ki + 2, lo));
     }
-    for k in pa..pb {
-        hi[k] = predict::<INT>(high[k], lo[k - 1], lo[k], lo[k + 1], lo[k + 2]);
+    {
+        let m = pb - pa;
+        let (o, h) = (&mut hi[pa..pb], &high[pa..pb]);
+        let (l0, l1, l2, l3) = (
+            &lo[pa - 1..][..m],
+            &lo[pa..][..m],
+            &lo[pa + 1..][..m],
+            &lo[pa + 2..][..m],
+        );
+        for i in 0..m {
+            o[i] = predict::<INT>(h[i], l0[i], l1[i], l2[i], l3[i]);
+        }
     }
     for (k, pair) in line.chunks_exact_mut(2).enumerate() {
         pair[0] = lo[k];
