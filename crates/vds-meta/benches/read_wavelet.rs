@@ -62,6 +62,7 @@ fn vectors(dir: &Path) {
             use_no_value: d["useNoValue"].as_bool().unwrap_or(false),
             no_value: d["replacementNoValue"].as_f64().unwrap_or(0.0) as f32,
             size: [size[0], size[1], size[2]],
+            max_list_entries: usize::MAX,
         };
         let n = runs().max(3);
         let mut best = f64::INFINITY;

@@ -156,8 +156,10 @@ pub fn check_descriptor(d: &DataBlockDescriptor, spec: &ChunkSpec) -> Result<()>
 
 /// How a chunk of a wavelet layer decodes: the channel's format, value conversion and NoValue,
 /// the method's normalization / lossless flags, and the brick from the geometry.
-pub fn wavelet_params(ch: &Channel, spec: &ChunkSpec, destination: SampleFormat) -> WaveletParams {
+pub fn wavelet_params(ch: &Channel, spec: &ChunkSpec, destination: SampleFormat, max_alloc: u64) -> WaveletParams {
     WaveletParams {
+        // Four lists of at most 16 bytes per entry stay within the allocation limit.
+        max_list_entries: usize::try_from(max_alloc / 64).unwrap_or(usize::MAX),
         format: ch.format,
         destination,
         normalize: matches!(
@@ -216,7 +218,7 @@ pub fn decode_wavelet(
         ));
     }
     let destination = if physical { SampleFormat::R32 } else { ch.format };
-    let info = wavelet::decode(bytes, &wavelet_params(ch, spec, destination), scratch, out)?;
+    let info = wavelet::decode(bytes, &wavelet_params(ch, spec, destination, max_alloc), scratch, out)?;
     if let Some(levels) = levels.filter(|l| l[0] != 0) {
         if let Some(msg) = wavelet::check_levels(&info, bytes.len() as u64, levels) {
             return Err(Error::invalid_at("vds.chunk.levels_mismatch", None, msg));

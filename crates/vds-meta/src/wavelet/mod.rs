@@ -49,6 +49,9 @@ pub struct WaveletParams {
     pub no_value: f32,
     /// The brick's size from the layer geometry (X, Y, Z).
     pub size: [u64; 3],
+    /// Cap on the entries of each zero-tree list (<= 16 bytes each): a valid brick never needs
+    /// more than its coefficient count; a limit below that bounds memory on hostile input.
+    pub max_list_entries: usize,
 }
 
 /// What the header and sections of a decoded chunk said.
@@ -291,6 +294,7 @@ pub fn decode(src: &[u8], p: &WaveletParams, s: &mut WaveletScratch, out: &mut V
         planes,
         integer,
         overwrite,
+        p.max_list_entries,
         &mut s.picture,
         &mut s.tree,
     )
@@ -733,4 +737,162 @@ pub fn check_levels(info: &WaveletInfo, object_len: u64, levels: &[u8; LEVELS]) 
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(size: [u64; 3], format: SampleFormat) -> WaveletParams {
+        WaveletParams {
+            format,
+            destination: format,
+            normalize: false,
+            lossless: false,
+            value_range: [-1.0, 1.0],
+            integer_scale: 1.0,
+            integer_offset: 0.0,
+            use_no_value: false,
+            no_value: -999.0,
+            size,
+            max_list_entries: usize::MAX,
+        }
+    }
+
+    /// A brick under 8 on every axis has no transform step: its coefficients are the raw start
+    /// values. Crafted chunk: header, zero runs (counts raw), NoValue mask, thresholds, stream.
+    fn crafted(values: &[f32], size: [i32; 3], zero_counts: Option<&[u8]>, mask_runs: Option<&[u8]>) -> Vec<u8> {
+        let mut b = Vec::new();
+        for v in [673, 0, size[0], size[1], size[2], 3] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        match zero_counts {
+            None => b.extend_from_slice(&4i32.to_le_bytes()),
+            Some(c) => {
+                let body = 4 + 4 + c.len();
+                b.extend_from_slice(&(body as i32).to_le_bytes());
+                b.extend_from_slice(&(-(c.len() as i32)).to_le_bytes());
+                b.extend_from_slice(c);
+                while b.len() % 4 != 0 {
+                    b.push(0);
+                }
+            }
+        }
+        match mask_runs {
+            None => b.extend_from_slice(&(-1i32).to_le_bytes()),
+            Some(r) => {
+                b.extend_from_slice(&(r.len() as i32).to_le_bytes());
+                b.extend_from_slice(&0f32.to_le_bytes());
+                b.extend_from_slice(r);
+                while b.len() % 4 != 0 {
+                    b.push(0);
+                }
+            }
+        }
+        b.extend_from_slice(&1.0f32.to_le_bytes()); // threshold
+        b.extend_from_slice(&0.5f32.to_le_bytes()); // start threshold below it: no bit plane
+        let stream_len = 64 + 4 * values.len();
+        b.extend_from_slice(&(stream_len as i32).to_le_bytes());
+        b.extend_from_slice(&[0u8; 64]);
+        for v in values {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        let n = b.len() as i32;
+        b[4..8].copy_from_slice(&n.to_le_bytes());
+        b
+    }
+
+    fn floats(b: &[u8]) -> Vec<f32> {
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn raw_brick_with_side_channels() {
+        let vals: Vec<f32> = (0..24).map(|i| i as f32 * 0.5 - 3.0).collect();
+        let mut s = WaveletScratch::default();
+        let mut out = Vec::new();
+        let p = params([4, 3, 2], SampleFormat::R32);
+        let chunk = crafted(&vals, [4, 3, 2], None, None);
+        let info = decode(&chunk, &p, &mut s, &mut out).unwrap();
+        assert_eq!(floats(&out), vals);
+        assert_eq!(info.used as usize, chunk.len());
+
+        // Zero runs: row (y=1, z=0) starts with 3 zeros; NoValue: voxel 2 of every row (runs:
+        // skip 2, set 1, skip 29, repeated for the 6 rows of one 32-bit word each).
+        let counts = [0u8, 3, 0, 0, 0, 0];
+        let mut runs = Vec::new();
+        for _ in 0..6 {
+            runs.extend_from_slice(&[2 << 3, (1 << 3) | 1, 29 << 3]);
+        }
+        let chunk = crafted(&vals, [4, 3, 2], Some(&counts), Some(&runs));
+        decode(&chunk, &p, &mut s, &mut out).unwrap();
+        let mut want = vals.clone();
+        for r in 0..6 {
+            want[r * 4 + 2] = -999.0;
+        }
+        want[4..7].fill(0.0); // zero runs come after the mask
+        assert_eq!(floats(&out), want);
+
+        // U8 native read of the float stream quantizes over offset .. scale * 255 + offset.
+        let q = WaveletParams {
+            integer_scale: 0.05,
+            integer_offset: -3.0,
+            ..params([4, 3, 2], SampleFormat::U8)
+        };
+        let chunk = crafted(&vals, [4, 3, 2], None, None);
+        decode(&chunk, &q, &mut s, &mut out).unwrap();
+        assert_eq!(out, (0..24).map(|i| (i * 10) as u8).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn bad_chunks_fail_with_codes() {
+        let vals = vec![1.0f32; 24];
+        let p = params([4, 3, 2], SampleFormat::R32);
+        let mut s = WaveletScratch::default();
+        let mut out = Vec::new();
+        let good = crafted(&vals, [4, 3, 2], None, None);
+        let code = |b: &[u8], p: &WaveletParams| {
+            decode(b, p, &mut WaveletScratch::default(), &mut Vec::new())
+                .unwrap_err()
+                .code
+        };
+        assert!(decode(&good, &p, &mut s, &mut out).is_ok());
+        let mut b = good.clone();
+        b[0] = 0; // version
+        assert_eq!(code(&b, &p), "vds.chunk.wavelet_version");
+        let mut b = good.clone();
+        b[8..12].copy_from_slice(&513i32.to_le_bytes());
+        assert_eq!(code(&b, &p), "vds.chunk.wavelet_header");
+        assert_eq!(
+            code(&good, &params([4, 3, 3], SampleFormat::R32)),
+            "vds.chunk.wavelet_geometry"
+        );
+        let mut b = good.clone();
+        b.push(0);
+        assert_eq!(code(&b, &p), "vds.chunk.wavelet_size");
+        let mut b = good.clone();
+        let n = b.len() as i32 + 4;
+        b.extend_from_slice(&[0; 4]);
+        b[4..8].copy_from_slice(&n.to_le_bytes());
+        assert_eq!(code(&b, &p), "vds.wavelet.trailing");
+        let mut b = good.clone();
+        b[24..28].copy_from_slice(&2i32.to_le_bytes()); // zero-run section smaller than itself
+        assert_eq!(code(&b, &p), "vds.wavelet.zero_runs");
+        let mut b = good.clone();
+        b[40..44].copy_from_slice(&1000i32.to_le_bytes()); // stream size past the end
+        assert_eq!(code(&b, &p), "vds.wavelet.truncated");
+        let mut b = good.clone();
+        b[32..36].copy_from_slice(&0f32.to_le_bytes()); // threshold 0: endless planes
+        b[36..40].copy_from_slice(&1f32.to_le_bytes());
+        assert_eq!(code(&b, &p), "vds.wavelet.stream");
+        for cut in 0..good.len() {
+            let mut t = good[..cut].to_vec();
+            if t.len() >= 8 {
+                t[4..8].copy_from_slice(&(cut as i32).to_le_bytes());
+            }
+            assert!(decode(&t, &p, &mut s, &mut out).is_err(), "cut at {cut}");
+        }
+    }
 }

@@ -503,9 +503,25 @@ fn bit(field: &[u8], i: usize) -> bool {
     field[i >> 3] & (1 << (i & 7)) != 0
 }
 
-fn push_checked<T>(v: &mut Vec<T>, item: T, cap: usize) -> Result<()> {
-    if v.len() >= cap {
-        return Err(corrupt("the zero-tree has more nodes than the brick"));
+/// How many entries a node or position list may hold: the brick's coefficient count (a valid
+/// tree never exceeds it), lowered by the caller's memory limit (`limited`).
+#[derive(Debug, Clone, Copy)]
+pub struct Cap {
+    pub entries: usize,
+    pub limited: bool,
+}
+
+fn push_checked<T>(v: &mut Vec<T>, item: T, cap: Cap) -> Result<()> {
+    if v.len() >= cap.entries {
+        return Err(if cap.limited {
+            Error::limit(
+                "limit.alloc",
+                None,
+                "the wavelet zero-tree needs more memory than the allocation limit allows",
+            )
+        } else {
+            corrupt("the zero-tree has more nodes than the brick")
+        });
     }
     v.push(item);
     Ok(())
@@ -538,13 +554,18 @@ pub fn decode(
     planes: i32,
     integer: bool,
     overwrite: Overwrite,
+    max_list_entries: usize,
     picture: &mut [f32],
     s: &mut TreeScratch,
 ) -> Result<StreamInfo> {
-    let cap = plan.picture_len();
-    if picture.len() != cap {
+    let coefficients = plan.picture_len();
+    if picture.len() != coefficients {
         return Err(Error::usage("wavelet picture of the wrong size"));
     }
+    let cap = Cap {
+        entries: coefficients.min(max_list_entries),
+        limited: max_list_entries < coefficients,
+    };
     let all_normal = walk.all_normal;
     let multiple = walk.multiple();
     let mut pos = LEVELS * 4;
@@ -675,6 +696,9 @@ pub fn decode(
         let start_value = if integer { 0.0 } else { threshold * 0.5 };
         // Multiple-coefficient groups first, then single coefficients.
         let n_m = s.pos_multi.len() * multiple;
+        if n_m + s.pos_single.len() > coefficients {
+            return Err(corrupt("more coefficient values than the brick holds"));
+        }
         if n_m > 0 {
             values(
                 stream,
@@ -797,7 +821,7 @@ fn values(
     Ok(())
 }
 
-fn insig_pass_normal(field: &[u8], start: usize, s: &mut TreeScratch, cap: usize) -> Result<()> {
+fn insig_pass_normal(field: &[u8], start: usize, s: &mut TreeScratch, cap: Cap) -> Result<()> {
     let mut write = start;
     for k in 0..s.insig_n.len() - start {
         let item = s.insig_n[start + k];
@@ -815,7 +839,7 @@ fn insig_pass_normal(field: &[u8], start: usize, s: &mut TreeScratch, cap: usize
     Ok(())
 }
 
-fn sig_pass_normal(walk: &Walk, field: &[u8], start: usize, s: &mut TreeScratch, cap: usize) -> Result<()> {
+fn sig_pass_normal(walk: &Walk, field: &[u8], start: usize, s: &mut TreeScratch, cap: Cap) -> Result<()> {
     let mut write = start;
     for k in 0..s.sig_n.len() - start {
         let item = s.sig_n[start + k];
@@ -833,7 +857,7 @@ fn sig_pass_normal(walk: &Walk, field: &[u8], start: usize, s: &mut TreeScratch,
     Ok(())
 }
 
-fn insig_pass(walk: &Walk, field: &[u8], start: usize, s: &mut TreeScratch, cap: usize) -> Result<()> {
+fn insig_pass(walk: &Walk, field: &[u8], start: usize, s: &mut TreeScratch, cap: Cap) -> Result<()> {
     let mut write = start;
     for k in 0..s.insig.len() - start {
         let node = s.insig[start + k];
@@ -851,7 +875,7 @@ fn insig_pass(walk: &Walk, field: &[u8], start: usize, s: &mut TreeScratch, cap:
     Ok(())
 }
 
-fn sig_pass(walk: &Walk, field: &[u8], start: usize, s: &mut TreeScratch, cap: usize) -> Result<()> {
+fn sig_pass(walk: &Walk, field: &[u8], start: usize, s: &mut TreeScratch, cap: Cap) -> Result<()> {
     let mut write = start;
     for k in 0..s.sig.len() - start {
         let node = s.sig[start + k];
@@ -868,7 +892,7 @@ fn sig_pass(walk: &Walk, field: &[u8], start: usize, s: &mut TreeScratch, cap: u
 
 /// The children of a significant node: in the insignificant-set pass their positions become
 /// coefficient values; in the significant-set pass they become new tree nodes.
-fn expand(walk: &Walk, node: Node, values_pass: bool, s: &mut TreeScratch, cap: usize) -> Result<()> {
+fn expand(walk: &Walk, node: Node, values_pass: bool, s: &mut TreeScratch, cap: Cap) -> Result<()> {
     let ideal = 1usize << walk.dims;
     let iter = usize::try_from(node.iter)
         .ok()
