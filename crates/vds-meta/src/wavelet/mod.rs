@@ -11,7 +11,7 @@ pub mod fse;
 pub mod transform;
 pub mod tree;
 
-use rasterpack_common::{Error, Result};
+use rasterpack_common::{ByteReader, Error, ErrorKind, Result};
 
 use crate::layout::SampleFormat;
 use tree::{Overwrite, Plan, Walk, LEVELS};
@@ -84,51 +84,100 @@ fn bad(code: &'static str, at: usize, msg: impl Into<String>) -> Error {
     Error::invalid(code, at as u64, msg.into())
 }
 
-fn rd_i32(b: &[u8], at: usize, what: &str) -> Result<i32> {
-    b.get(at..at + 4)
-        .map(|s| i32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-        .ok_or_else(|| bad("vds.wavelet.truncated", at, format!("chunk ends inside the {what}")))
+/// Truncation found by the common cursor is this codec's finding: the chunk, not the file,
+/// is short.
+fn truncated(e: Error) -> Error {
+    if e.kind == ErrorKind::Truncated {
+        Error {
+            kind: ErrorKind::Invalid,
+            code: "vds.wavelet.truncated".into(),
+            ..e
+        }
+    } else {
+        e
+    }
 }
 
-fn rd_f32(b: &[u8], at: usize, what: &str) -> Result<f32> {
-    rd_i32(b, at, what).map(|v| f32::from_bits(v as u32))
+/// The sections after the header (each padded to a word).
+struct Sections<'a> {
+    /// Zero-run counts (after the section's size field), when there are any.
+    zero_runs: Option<&'a [u8]>,
+    /// Run-length NoValue mask and its absolute offset.
+    no_value: Option<(&'a [u8], usize)>,
+    normal: Vec<f32>,
+    threshold: f32,
+    start_threshold: f32,
+    stream: &'a [u8],
+    stream_at: usize,
+    /// Where the lossless residual (if any) starts.
+    rest_at: usize,
 }
 
-fn round4(n: usize) -> usize {
-    (n + 3) & !3
-}
-
-/// Byte range `[at, at + len)` inside `b`, or a truncation error.
-fn section<'a>(b: &'a [u8], at: usize, len: usize, what: &str) -> Result<&'a [u8]> {
-    at.checked_add(len).and_then(|end| b.get(at..end)).ok_or_else(|| {
-        bad(
-            "vds.wavelet.truncated",
-            at,
-            format!("the {what} ({len} bytes) runs past the chunk's end"),
-        )
+fn sections(src: &[u8], normal_count: usize) -> Result<Sections<'_>> {
+    let mut r = ByteReader::new(src);
+    r.seek(HEADER, "wavelet header")?;
+    let zero_at = r.position();
+    let zero_size = r.i32_le("zero-run section size")?;
+    if zero_size < 4 {
+        return Err(bad(
+            "vds.wavelet.zero_runs",
+            zero_at,
+            format!("zero-run section size {zero_size} (at least 4)"),
+        ));
+    }
+    let zero = r.bytes(zero_size as usize - 4, "zero-run section")?;
+    r.align_to(4, "zero-run section")?;
+    let nov_at = r.position();
+    let nov_size = r.i32_le("NoValue section size")?;
+    let no_value = match nov_size {
+        -1 => None,
+        n if n < 0 => return Err(bad("vds.wavelet.novalue", nov_at, format!("NoValue mask size {n}"))),
+        n => {
+            r.f32_le("NoValue section")?; // the encoder's NoValue: reads use the channel's
+            let at = r.position();
+            let mask = r.bytes(n as usize, "NoValue mask")?;
+            r.align_to(4, "NoValue mask")?;
+            Some((mask, at))
+        }
+    };
+    let mut normal = Vec::with_capacity(normal_count.min(r.remaining() / 4));
+    for _ in 0..normal_count {
+        normal.push(r.f32_le("normalization field")?);
+    }
+    let threshold = r.f32_le("thresholds")?;
+    let start_threshold = r.f32_le("thresholds")?;
+    let stream_len = r.i32_le("coefficient stream size")?;
+    if stream_len < 0 {
+        return Err(bad(
+            "vds.wavelet.stream",
+            r.position() - 4,
+            format!("coefficient stream size {stream_len}"),
+        ));
+    }
+    let stream_at = r.position();
+    let stream = r.bytes(stream_len as usize, "coefficient stream")?;
+    r.align_to(4, "coefficient stream")?;
+    Ok(Sections {
+        zero_runs: (zero_size > 4).then_some(zero),
+        no_value,
+        normal,
+        threshold,
+        start_threshold,
+        stream,
+        stream_at,
+        rest_at: r.position(),
     })
 }
 
 /// Decode a wavelet chunk into `out` (resized to the brick's native bytes, X fastest).
 pub fn decode(src: &[u8], p: &WaveletParams, s: &mut WaveletScratch, out: &mut Vec<u8>) -> Result<WaveletInfo> {
-    if src.len() < HEADER {
-        return Err(bad(
-            "vds.wavelet.truncated",
-            0,
-            format!(
-                "wavelet chunk of {} bytes is shorter than its 24-byte header",
-                src.len()
-            ),
-        ));
+    let mut r = ByteReader::new(src);
+    let mut header = [0i32; 6];
+    for v in header.iter_mut() {
+        *v = r.i32_le("wavelet header").map_err(truncated)?;
     }
-    let version = rd_i32(src, 0, "header")?;
-    let compressed = rd_i32(src, 4, "header")?;
-    let hsize = [
-        rd_i32(src, 8, "header")?,
-        rd_i32(src, 12, "header")?,
-        rd_i32(src, 16, "header")?,
-    ];
-    let w = rd_i32(src, 20, "header")?;
+    let [version, compressed, hx, hy, hz, w] = header;
+    let hsize = [hx, hy, hz];
     let dims = w & 0xFF;
     let integer_info = (w >> 8) & 0xFF;
     if !(VERSION_MIN..=VERSION_MAX).contains(&version) {
@@ -222,56 +271,14 @@ pub fn decode(src: &[u8], p: &WaveletParams, s: &mut WaveletScratch, out: &mut V
     let plan = Plan::new(dims, size);
     let [sx, sy, sz] = size;
 
-    // Sections after the header, each padded to 4 bytes.
-    let mut at = HEADER;
-    let zero_size = rd_i32(src, at, "zero-run section size")?;
-    if zero_size < 4 {
-        return Err(bad(
-            "vds.wavelet.zero_runs",
-            at,
-            format!("zero-run section size {zero_size} (at least 4)"),
-        ));
-    }
-    let zero_sec = section(src, at, zero_size as usize, "zero-run section")?;
-    at += round4(zero_size as usize);
-
-    let nov_size = rd_i32(src, at, "NoValue section size")?;
-    let nov_at = at + 8;
-    let nov_sec = if nov_size == -1 {
-        at += 4;
-        None
-    } else {
-        if nov_size < 0 {
-            return Err(bad("vds.wavelet.novalue", at, format!("NoValue mask size {nov_size}")));
-        }
-        let sec = section(src, at + 8, nov_size as usize, "NoValue mask")?;
-        at += 8 + round4(nov_size as usize);
-        Some(sec)
-    };
-
-    let normal_at = at;
     let normal_count = if p.normalize {
         sx.div_ceil(NORMAL_BLOCK) * sy.div_ceil(NORMAL_BLOCK) * sz.div_ceil(NORMAL_BLOCK)
     } else {
         0
     };
-    section(src, at, normal_count * 4, "normalization field")?;
-    at += normal_count * 4;
-
-    let threshold = rd_f32(src, at, "thresholds")?;
-    let start_threshold = rd_f32(src, at + 4, "thresholds")?;
-    let stream_len = rd_i32(src, at + 8, "coefficient stream size")?;
-    at += 12;
-    if stream_len < 0 {
-        return Err(bad(
-            "vds.wavelet.stream",
-            at - 4,
-            format!("coefficient stream size {stream_len}"),
-        ));
-    }
-    let stream_at = at;
-    let stream = section(src, at, stream_len as usize, "coefficient stream")?;
-    at += round4(stream_len as usize);
+    let sec = sections(src, normal_count).map_err(truncated)?;
+    let (threshold, start_threshold, stream, stream_at) =
+        (sec.threshold, sec.start_threshold, sec.stream, sec.stream_at);
 
     let planes = tree::plane_count(threshold, start_threshold).map_err(|e| e.shifted(stream_at as u64))?;
     let walk = Walk::new(&plan, version >= VERSION_STREAM_FIX);
@@ -317,32 +324,30 @@ pub fn decode(src: &[u8], p: &WaveletParams, s: &mut WaveletScratch, out: &mut V
     transform::inverse(&plan, &mut s.picture, integer_info, &mut s.transform);
 
     let (ax, axy) = (plan.alloc[0], plan.alloc[0] * plan.alloc[1]);
-    if let Some(rle) = nov_sec {
+    if let Some((rle, at)) = sec.no_value {
         apply_no_value(rle, size, ax, axy, p.no_value, &mut s.mask, &mut s.picture)
-            .map_err(|e| e.shifted(nov_at as u64))?;
+            .map_err(|e| e.shifted(at as u64))?;
     }
     if p.normalize {
-        let field: Vec<f32> = (0..normal_count)
-            .map(|k| rd_f32(src, normal_at + 4 * k, "normalization field"))
-            .collect::<Result<_>>()?;
-        normalize(&field, size, ax, axy, &mut s.picture);
+        normalize(&sec.normal, size, ax, axy, &mut s.picture);
     }
-    if zero_size > 4 {
-        zero_runs(&zero_sec[4..], size, ax, axy, &mut s.fse, &mut s.counts, &mut s.picture)
-            .map_err(|e| e.shifted((HEADER + 4) as u64))?;
-    }
-    if lossless {
-        let used = lossless_residual(
-            src.get(at..).unwrap_or(&[]),
+    if let Some(counts) = sec.zero_runs {
+        zero_runs(
+            counts,
+            HEADER + 4,
             size,
             ax,
             axy,
             &mut s.fse,
-            &mut s.planes,
+            &mut s.counts,
             &mut s.picture,
         )
-        .map_err(|e| e.shifted(at as u64))?;
-        at += round4(used);
+        .map_err(truncated)?;
+    }
+    let mut at = sec.rest_at;
+    if lossless {
+        at = lossless_residual(src, at, size, ax, axy, &mut s.fse, &mut s.planes, &mut s.picture).map_err(truncated)?;
+        at = (at + 3) & !3;
     }
     if at != src.len() {
         return Err(bad(
@@ -483,34 +488,38 @@ fn normalize(field: &[f32], size: [usize; 3], ax: usize, axy: usize, pic: &mut [
 }
 
 /// Read one byte plane of a side channel: `[size i32]` then 0 = all `value` (an i32 follows),
-/// negative = raw bytes, positive = an FSE block. Returns the bytes used.
-fn count_plane(src: &[u8], n: usize, t: &mut fse::FseTable, out: &mut [u8]) -> Result<usize> {
-    let size = rd_i32(src, 0, "zero-run counts")?;
+/// negative = raw bytes, positive = an FSE block.
+fn count_plane(r: &mut ByteReader, t: &mut fse::FseTable, out: &mut [u8]) -> Result<()> {
+    let at = r.offset() as usize;
+    let size = r.i32_le("zero-run counts")?;
     if size == 0 {
-        let v = rd_i32(src, 4, "zero-run counts")?;
-        out.fill(v as u8);
-        Ok(8)
+        out.fill(r.i32_le("zero-run counts")? as u8);
     } else if size < 0 {
-        if size.unsigned_abs() as usize != n {
+        if size.unsigned_abs() as usize != out.len() {
             return Err(bad(
                 "vds.wavelet.zero_runs",
-                0,
-                format!("raw zero-run counts of {} bytes, {n} expected", -(size as i64)),
+                at,
+                format!(
+                    "raw zero-run counts of {} bytes, {} expected",
+                    -(size as i64),
+                    out.len()
+                ),
             ));
         }
-        out.copy_from_slice(section(src, 4, n, "zero-run counts")?);
-        Ok(4 + n)
+        out.copy_from_slice(r.bytes(out.len(), "zero-run counts")?);
     } else {
-        let block = section(src, 4, size as usize, "zero-run counts")?;
-        fse::decompress(block, out, t).map_err(|e| bad("vds.wavelet.fse", 4, format!("zero-run counts: {e}")))?;
-        Ok(4 + size as usize)
+        let block = r.bytes(size as usize, "zero-run counts")?;
+        fse::decompress(block, out, t).map_err(|e| bad("vds.wavelet.fse", at + 4, format!("zero-run counts: {e}")))?;
     }
+    Ok(())
 }
 
 /// Rows (along X) that start with zeros: a count per (y, z) row, low byte plane, then a high
-/// byte plane when X is 256 or more.
+/// byte plane when X is 256 or more. `src` is the section after its size field, at `base`.
+#[allow(clippy::too_many_arguments)]
 fn zero_runs(
     src: &[u8],
+    base: usize,
     size: [usize; 3],
     ax: usize,
     axy: usize,
@@ -522,27 +531,21 @@ fn zero_runs(
     counts.clear();
     counts.resize(2 * n, 0);
     let (low, high) = counts.split_at_mut(n);
-    let mut used = count_plane(src, n, t, low)?;
+    let mut r = ByteReader::at(src, base as u64);
+    count_plane(&mut r, t, low)?;
     let wide = size[0] >= 256;
     if wide {
-        used += count_plane(src.get(used..).unwrap_or(&[]), n, t, high).map_err(|e| e.shifted(used as u64))?;
-    }
-    if used > src.len() {
-        return Err(bad(
-            "vds.wavelet.zero_runs",
-            0,
-            "zero-run counts run past their section",
-        ));
+        count_plane(&mut r, t, high)?;
     }
     for z in 0..size[2] {
         for y in 0..size[1] {
-            let r = y + z * size[1];
-            let c = low[r] as usize | if wide { (high[r] as usize) << 8 } else { 0 };
+            let k = y + z * size[1];
+            let c = low[k] as usize | if wide { (high[k] as usize) << 8 } else { 0 };
             // Runs may cover the row's padding, never the next row.
             if c > ax {
                 return Err(bad(
                     "vds.wavelet.zero_runs",
-                    0,
+                    base,
                     format!("zero run of {c} samples in a row of {}", size[0]),
                 ));
             }
@@ -553,10 +556,12 @@ fn zero_runs(
     Ok(())
 }
 
-/// The lossless residual: four byte planes (bits 0-7 .. 24-31) XORed into the f32 bits of the
-/// lossy reconstruction. Returns the bytes used.
+/// The lossless residual at `at`: an unused word, four plane sizes, then four byte planes
+/// (bits 0-7 .. 24-31) XORed into the f32 bits of the lossy reconstruction. Returns its end.
+#[allow(clippy::too_many_arguments)]
 fn lossless_residual(
     src: &[u8],
+    at: usize,
     size: [usize; 3],
     ax: usize,
     axy: usize,
@@ -565,36 +570,31 @@ fn lossless_residual(
     pic: &mut [f32],
 ) -> Result<usize> {
     let n = size[0] * size[1] * size[2];
+    let mut r = ByteReader::new(src);
+    r.seek(at, "lossless section")?;
+    r.i32_le("lossless section header")?;
     let mut sizes = [0i32; 4];
-    for (k, v) in sizes.iter_mut().enumerate() {
-        *v = rd_i32(src, 4 + 4 * k, "lossless section header")?;
+    for v in sizes.iter_mut() {
+        *v = r.i32_le("lossless section header")?;
     }
     planes.clear();
     planes.resize(4 * n, 0);
-    let mut at = 20usize;
     for (k, &len) in sizes.iter().enumerate() {
         let plane = &mut planes[k * n..(k + 1) * n];
+        let pos = r.position();
         match len {
             0 => {}
-            1 => {
-                let v = *section(src, at, 1, "lossless plane")?.first().unwrap_or(&0);
-                plane.fill(v);
-                at += 1;
-            }
-            -1 => {
-                plane.copy_from_slice(section(src, at, n, "lossless plane")?);
-                at += n;
-            }
+            1 => plane.fill(r.u8("lossless plane")?),
+            -1 => plane.copy_from_slice(r.bytes(n, "lossless plane")?),
             l if l > 1 => {
-                let block = section(src, at, l as usize, "lossless plane")?;
+                let block = r.bytes(l as usize, "lossless plane")?;
                 fse::decompress(block, plane, t)
-                    .map_err(|e| bad("vds.wavelet.fse", at, format!("lossless plane {k}: {e}")))?;
-                at += l as usize;
+                    .map_err(|e| bad("vds.wavelet.fse", pos, format!("lossless plane {k}: {e}")))?;
             }
             l => {
                 return Err(bad(
                     "vds.wavelet.lossless",
-                    4 + 4 * k,
+                    at + 4 + 4 * k,
                     format!("lossless plane size {l}"),
                 ))
             }
@@ -614,7 +614,7 @@ fn lossless_residual(
             }
         }
     }
-    Ok(at)
+    Ok(r.position())
 }
 
 /// The range the decoded floats are quantized over (OpenVDS `Wavelet_GetQuantizationValueRange`

@@ -2,7 +2,7 @@
 //! the zero-tree of coefficients is walked bit plane by bit plane, and how the coefficients are
 //! rebuilt from their significance, refinement and sign bits (docs/formats/vds-wavelet.md).
 
-use rasterpack_common::{Error, Result};
+use rasterpack_common::{slice_at, Error, Result};
 
 /// Bands shrink while any axis is at least this long.
 const BAND_MIN: usize = 8;
@@ -480,10 +480,11 @@ fn corrupt(msg: impl Into<String>) -> Error {
     Error::invalid_at("vds.wavelet.stream", None, msg.into())
 }
 
-fn rd_i32(b: &[u8], at: usize) -> Result<i32> {
-    b.get(at..at + 4)
-        .map(|s| i32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-        .ok_or_else(|| corrupt("coefficient stream ends inside its header"))
+/// A count of the stream header (16 multiple-group counts, then 16 single counts).
+fn header_count(stream: &[u8], k: usize) -> Result<i32> {
+    let b = slice_at(stream, (k * 4) as u64, 4, "coefficient stream header")
+        .map_err(|_| corrupt("coefficient stream ends inside its header"))?;
+    Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 fn bits<'a>(stream: &'a [u8], pos: &mut usize, n: usize) -> Result<&'a [u8]> {
@@ -661,14 +662,14 @@ pub fn decode(
         if bu < LEVELS {
             // The stream header records the value counts of the first 16 planes: they must
             // agree with the walk (the decoder trusts them for the value pass).
-            let want_m = rd_i32(stream, bu * 4)?;
+            let want_m = header_count(stream, bu)?;
             if want_m as i64 != vm as i64 {
                 return Err(corrupt(format!(
                     "bit plane {bu}: the stream header says {want_m} coefficient groups, the zero-tree walk finds {vm}"
                 )));
             }
             if !all_normal {
-                let want_s = rd_i32(stream, (LEVELS + bu) * 4)?;
+                let want_s = header_count(stream, LEVELS + bu)?;
                 if want_s as i64 != vs as i64 {
                     return Err(corrupt(format!(
                         "bit plane {bu}: the stream header says {want_s} single coefficients, the zero-tree walk finds {vs}"
