@@ -8,7 +8,8 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use rasterpack_common::{
-    ArrayRequest, Error, Format, Input, InspectOptions, Limits, Output, RequestFlag, Severity, WriteOptions,
+    ArrayInfo, ArrayRequest, ArraySink, Error, Format, Input, InspectOptions, Limits, Output, RequestFlag, Severity,
+    WriteOptions,
 };
 
 use crate::output::{exit_code_for, Outcome};
@@ -172,8 +173,49 @@ fn write_file(
     }
     drop(w);
     let mut sink = target.array_writer(opts, Output::File(&tmp.file))?;
-    source.stream_array(input, req, &mut *sink)?;
-    sink.finish()
+    stream_into(source, input, req, &mut *sink)
+}
+
+/// Stream the source's array into a target sink and finish it. Readers may attach warnings about
+/// what they read (`attrs["warnings"]`, e.g. a VDS channel never written): they are said on
+/// stderr, not carried into the output's metadata.
+fn stream_into(source: &dyn Format, input: &Input, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<(), Error> {
+    let mut sink = SayReaderWarnings {
+        inner: sink,
+        source: input.name(),
+    };
+    source.stream_array(input, req, &mut sink)?;
+    sink.inner.finish()
+}
+
+/// Passes everything through, but takes the reader's warnings out of the array's attributes.
+struct SayReaderWarnings<'a> {
+    inner: &'a mut dyn ArraySink,
+    source: String,
+}
+
+impl ArraySink for SayReaderWarnings<'_> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<(), Error> {
+        let mut info = info.clone();
+        if let Some(serde_json::Value::Array(warnings)) = info.attrs.remove("warnings") {
+            for w in warnings.iter().filter_map(|w| w.as_str()) {
+                eprintln!("rasterpack: {}: warning: {w}", self.source);
+            }
+        }
+        self.inner.begin(&info)
+    }
+    fn random_access(&self) -> bool {
+        self.inner.random_access()
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), Error> {
+        self.inner.write_at(offset, data)
+    }
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<(), Error> {
+        self.inner.fill_at(offset, len, pattern)
+    }
+    fn finish(&mut self) -> Result<(), Error> {
+        self.inner.finish()
+    }
 }
 
 /// Refuse the flags given on the command line that `format` does not honour on this side.
@@ -298,10 +340,7 @@ fn write_stream<W: Write>(
             Some(result) => result,
             None => target
                 .array_writer(opts, Output::Stream(&mut w))
-                .and_then(|mut array_sink| {
-                    source.stream_array(input, req, &mut *array_sink)?;
-                    array_sink.finish()
-                }),
+                .and_then(|mut array_sink| stream_into(source, input, req, &mut *array_sink)),
         };
         converted.and_then(|()| w.flush().map_err(|e| Error::io(&format!("writing {name}"), &e)))
     };

@@ -1,12 +1,14 @@
 //! Chunk metadata (hashes, wavelet adaptive levels) and chunk serialization (vds-storage.md
 //! section 5): the DataBlockDescriptor, None / RLE / Zip payloads decoded into buffers of exactly
-//! the size the geometry gives (never more: zlib bombs stop at the expected size), the wavelet
-//! header, and value conversions (U8/U16 dequantization, NoValue, constants).
+//! the size the geometry gives (never more: zlib bombs stop at the expected size), wavelet
+//! chunks through [`crate::wavelet`], and value conversions (U8/U16 dequantization, NoValue,
+//! constants).
 
 use rasterpack_common::{Error, Result};
 
 use crate::layout::{Channel, Compression, SampleFormat};
 use crate::raw::{DataBlockDescriptor, RleHeader, WaveletHeader, HASH_CONSTANT_TAG, HASH_NOVALUE, HASH_UNWRITTEN};
+use crate::wavelet::{self, WaveletInfo, WaveletParams, WaveletScratch};
 
 /// What a chunk's hash says about it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -152,16 +154,85 @@ pub fn check_descriptor(d: &DataBlockDescriptor, spec: &ChunkSpec) -> Result<()>
     Ok(())
 }
 
+/// How a chunk of a wavelet layer decodes: the channel's format, value conversion and NoValue,
+/// the method's normalization / lossless flags, and the brick from the geometry.
+pub fn wavelet_params(ch: &Channel, spec: &ChunkSpec, destination: SampleFormat, max_alloc: u64) -> WaveletParams {
+    WaveletParams {
+        // Four lists of at most 16 bytes per entry stay within the allocation limit.
+        max_list_entries: usize::try_from(max_alloc / 64).unwrap_or(usize::MAX),
+        format: ch.format,
+        destination,
+        normalize: matches!(
+            spec.compression,
+            Compression::WaveletNormalizeBlock | Compression::WaveletNormalizeBlockLossless
+        ),
+        lossless: matches!(
+            spec.compression,
+            Compression::WaveletLossless | Compression::WaveletNormalizeBlockLossless
+        ),
+        value_range: [ch.value_range[0] as f32, ch.value_range[1] as f32],
+        integer_scale: ch.integer_scale as f32,
+        integer_offset: ch.integer_offset as f32,
+        use_no_value: ch.use_no_value,
+        no_value: ch.no_value as f32,
+        size: spec.size,
+    }
+}
+
+/// Decode a wavelet chunk at full quality into `out` (X fastest; `physical` asks for R32,
+/// which integer streams answer with their codes: see [`WaveletInfo::format`]) and, when
+/// `levels` is given, check the chunk's adaptive-level table against the body.
+#[allow(clippy::too_many_arguments)]
+pub fn decode_wavelet(
+    bytes: &[u8],
+    spec: &ChunkSpec,
+    ch: &Channel,
+    physical: bool,
+    levels: Option<&[u8; 16]>,
+    max_alloc: u64,
+    scratch: &mut WaveletScratch,
+    out: &mut Vec<u8>,
+) -> Result<WaveletInfo> {
+    if spec.components != 1 {
+        return Err(Error::invalid(
+            "vds.chunk.wavelet_components",
+            0,
+            format!(
+                "wavelet data in a channel of {} components (OpenVDS needs 1)",
+                spec.components
+            ),
+        ));
+    }
+    // The decoder's working picture: f32 at a pitch rounded up to 8 (sizes are capped at 512).
+    let picture = spec
+        .size
+        .iter()
+        .map(|&s| if s <= 1 { s } else { (s + 7) & !7 })
+        .try_fold(4u64, |a, s| a.checked_mul(s))
+        .unwrap_or(u64::MAX);
+    if picture > max_alloc {
+        return Err(Error::limit(
+            "limit.alloc",
+            None,
+            format!("wavelet brick of {picture} bytes exceeds the limit"),
+        ));
+    }
+    let destination = if physical { SampleFormat::R32 } else { ch.format };
+    let info = wavelet::decode(bytes, &wavelet_params(ch, spec, destination, max_alloc), scratch, out)?;
+    if let Some(levels) = levels.filter(|l| l[0] != 0) {
+        if let Some(msg) = wavelet::check_levels(&info, bytes.len() as u64, levels) {
+            return Err(Error::invalid_at("vds.chunk.levels_mismatch", None, msg));
+        }
+    }
+    Ok(info)
+}
+
 /// Decode a non-wavelet chunk into its serialized payload (1-bit still packed), written into
 /// `out` (resized to exactly the payload size). Returns the payload's start in `bytes` instead
 /// (without copying) for uncompressed chunks.
 pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut Vec<u8>) -> Result<Option<usize>> {
     if spec.compression.is_wavelet() {
-        return Err(Error::unsupported(
-            "vds.wavelet.unsupported",
-            None,
-            "wavelet-compressed chunks cannot be decoded by rasterpack yet",
-        ));
+        return Err(Error::usage("wavelet chunks are decoded with decode_wavelet"));
     }
     let d = parse_descriptor(bytes)?;
     check_descriptor(&d, spec)?;
@@ -202,7 +273,7 @@ pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut 
             rle_decode(&body[12..], unit, out).map_err(|e| e.shifted(36))?;
             Ok(None)
         }
-        _ => Err(Error::unsupported("vds.wavelet.unsupported", None, "wavelet")),
+        _ => Err(Error::usage("wavelet chunks are decoded with decode_wavelet")),
     }
 }
 
@@ -428,7 +499,7 @@ pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, 
     Ok(())
 }
 
-/// Parse the 24-byte wavelet header.
+/// Parse the 24-byte wavelet header (for reports; [`decode_wavelet`] checks it).
 pub fn parse_wavelet_header(b: &[u8]) -> Result<WaveletHeader> {
     if b.len() < 24 {
         return Err(Error::invalid(
@@ -445,45 +516,6 @@ pub fn parse_wavelet_header(b: &[u8]) -> Result<WaveletHeader> {
         dimensions: w & 0xFF,
         integer_info: w >> 8,
     })
-}
-
-/// Check a wavelet header against its object and the geometry; returns problems as messages.
-pub fn check_wavelet_header(h: &WaveletHeader, object_len: usize, spec: &ChunkSpec) -> Vec<(&'static str, String)> {
-    let mut v = Vec::new();
-    if !(671..=673).contains(&h.version) {
-        v.push((
-            "vds.chunk.wavelet_version",
-            format!("wavelet version {} (expected 671..673)", h.version),
-        ));
-    }
-    if h.compressed_size as i64 != object_len as i64 {
-        v.push((
-            "vds.chunk.wavelet_size",
-            format!(
-                "wavelet compressedSize {} but the chunk holds {object_len} bytes",
-                h.compressed_size
-            ),
-        ));
-    }
-    if h.size.iter().any(|&s| !(1..=512).contains(&s)) {
-        v.push((
-            "vds.chunk.wavelet_header",
-            format!("wavelet sizes {:?} out of 1..512", h.size),
-        ));
-    }
-    if h.size.map(|s| s as i64) != spec.size.map(|s| s as i64) {
-        v.push((
-            "vds.chunk.wavelet_geometry",
-            format!("wavelet sizes {:?}, the geometry needs {:?}", h.size, spec.size),
-        ));
-    }
-    if !(1..=3).contains(&h.dimensions) {
-        v.push((
-            "vds.chunk.wavelet_header",
-            format!("wavelet dimensions {}", h.dimensions),
-        ));
-    }
-    v
 }
 
 /// The native value of a constant chunk (vds-storage.md section 5), little-endian bytes.
@@ -506,11 +538,31 @@ pub fn constant_native(ch: &Channel, v: f32) -> Vec<u8> {
         }
         SampleFormat::U64 => {
             let x = v + 0.5;
-            let u = if x.is_nan() || x <= 0.0 { 0 } else { x as u64 };
+            // As for U32: at or past 2^64 (e.g. a stored f32 of all ones) OpenVDS reads 0.
+            let u = if x.is_nan() || x <= 0.0 || x >= 18_446_744_073_709_551_616.0 {
+                0
+            } else {
+                x as u64
+            };
             u.to_le_bytes().to_vec()
         }
     };
     one.repeat(ch.components as usize)
+}
+
+/// The element an unwritten chunk reads as: the NoValue code/value in `useNoValue` channels,
+/// else the code that quantizes 0.0 in U8/U16 channels (OpenVDS 3.4.9, ERRATA) and 0 in other
+/// formats; physical values read 0.0 (`noValue` with NoValue).
+pub fn unwritten_element(ch: &Channel, physical: bool) -> Vec<u8> {
+    match (physical, ch.use_no_value) {
+        (true, true) => (ch.no_value as f32).to_le_bytes().repeat(ch.components as usize),
+        (true, false) => 0f32.to_le_bytes().repeat(ch.components as usize),
+        (false, true) => novalue_native(ch),
+        (false, false) => match ch.format {
+            SampleFormat::U8 | SampleFormat::U16 => constant_native(ch, 0.0),
+            _ => vec![0u8; ch.format.native_bytes() * ch.components as usize],
+        },
+    }
 }
 
 /// The native value of NoValue voxels (NoValue chunks; unwritten chunks of useNoValue channels).

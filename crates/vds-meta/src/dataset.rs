@@ -1,7 +1,7 @@
 //! The friendly API: open a dataset of either storage kind, list its layers with their
 //! geometry and chunk metadata, and read any box of any layer assembled from bricks.
 
-use rasterpack_common::{Error, ErrorKind, Findings, Input, Limits, Result};
+use rasterpack_common::{Error, ErrorKind, Findings, Input, Limits, Result, Severity};
 use rayon::prelude::*;
 use serde_json::Value;
 
@@ -22,6 +22,9 @@ pub struct ChunkMeta {
     pub levels: [u8; 16],
     /// Wavelet entries of object-store pages carry the serialized size.
     pub serialized_size: Option<u32>,
+    /// Set (to the finding's code) when the page holding this entry is missing or not of its
+    /// full length: reads of the chunk fail instead of treating it as unwritten.
+    pub page_damaged: Option<&'static str>,
 }
 
 impl ChunkMeta {
@@ -45,6 +48,10 @@ impl Layer {
     }
     pub fn is_wavelet(&self) -> bool {
         self.status.compression.is_wavelet()
+    }
+    /// Wavelet layers whose chunk metadata keeps the adaptive-level table (24/28-byte entries).
+    pub fn adaptive(&self) -> bool {
+        self.is_wavelet() && self.status.metadata_byte_size == 28
     }
 }
 
@@ -450,8 +457,88 @@ impl Dataset {
                 format!("chunk {index} of {} is written but has no stored object", layer.name()),
             ));
         }
+        if let Some((_, code, msg)) = self
+            .chunk_object_checks(layer, index, io.len())
+            .into_iter()
+            .find(|c| c.0 == Severity::Error)
+        {
+            return Err(Error::invalid_at(code, None, msg));
+        }
         self.chunk_spec(layer, index)
             .ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "no chunk spec"))
+    }
+
+    /// Checks of a written chunk's object against its chunk-metadata entry, made by reads and
+    /// by validation alike: the object's own metadata header (object stores keep the hash,
+    /// and the levels of wavelet chunks, there too) and the serialized size of 28-byte wavelet
+    /// entries. A page that could not be read in full fails every chunk it describes.
+    pub fn chunk_object_checks(
+        &self,
+        layer: &Layer,
+        index: u64,
+        object_len: usize,
+    ) -> Vec<(Severity, &'static str, String)> {
+        let mut out = Vec::new();
+        let key = format!("{}/{index}", layer.name());
+        let Some(meta) = layer.chunks.get(index as usize) else {
+            out.push((
+                Severity::Error,
+                "vds.layer.chunk_count",
+                format!("chunk {key} has no metadata entry"),
+            ));
+            return out;
+        };
+        if let Some(code) = meta.page_damaged {
+            out.push((
+                Severity::Error,
+                code,
+                format!("chunk {key}: its chunk-metadata page is damaged, the entry cannot be trusted"),
+            ));
+        }
+        if meta.status() != ChunkStatus::Data {
+            return out;
+        }
+        if self.store.has_object_metadata() {
+            match self.store.chunk_metadata_header(&key) {
+                None => out.push((
+                    Severity::Warning,
+                    "vds.object_metadata.missing",
+                    format!("chunk {key}: no x-amz-meta-vdschunkmetadata header (the page is used)"),
+                )),
+                Some(h) => match crate::layout::base64_decode(&h) {
+                    None => out.push((
+                        Severity::Error,
+                        "vds.object_metadata.base64",
+                        format!("chunk {key}: chunk metadata header is not base64"),
+                    )),
+                    Some(b) => {
+                        let mut want = meta.hash.to_le_bytes().to_vec();
+                        if layer.is_wavelet() {
+                            want.extend_from_slice(&meta.levels);
+                        }
+                        if b != want {
+                            out.push((
+                                Severity::Error,
+                                "vds.object_metadata.mismatch",
+                                format!(
+                                    "chunk {key}: inconsistent metadata: the object's header disagrees with the chunk-metadata page"
+                                ),
+                            ));
+                        }
+                    }
+                },
+            }
+        }
+        if let Some(sz) = meta.serialized_size {
+            if sz as usize != object_len {
+                out.push((
+                    Severity::Error,
+                    "vds.chunk.serialized_size",
+                    format!("chunk {key}: metadata says {sz} bytes, {object_len} stored"),
+                ));
+            }
+        }
+        out
     }
 
     fn brick(&self, layer: &Layer, index: u64, values: Values, bufs: &mut Bufs) -> Result<Brick> {
@@ -461,6 +548,16 @@ impl Dataset {
             .ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "layer without geometry"))?;
         let ch = &self.layout.channels[g.channel];
         let meta = layer.chunks.get(index as usize).copied().unwrap_or_default();
+        if let Some(code) = meta.page_damaged {
+            return Err(Error::invalid_at(
+                code,
+                None,
+                format!(
+                    "{} chunk {index}: its chunk-metadata page is damaged, the chunk's status is unknown",
+                    layer.name()
+                ),
+            ));
+        }
         let fill = |native: Vec<u8>, phys: f32| -> Brick {
             match values {
                 Values::Native => Brick::Fill(native),
@@ -468,13 +565,7 @@ impl Dataset {
             }
         };
         match meta.status() {
-            ChunkStatus::Unwritten => {
-                if ch.use_no_value {
-                    Ok(fill(chunk::novalue_native(ch), ch.no_value as f32))
-                } else {
-                    Ok(fill(vec![0u8; ch.format.native_bytes() * ch.components as usize], 0.0))
-                }
-            }
+            ChunkStatus::Unwritten => Ok(Brick::Fill(chunk::unwritten_element(ch, values == Values::Physical))),
             ChunkStatus::NoValue => Ok(fill(chunk::novalue_native(ch), ch.no_value as f32)),
             ChunkStatus::Constant(v) => Ok(fill(chunk::constant_native(ch, v), v)),
             ChunkStatus::Data => {
@@ -484,11 +575,43 @@ impl Dataset {
                     offset: None,
                     ..e
                 };
-                let start =
-                    chunk::decode_payload(&bufs.io, &spec, self.limits.max_alloc, &mut bufs.scratch).map_err(ctx)?;
-                let mut at = match start {
-                    Some(s) => Brick::Io(s),
-                    None => Brick::Scratch,
+                let mut at = if spec.compression.is_wavelet() {
+                    let info = chunk::decode_wavelet(
+                        &bufs.io,
+                        &spec,
+                        ch,
+                        values == Values::Physical,
+                        None,
+                        self.limits.max_alloc,
+                        &mut bufs.wavelet,
+                        &mut bufs.scratch,
+                    )
+                    .map_err(ctx)?;
+                    // Float streams of U8/U16 channels come out raw when R32 is asked for,
+                    // as OpenVDS returns them; integer streams come as codes, converted below.
+                    if info.format == SampleFormat::R32 {
+                        return Ok(Brick::Scratch);
+                    }
+                    if info.format != ch.format {
+                        return Err(Error::unsupported(
+                            "vds.wavelet.format",
+                            None,
+                            format!(
+                                "{} chunk {index}: {} wavelet codes in a {} channel",
+                                layer.name(),
+                                info.format.name(),
+                                ch.format.name()
+                            ),
+                        ));
+                    }
+                    Brick::Scratch
+                } else {
+                    match chunk::decode_payload(&bufs.io, &spec, self.limits.max_alloc, &mut bufs.scratch)
+                        .map_err(ctx)?
+                    {
+                        Some(s) => Brick::Io(s),
+                        None => Brick::Scratch,
+                    }
                 };
                 if ch.format == SampleFormat::Bit1 {
                     let mut conv = std::mem::take(&mut bufs.conv);
@@ -847,6 +970,7 @@ struct Bufs {
     io: Vec<u8>,
     scratch: Vec<u8>,
     conv: Vec<u8>,
+    wavelet: crate::wavelet::WaveletScratch,
 }
 
 impl Bufs {
@@ -969,11 +1093,23 @@ fn load_chunk_meta(store: &dyn ObjectStore, st: &LayerStatus, f: &mut Findings) 
         Some(v) => Box::new(v.into_iter()),
         None => Box::new(0..pages),
     };
+    // Every chunk of a page that could not be read in full is marked, so reads fail on it
+    // rather than taking its chunks for unwritten ones.
+    let damage = |out: &mut Vec<ChunkMeta>, p: u64, code: &'static str| {
+        let lo = (p.saturating_mul(ps)).min(n) as usize;
+        let hi = (p.saturating_add(1).saturating_mul(ps)).min(n) as usize;
+        for m in &mut out[lo..hi] {
+            m.page_damaged = Some(code);
+        }
+    };
     for p in page_iter {
         let key_n: i64 = match &st.page_directory {
             Some(pd) => match pd.get(p as usize) {
                 Some(&k) => k,
-                None => continue,
+                None => {
+                    damage(&mut out, p, "vds.layer_status.page_directory");
+                    continue;
+                }
             },
             None => p as i64,
         };
@@ -990,16 +1126,19 @@ fn load_chunk_meta(store: &dyn ObjectStore, st: &LayerStatus, f: &mut Findings) 
                         None,
                         format!("chunk metadata page {key} is listed but missing"),
                     );
+                    damage(&mut out, p, "vds.layer.metadata_page_missing");
                 }
                 continue;
             }
             Err(e) if e.kind == ErrorKind::Io || e.kind == ErrorKind::LimitExceeded => return Err(e),
             Err(e) => {
                 f.push_error(&e);
+                damage(&mut out, p, "vds.layer.metadata_page");
                 continue;
             }
         };
-        if page.len() as u64 != ps * esz {
+        let full = page.len() as u64 == ps * esz;
+        if !full {
             f.error(
                 "vds.layer.metadata_page_size",
                 None,
@@ -1024,6 +1163,7 @@ fn load_chunk_meta(store: &dyn ObjectStore, st: &LayerStatus, f: &mut Findings) 
                     serialized_size: Some(u32::from_le_bytes([e[0], e[1], e[2], e[3]])),
                     hash: u64::from_le_bytes(e[4..12].try_into().unwrap_or([0; 8])),
                     levels,
+                    page_damaged: None,
                 }
             } else {
                 ChunkMeta {
@@ -1032,6 +1172,9 @@ fn load_chunk_meta(store: &dyn ObjectStore, st: &LayerStatus, f: &mut Findings) 
                 }
             };
             out[i as usize] = m;
+        }
+        if !full {
+            damage(&mut out, p, "vds.layer.metadata_page_size");
         }
     }
     Ok(out)

@@ -8,8 +8,8 @@ use rayon::prelude::*;
 
 use crate::chunk::{self, ChunkStatus};
 use crate::dataset::{Dataset, Layer};
-use crate::layout::base64_decode;
 use crate::raw::{FILE_TYPE_JSON, FILE_TYPE_OBJ, FILE_TYPE_VDS};
+use crate::wavelet::WaveletScratch;
 
 /// Validate an open dataset; the open-time findings are included.
 pub fn validate_dataset(ds: &Dataset, report: &mut Report) {
@@ -17,25 +17,30 @@ pub fn validate_dataset(ds: &Dataset, report: &mut Report) {
     if let Some(c) = ds.container() {
         container_checks(c, &mut report.findings);
     }
-    let mut wavelet_layers = 0;
     for layer in &ds.layers {
-        if layer.is_wavelet() {
-            wavelet_layers += 1;
-        }
         layer_checks(ds, layer, &mut report.findings);
+    }
+    for (ci, ch) in ds.layout.channels.iter().enumerate().skip(1) {
+        if !ds
+            .layers
+            .iter()
+            .any(|l| l.geometry.as_ref().is_some_and(|g| g.channel == ci))
+        {
+            report.findings.warning(
+                "vds.channel.unwritten",
+                None,
+                format!(
+                    "channel {:?} is declared but none of its layers is stored: it reads as unwritten bricks",
+                    ch.name
+                ),
+            );
+        }
     }
     if ds.lod0_layer(0).is_none() {
         report.findings.warning(
             "vds.layer.no_primary",
             None,
             "no LOD0 layer of the primary channel is stored",
-        );
-    }
-    if wavelet_layers > 0 {
-        report.findings.info(
-            "vds.wavelet.structure_only",
-            None,
-            format!("{wavelet_layers} wavelet layer(s): headers and adaptive levels checked, data not decoded (unsupported)"),
         );
     }
 }
@@ -166,12 +171,11 @@ fn layer_checks(ds: &Dataset, layer: &Layer, f: &mut Findings) {
     }
     layer_totals(ds, layer, f);
     let store = ds.store();
-    let check_headers = store.has_object_metadata();
     let results: Vec<Findings> = (0..layer.chunks.len() as u64)
         .into_par_iter()
-        .map(|i| {
+        .map_init(WaveletScratch::default, |ws, i| {
             let mut cf = Findings::new();
-            chunk_check(ds, layer, i, check_headers, &mut cf);
+            chunk_check(ds, layer, i, ws, &mut cf);
             cf
         })
         .collect();
@@ -207,7 +211,7 @@ fn layer_checks(ds: &Dataset, layer: &Layer, f: &mut Findings) {
     }
 }
 
-fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, check_headers: bool, f: &mut Findings) {
+fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, ws: &mut WaveletScratch, f: &mut Findings) {
     let name = layer.name();
     let meta = layer.chunks[i as usize];
     let status = meta.status();
@@ -234,37 +238,13 @@ fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, check_headers: bool, f: &mut
         Ok(b) => b,
         Err(e) => return fail(f, &e),
     };
-    if check_headers && bytes.is_some() {
-        match ds.store().chunk_metadata_header(&key) {
-            None => {
-                if status == ChunkStatus::Data {
-                    f.warning(
-                        "vds.object_metadata.missing",
-                        None,
-                        format!("chunk {key}: no x-amz-meta-vdschunkmetadata header (the page is used)"),
-                    );
-                }
+    if let Some(b) = &bytes {
+        // The object checks reads make too (object metadata header, serialized size); damaged
+        // pages are reported once, with the page.
+        for (sev, code, msg) in ds.chunk_object_checks(layer, i, b.len()) {
+            if !code.starts_with("vds.layer") {
+                f.push(sev, code.to_string(), None, msg);
             }
-            Some(h) => match base64_decode(&h) {
-                None => f.error(
-                    "vds.object_metadata.base64",
-                    None,
-                    format!("chunk {key}: chunk metadata header is not base64"),
-                ),
-                Some(b) => {
-                    let mut want = meta.hash.to_le_bytes().to_vec();
-                    if layer.is_wavelet() {
-                        want.extend_from_slice(&meta.levels);
-                    }
-                    if status == ChunkStatus::Data && b != want {
-                        f.error(
-                            "vds.object_metadata.mismatch",
-                            None,
-                            format!("chunk {key}: object metadata disagrees with the chunk-metadata page"),
-                        );
-                    }
-                }
-            },
         }
     }
     match status {
@@ -303,29 +283,22 @@ fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, check_headers: bool, f: &mut
             };
             let Some(spec) = ds.chunk_spec(layer, i) else { return };
             if layer.is_wavelet() {
-                match chunk::parse_wavelet_header(&bytes) {
-                    Err(e) => fail(f, &e),
-                    Ok(h) => {
-                        for (code, msg) in chunk::check_wavelet_header(&h, bytes.len(), &spec) {
-                            f.error(code, None, format!("chunk {key}: {msg}"));
-                        }
-                        if let Some(s) = meta.serialized_size {
-                            if s as usize != bytes.len() {
-                                f.error(
-                                    "vds.chunk.serialized_size",
-                                    None,
-                                    format!("chunk {key}: metadata says {s} bytes, {} stored", bytes.len()),
-                                );
-                            }
-                        }
-                        if meta.levels[0] == 0 {
-                            f.warning(
-                                "vds.chunk.levels",
-                                None,
-                                format!("chunk {key}: wavelet chunk without adaptive levels"),
-                            );
-                        }
-                    }
+                if meta.levels[0] == 0 && layer.adaptive() {
+                    f.warning(
+                        "vds.chunk.levels",
+                        None,
+                        format!("chunk {key}: wavelet chunk without adaptive levels"),
+                    );
+                }
+                let Some(ch) = layer.geometry.as_ref().map(|g| &ds.layout.channels[g.channel]) else {
+                    return;
+                };
+                let levels = layer.adaptive().then_some(&meta.levels);
+                let mut out = Vec::new();
+                if let Err(e) =
+                    chunk::decode_wavelet(&bytes, &spec, ch, false, levels, ds.limits.max_alloc, ws, &mut out)
+                {
+                    fail(f, &e);
                 }
             } else {
                 let mut scratch = Vec::new();
