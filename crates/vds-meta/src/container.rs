@@ -3,7 +3,7 @@
 //! extents they point at. Parsing never trusts a size: every offset and count is checked against
 //! the file and the limits before use; problems that leave a file unreadable become findings.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rasterpack_common::{ByteReader, Error, Findings, Input, Limits, Result};
 use serde_json::{json, Value};
@@ -102,6 +102,9 @@ pub struct Container {
     pub files: Vec<ContainerFile>,
     /// Structural findings met while parsing (all of them, not only the first).
     pub findings: Findings,
+    /// File name -> index of its first entry in `files` (lookups stay O(1) however many
+    /// files a container declares).
+    by_name: HashMap<Vec<u8>, usize>,
 }
 
 /// Does `head` start with the container magic?
@@ -225,12 +228,17 @@ impl Container {
             let file = Self::open_file(input, limits, entry, &mut f);
             files.push(file);
         }
+        let mut by_name = HashMap::with_capacity(files.len());
+        for (i, file) in files.iter().enumerate() {
+            by_name.entry(file.entry.name.clone()).or_insert(i);
+        }
         let c = Container {
             input: input.clone(),
             limits: *limits,
             header,
             files,
             findings: f,
+            by_name,
         };
         Ok(c)
     }
@@ -483,7 +491,7 @@ impl Container {
     }
 
     pub fn file(&self, name: &str) -> Option<&ContainerFile> {
-        self.files.iter().find(|f| f.entry.name == name.as_bytes())
+        self.by_name.get(name.as_bytes()).and_then(|&i| self.files.get(i))
     }
 
     pub fn input(&self) -> &Input {
@@ -555,7 +563,7 @@ impl Container {
                 continue;
             }
             let Some(lm) = &file.layer_meta else { continue };
-            let comp = crate::layout::Compression::from_code(lm.compression_method)
+            let comp = crate::layout::VdsCompression::from_code(lm.compression_method)
                 .map(|c| c.name())
                 .unwrap_or("Unknown");
             let wavelet = file.is_wavelet_adaptive();
@@ -580,9 +588,8 @@ impl Container {
 
     fn layer_file(&self, layer: &str) -> Result<&ContainerFile> {
         let f = self
-            .files
-            .iter()
-            .find(|f| f.entry.file_type == FILE_TYPE_VDS && f.entry.name == layer.as_bytes())
+            .file(layer)
+            .filter(|f| f.entry.file_type == FILE_TYPE_VDS)
             .ok_or_else(|| {
                 Error::invalid_at("vds.container.missing_layer", None, format!("no layer file {layer:?}"))
             })?;
@@ -601,9 +608,8 @@ impl ObjectStore for Container {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
         if key == "VolumeDataLayout" {
             let Some(f) = self
-                .files
-                .iter()
-                .find(|f| f.entry.name == b"VolumeDataLayout" && f.entry.file_type == FILE_TYPE_JSON)
+                .file("VolumeDataLayout")
+                .filter(|f| f.entry.file_type == FILE_TYPE_JSON)
             else {
                 return Ok(None);
             };
@@ -711,6 +717,19 @@ impl ObjectStore for Container {
 
     fn kind(&self) -> &'static str {
         "vds-file"
+    }
+
+    fn stored_metadata_pages(&self, layer: &str, pages: u64) -> Result<Option<Vec<u64>>> {
+        let file = self.layer_file(layer)?;
+        let written = file.page_dir.as_ref().map(|pd| {
+            pd.index_page_offsets
+                .iter()
+                .enumerate()
+                .filter(|&(p, &o)| o != 0 && (p as u64) < pages)
+                .map(|(p, _)| p as u64)
+                .collect()
+        });
+        Ok(Some(written.unwrap_or_default()))
     }
 
     fn object_size(&self, key: &str) -> Result<Option<u64>> {

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::layout::{ChannelMapping, VolumeDataLayout};
+use crate::layout::{VdsChannelMapping, VolumeDataLayout};
 
 /// Split `<channel>Dimensions_<digits>LOD<n>` (the last `Dimensions_`, the last `LOD`).
 /// Returns the channel name prefix (empty for the primary channel), the group dims and the LOD.
@@ -147,7 +147,7 @@ impl LayerGeometry {
             neg_margin: neg,
             pos_margin: pos,
         };
-        let per_trace = ch.mapping == ChannelMapping::PerTrace;
+        let per_trace = ch.mapping == VdsChannelMapping::PerTrace;
         for d in 0..6 {
             if d >= n {
                 continue;

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 /// Channel sample formats (`Format_*`), with the code used in chunk descriptors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum SampleFormat {
+pub enum VdsSampleFormat {
     Bit1,
     U8,
     U16,
@@ -20,7 +20,7 @@ pub enum SampleFormat {
     U64,
 }
 
-impl SampleFormat {
+impl VdsSampleFormat {
     pub fn from_name(s: &str) -> Option<Self> {
         Some(match s {
             "Format_1Bit" => Self::Bit1,
@@ -68,83 +68,70 @@ impl SampleFormat {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Axis {
+pub struct VdsAxis {
     pub name: String,
     pub unit: String,
-    #[serde(rename = "numSamples")]
     pub num_samples: u64,
-    #[serde(rename = "coordinateMin", serialize_with = "ser_f64")]
+    #[serde(serialize_with = "ser_f64")]
     pub coordinate_min: f64,
-    #[serde(rename = "coordinateMax", serialize_with = "ser_f64")]
+    #[serde(serialize_with = "ser_f64")]
     pub coordinate_max: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum ChannelMapping {
+pub enum VdsChannelMapping {
     Direct,
     PerTrace,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Channel {
+pub struct VdsChannel {
     pub name: String,
     pub unit: String,
-    pub format: SampleFormat,
+    pub format: VdsSampleFormat,
     pub components: u32,
-    #[serde(rename = "valueRange", serialize_with = "ser_f64_2")]
+    #[serde(serialize_with = "ser_f64_2")]
     pub value_range: [f64; 2],
-    pub mapping: ChannelMapping,
-    #[serde(rename = "mappedValues")]
+    pub mapping: VdsChannelMapping,
     pub mapped_values: u64,
     pub discrete: bool,
     pub renderable: bool,
-    #[serde(rename = "allowLossyCompression")]
     pub allow_lossy_compression: bool,
-    #[serde(rename = "useNoValue")]
     pub use_no_value: bool,
-    #[serde(rename = "noValue", serialize_with = "ser_f64")]
+    #[serde(serialize_with = "ser_f64")]
     pub no_value: f64,
-    #[serde(rename = "integerScale", serialize_with = "ser_f64")]
+    #[serde(serialize_with = "ser_f64")]
     pub integer_scale: f64,
-    #[serde(rename = "integerOffset", serialize_with = "ser_f64")]
+    #[serde(serialize_with = "ser_f64")]
     pub integer_offset: f64,
 }
 
-impl Channel {
+impl VdsChannel {
     /// PerTrace channels with one value per trace drop dim 0 from their chunks.
     pub fn is_single_value_per_trace(&self) -> bool {
-        self.mapping == ChannelMapping::PerTrace && self.mapped_values <= 1
+        self.mapping == VdsChannelMapping::PerTrace && self.mapped_values <= 1
     }
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct LayoutDescriptor {
+pub struct VdsLayoutDescriptor {
     /// `BrickSize_N` as written.
-    #[serde(rename = "brickSizeEnum")]
     pub brick_size_enum: String,
     /// Brick edge in voxels (32..4096).
-    #[serde(rename = "brickSize")]
     pub brick_size: u32,
-    #[serde(rename = "negativeMargin")]
     pub negative_margin: u32,
-    #[serde(rename = "positiveMargin")]
     pub positive_margin: u32,
-    #[serde(rename = "brickSize2DMultiplier")]
     pub brick_size_2d_multiplier: u32,
     /// 0 for `LODLevels_None`.
-    #[serde(rename = "lodLevels")]
     pub lod_levels: u32,
-    #[serde(rename = "create2DLODs")]
     pub create_2d_lods: bool,
-    #[serde(rename = "forceFullResolutionDimension")]
     pub force_full_resolution_dimension: bool,
-    #[serde(rename = "fullResolutionDimension")]
     pub full_resolution_dimension: i32,
 }
 
 /// Metadata value kinds (`Int`, `FloatVector3`, `BLOB`, ...).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub enum MetaValue {
+pub enum VdsMetaValue {
     Int(Vec<i64>),
     Float(Vec<f64>),
     Double(Vec<f64>),
@@ -153,16 +140,16 @@ pub enum MetaValue {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct MetadataItem {
+pub struct VdsMetadataItem {
     pub category: String,
     pub name: String,
     /// The type name as written (`IntVector2`).
     #[serde(rename = "type")]
     pub type_name: String,
-    pub value: MetaValue,
+    pub value: VdsMetaValue,
 }
 
-impl MetadataItem {
+impl VdsMetadataItem {
     /// The value as JSON (non-finite floats as strings; BLOBs summarised as size + preview).
     pub fn value_json(&self, full_blob: bool) -> Value {
         let floats = |v: &Vec<f64>| {
@@ -173,12 +160,12 @@ impl MetadataItem {
             }
         };
         match &self.value {
-            MetaValue::Int(v) if v.len() == 1 => Value::from(v[0]),
-            MetaValue::Int(v) => Value::from(v.clone()),
-            MetaValue::Float(v) | MetaValue::Double(v) => floats(v),
-            MetaValue::String(s) => Value::from(s.clone()),
-            MetaValue::Blob(b) if full_blob => Value::from(base64_encode(b)),
-            MetaValue::Blob(b) => {
+            VdsMetaValue::Int(v) if v.len() == 1 => Value::from(v[0]),
+            VdsMetaValue::Int(v) => Value::from(v.clone()),
+            VdsMetaValue::Float(v) | VdsMetaValue::Double(v) => floats(v),
+            VdsMetaValue::String(s) => Value::from(s.clone()),
+            VdsMetaValue::Blob(b) if full_blob => Value::from(base64_encode(b)),
+            VdsMetaValue::Blob(b) => {
                 let mut m = Map::new();
                 m.insert("bytes".into(), Value::from(b.len()));
                 let preview: String = b
@@ -195,8 +182,8 @@ impl MetadataItem {
     /// Short human form of the value.
     pub fn value_text(&self) -> String {
         match &self.value {
-            MetaValue::Blob(b) => format!("BLOB, {} bytes", b.len()),
-            MetaValue::String(s) => s.clone(),
+            VdsMetaValue::Blob(b) => format!("BLOB, {} bytes", b.len()),
+            VdsMetaValue::String(s) => s.clone(),
             _ => self.value_json(false).to_string(),
         }
     }
@@ -205,10 +192,10 @@ impl MetadataItem {
 /// The whole `VolumeDataLayout` document.
 #[derive(Debug, Clone, Serialize)]
 pub struct VolumeDataLayout {
-    pub axes: Vec<Axis>,
-    pub channels: Vec<Channel>,
-    pub layout: LayoutDescriptor,
-    pub metadata: Vec<MetadataItem>,
+    pub axes: Vec<VdsAxis>,
+    pub channels: Vec<VdsChannel>,
+    pub layout: VdsLayoutDescriptor,
+    pub metadata: Vec<VdsMetadataItem>,
 }
 
 impl VolumeDataLayout {
@@ -232,44 +219,29 @@ impl VolumeDataLayout {
 /// table.
 #[derive(Debug, Clone, Serialize)]
 pub struct LayerStatus {
-    #[serde(rename = "layerName")]
     pub layer_name: String,
-    #[serde(rename = "channelName")]
     pub channel_name: Option<String>,
-    #[serde(rename = "dimensionGroup")]
     pub dimension_group: Option<String>,
     pub lod: Option<i64>,
-    #[serde(rename = "produceStatus")]
     pub produce_status: Option<String>,
-    #[serde(rename = "compressionMethod")]
-    pub compression: Compression,
-    #[serde(rename = "compressionTolerance")]
+    pub compression: VdsCompression,
     pub tolerance: f64,
-    #[serde(rename = "chunkCount")]
     pub chunk_count: u64,
-    #[serde(rename = "validChunkCount")]
     pub valid_chunk_count: u64,
-    #[serde(rename = "chunkMetadataPageSize")]
     pub page_size: u64,
     /// 8, or 28 for wavelet (object store); the container form uses 8 or 24 in its index pages
     /// and is presented here as 8 / 28 too.
-    #[serde(rename = "chunkMetadataByteSize")]
     pub metadata_byte_size: u64,
-    #[serde(rename = "hasChunkMetadataPages")]
     pub has_pages: bool,
-    #[serde(rename = "pageDirectory")]
     pub page_directory: Option<Vec<i64>>,
-    #[serde(rename = "serializedSize")]
     pub serialized_size: Option<u64>,
-    #[serde(rename = "uncompressedSize")]
     pub uncompressed_size: Option<u64>,
-    #[serde(rename = "adaptiveLevelSizes")]
     pub adaptive_level_sizes: Option<Vec<i64>>,
 }
 
 /// Layer compression methods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Compression {
+pub enum VdsCompression {
     None,
     Wavelet,
     RLE,
@@ -279,7 +251,7 @@ pub enum Compression {
     WaveletNormalizeBlockLossless,
 }
 
-impl Compression {
+impl VdsCompression {
     pub fn from_code(c: i32) -> Option<Self> {
         Some(match c {
             0 => Self::None,
@@ -510,7 +482,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
                 format!("{ctx}: numSamples {n} is not positive"),
             ));
         }
-        let axis = Axis {
+        let axis = VdsAxis {
             name: get_str(o, "name", &ctx)?,
             unit: get_str(o, "unit", &ctx)?,
             num_samples: n as u64,
@@ -532,12 +504,12 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
     if ch_v.is_empty() {
         return Err(bad("vds.layout.no_channel", "a VDS has at least one (primary) channel"));
     }
-    let mut channels: Vec<Channel> = Vec::new();
+    let mut channels: Vec<VdsChannel> = Vec::new();
     for (i, c) in ch_v.iter().enumerate() {
         let ctx = format!("channel {i}");
         let o = as_obj(c, &ctx)?;
         let fmt_s = get_str(o, "format", &ctx)?;
-        let format = SampleFormat::from_name(&fmt_s)
+        let format = VdsSampleFormat::from_name(&fmt_s)
             .ok_or_else(|| bad("vds.layout.channel_format", format!("{ctx}: unknown format {fmt_s:?}")))?;
         let comp_s = get_str(o, "components", &ctx)?;
         let components = match comp_s.as_str() {
@@ -551,7 +523,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
                 ))
             }
         };
-        if format == SampleFormat::Bit1 && components != 1 {
+        if format == VdsSampleFormat::Bit1 && components != 1 {
             return Err(bad(
                 "vds.layout.channel_components",
                 format!("{ctx}: 1-bit channels have one component"),
@@ -559,8 +531,8 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
         }
         let map_s = get_str(o, "channelMapping", &ctx)?;
         let mapping = match map_s.as_str() {
-            "Direct" => ChannelMapping::Direct,
-            "PerTrace" => ChannelMapping::PerTrace,
+            "Direct" => VdsChannelMapping::Direct,
+            "PerTrace" => VdsChannelMapping::PerTrace,
             _ => {
                 return Err(bad(
                     "vds.layout.channel_mapping",
@@ -569,7 +541,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
             }
         };
         let mapped = get_i64(o, "mappedValues", &ctx)?;
-        if mapped < 0 || (mapping == ChannelMapping::PerTrace && mapped < 1) {
+        if mapped < 0 || (mapping == VdsChannelMapping::PerTrace && mapped < 1) {
             return Err(bad(
                 "vds.layout.mapped_values",
                 format!("{ctx}: mappedValues {mapped} out of range"),
@@ -583,7 +555,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
             as_f64_null0(&vr[0]).ok_or_else(|| bad("vds.layout.field_type", format!("{ctx}: valueRange")))?,
             as_f64_null0(&vr[1]).ok_or_else(|| bad("vds.layout.field_type", format!("{ctx}: valueRange")))?,
         ];
-        let ch = Channel {
+        let ch = VdsChannel {
             name: get_str(o, "name", &ctx)?,
             unit: get_str(o, "unit", &ctx)?,
             format,
@@ -599,7 +571,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
             integer_scale: get_f64(o, "integerScale", &ctx)?,
             integer_offset: get_f64(o, "integerOffset", &ctx)?,
         };
-        if i == 0 && ch.mapping != ChannelMapping::Direct {
+        if i == 0 && ch.mapping != VdsChannelMapping::Direct {
             f.error(
                 "vds.layout.primary_mapping",
                 None,
@@ -613,7 +585,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
                 format!("{ctx}: channel name {:?} used twice", ch.name),
             );
         }
-        if matches!(ch.format, SampleFormat::U8 | SampleFormat::U16) && ch.integer_scale == 0.0 {
+        if matches!(ch.format, VdsSampleFormat::U8 | VdsSampleFormat::U16) && ch.integer_scale == 0.0 {
             f.warning("vds.layout.integer_scale", None, format!("{ctx}: integerScale is 0"));
         }
         channels.push(ch);
@@ -668,7 +640,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
             format!("fullResolutionDimension {full_res} out of range"),
         ));
     }
-    let layout = LayoutDescriptor {
+    let layout = VdsLayoutDescriptor {
         brick_size_enum: bs,
         brick_size,
         negative_margin: neg as u32,
@@ -699,7 +671,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
     })
 }
 
-fn parse_meta_item(m: &Value, i: usize) -> Result<MetadataItem> {
+fn parse_meta_item(m: &Value, i: usize) -> Result<VdsMetadataItem> {
     let ctx = format!("metadata item {i}");
     let o = as_obj(m, &ctx)?;
     let category = get_str(o, "category", &ctx)?;
@@ -742,7 +714,7 @@ fn parse_meta_item(m: &Value, i: usize) -> Result<MetadataItem> {
         Vec::new()
     };
     let value = match base {
-        "Int" => MetaValue::Int(
+        "Int" => VdsMetaValue::Int(
             list.iter()
                 .map(|x| {
                     as_i64(x)
@@ -764,17 +736,17 @@ fn parse_meta_item(m: &Value, i: usize) -> Result<MetadataItem> {
                 })
                 .collect::<Result<Vec<f64>>>()?;
             if base == "Float" {
-                MetaValue::Float(vals)
+                VdsMetaValue::Float(vals)
             } else {
-                MetaValue::Double(vals)
+                VdsMetaValue::Double(vals)
             }
         }
-        "String" => MetaValue::String(v.as_str().ok_or_else(|| mbad("not a string"))?.to_owned()),
-        _ => MetaValue::Blob(
+        "String" => VdsMetaValue::String(v.as_str().ok_or_else(|| mbad("not a string"))?.to_owned()),
+        _ => VdsMetaValue::Blob(
             base64_decode(v.as_str().ok_or_else(|| mbad("not a string"))?).ok_or_else(|| mbad("not valid base64"))?,
         ),
     };
-    Ok(MetadataItem {
+    Ok(VdsMetadataItem {
         category,
         name,
         type_name,
@@ -805,7 +777,7 @@ pub fn parse_layer_status(v: &Value, f: &mut Findings) -> Result<Vec<LayerStatus
             code: "vds.layer_status.field".into(),
             ..e
         })?;
-        let compression = Compression::from_name(&cm).ok_or_else(|| {
+        let compression = VdsCompression::from_name(&cm).ok_or_else(|| {
             bad(
                 "vds.layer_status.compression",
                 format!("{ctx}: unknown compressionMethod {cm:?}"),

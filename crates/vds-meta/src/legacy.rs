@@ -7,7 +7,8 @@
 use rasterpack_common::{Error, Findings, Result};
 
 use crate::layout::{
-    Axis, Channel, ChannelMapping, LayoutDescriptor, MetaValue, MetadataItem, SampleFormat, VolumeDataLayout,
+    VdsAxis, VdsChannel, VdsChannelMapping, VdsLayoutDescriptor, VdsMetaValue, VdsMetadataItem, VdsSampleFormat,
+    VolumeDataLayout,
 };
 
 /// A parsed Hue value.
@@ -222,8 +223,8 @@ fn need<T>(v: Option<T>, what: &str) -> Result<T> {
         )
     })
 }
-fn format_of(s: &str) -> Option<SampleFormat> {
-    SampleFormat::from_name(&format!("Format_{}", s.strip_prefix("HUEVOXELFORMAT_")?))
+fn format_of(s: &str) -> Option<VdsSampleFormat> {
+    VdsSampleFormat::from_name(&format!("Format_{}", s.strip_prefix("HUEVOXELFORMAT_")?))
 }
 fn components_of(s: &str) -> Option<u32> {
     match s.strip_prefix("HUEVOXELCOMPONENTS_")? {
@@ -273,7 +274,7 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
             ));
         }
         let c = need(range(&it, &format!("Dimension{d}Coordinate")), "DimensionNCoordinate")?;
-        axes.push(Axis {
+        axes.push(VdsAxis {
             name: need(text(&it, &format!("Dimension{d}Name")), "DimensionNName")?,
             unit: text(&it, &format!("Dimension{d}Unit")).unwrap_or_default(),
             num_samples: n as u64,
@@ -282,7 +283,7 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
         });
     }
     let fmt = need(text(&it, "VoxelFormat").as_deref().and_then(format_of), "VoxelFormat")?;
-    let mut channels = vec![Channel {
+    let mut channels = vec![VdsChannel {
         name: need(text(&it, "ValueName"), "ValueName")?,
         unit: text(&it, "ValueUnit").unwrap_or_default(),
         format: fmt,
@@ -291,7 +292,7 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
             "VoxelComponents",
         )?,
         value_range: need(range(&it, "ValueRange"), "ValueRange")?,
-        mapping: ChannelMapping::Direct,
+        mapping: VdsChannelMapping::Direct,
         mapped_values: 0,
         discrete: flag(&it, "DiscreteData").unwrap_or(false),
         renderable: true,
@@ -305,10 +306,10 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
         for c in list {
             let mapping = match int(c, "ChannelMapping") {
                 // Direct is 0/-1; any other value names a mapping object: the trace mapping.
-                Some(0) | Some(-1) | None => ChannelMapping::Direct,
-                Some(_) => ChannelMapping::PerTrace,
+                Some(0) | Some(-1) | None => VdsChannelMapping::Direct,
+                Some(_) => VdsChannelMapping::PerTrace,
             };
-            channels.push(Channel {
+            channels.push(VdsChannel {
                 name: need(text(c, "Name"), "channel Name")?,
                 unit: text(c, "Unit").unwrap_or_default(),
                 format: need(text(c, "Format").as_deref().and_then(format_of), "channel Format")?,
@@ -377,7 +378,7 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
             format!("{full_res}"),
         ));
     }
-    let layout = LayoutDescriptor {
+    let layout = VdsLayoutDescriptor {
         brick_size_enum: format!("BrickSize_{bs}"),
         brick_size: bs,
         negative_margin: neg as u32,
@@ -408,19 +409,19 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
         let comps =
             |b: &[(String, Hv)]| -> Vec<f64> { ["X", "Y", "Z", "T"].iter().filter_map(|c| num(b, c)).collect() };
         let value = match (type_name.as_str(), find(m, "Value")) {
-            ("String", Some(Hv::Str(s))) => Some(MetaValue::String(s.clone())),
-            ("Int", Some(Hv::Raw(s))) => s.parse().ok().map(|i| MetaValue::Int(vec![i])),
-            ("Float", Some(Hv::Raw(s))) => s.parse().ok().map(|x| MetaValue::Float(vec![x])),
-            ("Double", Some(Hv::Raw(s))) => s.parse().ok().map(|x| MetaValue::Double(vec![x])),
+            ("String", Some(Hv::Str(s))) => Some(VdsMetaValue::String(s.clone())),
+            ("Int", Some(Hv::Raw(s))) => s.parse().ok().map(|i| VdsMetaValue::Int(vec![i])),
+            ("Float", Some(Hv::Raw(s))) => s.parse().ok().map(|x| VdsMetaValue::Float(vec![x])),
+            ("Double", Some(Hv::Raw(s))) => s.parse().ok().map(|x| VdsMetaValue::Double(vec![x])),
             (t, Some(Hv::Block(b))) if t.starts_with("IntVector") => {
-                Some(MetaValue::Int(comps(b).iter().map(|&x| x as i64).collect()))
+                Some(VdsMetaValue::Int(comps(b).iter().map(|&x| x as i64).collect()))
             }
-            (t, Some(Hv::Block(b))) if t.starts_with("FloatVector") => Some(MetaValue::Float(comps(b))),
-            (t, Some(Hv::Block(b))) if t.starts_with("DoubleVector") => Some(MetaValue::Double(comps(b))),
+            (t, Some(Hv::Block(b))) if t.starts_with("FloatVector") => Some(VdsMetaValue::Float(comps(b))),
+            (t, Some(Hv::Block(b))) if t.starts_with("DoubleVector") => Some(VdsMetaValue::Double(comps(b))),
             _ => None,
         };
         match value {
-            Some(value) => metadata.push(MetadataItem {
+            Some(value) => metadata.push(VdsMetadataItem {
                 category,
                 name,
                 type_name,
@@ -530,13 +531,13 @@ CreateObj("MetadataString", "MetadataList", 3)
         assert_eq!(l.axes[0].num_samples, 50);
         assert_eq!(l.axes[0].coordinate_max, 196.0);
         assert_eq!(l.channels.len(), 2);
-        assert_eq!(l.channels[1].mapping, ChannelMapping::PerTrace);
-        assert_eq!(l.channels[1].format, SampleFormat::U8);
+        assert_eq!(l.channels[1].mapping, VdsChannelMapping::PerTrace);
+        assert_eq!(l.channels[1].format, VdsSampleFormat::U8);
         assert_eq!(l.layout.brick_size, 64);
         assert_eq!(l.layout.lod_levels, 1);
         assert_eq!(l.metadata.len(), 2);
-        assert_eq!(l.metadata[0].value, MetaValue::Double(vec![1.5, -2.25]));
-        assert_eq!(l.metadata[1].value, MetaValue::String("m".into()));
+        assert_eq!(l.metadata[0].value, VdsMetaValue::Double(vec![1.5, -2.25]));
+        assert_eq!(l.metadata[1].value, VdsMetaValue::String("m".into()));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::geometry::LayerGeometry;
-use crate::layout::{parse_layout, Compression, SampleFormat, VolumeDataLayout};
+use crate::layout::{parse_layout, VdsCompression, VdsSampleFormat, VolumeDataLayout};
 use crate::raw::CONTAINER_MAGIC;
 
 /// What to write.
@@ -20,9 +20,9 @@ pub struct Spec {
     pub negative_margin: u32,
     pub positive_margin: u32,
     pub lod_levels: u32,
-    pub format: SampleFormat,
+    pub format: VdsSampleFormat,
     pub components: u32,
-    pub compression: Compression,
+    pub compression: VdsCompression,
     pub integer_scale: f64,
     pub integer_offset: f64,
     pub use_no_value: bool,
@@ -44,9 +44,9 @@ impl Default for Spec {
             negative_margin: 0,
             positive_margin: 0,
             lod_levels: 0,
-            format: SampleFormat::R32,
+            format: VdsSampleFormat::R32,
             components: 1,
-            compression: Compression::None,
+            compression: VdsCompression::None,
             integer_scale: 1.0,
             integer_offset: 0.0,
             use_no_value: false,
@@ -192,7 +192,7 @@ pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
                 }
             }
             let size = g.descriptor_size(&e);
-            let body = if spec.format == SampleFormat::Bit1 {
+            let body = if spec.format == VdsSampleFormat::Bit1 {
                 pack_bits(&payload, size)
             } else {
                 payload
@@ -210,15 +210,15 @@ pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
                 obj.extend_from_slice(&v.to_le_bytes());
             }
             match spec.compression {
-                Compression::None => obj.extend_from_slice(&body),
-                Compression::Zip => obj.extend_from_slice(&miniz_oxide::deflate::compress_to_vec_zlib(&body, 6)),
-                Compression::RLE => {
+                VdsCompression::None => obj.extend_from_slice(&body),
+                VdsCompression::Zip => obj.extend_from_slice(&miniz_oxide::deflate::compress_to_vec_zlib(&body, 6)),
+                VdsCompression::RLE => {
                     let unit = crate::chunk::ChunkSpec {
                         format: spec.format,
                         components: spec.components,
                         dims: 3,
                         size,
-                        compression: Compression::RLE,
+                        compression: VdsCompression::RLE,
                     }
                     .rle_unit() as usize;
                     let runs = rle_encode(&body, unit);
@@ -244,12 +244,12 @@ pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
 /// The f32 a constant chunk stores, for formats where it round-trips.
 fn constant_value(spec: &Spec, v: &[u8]) -> Option<f32> {
     match spec.format {
-        SampleFormat::R32 => {
+        VdsSampleFormat::R32 => {
             let x = f32::from_le_bytes(v.try_into().ok()?);
             // NaN payloads and -0.0 would not survive the hash; store them as data.
             (x.is_finite() && x.to_bits() != (-0.0f32).to_bits()).then_some(x)
         }
-        SampleFormat::U8 if !spec.use_no_value => {
+        VdsSampleFormat::U8 if !spec.use_no_value => {
             Some(spec.integer_offset as f32 + spec.integer_scale as f32 * v[0] as f32).filter(|x| {
                 let ch = &spec.layout().channels[0];
                 crate::chunk::quantize(ch, *x) == v[0] as u32
@@ -325,7 +325,7 @@ pub fn rle_encode(data: &[u8], unit: usize) -> Vec<u8> {
     out
 }
 
-fn compression_code(c: Compression) -> i32 {
+fn compression_code(c: VdsCompression) -> i32 {
     c.code()
 }
 
@@ -562,10 +562,10 @@ pub fn sample_data(spec: &Spec, seed: u64) -> Vec<u8> {
         let r = next();
         let smooth = ((i as f64) * 0.01).sin() as f32;
         match spec.format {
-            SampleFormat::Bit1 => out.push((r & 1) as u8),
-            SampleFormat::U8 => out.push(if r % 4 == 0 { 7 } else { (r >> 8) as u8 }),
-            SampleFormat::U16 => out.extend_from_slice(&((r >> 8) as u16).to_le_bytes()),
-            SampleFormat::R32 => out.extend_from_slice(
+            VdsSampleFormat::Bit1 => out.push((r & 1) as u8),
+            VdsSampleFormat::U8 => out.push(if r % 4 == 0 { 7 } else { (r >> 8) as u8 }),
+            VdsSampleFormat::U16 => out.extend_from_slice(&((r >> 8) as u16).to_le_bytes()),
+            VdsSampleFormat::R32 => out.extend_from_slice(
                 &(if r % 3 == 0 {
                     0.25
                 } else {
@@ -573,9 +573,9 @@ pub fn sample_data(spec: &Spec, seed: u64) -> Vec<u8> {
                 })
                 .to_le_bytes(),
             ),
-            SampleFormat::U32 => out.extend_from_slice(&(r as u32).to_le_bytes()),
-            SampleFormat::R64 => out.extend_from_slice(&((smooth as f64) + (r % 1000) as f64 * 1e-7).to_le_bytes()),
-            SampleFormat::U64 => out.extend_from_slice(&r.to_le_bytes()),
+            VdsSampleFormat::U32 => out.extend_from_slice(&(r as u32).to_le_bytes()),
+            VdsSampleFormat::R64 => out.extend_from_slice(&((smooth as f64) + (r % 1000) as f64 * 1e-7).to_le_bytes()),
+            VdsSampleFormat::U64 => out.extend_from_slice(&r.to_le_bytes()),
         }
     }
     out
@@ -596,13 +596,13 @@ pub fn ramp_data(spec: &Spec) -> Vec<u8> {
         let k = if (x / 4 + y) % 5 == 0 { 32 } else { k };
         for _ in 0..spec.components {
             match spec.format {
-                SampleFormat::Bit1 => out.push((k & 1) as u8),
-                SampleFormat::U8 => out.push(k as u8 * 3),
-                SampleFormat::U16 => out.extend_from_slice(&(k as u16 * 1000).to_le_bytes()),
-                SampleFormat::R32 => out.extend_from_slice(&(k as f32 / 32.0 - 1.0).to_le_bytes()),
-                SampleFormat::U32 => out.extend_from_slice(&(k as u32 * 65537).to_le_bytes()),
-                SampleFormat::R64 => out.extend_from_slice(&(k as f64 / 32.0 - 1.0).to_le_bytes()),
-                SampleFormat::U64 => out.extend_from_slice(&(k << 40).to_le_bytes()),
+                VdsSampleFormat::Bit1 => out.push((k & 1) as u8),
+                VdsSampleFormat::U8 => out.push(k as u8 * 3),
+                VdsSampleFormat::U16 => out.extend_from_slice(&(k as u16 * 1000).to_le_bytes()),
+                VdsSampleFormat::R32 => out.extend_from_slice(&(k as f32 / 32.0 - 1.0).to_le_bytes()),
+                VdsSampleFormat::U32 => out.extend_from_slice(&(k as u32 * 65537).to_le_bytes()),
+                VdsSampleFormat::R64 => out.extend_from_slice(&(k as f64 / 32.0 - 1.0).to_le_bytes()),
+                VdsSampleFormat::U64 => out.extend_from_slice(&(k << 40).to_le_bytes()),
             }
         }
     }
@@ -617,7 +617,7 @@ pub fn testdata_specs() -> Vec<(&'static str, Spec)> {
             "small_r32_zip.vds",
             Spec {
                 dims: vec![20, 12, 8],
-                compression: Compression::Zip,
+                compression: VdsCompression::Zip,
                 page_entries: 4,
                 ..Default::default()
             },
@@ -626,8 +626,8 @@ pub fn testdata_specs() -> Vec<(&'static str, Spec)> {
             "small_u8_rle_novalue.vds",
             Spec {
                 dims: vec![40, 10, 6],
-                format: SampleFormat::U8,
-                compression: Compression::RLE,
+                format: VdsSampleFormat::U8,
+                compression: VdsCompression::RLE,
                 integer_scale: 0.01,
                 integer_offset: -1.0,
                 use_no_value: true,
@@ -680,7 +680,7 @@ pub fn write_testdata(dir: &Path) -> std::io::Result<()> {
     )?;
     let spec = Spec {
         dims: vec![20, 8, 6],
-        compression: Compression::None,
+        compression: VdsCompression::None,
         page_entries: 4,
         ..Default::default()
     };

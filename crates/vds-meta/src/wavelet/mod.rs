@@ -13,7 +13,7 @@ pub mod tree;
 
 use rasterpack_common::{ByteReader, Error, ErrorKind, Result};
 
-use crate::layout::SampleFormat;
+use crate::layout::VdsSampleFormat;
 use tree::{Overwrite, Plan, Walk, LEVELS};
 
 /// Stream versions 1.4, 1.5 and 1.6.
@@ -33,11 +33,11 @@ const INT_16BIT: i32 = 8;
 #[derive(Debug, Clone, Copy)]
 pub struct WaveletParams {
     /// The channel's format: R32, U8 or U16.
-    pub format: SampleFormat,
+    pub format: VdsSampleFormat,
     /// The format asked for: the channel's, or R32 for physical values. Like OpenVDS, a float
     /// stream asked for as R32 comes out raw even in a U8/U16 channel, and an integer stream
     /// comes out as its U8/U16 codes whatever is asked for (see [`WaveletInfo::format`]).
-    pub destination: SampleFormat,
+    pub destination: VdsSampleFormat,
     /// `WaveletNormalizeBlock*` methods.
     pub normalize: bool,
     /// `*Lossless` methods (a full-quality read applies the lossless residual).
@@ -58,7 +58,7 @@ pub struct WaveletParams {
 #[derive(Debug, Clone)]
 pub struct WaveletInfo {
     /// The format written to the output: R32, U8 or U16.
-    pub format: SampleFormat,
+    pub format: VdsSampleFormat,
     pub version: i32,
     pub dimensions: i32,
     pub integer_info: i32,
@@ -232,33 +232,38 @@ pub fn decode(src: &[u8], p: &WaveletParams, s: &mut WaveletScratch, out: &mut V
     let integer = integer_info & INT_INTEGER != 0;
     let stream_format = if integer {
         if integer_info & INT_16BIT != 0 {
-            SampleFormat::U16
+            VdsSampleFormat::U16
         } else {
-            SampleFormat::U8
+            VdsSampleFormat::U8
         }
     } else {
-        SampleFormat::R32
+        VdsSampleFormat::R32
     };
     let produced = match (p.destination, stream_format) {
-        (SampleFormat::U8, _) => SampleFormat::U8,
-        (SampleFormat::U16, SampleFormat::R32) => SampleFormat::U16,
+        (VdsSampleFormat::U8, _) => VdsSampleFormat::U8,
+        (VdsSampleFormat::U16, VdsSampleFormat::R32) => VdsSampleFormat::U16,
         (_, sf) => sf,
     };
     // Combinations OpenVDS itself has no defined result for are not guessed at.
     let supported = match p.format {
-        SampleFormat::R32 => stream_format == SampleFormat::R32,
-        SampleFormat::U8 => true,
-        SampleFormat::U16 => stream_format != SampleFormat::U8,
+        VdsSampleFormat::R32 => stream_format == VdsSampleFormat::R32,
+        VdsSampleFormat::U8 => true,
+        VdsSampleFormat::U16 => stream_format != VdsSampleFormat::U8,
         _ => false,
     };
-    if !supported || !matches!(p.destination, SampleFormat::R32 | SampleFormat::U8 | SampleFormat::U16) {
+    if !supported
+        || !matches!(
+            p.destination,
+            VdsSampleFormat::R32 | VdsSampleFormat::U8 | VdsSampleFormat::U16
+        )
+    {
         return Err(Error::unsupported(
             "vds.wavelet.format",
             Some(20),
             format!(
                 "a {} channel holding {} wavelet data is not supported",
                 p.format.name(),
-                if stream_format == SampleFormat::R32 {
+                if stream_format == VdsSampleFormat::R32 {
                     "float"
                 } else {
                     stream_format.name()
@@ -619,15 +624,15 @@ fn lossless_residual(
 
 /// The range the decoded floats are quantized over (OpenVDS `Wavelet_GetQuantizationValueRange`
 /// after `DeserializeVolumeData`'s range for quantized channels).
-fn quantization_range(p: &WaveletParams, produced: SampleFormat, integer_info: i32) -> [f32; 2] {
+fn quantization_range(p: &WaveletParams, produced: VdsSampleFormat, integer_info: i32) -> [f32; 2] {
     let unv = p.use_no_value;
     // The range the chunk deserializer hands the decoder for U8/U16 channels.
     let orig = match (p.format, produced) {
-        (SampleFormat::U8 | SampleFormat::U16, SampleFormat::U16) => [
+        (VdsSampleFormat::U8 | VdsSampleFormat::U16, VdsSampleFormat::U16) => [
             p.integer_offset,
             p.integer_scale * if unv { 65534.0 } else { 65535.0 } + p.integer_offset,
         ],
-        (SampleFormat::U8, SampleFormat::U8) => [
+        (VdsSampleFormat::U8, VdsSampleFormat::U8) => [
             p.integer_offset,
             p.integer_scale * if unv { 254.0 } else { 255.0 } + p.integer_offset,
         ],
@@ -635,7 +640,7 @@ fn quantization_range(p: &WaveletParams, produced: SampleFormat, integer_info: i
     };
     if integer_info & INT_INTEGER != 0 {
         if integer_info & INT_16BIT != 0 {
-            if produced == SampleFormat::U8 {
+            if produced == VdsSampleFormat::U8 {
                 let min = (orig[0] - p.integer_offset) / p.integer_scale;
                 [min, min + (orig[1] - orig[0]) / p.integer_scale]
             } else {
@@ -667,7 +672,7 @@ fn write_out(
     size: [usize; 3],
     ax: usize,
     axy: usize,
-    produced: SampleFormat,
+    produced: VdsSampleFormat,
     p: &WaveletParams,
     integer_info: i32,
     out: &mut Vec<u8>,
@@ -676,7 +681,7 @@ fn write_out(
     out.clear();
     let rows = (0..size[2]).flat_map(|z| (0..size[1]).map(move |y| z * axy + y * ax));
     match produced {
-        SampleFormat::R32 => {
+        VdsSampleFormat::R32 => {
             let sx = size[0];
             out.resize(n * 4, 0);
             for (dst, r) in out.chunks_exact_mut(sx * 4).zip(rows) {
@@ -688,7 +693,7 @@ fn write_out(
         _ => {
             let [min, max] = quantization_range(p, produced, integer_info);
             let unv = p.use_no_value;
-            let (top, code_nv) = if produced == SampleFormat::U8 {
+            let (top, code_nv) = if produced == VdsSampleFormat::U8 {
                 (255i32, 255i32)
             } else {
                 (65535, 65535)
@@ -703,7 +708,7 @@ fn write_out(
                 }
             };
             let sx = size[0];
-            if produced == SampleFormat::U8 {
+            if produced == VdsSampleFormat::U8 {
                 out.resize(n, 0);
                 for (dst, r) in out.chunks_exact_mut(sx).zip(rows) {
                     for (d, &v) in dst.iter_mut().zip(&pic[r..r + sx]) {
@@ -743,7 +748,7 @@ pub fn check_levels(info: &WaveletInfo, object_len: u64, levels: &[u8; LEVELS]) 
 mod tests {
     use super::*;
 
-    fn params(size: [u64; 3], format: SampleFormat) -> WaveletParams {
+    fn params(size: [u64; 3], format: VdsSampleFormat) -> WaveletParams {
         WaveletParams {
             format,
             destination: format,
@@ -813,7 +818,7 @@ mod tests {
         let vals: Vec<f32> = (0..24).map(|i| i as f32 * 0.5 - 3.0).collect();
         let mut s = WaveletScratch::default();
         let mut out = Vec::new();
-        let p = params([4, 3, 2], SampleFormat::R32);
+        let p = params([4, 3, 2], VdsSampleFormat::R32);
         let chunk = crafted(&vals, [4, 3, 2], None, None);
         let info = decode(&chunk, &p, &mut s, &mut out).unwrap();
         assert_eq!(floats(&out), vals);
@@ -839,7 +844,7 @@ mod tests {
         let q = WaveletParams {
             integer_scale: 0.05,
             integer_offset: -3.0,
-            ..params([4, 3, 2], SampleFormat::U8)
+            ..params([4, 3, 2], VdsSampleFormat::U8)
         };
         let chunk = crafted(&vals, [4, 3, 2], None, None);
         decode(&chunk, &q, &mut s, &mut out).unwrap();
@@ -849,7 +854,7 @@ mod tests {
     #[test]
     fn bad_chunks_fail_with_codes() {
         let vals = vec![1.0f32; 24];
-        let p = params([4, 3, 2], SampleFormat::R32);
+        let p = params([4, 3, 2], VdsSampleFormat::R32);
         let mut s = WaveletScratch::default();
         let mut out = Vec::new();
         let good = crafted(&vals, [4, 3, 2], None, None);
@@ -866,7 +871,7 @@ mod tests {
         b[8..12].copy_from_slice(&513i32.to_le_bytes());
         assert_eq!(code(&b, &p), "vds.chunk.wavelet_header");
         assert_eq!(
-            code(&good, &params([4, 3, 3], SampleFormat::R32)),
+            code(&good, &params([4, 3, 3], VdsSampleFormat::R32)),
             "vds.chunk.wavelet_geometry"
         );
         let mut b = good.clone();
