@@ -439,6 +439,8 @@ pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, 
     let n = row_len * starts.len();
     let mut i = 0usize;
     let mut o = 0usize;
+    // The output position `o` as (row, offset in the row), advanced without divisions.
+    let (mut row, mut col) = (0usize, 0usize);
     while o < n {
         let Some(&u0) = src.get(i) else {
             return Err(Error::invalid(
@@ -478,9 +480,9 @@ pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, 
         // Write the run, split at row ends (rows hold whole units, so patterns stay in phase).
         let mut done = 0;
         while done < bytes {
-            let (r, off) = ((o + done) / row_len, (o + done) % row_len);
-            let len = (row_len - off).min(bytes - done);
-            let dst = &mut out[starts[r] + off..starts[r] + off + len];
+            let len = (row_len - col).min(bytes - done);
+            let at = starts[row] + col;
+            let dst = &mut out[at..at + len];
             if literal {
                 dst.copy_from_slice(&data[done..done + len]);
             } else if unit == 1 {
@@ -491,6 +493,11 @@ pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, 
                 }
             }
             done += len;
+            col += len;
+            if col == row_len {
+                col = 0;
+                row += 1;
+            }
         }
         o += bytes;
     }

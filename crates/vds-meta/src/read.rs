@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 use rasterpack_common::{ArraySink, Error, Limits, Result};
 use rayon::prelude::*;
@@ -59,6 +59,8 @@ pub(crate) struct Plan<'a> {
     groups: u64,
     /// Group buffers that may exist at once.
     in_flight: usize,
+    /// Bricks that may be decoding at once (fewer than the threads when the budget is small).
+    decoders: usize,
 }
 
 /// A decoded group, ready to be written.
@@ -128,6 +130,7 @@ impl<'a> Plan<'a> {
             level: 0,
             groups: 0,
             in_flight: 1,
+            decoders: 1,
         };
         plan.choose_level(random_access, limits)?;
         Ok(plan)
@@ -176,37 +179,41 @@ impl<'a> Plan<'a> {
     }
 
     /// Pick the group level: a slab (`k = s`) for sequential sinks, else the highest level
-    /// whose groups fit the budget with two of them in flight.
+    /// whose groups fit the budget with two of them in flight; with every decoding thread if
+    /// the budget allows, else with bricks decoded one at a time.
     fn choose_level(&mut self, random_access: bool, limits: &Limits) -> Result<()> {
         let slowest = (0..6)
             .rev()
             .find(|&d| self.req.max[d] - self.req.min[d] > 1)
             .unwrap_or(0);
         let threads = rayon::current_num_threads().max(1) as u64;
-        let decoding = self.brick_working_bytes().saturating_mul(threads);
+        let per_brick = self.brick_working_bytes();
         let budget = limits.working_set;
-        let mut refused = None;
         // A sequential sink needs slabs; a random-access one prefers the highest level with
         // two groups in flight (writing one while the next decodes), else single bricks.
-        let tries: Vec<(usize, u64)> = if random_access {
+        let levels: Vec<(usize, u64)> = if random_access {
             (0..=slowest).rev().map(|k| (k, 2)).chain([(0, 1)]).collect()
         } else {
             vec![(slowest, 1)]
         };
-        for (k, want) in tries {
-            let bytes = self.group_bytes(k);
-            let groups = self.group_count(k);
-            let fits = bytes.saturating_mul(want.min(groups).max(1)).saturating_add(decoding) <= budget;
-            if fits {
-                let room = (budget - decoding) / bytes.max(1);
-                self.level = k;
-                self.groups = groups;
-                self.in_flight = room.min(threads + 1).min(groups).max(1) as usize;
-                return Ok(());
+        let mut refused = (0, 0, 0);
+        for decoders in [threads, 1] {
+            let decoding = per_brick.saturating_mul(decoders);
+            for &(k, want) in &levels {
+                let bytes = self.group_bytes(k);
+                let groups = self.group_count(k);
+                if bytes.saturating_mul(want.min(groups).max(1)).saturating_add(decoding) <= budget {
+                    let room = (budget - decoding) / bytes.max(1);
+                    self.level = k;
+                    self.groups = groups;
+                    self.in_flight = room.min(threads + 1).min(groups).max(1) as usize;
+                    self.decoders = decoders as usize;
+                    return Ok(());
+                }
+                refused = (k, bytes, decoding);
             }
-            refused = Some((k, bytes));
         }
-        let (k, bytes) = refused.unwrap_or((0, 0));
+        let (k, bytes, decoding) = refused;
         let what = if random_access {
             "one group of bricks"
         } else {
@@ -216,8 +223,8 @@ impl<'a> Plan<'a> {
             "limit.working_set",
             None,
             format!(
-                "{what} (the bricks sharing chunk coordinates of dims {k}..) needs {bytes} bytes, plus {decoding} for \
-                 decoding on {threads} threads, above the working set of {budget} bytes{}",
+                "{what} (the bricks sharing chunk coordinates of dims {k}..) needs {bytes} bytes, plus {decoding} to \
+                 decode a brick, above the working set of {budget} bytes{}",
                 if random_access {
                     ""
                 } else {
@@ -298,7 +305,7 @@ impl<'a> Plan<'a> {
     }
 
     /// Decode the bricks of group `index` into `buf` (reused) or find them all one fill value.
-    fn decode_group(&self, index: u64, mut buf: Vec<u8>, pool: &Mutex<Vec<Bufs>>) -> Result<GroupOut> {
+    fn decode_group(&self, index: u64, mut buf: Vec<u8>, pool: &BrickPool) -> Result<GroupOut> {
         let (fixed, sub_min, sub_max) = self.sub_box(index);
         let bricks = self.group_bricks(&fixed);
         if let Some(fill) = self.common_fill(&bricks)? {
@@ -380,13 +387,7 @@ impl<'a> Plan<'a> {
 
     /// Decode brick `i` and copy its owned part inside the group's sub-box into the group
     /// buffer (RLE bricks that lie wholly inside are decoded straight into it).
-    fn decode_brick_into(
-        &self,
-        i: u64,
-        into: &GroupTarget,
-        target: &Mutex<&mut [u8]>,
-        pool: &Mutex<Vec<Bufs>>,
-    ) -> Result<()> {
+    fn decode_brick_into(&self, i: u64, into: &GroupTarget, target: &Mutex<&mut [u8]>, pool: &BrickPool) -> Result<()> {
         let g = self.req.geometry;
         let e = g.chunk_extent(i);
         let Some(layer) = self.layer else {
@@ -394,11 +395,9 @@ impl<'a> Plan<'a> {
             copy_brick(g, &e, None, Some(&fill), self.elem, &mut lock(target)?, into);
             return Ok(());
         };
-        let mut bufs = pool.lock().ok().and_then(|mut p| p.pop()).unwrap_or_default();
+        let mut bufs = pool.take()?;
         let result = self.decode_brick_with(layer, i, &e, into, target, &mut bufs);
-        if let Ok(mut p) = pool.lock() {
-            p.push(bufs);
-        }
+        pool.give(bufs);
         result
     }
 
@@ -560,7 +559,7 @@ impl<'a> Plan<'a> {
 
     /// Decode every group and deliver it to `sink` (whose `begin` was called).
     pub fn run(&self, sink: &mut dyn ArraySink) -> Result<()> {
-        let pool = Mutex::new(Vec::new());
+        let pool = BrickPool::new(self.decoders);
         if rayon::current_thread_index().is_some() || self.in_flight <= 1 {
             // On a pool thread (no blocking wait for pool work there), or one buffer at a time.
             let mut buf = Vec::new();
@@ -578,7 +577,7 @@ impl<'a> Plan<'a> {
 
     /// Groups decode on the pool while this thread writes the finished ones (in order for a
     /// sequential sink), with at most `in_flight` group buffers alive.
-    fn run_pipelined(&self, sink: &mut dyn ArraySink, pool: &Mutex<Vec<Bufs>>) -> Result<()> {
+    fn run_pipelined(&self, sink: &mut dyn ArraySink, pool: &BrickPool) -> Result<()> {
         let in_order = !sink.random_access();
         let (tx, rx) = std::sync::mpsc::channel::<(u64, Result<GroupOut>)>();
         rayon::in_place_scope(|scope| {
@@ -643,6 +642,43 @@ impl<'a> Plan<'a> {
                 None => Ok(()),
             }
         })
+    }
+}
+
+/// The decoding buffers of the bricks being decoded, at most `max` at a time: a thread that
+/// finds none free waits (the budget allows fewer decoders than threads).
+struct BrickPool {
+    max: usize,
+    state: Mutex<(Vec<Bufs>, usize)>,
+    freed: Condvar,
+}
+
+impl BrickPool {
+    fn new(max: usize) -> BrickPool {
+        BrickPool {
+            max: max.max(1),
+            state: Mutex::new((Vec::new(), 0)),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// A set of buffers, waiting while `max` are in use.
+    fn take(&self) -> Result<Bufs> {
+        let poisoned = || Error::usage("internal: a decoding thread panicked");
+        let mut st = self.state.lock().map_err(|_| poisoned())?;
+        while st.1 >= self.max {
+            st = self.freed.wait(st).map_err(|_| poisoned())?;
+        }
+        st.1 += 1;
+        Ok(st.0.pop().unwrap_or_default())
+    }
+
+    fn give(&self, bufs: Bufs) {
+        if let Ok(mut st) = self.state.lock() {
+            st.0.push(bufs);
+            st.1 -= 1;
+        }
+        self.freed.notify_one();
     }
 }
 

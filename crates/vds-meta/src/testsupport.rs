@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::geometry::LayerGeometry;
+use crate::geometry::{ChunkExtent, LayerGeometry};
 use crate::layout::{parse_layout, VdsCompression, VdsSampleFormat, VolumeDataLayout};
 use crate::raw::CONTAINER_MAGIC;
 
@@ -184,52 +184,9 @@ pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
                 }
             }
             valid += 1;
-            let first = &payload[..elem];
-            if spec.detect_constants && spec.components == 1 && payload.chunks_exact(elem).all(|c| c == first) {
-                if let Some(v) = constant_value(spec, first) {
-                    chunks.push((0x0101_0101_0000_0000 | v.to_bits() as u64, Some(Vec::new())));
-                    continue;
-                }
-            }
-            let size = g.descriptor_size(&e);
-            let body = if spec.format == VdsSampleFormat::Bit1 {
-                pack_bits(&payload, size)
-            } else {
-                payload
-            };
-            uncompressed += body.len() as u64;
-            let mut obj = Vec::new();
-            for v in [
-                g.chunk_dims.len() as i32,
-                size[0] as i32,
-                size[1] as i32,
-                size[2] as i32,
-                spec.format.code(),
-                spec.components as i32,
-            ] {
-                obj.extend_from_slice(&v.to_le_bytes());
-            }
-            match spec.compression {
-                VdsCompression::None => obj.extend_from_slice(&body),
-                VdsCompression::Zip => obj.extend_from_slice(&miniz_oxide::deflate::compress_to_vec_zlib(&body, 6)),
-                VdsCompression::RLE => {
-                    let unit = crate::chunk::ChunkSpec {
-                        format: spec.format,
-                        components: spec.components,
-                        dims: 3,
-                        size,
-                        compression: VdsCompression::RLE,
-                    }
-                    .rle_unit() as usize;
-                    let runs = rle_encode(&body, unit);
-                    obj.extend_from_slice(&((12 + runs.len()) as i32).to_le_bytes());
-                    obj.extend_from_slice(&(body.len() as i32).to_le_bytes());
-                    obj.extend_from_slice(&(unit as i32).to_le_bytes());
-                    obj.extend_from_slice(&runs);
-                }
-                other => panic!("testsupport cannot write {other:?}"),
-            }
-            chunks.push((fnv(&obj), Some(obj)));
+            let (hash, obj, body_len) = serialize_chunk(spec, &g, &e, payload);
+            uncompressed += body_len;
+            chunks.push((hash, Some(obj)));
         }
         out.push(WrittenLayer {
             name: g.name.clone(),
@@ -239,6 +196,170 @@ pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
         });
     }
     out
+}
+
+/// One written chunk: its hash, its object (empty for a constant chunk) and the decoded bytes
+/// it stores (0 for a constant). `payload` holds native values, X fastest over the stored box.
+fn serialize_chunk(spec: &Spec, g: &LayerGeometry, e: &ChunkExtent, payload: Vec<u8>) -> (u64, Vec<u8>, u64) {
+    let elem = spec.elem();
+    let first = &payload[..elem];
+    if spec.detect_constants && spec.components == 1 && payload.chunks_exact(elem).all(|c| c == first) {
+        if let Some(v) = constant_value(spec, first) {
+            return (0x0101_0101_0000_0000 | v.to_bits() as u64, Vec::new(), 0);
+        }
+    }
+    let size = g.descriptor_size(e);
+    let body = if spec.format == VdsSampleFormat::Bit1 {
+        pack_bits(&payload, size)
+    } else {
+        payload
+    };
+    let mut obj = Vec::new();
+    for v in [
+        g.chunk_dims.len() as i32,
+        size[0] as i32,
+        size[1] as i32,
+        size[2] as i32,
+        spec.format.code(),
+        spec.components as i32,
+    ] {
+        obj.extend_from_slice(&v.to_le_bytes());
+    }
+    match spec.compression {
+        VdsCompression::None => obj.extend_from_slice(&body),
+        VdsCompression::Zip => obj.extend_from_slice(&miniz_oxide::deflate::compress_to_vec_zlib(&body, 6)),
+        VdsCompression::RLE => {
+            let unit = crate::chunk::ChunkSpec {
+                format: spec.format,
+                components: spec.components,
+                dims: 3,
+                size,
+                compression: VdsCompression::RLE,
+            }
+            .rle_unit() as usize;
+            let runs = rle_encode(&body, unit);
+            obj.extend_from_slice(&((12 + runs.len()) as i32).to_le_bytes());
+            obj.extend_from_slice(&(body.len() as i32).to_le_bytes());
+            obj.extend_from_slice(&(unit as i32).to_le_bytes());
+            obj.extend_from_slice(&runs);
+        }
+        other => panic!("testsupport cannot write {other:?}"),
+    }
+    (fnv(&obj), obj, body.len() as u64)
+}
+
+/// Write a LOD0-only `.vds` container into `file` brick by brick, holding one brick at a time
+/// (for datasets larger than memory): `brick(i, extent)` gives chunk `i`'s native values
+/// (X fastest over its stored box, `extent.stored_size` voxels) or `None` to leave it
+/// unwritten. Index pages without a written chunk are left out, as OpenVDS does.
+pub fn write_container_bricks(
+    spec: &Spec,
+    file: &mut std::fs::File,
+    mut brick: impl FnMut(u64, &ChunkExtent) -> Option<Vec<u8>>,
+) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    let layout = spec.layout();
+    let group: Vec<usize> = (0..spec.dims.len().min(3)).collect();
+    let g = LayerGeometry::new(&layout, 0, &group, 0).expect("geometry");
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, &mut *file);
+    w.write_all(&[0u8; 32])?;
+    let mut at = 32u64;
+    let mut entries: Vec<(i64, i32, u64)> = Vec::with_capacity(g.chunk_count as usize);
+    let mut valid = 0i32;
+    for i in 0..g.chunk_count {
+        let e = g.chunk_extent(i);
+        let Some(payload) = brick(i, &e) else {
+            entries.push((0, 0, 0));
+            continue;
+        };
+        valid += 1;
+        let (hash, obj, _) = serialize_chunk(spec, &g, &e, payload);
+        if obj.is_empty() {
+            entries.push((0, 0, hash));
+        } else {
+            w.write_all(&obj)?;
+            entries.push((at as i64, obj.len() as i32, hash));
+            at += obj.len() as u64;
+        }
+    }
+    let json = serde_json::to_vec_pretty(&spec.layout_json()).expect("json");
+    let json_at = at;
+    w.write_all(&json)?;
+    at += json.len() as u64;
+    // The JSON file: one chunk, one page.
+    let json_page = at;
+    w.write_all(&(json_at as i64).to_le_bytes())?;
+    w.write_all(&(json.len() as i32).to_le_bytes())?;
+    w.write_all(&0i32.to_le_bytes())?;
+    at += 16;
+    let json_dir = at;
+    w.write_all(&[0u8; 16])?;
+    w.write_all(&(json_page as i64).to_le_bytes())?;
+    at += 24;
+    // The layer's index pages (pages with nothing written are left out).
+    let per = spec.page_entries as usize;
+    let mut page_offsets = Vec::new();
+    for page in entries.chunks(per) {
+        if page.iter().all(|e| e.1 == 0 && e.2 == 0) {
+            page_offsets.push(0i64);
+            continue;
+        }
+        page_offsets.push(at as i64);
+        for k in 0..per {
+            let (o, n, h) = page.get(k).copied().unwrap_or((0, 0, 0));
+            w.write_all(&o.to_le_bytes())?;
+            w.write_all(&n.to_le_bytes())?;
+            w.write_all(&0i32.to_le_bytes())?;
+            w.write_all(&h.to_le_bytes())?;
+            at += 24;
+        }
+    }
+    let layer_dir = at;
+    w.write_all(&[0u8; 16])?;
+    w.write_all(&spec.compression.code().to_le_bytes())?;
+    w.write_all(&0.0f32.to_le_bytes())?;
+    w.write_all(&valid.to_le_bytes())?;
+    for o in &page_offsets {
+        w.write_all(&o.to_le_bytes())?;
+    }
+    at += 28 + 8 * page_offsets.len() as u64;
+    let table = at;
+    let name_len = g.name.len().max("VolumeDataLayout".len()).div_ceil(8) * 8;
+    let files: [(&str, i64, i32, i32, [u8; 4], i32, i32); 2] = [
+        ("VolumeDataLayout", json_dir as i64, 1, 1, *b"JSON", 0, 0),
+        (
+            &g.name,
+            layer_dir as i64,
+            entries.len() as i32,
+            per as i32,
+            *b"VDS ",
+            8,
+            12,
+        ),
+    ];
+    for (name, dir, count, per_page, ftype, cml, fml) in files {
+        w.write_all(&dir.to_le_bytes())?;
+        w.write_all(&count.to_le_bytes())?;
+        w.write_all(&0i32.to_le_bytes())?;
+        w.write_all(&per_page.to_le_bytes())?;
+        w.write_all(&ftype)?;
+        w.write_all(&cml.to_le_bytes())?;
+        w.write_all(&fml.to_le_bytes())?;
+        let mut n = name.as_bytes().to_vec();
+        n.resize(name_len, 0);
+        w.write_all(&n)?;
+    }
+    w.flush()?;
+    drop(w);
+    let mut header = Vec::with_capacity(32);
+    header.extend_from_slice(CONTAINER_MAGIC);
+    header.extend_from_slice(&0x0001_0000i32.to_le_bytes());
+    header.extend_from_slice(&(table as i64).to_le_bytes());
+    header.extend_from_slice(&2i32.to_le_bytes());
+    header.extend_from_slice(&(name_len as i32).to_le_bytes());
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(&header)?;
+    file.flush()
 }
 
 /// The f32 a constant chunk stores, for formats where it round-trips.
