@@ -505,6 +505,8 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
         return Err(bad("vds.layout.no_channel", "a VDS has at least one (primary) channel"));
     }
     let mut channels: Vec<VdsChannel> = Vec::new();
+    // Names seen so far: the duplicate check stays linear in the number of channels.
+    let mut names = std::collections::HashSet::new();
     for (i, c) in ch_v.iter().enumerate() {
         let ctx = format!("channel {i}");
         let o = as_obj(c, &ctx)?;
@@ -578,7 +580,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
                 "the primary channel must have Direct mapping",
             );
         }
-        if channels.iter().any(|c| c.name == ch.name) {
+        if !names.insert(ch.name.clone()) {
             f.error(
                 "vds.layout.duplicate_channel",
                 None,
