@@ -27,6 +27,12 @@ use crate::dataset::{Brick, Bufs, Owned, VdsDataset, VdsLayer, VdsValues};
 use crate::geometry::{ChunkExtent, DimKind, LayerGeometry};
 use crate::layout::{VdsChannel, VdsCompression, VdsSampleFormat};
 
+/// Runs (contiguous output ranges) of at least this many bytes make writes few and large.
+const LONG_RUN: u64 = 64 << 10;
+
+/// Group buffers up to this size are preferred for random-access sinks (see `choose_level`).
+const GROUP_TARGET: u64 = 16 << 20;
+
 /// What to read: a box of one layer (or of a channel with no stored layer, whose bricks are
 /// all unwritten), in `values` form, with components `comps`.
 pub(crate) struct BoxRequest<'a> {
@@ -178,9 +184,12 @@ impl<'a> Plan<'a> {
         voxels.saturating_mul(2 * native + self.elem as u64 + if wavelet { 12 } else { 0 })
     }
 
-    /// Pick the group level: a slab (`k = s`) for sequential sinks, else the highest level
-    /// whose groups fit the budget with two of them in flight; with every decoding thread if
-    /// the budget allows, else with bricks decoded one at a time.
+    /// Pick the group level. A sequential sink needs slabs (`k = s`, the slowest dim the box
+    /// spans). A random-access one takes the highest level whose groups are at most
+    /// `GROUP_TARGET` bytes (large contiguous writes are what the page cache takes fastest,
+    /// while every fresh 4 KiB of buffer costs a page fault), going higher when that level's
+    /// runs are shorter than `LONG_RUN`, lower when its groups do not fit the budget. Bricks
+    /// decode on every thread if the budget allows, else one at a time.
     fn choose_level(&mut self, random_access: bool, limits: &Limits) -> Result<()> {
         let slowest = (0..6)
             .rev()
@@ -189,33 +198,54 @@ impl<'a> Plan<'a> {
         let threads = rayon::current_num_threads().max(1) as u64;
         let per_brick = self.brick_working_bytes();
         let budget = limits.working_set;
-        // A sequential sink needs slabs; a random-access one prefers the highest level with
-        // two groups in flight (writing one while the next decodes), else single bricks.
-        let levels: Vec<(usize, u64)> = if random_access {
-            (0..=slowest).rev().map(|k| (k, 2)).chain([(0, 1)]).collect()
-        } else {
-            vec![(slowest, 1)]
-        };
         let mut refused = (0, 0, 0);
         for decoders in [threads, 1] {
             let decoding = per_brick.saturating_mul(decoders);
-            for &(k, want) in &levels {
-                let bytes = self.group_bytes(k);
-                let groups = self.group_count(k);
-                if bytes.saturating_mul(want.min(groups).max(1)).saturating_add(decoding) <= budget {
-                    let room = (budget - decoding) / bytes.max(1);
-                    self.level = k;
-                    self.groups = groups;
-                    self.in_flight = room.min(threads + 1).min(groups).max(1) as usize;
-                    self.decoders = decoders as usize;
-                    return Ok(());
+            // Levels whose groups fit with two in flight (one written while the next decodes),
+            // or one for a sequential sink.
+            let fits = |k: usize, n: u64| {
+                self.group_bytes(k)
+                    .saturating_mul(n.min(self.group_count(k)).max(1))
+                    .saturating_add(decoding)
+                    <= budget
+            };
+            let chosen = if random_access {
+                let ok: Vec<usize> = (0..=slowest).filter(|&k| fits(k, 2)).collect();
+                let small = ok
+                    .iter()
+                    .copied()
+                    .filter(|&k| self.group_bytes(k) <= GROUP_TARGET)
+                    .max();
+                match small.filter(|&k| self.run_bytes(k) >= LONG_RUN) {
+                    Some(k) => Some(k),
+                    None => ok
+                        .iter()
+                        .copied()
+                        .find(|&k| self.run_bytes(k) >= LONG_RUN)
+                        .or(small)
+                        .or(ok.last().copied())
+                        .or_else(|| fits(0, 1).then_some(0)),
                 }
-                refused = (k, bytes, decoding);
+            } else {
+                fits(slowest, 1).then_some(slowest)
+            };
+            if let Some(k) = chosen {
+                let bytes = self.group_bytes(k).max(1);
+                let groups = self.group_count(k);
+                let room = (budget - decoding) / bytes;
+                let want = if bytes >= GROUP_TARGET / 4 { 2 } else { threads + 1 };
+                self.level = k;
+                self.groups = groups;
+                self.in_flight = room.min(want).min(groups).max(1) as usize;
+                self.decoders = decoders as usize;
+                return Ok(());
             }
+            let k = if random_access { 0 } else { slowest };
+            refused = (k, self.group_bytes(k), decoding);
         }
         let (k, bytes, decoding) = refused;
         let what = if random_access {
-            "one group of bricks"
+            "one brick"
         } else {
             "one slab of bricks"
         };
@@ -232,6 +262,15 @@ impl<'a> Plan<'a> {
                 }
             ),
         ))
+    }
+
+    /// Bytes of one run (contiguous output) of a group at level `k`.
+    fn run_bytes(&self, k: usize) -> u64 {
+        let mut bytes = self.out_elem as u64;
+        for d in 0..k {
+            bytes = bytes.saturating_mul(self.req.max[d] - self.req.min[d]);
+        }
+        bytes.saturating_mul(self.max_sub_extent(k))
     }
 
     /// Largest decoded group at level `k` (whole elements).
