@@ -1,7 +1,7 @@
 //! Rules the corpus does not exercise, on writer output patched byte by byte.
 
 use rasterpack_common::{Input, Limits, Severity};
-use rasterpack_udf::{codes, validate, Encoding, Hint, Prim, TableSpec, UdfFile, UdfWriter};
+use rasterpack_udf::{codes, validate, Hint, Prim, TableSpec, UdfEncoding, UdfFile, UdfWriter};
 use serde_json::json;
 
 fn build(tables: Vec<TableSpec>) -> Vec<u8> {
@@ -15,12 +15,12 @@ fn build(tables: Vec<TableSpec>) -> Vec<u8> {
 }
 
 fn desc(bytes: &[u8], name: &str) -> usize {
-    let f = UdfFile::open(&Input::from_bytes("x", bytes.to_vec()), &Limits::default()).unwrap();
+    let f = UdfFile::open_strict(&Input::from_bytes("x", bytes.to_vec()), &Limits::default()).unwrap();
     f.find(name).unwrap().1.desc_offset as usize
 }
 
 fn data(bytes: &[u8], name: &str) -> usize {
-    let f = UdfFile::open(&Input::from_bytes("x", bytes.to_vec()), &Limits::default()).unwrap();
+    let f = UdfFile::open_strict(&Input::from_bytes("x", bytes.to_vec()), &Limits::default()).unwrap();
     f.find(name).unwrap().1.data_offset.unwrap() as usize
 }
 
@@ -113,9 +113,9 @@ fn json_shape_duplicates_compression_checksums() {
 #[test]
 fn text_encodings_are_strict() {
     let base = build(vec![
-        TableSpec::text("u16", "ab", Encoding::Utf16),
-        TableSpec::text("u32", "ab", Encoding::Utf32),
-        TableSpec::text_list("l8", &["ab", "c"], Encoding::Utf8),
+        TableSpec::text("u16", "ab", UdfEncoding::Utf16),
+        TableSpec::text("u32", "ab", UdfEncoding::Utf32),
+        TableSpec::text_list("l8", &["ab", "c"], UdfEncoding::Utf8),
     ]);
     let mut b = base.clone();
     set_u16(&mut b, data(&base, "u16"), 0xD800); // unpaired high surrogate
@@ -138,7 +138,7 @@ fn text_encodings_are_strict() {
 fn big_scalar_text_streams_across_chunks() {
     // 5 MiB of 3-byte characters: chunk boundaries split characters; still valid.
     let s: String = "\u{2713}".repeat((5 << 20) / 3);
-    let bytes = build(vec![TableSpec::text("t", &s, Encoding::Utf8)]);
+    let bytes = build(vec![TableSpec::text("t", &s, UdfEncoding::Utf8)]);
     let path = std::env::temp_dir().join(format!("udf-bigtext-{}.udf", std::process::id()));
     std::fs::write(&path, &bytes).unwrap();
     let doc = validate::validate(&Input::open(&path).unwrap(), &Limits::default());

@@ -5,7 +5,7 @@
 use rasterpack_common::{ArrayRequest, ErrorKind, Format, Input, Limits, NdArray, Result, Severity};
 use rasterpack_udf::compress::word_hash;
 use rasterpack_udf::raw::name_hash;
-use rasterpack_udf::{codes, parse, validate, Encoding, Hint, Prim, TableSpec, UdfFile, UdfFormat, UdfWriter};
+use rasterpack_udf::{codes, parse, validate, Hint, Prim, TableSpec, UdfEncoding, UdfFile, UdfFormat, UdfWriter};
 use serde_json::json;
 
 /// The values of the SimpleU32 table `cz`, and its stream assembled by hand from the opcode
@@ -30,7 +30,8 @@ fn base() -> Vec<u8> {
     w.set_root(root);
     w.add(root, TableSpec::array("good", &[3], &[1.5f32, 2.5, -3.0]))
         .unwrap();
-    w.add(root, TableSpec::text("title", "hello", Encoding::Utf8)).unwrap();
+    w.add(root, TableSpec::text("title", "hello", UdfEncoding::Utf8))
+        .unwrap();
     w.add(root, TableSpec::json("meta", &json!({"a": 1}))).unwrap();
     w.add(root, TableSpec::json_shaped("jarr", &json!([1, 2]), &[2]))
         .unwrap();
