@@ -117,9 +117,9 @@ impl rasterpack_common::Format for UdfFormat {
     /// The structural walk, plus the content checks of the tables up to 1 MiB (all of them
     /// with `--all`): cheap, and enough to say whether small files have content errors.
     fn inspect(&self, input: &Input, opts: &InspectOptions) -> Result<Report> {
-        let file = UdfFile::open_lenient(input, &opts.limits);
+        let mut file = UdfFile::open_lenient(input, &opts.limits);
         let mut report = Report::new("udf");
-        report.findings = file.doc.findings.clone();
+        report.findings = std::mem::take(&mut file.doc.findings);
         let max_table = if opts.all { u64::MAX } else { report::PREVIEW_TEXT_MAX };
         validate::check_contents_upto(
             input,
@@ -134,7 +134,7 @@ impl rasterpack_common::Format for UdfFormat {
     }
 
     fn validate(&self, input: &Input, opts: &rasterpack_common::ValidateOptions) -> Report {
-        UdfFile::open_lenient(input, &opts.limits).validate_with(opts)
+        UdfFile::open_lenient(input, &opts.limits).into_report(opts)
     }
 
     /// Reads one table. Errors elsewhere in the file do not stop it (ERRATA): the table's own

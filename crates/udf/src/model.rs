@@ -298,6 +298,7 @@ impl UdfFile {
             &self.input,
             t,
             off,
+            n as u64,
             |_, words| {
                 let take = (n - out.len()).min(words.len());
                 out.extend_from_slice(&words[..take]);
@@ -326,6 +327,7 @@ impl UdfFile {
                 &self.input,
                 t,
                 off,
+                u64::MAX,
                 |_, words| {
                     self.limits
                         .check_alloc(out.len() as u64 + words.len() as u64, "decoded table", Some(off))?;

@@ -104,6 +104,7 @@ impl TableSource<'_> {
             self.input,
             self.table,
             self.base,
+            if whole { u64::MAX } else { end },
             |at, words| {
                 let piece_end = at + words.len() as u64;
                 let (a, b) = (at.max(start), piece_end.min(end));

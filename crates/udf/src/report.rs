@@ -15,6 +15,9 @@ use crate::validate;
 const PREVIEW: usize = 8;
 /// Text and JSON tables larger than this are not decoded by `inspect` unless `--all`.
 pub(crate) const PREVIEW_TEXT_MAX: u64 = 1 << 20;
+/// Tables described per dataset (without `--all`): a report costs a few KiB per table, and a
+/// dataset may declare 65535 of them in 3 MiB.
+const TABLES_SHOWN: usize = 4096;
 
 impl UdfFile {
     /// Check every rule of the file and the content of every table: all findings, with the
@@ -29,8 +32,19 @@ impl UdfFile {
     /// [`UdfFile::validate`] with other limits for the content checks, and a progress
     /// callback told the bytes of table data checked.
     pub fn validate_with(&self, opts: &ValidateOptions) -> Report {
+        self.report_with(self.doc.findings.clone(), opts)
+    }
+
+    /// [`UdfFile::validate_with`] of a file not needed afterwards (its findings move into the
+    /// report instead of being copied).
+    pub(crate) fn into_report(mut self, opts: &ValidateOptions) -> Report {
+        let findings = std::mem::take(&mut self.doc.findings);
+        self.report_with(findings, opts)
+    }
+
+    fn report_with(&self, findings: rasterpack_common::Findings, opts: &ValidateOptions) -> Report {
         let mut report = Report::new("udf");
-        report.findings = self.doc.findings.clone();
+        report.findings = findings;
         let progress = |done, total| opts.report_progress(done, total);
         validate::check_contents_upto(
             self.input(),
@@ -110,11 +124,20 @@ pub(crate) fn describe(file: &UdfFile, all: bool, report: &mut Report) {
     for ds in file.datasets() {
         let mut rows = Vec::new();
         let mut tables = Vec::new();
-        for t in &ds.tables {
+        let shown = if all {
+            ds.tables.len()
+        } else {
+            ds.tables.len().min(TABLES_SHOWN)
+        };
+        for t in &ds.tables[..shown] {
             let mut tj = table_facts(t);
             let preview = preview(file, ds, t, all, &mut tj);
             rows.push(table_row(t, preview));
             tables.push(Value::Object(tj));
+        }
+        if shown < ds.tables.len() {
+            let more = format!("({} more tables; --all shows them)", ds.tables.len() - shown);
+            rows.push(vec!["...".into(), String::new(), String::new(), String::new(), more]);
         }
         report.table(
             format!(
@@ -133,6 +156,7 @@ pub(crate) fn describe(file: &UdfFile, all: bool, report: &mut Report) {
             "size": ds.location.size,
             "id": ds.id(),
             "header_size": ds.header.header_size,
+            "table_count": ds.tables.len(),
             "tables": tables,
         }));
     }

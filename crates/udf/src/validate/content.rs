@@ -432,14 +432,16 @@ fn read_uint(prim: Prim, b: &[u8]) -> u64 {
 
 /// Decode the SimpleU32 stream of `t` (stored at `base`) piece by piece:
 /// `emit(decoded_offset, bytes)` gets the words in order, at most a few MiB at a time, and
-/// returns `Ok(false)` to stop early; `read(n)` is told of each piece of the stream read. Unless
-/// stopped, the stream must decode to exactly the table's shape. The shape is first checked
-/// against what the stream can hold (16 words per byte), so no work is done for a shape the
-/// stream cannot fill.
+/// returns `Ok(false)` to stop early; `read(n)` is told of each piece of the stream read.
+/// Decoding stops once `until` decoded bytes are out (`u64::MAX`: the whole stream, which
+/// must then decode to exactly the table's shape). The shape is first checked against what
+/// the stream can hold (16 words per byte), so no work is done for a shape the stream cannot
+/// fill.
 pub(crate) fn for_each_decoded(
     input: &Input,
     t: &UdfTable,
     base: u64,
+    until: u64,
     mut emit: impl FnMut(u64, &[u8]) -> Result<bool>,
     mut read: impl FnMut(u64),
 ) -> Result<()> {
@@ -478,11 +480,15 @@ pub(crate) fn for_each_decoded(
         let avail = carry + n;
         let mut at = 0usize;
         loop {
+            if decoded >= until {
+                return Ok(());
+            }
+            let limit = (DECODED_PIECE as u64).min(until - decoded) as usize;
             let used = decoder
-                .decode(&buf[at..avail], &mut out, DECODED_PIECE)
+                .decode(&buf[at..avail], &mut out, limit)
                 .map_err(|e| corrupt(e.offset, e.message))?;
             at += used;
-            if !out.is_empty() && (out.len() >= DECODED_PIECE || used == 0) {
+            if !out.is_empty() && (out.len() >= limit || used == 0) {
                 if !emit(decoded, &out)? {
                     return Ok(());
                 }
@@ -603,6 +609,7 @@ fn check_table_stored(
             input,
             t,
             base,
+            u64::MAX,
             |_, words| {
                 check.feed(words);
                 Ok(true)

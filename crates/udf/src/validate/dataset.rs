@@ -9,7 +9,7 @@ use rasterpack_common::Finding;
 use super::content::for_each_chunk;
 use super::table::DescAt;
 use super::walk::{id_ok, Walker};
-use super::{budget, MAX_LINKS};
+use super::{budget, entry_budget, MAX_LINKS};
 use crate::codes::*;
 use crate::document::{ChildLink, Lookup, UdfCompression, UdfTable};
 use crate::parse;
@@ -176,7 +176,10 @@ impl Walker<'_> {
             return None;
         }
         self.header_bytes = self.header_bytes.saturating_add(needed);
-        if self.header_bytes > budget(self.file_len) {
+        self.entry_bytes = self
+            .entry_bytes
+            .saturating_add(DESCRIPTOR_SIZE as u64 * h.descs_len as u64 + LOOKUP_SIZE as u64 * h.lookup_len as u64);
+        if self.header_bytes > budget(self.file_len) || self.entry_bytes > entry_budget(self.file_len) {
             self.err(
                 LIMIT_WORK,
                 Some(loc.offset),

@@ -33,6 +33,8 @@ pub(super) struct Walker<'a> {
     pub(super) edges: u64,
     /// Bytes of dataset headers and DATASET tables read, against the work budget.
     pub(super) header_bytes: u64,
+    /// Bytes of descriptors and lookup entries decoded, against the entry budget.
+    pub(super) entry_bytes: u64,
     /// Steps taken (entries visited, names looked up): what the walk's cost is measured in.
     pub(super) work: u64,
 }
@@ -63,6 +65,7 @@ impl<'a> Walker<'a> {
             by_loc: HashMap::new(),
             edges: 0,
             header_bytes: 0,
+            entry_bytes: 0,
             work: 0,
         }
     }
