@@ -121,6 +121,7 @@ impl rasterpack_common::Format for UdfFormat {
         let mut report = Report::new("udf");
         report.findings = std::mem::take(&mut file.doc.findings);
         let max_table = if opts.all { u64::MAX } else { report::PREVIEW_TEXT_MAX };
+        let mark = report.findings.len();
         validate::check_contents_upto(
             input,
             &opts.limits,
@@ -129,6 +130,7 @@ impl rasterpack_common::Format for UdfFormat {
             &|_, _| {},
             &mut report.findings,
         );
+        validate::list_at_most(&mut report.findings, mark);
         report::describe(&file, opts.all, &mut report);
         Ok(report)
     }

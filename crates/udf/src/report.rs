@@ -46,6 +46,7 @@ impl UdfFile {
         let mut report = Report::new("udf");
         report.findings = findings;
         let progress = |done, total| opts.report_progress(done, total);
+        let mark = report.findings.len();
         validate::check_contents_upto(
             self.input(),
             &opts.limits,
@@ -54,6 +55,7 @@ impl UdfFile {
             &progress,
             &mut report.findings,
         );
+        validate::list_at_most(&mut report.findings, mark);
         describe(self, false, &mut report);
         report
     }

@@ -185,3 +185,32 @@ fn index_target_must_be_1d_and_found_in_parents() {
     let _ = kg;
     assert_eq!(codes_of(b), vec![(codes::INDEX_TARGET_DIM.into(), Severity::Error)]);
 }
+
+#[test]
+fn a_flood_of_one_finding_is_listed_up_to_a_count() {
+    // 300 tables with a reserved type bit: 256 findings listed, the other 44 counted in one;
+    // every table is still refused with the code.
+    let tables = (0..300)
+        .map(|i| TableSpec::array(&format!("t{i}"), &[1], &[i as u8]))
+        .collect();
+    let mut b = build(tables);
+    let first = desc(&b, "t0");
+    for k in 0..300 {
+        b[first + 0x30 * k + 4] |= 0x40;
+    }
+    let doc = validate::validate(&Input::from_bytes("x", b.clone()), &Limits::default());
+    let flood: Vec<_> = doc
+        .findings
+        .iter()
+        .filter(|f| f.code == codes::TABLE_RESERVED_BITS)
+        .collect();
+    assert_eq!(flood.len(), validate::LISTED_PER_CODE + 1);
+    let last = flood.last().unwrap();
+    assert_eq!((last.severity, last.offset), (Severity::Error, None));
+    assert!(last.message.starts_with("44 more "), "{}", last.message);
+    let f = UdfFile::open_lenient(&Input::from_bytes("x", b), &Limits::default());
+    for name in ["t0", "t299"] {
+        let (ds, t) = f.find(name).unwrap();
+        assert_eq!(f.array(ds, t).unwrap_err().code, codes::TABLE_RESERVED_BITS, "{name}");
+    }
+}

@@ -466,14 +466,17 @@ pub(crate) fn for_each_decoded(
         ));
     }
     let mut decoder = SimpleU32Decoder::new(words);
+    // Pieces sized to what is wanted: a small region reads and holds a little.
+    let wanted = until.min(words.saturating_mul(4));
+    let piece = (wanted / 4).clamp(64 << 10, STREAM_CHUNK as u64).min(t.data_size) as usize;
     // A partial opcode (at most 64 bytes) is carried in front of the next piece.
-    let mut buf = vec![0u8; STREAM_CHUNK.min(t.data_size as usize) + 64];
+    let mut buf = vec![0u8; piece + 64];
     let mut carry = 0usize;
-    let mut out = Vec::with_capacity(DECODED_PIECE.min(words.saturating_mul(4) as usize) + 64);
+    let mut out = Vec::with_capacity((DECODED_PIECE as u64).min(wanted) as usize + 64);
     let mut decoded = 0u64;
     let mut pos = 0u64;
     while pos < t.data_size {
-        let n = (STREAM_CHUNK as u64).min(t.data_size - pos) as usize;
+        let n = (piece as u64).min(t.data_size - pos) as usize;
         input.read_at(base + pos, &mut buf[carry..carry + n], "table data")?;
         pos += n as u64;
         read(n as u64);
@@ -538,7 +541,7 @@ pub(crate) fn check_contents_upto(
     }
     let total: u64 = todo.iter().map(|(_, t)| t.data_size).fold(0, u64::saturating_add);
     let mut done = 0u64;
-    let mut spent = 0u64;
+    let (mut spent, mut decoded) = (0u64, 0u64);
     for (ds, t) in todo {
         let base = t.data_offset.unwrap_or(0);
         let tt = format!(
@@ -547,8 +550,16 @@ pub(crate) fn check_contents_upto(
             t.index,
             t.display_name()
         );
-        spent = spent.saturating_add(t.data_size.saturating_add(decoded_bound(t)));
-        if spent > budget(doc.file_len) {
+        // Stored bytes are held to the re-read budget (overlapping tables); decoded bytes,
+        // at most 64 per stored byte, to 64 times the file plus 1 GiB, which a table that
+        // does not overlap another never reaches.
+        spent = spent.saturating_add(t.data_size);
+        decoded = decoded.saturating_add(decoded_bound(t));
+        let decoded_budget = doc
+            .file_len
+            .saturating_mul(4 * compress::MAX_WORDS_PER_BYTE)
+            .saturating_add(1 << 30);
+        if spent > budget(doc.file_len) || decoded > decoded_budget {
             push(
                 f,
                 LIMIT_WORK,

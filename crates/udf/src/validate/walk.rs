@@ -97,8 +97,10 @@ impl<'a> Walker<'a> {
                 self.bfs(root);
             }
         }
+        let mark = self.doc.findings.len();
         self.find_cycles();
         self.cross_checks();
+        super::list_at_most(&mut self.doc.findings, mark);
     }
 
     /// The file header's rules; the root's location when the header could be read.
@@ -201,7 +203,9 @@ impl<'a> Walker<'a> {
         self.doc.datasets.push(UdfDataset::blank(root, "root".into(), None, 0));
         queue.push_back(0usize);
         while let Some(i) = queue.pop_front() {
+            let mark = self.doc.findings.len();
             self.load_dataset(i);
+            super::list_at_most(&mut self.doc.findings, mark);
             if !self.follow_links(i, &mut queue) {
                 return;
             }
