@@ -290,3 +290,14 @@ fn a_region_read_reads_only_what_it_needs() {
     );
     std::fs::remove_file(&path).unwrap();
 }
+
+#[cfg(feature = "ndarray")]
+#[test]
+fn tables_read_as_ndarray_arrays_in_the_same_axis_order() {
+    let b = tables();
+    let f = file(&b);
+    let cube = read(&f, "root/cube", None).unwrap().to_ndarray::<i16>().unwrap();
+    assert_eq!(cube.shape(), [4, 5, 6]);
+    assert_eq!(cube[[1, 2, 3]], (30 + 12 + 3) as i16 - 50);
+    assert!(read(&f, "root/cube", None).unwrap().to_ndarray::<f32>().is_err());
+}

@@ -412,3 +412,32 @@ fn inspect_of_the_sample() {
     let v = UdfFormat.validate(&input, &Default::default());
     assert!(v.is_valid(true));
 }
+
+#[test]
+fn validate_tells_its_progress() {
+    use std::sync::{Arc, Mutex};
+    // A table of 10 MiB: checked in 4 MiB pieces, each told.
+    let mut w = UdfWriter::new("PROG").unwrap();
+    let r = w.add_dataset("ROOT").unwrap();
+    w.set_root(r);
+    w.add(r, TableSpec::array("v", &[10 << 20], &vec![3u8; 10 << 20]))
+        .unwrap();
+    w.add(r, TableSpec::text("t", "small", UdfEncoding::Utf8)).unwrap();
+    let input = Input::from_bytes("p", w.to_bytes().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let opts = rasterpack_common::ValidateOptions {
+        progress: Some(rasterpack_common::Progress(Arc::new(move |done, total| {
+            log.lock().unwrap().push((done, total))
+        }))),
+        ..Default::default()
+    };
+    let report = UdfFormat.validate(&input, &opts);
+    assert!(report.is_valid(true));
+    let seen = seen.lock().unwrap();
+    let total = (10 << 20) + 5;
+    assert!(seen.len() >= 4, "{seen:?}");
+    assert!(seen.iter().all(|&(_, t)| t == total));
+    assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{seen:?}");
+    assert_eq!(seen.last().unwrap().0, total);
+}
