@@ -86,35 +86,7 @@ impl ArrayFile for UdfFile {
 /// 65536 values per table instead of previews).
 pub(crate) fn describe(file: &UdfFile, all: bool, report: &mut Report) {
     let mut summary = Map::new();
-    if let Some(h) = file.header() {
-        summary.insert("file_id".into(), Value::from(id_string(&h.id)));
-        summary.insert("next".into(), Value::from(h.next));
-        summary.insert(
-            "root".into(),
-            if h.root.is_null() {
-                Value::Null
-            } else {
-                json!({"offset": h.root.offset, "size": h.root.size})
-            },
-        );
-        report.fields(
-            "UDF file",
-            vec![
-                ("magic".into(), String::from_utf8_lossy(&h.magic).into_owned()),
-                ("id".into(), id_string(&h.id)),
-                ("size".into(), fmt_bytes(file.doc.file_len)),
-                (
-                    "root".into(),
-                    if h.root.is_null() {
-                        "null".into()
-                    } else {
-                        format!("{:#x} ({} bytes)", h.root.offset, h.root.size)
-                    },
-                ),
-                ("datasets".into(), file.datasets().len().to_string()),
-            ],
-        );
-    }
+    describe_header(file, &mut summary, report);
     summary.insert("file_size".into(), Value::from(file.doc.file_len));
     let arrays: Vec<Value> = file
         .array_list()
@@ -164,6 +136,40 @@ pub(crate) fn describe(file: &UdfFile, all: bool, report: &mut Report) {
     }
     summary.insert("datasets".into(), Value::from(datasets));
     report.summary = summary;
+}
+
+/// The file header's facts.
+fn describe_header(file: &UdfFile, summary: &mut Map<String, Value>, report: &mut Report) {
+    let Some(h) = file.header() else {
+        return;
+    };
+    summary.insert("file_id".into(), Value::from(id_string(&h.id)));
+    summary.insert("next".into(), Value::from(h.next));
+    summary.insert(
+        "root".into(),
+        if h.root.is_null() {
+            Value::Null
+        } else {
+            json!({"offset": h.root.offset, "size": h.root.size})
+        },
+    );
+    report.fields(
+        "UDF file",
+        vec![
+            ("magic".into(), String::from_utf8_lossy(&h.magic).into_owned()),
+            ("id".into(), id_string(&h.id)),
+            ("size".into(), fmt_bytes(file.doc.file_len)),
+            (
+                "root".into(),
+                if h.root.is_null() {
+                    "null".into()
+                } else {
+                    format!("{:#x} ({} bytes)", h.root.offset, h.root.size)
+                },
+            ),
+            ("datasets".into(), file.datasets().len().to_string()),
+        ],
+    );
 }
 
 /// The descriptor facts of a table, for the JSON summary.

@@ -409,25 +409,32 @@ impl UdfWriter {
     /// No cycles; INDEX / RANGE targets exist (same dataset, then parents) and are 1-D, and
     /// their values are in range; related tables exist and share the real shape.
     fn check_graph(&self) -> Result<()> {
+        self.check_no_cycle()?;
+        self.check_references(&self.parents())
+    }
+
+    /// The datasets `d` links to.
+    fn kids(&self, d: usize) -> Vec<usize> {
+        self.datasets[d]
+            .tables
+            .iter()
+            .filter_map(|t| match &t.payload {
+                Payload::Links(l) => Some(l.iter().flatten().map(|c| c.0).collect::<Vec<_>>()),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    }
+
+    /// Depth-first over every dataset: a link back to a dataset on the stack is a cycle.
+    fn check_no_cycle(&self) -> Result<()> {
         let n = self.datasets.len();
-        let kids = |d: usize| -> Vec<usize> {
-            self.datasets[d]
-                .tables
-                .iter()
-                .filter_map(|t| match &t.payload {
-                    Payload::Links(l) => Some(l.iter().flatten().map(|c| c.0).collect::<Vec<_>>()),
-                    _ => None,
-                })
-                .flatten()
-                .collect()
-        };
-        // Cycle check over every dataset.
         let mut state = vec![0u8; n];
         for s in 0..n {
             if state[s] != 0 {
                 continue;
             }
-            let mut stack = vec![(s, kids(s), 0usize)];
+            let mut stack = vec![(s, self.kids(s), 0usize)];
             state[s] = 1;
             while let Some((node, ks, i)) = stack.last_mut() {
                 if *i < ks.len() {
@@ -436,7 +443,7 @@ impl UdfWriter {
                     match state[c] {
                         0 => {
                             state[c] = 1;
-                            let kc = kids(c);
+                            let kc = self.kids(c);
                             stack.push((c, kc, 0));
                         }
                         1 => return Err(usage("dataset links form a cycle".into())),
@@ -448,13 +455,17 @@ impl UdfWriter {
                 }
             }
         }
-        // Parents by breadth-first discovery from the root (what the validator uses).
-        let mut parent: Vec<Option<usize>> = vec![None; n];
+        Ok(())
+    }
+
+    /// Parents by breadth-first discovery from the root (what the validator uses).
+    fn parents(&self) -> Vec<Option<usize>> {
+        let mut parent: Vec<Option<usize>> = vec![None; self.datasets.len()];
         if let Some(r) = self.root {
             let mut seen = HashSet::from([r.0]);
             let mut q = std::collections::VecDeque::from([r.0]);
             while let Some(d) = q.pop_front() {
-                for c in kids(d) {
+                for c in self.kids(d) {
                     if seen.insert(c) {
                         parent[c] = Some(d);
                         q.push_back(c);
@@ -462,6 +473,11 @@ impl UdfWriter {
                 }
             }
         }
+        parent
+    }
+
+    /// `related_name` and `index_name` targets, and INDEX / RANGE values against them.
+    fn check_references(&self, parent: &[Option<usize>]) -> Result<()> {
         // Tables by name per dataset: each reference is one lookup.
         let by_name: Vec<HashMap<&str, &TableSpec>> = self
             .datasets
@@ -653,8 +669,11 @@ struct Layout {
     size: u64,
 }
 
-fn layout(d: &DatasetSpec) -> Result<Layout> {
-    // Unique strings, each with a unique non-zero key (the hash, bumped on a collision).
+/// The unique strings of a dataset's tables, each with a unique non-zero key (its hash,
+/// bumped on a collision): by string, and by key in key order (the lookup's order).
+type StringKeys<'a> = (HashMap<&'a str, u32>, BTreeMap<u32, &'a str>);
+
+fn string_keys(d: &DatasetSpec) -> StringKeys<'_> {
     let mut keys: HashMap<&str, u32> = HashMap::new();
     let mut used: BTreeMap<u32, &str> = BTreeMap::new();
     for t in &d.tables {
@@ -678,6 +697,13 @@ fn layout(d: &DatasetSpec) -> Result<Layout> {
             used.insert(h, n);
         }
     }
+    (keys, used)
+}
+
+/// The dataset header (static part, descriptors, lookups, strings) and where each table's data
+/// goes.
+fn layout(d: &DatasetSpec) -> Result<Layout> {
+    let (keys, used) = string_keys(d);
     let mut strings = Vec::new();
     let mut lookups = Vec::new();
     for (&h, &s) in &used {
