@@ -58,7 +58,10 @@ fn check(args: &[&str], code: i32) -> Run {
         String::from_utf8_lossy(&r.out.stderr)
     );
     match r.peak_kib {
-        Some(kib) => assert!(kib <= RSS_LIMIT_KIB, "{args:?}: peak RSS {} MiB > 256 MiB", kib / 1024),
+        Some(kib) => {
+            eprintln!("{args:?}: peak RSS {} MiB", kib / 1024);
+            assert!(kib <= RSS_LIMIT_KIB, "{args:?}: peak RSS {} MiB > 256 MiB", kib / 1024);
+        }
         None => eprintln!("{args:?}: peak RSS not measured (no /usr/bin/time)"),
     }
     r
