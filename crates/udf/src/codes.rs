@@ -3,8 +3,8 @@
 //! ones). The interop test checks this mapping against every sidecar.
 //!
 //! Compatibility warnings (what the reference writer makes although the spec forbids it, see
-//! ERRATA) keep the sidecar code of the spec rule they break: the corpus lists that code in
-//! `spec_findings` and calls the file `implementation_defined`.
+//! `docs/formats/udf.md`) keep the sidecar code of the spec rule they break: the corpus lists
+//! that code in `spec_findings` and calls the file `implementation_defined`.
 
 use rasterpack_common::Severity;
 
@@ -164,7 +164,8 @@ pub const TABLE_SHAPE_SIZE: &str = "udf.table.shape_size_mismatch";
 pub const SHAPE_GHOST_GAP: &str = "udf.shape.ghost_gap";
 /// Ghost axes the hint does not allow (error).
 pub const HINT_GHOST_DIMS: &str = "udf.hint.ghost_dims";
-/// Ghost axes under hint NONE (the reference writer's single values and arrays of arrays); read as part of the shape (warning).
+/// Ghost axes under hint NONE (the reference writer's single values and arrays of arrays);
+/// read as part of the shape (warning).
 pub const HINT_GHOST_ON_NONE: &str = "udf.hint.ghost_on_none";
 /// Empty 1-D text list stored as `[0, 0]` (the reference's `build_string_array` of no items) (warning).
 pub const TEXT_EMPTY_LIST_NO_GHOST: &str = "udf.text.empty_list_no_ghost";

@@ -189,9 +189,9 @@ pub struct UdfTable {
     pub index_target: Option<(usize, usize)>,
     /// The structural errors that concern this table itself (its descriptor, names, memory
     /// range, hint rules, references, DATASET entries): any of them makes it unreadable. Errors
-    /// elsewhere in the file do not (ERRATA: an intact table is readable whatever the verdict
-    /// on the rest of the file). Content errors (text, JSON, index values) are found when the
-    /// data is read.
+    /// elsewhere in the file do not (rasterpack's rule: an intact table is readable whatever
+    /// the verdict on the rest of the file). Content errors (text, JSON, index values) are
+    /// found when the data is read.
     pub faults: Vec<Finding>,
 }
 

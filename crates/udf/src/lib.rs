@@ -37,7 +37,8 @@
 //! let grid = file.read(&ArrayRequest::for_element("root/grid"))?;
 //! assert_eq!(grid.shape, [2, 3]);
 //! assert_eq!(grid.as_slice::<f32>()?, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-//! let part = file.read(&ArrayRequest::for_element("root/grid").with_region(Region::from_start_size(&[1, 0], &[1, 2])?))?;
+//! let rows_1_cols_0_2 = Region::from_start_size(&[1, 0], &[1, 2])?;
+//! let part = file.read(&ArrayRequest::for_element("root/grid").with_region(rows_1_cols_0_2))?;
 //! assert_eq!(part.to_vec::<f32>()?, [4.0, 5.0]);
 //!
 //! // Typed access per table, and text.
@@ -52,8 +53,8 @@
 //! [`raw`] (on-disk structures) -> [`parse`] (bytes -> raw) -> [`document`] (what the walk
 //! learns: datasets and tables) -> [`validate`] (the structural walk and the content checks,
 //! collecting findings with the codes in [`codes`]) -> [`model`] ([`UdfFile`]: typed access,
-//! streamed reads) -> [`write`](mod@write) (the builder and the streaming array writer). [`UdfFormat`]
-//! is the format-independent entry point the CLI uses.
+//! streamed reads) -> [`write`](mod@write) (the builder and the streaming array writer).
+//! [`UdfFormat`] is the format-independent entry point the CLI uses.
 //!
 //! Axis order: `data_shape` packs `x`, `y`, `z`; the axes are the real ones (the type's
 //! dimension count) followed by the ghost ones, and the data is stored with the last axis
@@ -139,7 +140,7 @@ impl rasterpack_common::Format for UdfFormat {
         UdfFile::open_lenient(input, &opts.limits).into_report(opts)
     }
 
-    /// Reads one table. Errors elsewhere in the file do not stop it (ERRATA): the table's own
+    /// Reads one table. Errors elsewhere in the file do not stop it: the table's own
     /// structure and content are checked, and a table that `validate` would reject is refused
     /// with the finding. A file whose structure could not be walked at all fails with its
     /// first error.

@@ -251,9 +251,9 @@ impl UdfFile {
         }
     }
 
-    /// The table's own checks (ERRATA: an intact table is readable whatever the verdict on
-    /// the rest of the file): no fault of its dataset header or of itself, a supported
-    /// compression, a usable data range. Returns where its data starts.
+    /// The table's own checks (rasterpack's rule: an intact table is readable whatever the
+    /// verdict on the rest of the file): no fault of its dataset header or of itself, a
+    /// supported compression, a usable data range. Returns where its data starts.
     fn require_intact(&self, t: &UdfTable) -> Result<u64> {
         let ds_faults = self
             .doc

@@ -122,7 +122,7 @@ pub fn encode_type_info(prim: Prim, dims: u8, hint: Hint) -> u16 {
 }
 
 /// The axes of a datatable: the type's dimension count extended to the last non-zero of the
-/// packed `x, y, z` (ERRATA: the extra axes are "ghost" axes).
+/// packed `x, y, z`: the extra axes are "ghost" axes (the inner sizes of fixed-size records).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shape {
     /// Real dimension count from `type_info`.

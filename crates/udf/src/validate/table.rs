@@ -291,7 +291,7 @@ impl Walker<'_> {
     }
 
     /// The ghost axes a hint allows, with the reference writer's forms that are accepted with
-    /// a compatibility warning (ERRATA).
+    /// a compatibility warning (see `docs/formats/udf.md`).
     fn ghost_rules(&mut self, tt: &str, at: u64, hint: Hint, shape: &Shape, ghost_ok: bool) -> bool {
         let g = shape.ghost();
         let (code, message) = if hint == Hint::Transform && (g == [6] || g == [12]) {
