@@ -1,37 +1,77 @@
 //! `convert IN OUT`: read one array (or let the source format convert itself, e.g. a FOLD
-//! repair) and write it through a temporary file that is renamed only on success.
+//! repair) and write it. A regular OUT is written through a temporary file beside it that is
+//! renamed only on success; `-` is standard output; with `--force`, an existing device or FIFO
+//! is written in place and a symlink is followed to the file it names.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use rasterpack_common::{ArrayRequest, Error, Format, Input, InspectOptions, Limits, Output, Severity, WriteOptions};
+use rasterpack_common::{
+    ArrayRequest, Error, Format, Input, InspectOptions, Limits, Output, RequestFlag, Severity, WriteOptions,
+};
 
 use crate::output::{exit_code_for, Outcome};
-use crate::{detect, ConvertArgs};
+use crate::{detect, signals, ConvertArgs};
 
 pub fn run(args: &ConvertArgs) -> Outcome {
     match convert(args) {
         Ok(()) => Outcome::Code(0),
-        Err(e) => {
+        Err(Failure::ClosedPipe) => Outcome::BrokenPipe,
+        Err(Failure::Error(e)) => {
             eprintln!("rasterpack: convert {} -> {}: {e}", args.input, args.output);
             Outcome::Code(exit_code_for(e.kind))
         }
     }
 }
 
-fn convert(args: &ConvertArgs) -> Result<(), Error> {
-    let target = detect::target(args.to.as_deref(), &args.output)?;
-    let out_path = Path::new(&args.output);
-    if out_path.exists() && !args.force {
-        return Err(Error::usage(format!(
-            "{} exists; pass --force to overwrite it",
-            out_path.display()
-        )));
+enum Failure {
+    Error(Error),
+    /// Standard output was closed by its reader (`| head -c 100`): end quietly, like reports.
+    ClosedPipe,
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Error(e)
     }
+}
+
+/// Where the output goes, decided before anything is read or written.
+enum Destination {
+    /// `-`: standard output, written as it is produced.
+    Stdout,
+    /// An existing device, FIFO or socket (with `--force`): opened and written in place.
+    InPlace(PathBuf),
+    /// A regular file (new, or replaced with `--force`), written atomically: a temporary file
+    /// in the same folder, renamed onto `path` on success.
+    Atomic { path: PathBuf, replace: bool },
+}
+
+fn convert(args: &ConvertArgs) -> Result<(), Failure> {
+    let to_stdout = args.output == "-";
+    if to_stdout && args.to.is_none() {
+        return Err(Error::usage("OUT is - (standard output): give its format with --to FORMAT").into());
+    }
+    let target = detect::target(args.to.as_deref(), &args.output)?;
+    check_flags(args, target, "output", |f| !f.is_source_flag())?;
+    let destination = if to_stdout {
+        if std::io::stdout().is_terminal() {
+            return Err(Error::usage(format!(
+                "refusing to write {} data to a terminal: redirect standard output or name a file",
+                target.name()
+            ))
+            .into());
+        }
+        Destination::Stdout
+    } else {
+        destination(Path::new(&args.output), args.force)?
+    };
+
     let limits = Limits::default();
     let input = detect::open(&args.input, &limits)?;
     let source = detect::detect(&input).map_err(|e| e.in_format("convert"))?;
+    check_flags(args, source, "input", RequestFlag::is_source_flag)?;
     let req = ArrayRequest {
         element: args.element.clone(),
         physical: args.physical,
@@ -46,9 +86,45 @@ fn convert(args: &ConvertArgs) -> Result<(), Error> {
         limits,
     };
 
-    let tmp = TempFile::create(out_path)?;
-    write_output(source, target, &input, &req, &opts, &tmp)?;
-    tmp.persist(out_path, args.force)?;
+    signals::install();
+    let written = match destination {
+        Destination::Stdout => {
+            let stdout = std::io::stdout();
+            let mut sink = Recorder::new(stdout.lock());
+            let result = write_stream(&mut sink, "standard output", source, target, &input, &req, &opts);
+            if sink
+                .error
+                .as_ref()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            {
+                return Err(Failure::ClosedPipe);
+            }
+            result
+        }
+        Destination::InPlace(path) => {
+            // A FIFO blocks here until a reader opens it, as `cat > fifo` would.
+            let file = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(|e| Error::io(&format!("opening {}", path.display()), &e))?;
+            let mut sink = Recorder::new(file);
+            write_stream(
+                &mut sink,
+                &path.display().to_string(),
+                source,
+                target,
+                &input,
+                &req,
+                &opts,
+            )
+        }
+        Destination::Atomic { path, replace } => {
+            let tmp = TempFile::create(&path)?;
+            // Errors are reported as `convert IN -> OUT: ...`, so they name OUT already.
+            write_file(source, target, &input, &req, &opts, &tmp).and_then(|()| tmp.persist(&path, replace))
+        }
+    };
+    written?;
     note_findings(source, &input, &args.input, &limits);
     Ok(())
 }
@@ -81,7 +157,7 @@ fn note_findings(source: &dyn Format, input: &Input, name: &str, limits: &Limits
 /// Convert into the temporary file: the source's own conversion when it has one (FOLD repair),
 /// else source to target as the data decodes, the target writing into the file with positioned
 /// writes allowed, so memory stays within the working set.
-fn write_output(
+fn write_file(
     source: &dyn Format,
     target: &dyn Format,
     input: &Input,
@@ -92,9 +168,7 @@ fn write_output(
     let mut w = BufWriter::with_capacity(1 << 20, &tmp.file);
     if let Some(result) = source.convert_special(input, target, req, opts, &mut w) {
         result?;
-        return w
-            .flush()
-            .map_err(|e| Error::io(&format!("writing {}", tmp.path.display()), &e));
+        return w.flush().map_err(|e| Error::io("writing", &e));
     }
     drop(w);
     let mut sink = target.array_writer(opts, Output::File(&tmp.file))?;
@@ -102,7 +176,175 @@ fn write_output(
     sink.finish()
 }
 
-/// A file beside the destination, removed on drop unless persisted.
+/// Refuse the flags given on the command line that `format` does not honour on this side.
+fn check_flags(
+    args: &ConvertArgs,
+    format: &dyn Format,
+    side: &str,
+    on_this_side: impl Fn(RequestFlag) -> bool,
+) -> Result<(), Error> {
+    let given = |flag: RequestFlag| match flag {
+        RequestFlag::Element => args.element.is_some(),
+        RequestFlag::Physical => args.physical,
+        RequestFlag::Codes => args.codes,
+        RequestFlag::Tile => args.tile.is_some(),
+        RequestFlag::Compress => args.compress.is_some(),
+    };
+    let honoured: Vec<&str> = format
+        .honours()
+        .iter()
+        .filter(|f| on_this_side(**f))
+        .map(|f| f.as_str())
+        .collect();
+    for flag in RequestFlag::ALL {
+        if on_this_side(flag) && given(flag) && !format.honours().contains(&flag) {
+            let takes = if honoured.is_empty() {
+                let all: Vec<&str> = RequestFlag::ALL
+                    .into_iter()
+                    .filter(|f| on_this_side(*f))
+                    .map(RequestFlag::as_str)
+                    .collect();
+                format!("{} {side} takes none of {}", format.name(), all.join(", "))
+            } else {
+                format!("{} {side} takes {}", format.name(), honoured.join(", "))
+            };
+            return Err(Error::usage(format!(
+                "{} does not apply to {} {side} ({takes})",
+                flag.as_str(),
+                format.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Decide where a named OUT is written, refusing to replace anything without `--force`.
+fn destination(out: &Path, force: bool) -> Result<Destination, Error> {
+    let exists = match std::fs::symlink_metadata(out) {
+        Ok(_) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(Error::io(&out.display().to_string(), &e)),
+    };
+    if !exists {
+        return Ok(Destination::Atomic {
+            path: out.to_path_buf(),
+            replace: false,
+        });
+    }
+    if !force {
+        return Err(exists_error(out));
+    }
+    // Write where a symlink points, so the link itself stays.
+    let path = follow_links(out)?;
+    let meta = match std::fs::metadata(&path) {
+        Ok(m) => m,
+        // A dangling link: create the file it names.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Destination::Atomic { path, replace: true }),
+        Err(e) => return Err(Error::io(&path.display().to_string(), &e)),
+    };
+    if meta.is_dir() {
+        return Err(Error::usage(format!("{} is a directory", out.display())));
+    }
+    if meta.is_file() {
+        Ok(Destination::Atomic { path, replace: true })
+    } else {
+        // Devices, FIFOs and sockets are written to, never replaced by a regular file.
+        Ok(Destination::InPlace(path))
+    }
+}
+
+/// The path a chain of symlinks ends at (the path itself when it is not a link). Relative
+/// link targets are taken relative to the link's folder, as the kernel does.
+fn follow_links(path: &Path) -> Result<PathBuf, Error> {
+    let mut at = path.to_path_buf();
+    // Linux gives up after 40 links (ELOOP); so does this.
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&at).map_err(|e| Error::io(&at.display().to_string(), &e))?;
+                at = match at.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(at),
+        }
+    }
+    Err(Error::usage(format!(
+        "{}: too many levels of symbolic links",
+        path.display()
+    )))
+}
+
+fn exists_error(dest: &Path) -> Error {
+    Error::usage(format!("{} exists; pass --force to overwrite it", dest.display()))
+}
+
+/// Convert into a forward-only stream (standard output, a FIFO, a device) through a 1 MiB
+/// buffer. When the stream itself failed (closed pipe, EFBIG, EIO), that OS error is what is
+/// reported, as an I/O error, whatever the format's writer made of it.
+fn write_stream<W: Write>(
+    sink: &mut Recorder<W>,
+    name: &str,
+    source: &dyn Format,
+    target: &dyn Format,
+    input: &Input,
+    req: &ArrayRequest,
+    opts: &WriteOptions,
+) -> Result<(), Error> {
+    let result = {
+        let mut w = BufWriter::with_capacity(1 << 20, &mut *sink);
+        let converted = match source.convert_special(input, target, req, opts, &mut w) {
+            Some(result) => result,
+            None => target
+                .array_writer(opts, Output::Stream(&mut w))
+                .and_then(|mut array_sink| {
+                    source.stream_array(input, req, &mut *array_sink)?;
+                    array_sink.finish()
+                }),
+        };
+        converted.and_then(|()| w.flush().map_err(|e| Error::io(&format!("writing {name}"), &e)))
+    };
+    match (&sink.error, result) {
+        (Some(e), _) => Err(Error::io(&format!("writing {name}"), e)),
+        (None, result) => result,
+    }
+}
+
+/// A writer that remembers the first error of the writer it wraps.
+struct Recorder<W> {
+    inner: W,
+    error: Option<std::io::Error>,
+}
+
+impl<W: Write> Recorder<W> {
+    fn new(inner: W) -> Self {
+        Recorder { inner, error: None }
+    }
+
+    fn record<T>(&mut self, r: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &r {
+            if self.error.is_none() && e.kind() != std::io::ErrorKind::Interrupted {
+                self.error = Some(std::io::Error::new(e.kind(), e.to_string()));
+            }
+        }
+        r
+    }
+}
+
+impl<W: Write> Write for Recorder<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let r = self.inner.write(buf);
+        self.record(r)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let r = self.inner.flush();
+        self.record(r)
+    }
+}
+
+/// A file beside the destination, removed on drop (or on a terminating signal) unless
+/// persisted.
 struct TempFile {
     path: PathBuf,
     file: File,
@@ -121,8 +363,15 @@ impl TempFile {
             .unwrap_or_else(|| "out".into());
         for attempt in 0..100u32 {
             let path = dir.join(format!(".{name}.rasterpack-{}-{attempt}.tmp", std::process::id()));
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(file) => {
+            let made = signals::track(|| {
+                OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+                    .map(|file| (path.clone(), file))
+            });
+            match made {
+                Ok((path, file)) => {
                     return Ok(TempFile {
                         path,
                         file,
@@ -144,46 +393,51 @@ impl TempFile {
         )))
     }
 
-    fn persist(mut self, dest: &Path, force: bool) -> Result<(), Error> {
+    fn persist(mut self, dest: &Path, replace: bool) -> Result<(), Error> {
         self.file
             .sync_all()
             .map_err(|e| Error::io(&format!("syncing {}", self.path.display()), &e))?;
-        if force {
-            std::fs::rename(&self.path, dest).map_err(|e| Error::io(&format!("renaming to {}", dest.display()), &e))?;
-        } else {
-            // A hard link fails if `dest` appeared meanwhile: never clobber without --force.
-            match std::fs::hard_link(&self.path, dest) {
-                Ok(()) => {
-                    let _ = std::fs::remove_file(&self.path);
+        let result = signals::untrack(|| {
+            let r = self.place(dest, replace);
+            // Removed here, under the same lock a signal's cleanup takes, when placing failed.
+            if r.is_err() {
+                let _ = std::fs::remove_file(&self.path);
+            }
+            r
+        });
+        self.done = true;
+        result
+    }
+
+    fn place(&self, dest: &Path, replace: bool) -> Result<(), Error> {
+        if replace {
+            return std::fs::rename(&self.path, dest)
+                .map_err(|e| Error::io(&format!("renaming to {}", dest.display()), &e));
+        }
+        // A hard link fails if `dest` appeared meanwhile: never clobber without --force.
+        match std::fs::hard_link(&self.path, dest) {
+            Ok(()) => {
+                let _ = std::fs::remove_file(&self.path);
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(exists_error(dest)),
+            Err(_) => {
+                // Filesystems without hard links: fall back to a checked rename.
+                if std::fs::symlink_metadata(dest).is_ok() {
+                    return Err(exists_error(dest));
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    return Err(Error::usage(format!(
-                        "{} exists; pass --force to overwrite it",
-                        dest.display()
-                    )));
-                }
-                Err(_) => {
-                    // Filesystems without hard links: fall back to a checked rename.
-                    if dest.exists() {
-                        return Err(Error::usage(format!(
-                            "{} exists; pass --force to overwrite it",
-                            dest.display()
-                        )));
-                    }
-                    std::fs::rename(&self.path, dest)
-                        .map_err(|e| Error::io(&format!("renaming to {}", dest.display()), &e))?;
-                }
+                std::fs::rename(&self.path, dest).map_err(|e| Error::io(&format!("renaming to {}", dest.display()), &e))
             }
         }
-        self.done = true;
-        Ok(())
     }
 }
 
 impl Drop for TempFile {
     fn drop(&mut self) {
         if !self.done {
-            let _ = std::fs::remove_file(&self.path);
+            signals::untrack(|| {
+                let _ = std::fs::remove_file(&self.path);
+            });
         }
     }
 }

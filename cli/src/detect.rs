@@ -1,5 +1,6 @@
 //! Opening inputs and finding their format from content.
 
+use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
@@ -7,28 +8,71 @@ use rasterpack_common::{Error, ErrorKind, Format, Input, Limits};
 
 use rasterpack_cli::registry;
 
-/// Open a path (or `-` for standard input, read whole, bounded by the allocation limit).
+/// Open a path: `-` is standard input; FIFOs, devices and sockets are read as streams like
+/// standard input (their metadata has no length); anything else through [`Input::open`].
 pub fn open(path: &str, limits: &Limits) -> Result<Input, Error> {
     if path == "-" {
-        let mut data = Vec::new();
-        let cap = limits.max_alloc;
-        std::io::stdin()
-            .lock()
-            .take(cap.saturating_add(1))
-            .read_to_end(&mut data)
-            .map_err(|e| Error::io("reading standard input", &e))?;
-        if data.len() as u64 > cap {
-            return Err(Error::new(
-                ErrorKind::Io,
-                "io",
-                None,
-                format!("standard input exceeds {cap} bytes"),
-            ));
-        }
-        return Ok(Input::from_bytes("-", data));
+        return read_stream("standard input", "-", std::io::stdin().lock(), limits);
+    }
+    if is_stream(Path::new(path)) {
+        let file = File::open(path).map_err(|e| Error::io(path, &e))?;
+        return read_stream(path, path, file, limits);
     }
     Input::open(Path::new(path))
 }
+
+/// Does `path` name something that can only be read front to back (no length, no seeking)?
+fn is_stream(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::metadata(path).is_ok_and(|m| {
+            let t = m.file_type();
+            t.is_fifo() || t.is_char_device() || t.is_block_device() || t.is_socket()
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
+}
+
+/// Read a stream into memory, at most `limits.max_alloc` bytes. The first bytes are checked
+/// first: a stream no format claims (`/dev/zero`, `/dev/urandom`) is answered from them alone,
+/// without reading on.
+fn read_stream(what: &str, name: &str, mut stream: impl Read, limits: &Limits) -> Result<Input, Error> {
+    let io = |e: std::io::Error| Error::io(&format!("reading {what}"), &e);
+    let mut data = Vec::with_capacity(DETECT_BYTES);
+    (&mut stream)
+        .take(DETECT_BYTES as u64)
+        .read_to_end(&mut data)
+        .map_err(io)?;
+    let known = registry::formats().into_iter().any(|f| f.detect(&data));
+    if data.len() < DETECT_BYTES || !known {
+        return Ok(Input::from_bytes(name, data));
+    }
+    let cap = limits.max_alloc;
+    stream
+        .take(cap.saturating_sub(data.len() as u64).saturating_add(1))
+        .read_to_end(&mut data)
+        .map_err(io)?;
+    if data.len() as u64 > cap {
+        return Err(Error::new(
+            ErrorKind::Io,
+            "input.stream_too_large",
+            None,
+            format!(
+                "{what} goes on past {cap} bytes, the most rasterpack holds of a stream; \
+                 save it to a file to read it"
+            ),
+        ));
+    }
+    Ok(Input::from_bytes(name, data))
+}
+
+/// How many leading bytes format detection looks at.
+const DETECT_BYTES: usize = 64;
 
 /// The format of an opened input, or a clear "unknown format" error.
 pub fn detect(input: &Input) -> Result<&'static dyn Format, Error> {
@@ -48,7 +92,7 @@ pub fn detect(input: &Input) -> Result<&'static dyn Format, Error> {
                 )
             });
     }
-    let head = input.head(64);
+    let head = input.head(DETECT_BYTES);
     registry::formats()
         .into_iter()
         .find(|f| f.detect(&head))

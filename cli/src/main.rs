@@ -6,6 +6,7 @@
 mod convert;
 mod detect;
 mod output;
+mod signals;
 
 use std::process::ExitCode;
 
@@ -25,11 +26,12 @@ Formats (detected from content, never from the file name):
 Exit codes: 0 valid, 1 invalid, 2 usage or I/O error, 3 unsupported feature.
 With several inputs the highest applicable code wins in the order 2 > 3 > 1 > 0.
 
-Examples:
-  rasterpack inspect testdata/volp/sample.volp
-  rasterpack validate --json data/*.gvrs | jq '.files[] | select(.valid | not) | .path'
-  rasterpack convert cube.volp cube.npy --physical
-  rasterpack convert terrain.gvrs z.npy --element elevation";
+Examples (run from a clone of the repository):
+  rasterpack inspect testdata/volp/temperature_4x32x32_int16.volp
+  rasterpack validate --json testdata/gvrs/*.gvrs | jq '.files[] | select(.valid | not) | .path'
+  rasterpack convert testdata/volp/temperature_4x32x32_int16.volp t.npy --physical
+  rasterpack convert testdata/gvrs/crafted_all_types.gvrs a.npy --element a
+  rasterpack convert testdata/volp/cloud_2x8x8_float32.volp - --to npy | rasterpack inspect -";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -90,7 +92,8 @@ pub struct ConvertArgs {
     /// Input file or directory (`-` for standard input).
     #[arg(value_name = "IN")]
     input: String,
-    /// Output file; its format comes from --to or its extension.
+    /// Output file (`-` for standard output, with --to); its format comes from --to or its
+    /// extension.
     #[arg(value_name = "OUT")]
     output: String,
     /// Overwrite OUT if it exists.
@@ -99,7 +102,8 @@ pub struct ConvertArgs {
     /// Output format: npy, volp, gvrs, udf, fold (default: from OUT's extension).
     #[arg(long, value_name = "FORMAT")]
     to: Option<String>,
-    /// Which array: GVRS element, UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY`, VDS channel.
+    /// Which array: GVRS element, UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY` (or
+    /// `'["CHUNK","ARRAY"]'` for names holding `/`), VDS channel.
     #[arg(long, value_name = "NAME")]
     element: Option<String>,
     /// Write physical values (VOLP: stored*scale+offset as float64; VDS: dequantized float32).
@@ -111,7 +115,11 @@ pub struct ConvertArgs {
     /// GVRS output tile size, `ROWSxCOLS` (e.g. 128x128).
     #[arg(long, value_name = "ROWSxCOLS", value_parser = parse_tile)]
     tile: Option<(u32, u32)>,
-    /// GVRS output compression: none, deflate, huffman, float or all (smallest per tile).
+    /// Output compression. GVRS (smallest block per tile): none; default (huffman, deflate,
+    /// float: every Gridfour reads it); all (default and canonical, Gridfour 2026's list); lsop
+    /// (default and LSOP12); or a comma list of those and huffman, deflate, float, canonical
+    /// (e.g. all,lsop). VOLP: zstd or zstd:LEVEL. FOLD: zstd or none, optionally
+    /// +rs16/+rs32/+rs64 (Reed-Solomon ECC).
     #[arg(long, value_name = "CODEC")]
     compress: Option<String>,
 }

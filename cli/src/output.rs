@@ -3,7 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use comfy_table::{presets, Attribute, Cell, ContentArrangement, Table};
+use comfy_table::{presets, Attribute, Cell, Color, ColumnConstraint, ContentArrangement, Table, Width};
 use rasterpack_common::{
     Error, ErrorKind, Finding, InspectOptions, Limits, Report, Section, Severity, ValidateOptions,
 };
@@ -120,18 +120,22 @@ fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
     }
 }
 
-/// Colour only on a terminal and never when NO_COLOR is set (https://no-color.org).
+/// Colour only on a terminal and never when NO_COLOR is set (<https://no-color.org>).
 fn colour_enabled() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 pub fn run_reports(mode: Mode, paths: &[String], as_json: bool, quiet: bool) -> Outcome {
     let limits = Limits::default();
-    let colour = colour_enabled();
+    let style = TableStyle {
+        colour: colour_enabled(),
+        width: table_width(),
+    };
     let progress = paths.len() > 1 && std::io::stderr().is_terminal();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut code = 0u8;
+    let mut totals = Totals::new(&mode);
     let mut json_files = Vec::new();
     for (i, path) in paths.iter().enumerate() {
         if progress {
@@ -139,8 +143,11 @@ pub fn run_reports(mode: Mode, paths: &[String], as_json: bool, quiet: bool) -> 
         }
         let result = process(&mode, path, &limits);
         code = worst(code, result.exit_code);
-        if result.exit_code == 2 {
-            // Diagnostics for unreadable inputs go to stderr as well as into the report.
+        totals.count(result.exit_code);
+        let unreadable = result.exit_code == 2;
+        if unreadable {
+            // An input that could not be read is reported once, on stderr (and in --json's
+            // document, which must list every input); the text report does not repeat it.
             if let Some(f) = result.report.findings.iter().next() {
                 if progress {
                     eprint!("\r\x1b[2K");
@@ -153,10 +160,10 @@ pub fn run_reports(mode: Mode, paths: &[String], as_json: bool, quiet: bool) -> 
         }
         if as_json {
             json_files.push(file_json(&result));
-        } else {
+        } else if !unreadable {
             let text = match mode {
-                Mode::Inspect { .. } => render_inspect(&result, colour),
-                Mode::Validate { .. } => render_validate(&result, colour),
+                Mode::Inspect { .. } => render_inspect(&result, &style),
+                Mode::Validate { .. } => render_validate(&result, &style),
             };
             if progress {
                 eprint!("\r\x1b[2K");
@@ -169,10 +176,18 @@ pub fn run_reports(mode: Mode, paths: &[String], as_json: bool, quiet: bool) -> 
     if progress {
         eprint!("\r\x1b[2K");
     }
-    if as_json && !quiet {
-        let doc = json!({ "schema_version": 1, "files": json_files });
-        let res = serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::from);
-        if let Err(e) = res.and_then(|_| out.write_all(b"\n")) {
+    if !quiet {
+        let written = if as_json {
+            let doc = json!({ "schema_version": 1, "files": json_files, "totals": totals.json() });
+            serde_json::to_writer_pretty(&mut out, &doc)
+                .map_err(std::io::Error::from)
+                .and_then(|_| out.write_all(b"\n"))
+        } else if paths.len() > 1 {
+            out.write_all(format!("{}\n", totals.line()).as_bytes())
+        } else {
+            Ok(())
+        };
+        if let Err(e) = written {
             return write_failed(&e);
         }
     }
@@ -180,6 +195,74 @@ pub fn run_reports(mode: Mode, paths: &[String], as_json: bool, quiet: bool) -> 
         return write_failed(&e);
     }
     Outcome::Code(code)
+}
+
+/// How many inputs ended with each verdict. Exit code 0 is "valid" for validate and only
+/// "structure checked" for inspect, which never says a file is valid.
+#[derive(Debug, Default, PartialEq)]
+struct Totals {
+    /// Counted under inspect (`structure_checked`) rather than validate (`valid`).
+    inspect: bool,
+    passed: usize,
+    invalid: usize,
+    unsupported: usize,
+    unreadable: usize,
+}
+
+impl Totals {
+    fn new(mode: &Mode) -> Self {
+        Totals {
+            inspect: matches!(mode, Mode::Inspect { .. }),
+            ..Default::default()
+        }
+    }
+
+    fn count(&mut self, exit_code: u8) {
+        match exit_code {
+            0 => self.passed += 1,
+            1 => self.invalid += 1,
+            3 => self.unsupported += 1,
+            _ => self.unreadable += 1,
+        }
+    }
+
+    fn files(&self) -> usize {
+        self.passed + self.invalid + self.unsupported + self.unreadable
+    }
+
+    fn passed_word(&self) -> &'static str {
+        if self.inspect {
+            "structure checked"
+        } else {
+            "valid"
+        }
+    }
+
+    /// `12 files: 10 valid, 1 invalid, 1 unsupported` (verdicts no file got are left out).
+    fn line(&self) -> String {
+        let n = self.files();
+        let mut parts = vec![format!("{} {}", self.passed, self.passed_word())];
+        for (count, word) in [
+            (self.invalid, "invalid"),
+            (self.unsupported, "unsupported"),
+            (self.unreadable, "unreadable"),
+        ] {
+            if count > 0 {
+                parts.push(format!("{count} {word}"));
+            }
+        }
+        format!("{n} file{}: {}", if n == 1 { "" } else { "s" }, parts.join(", "))
+    }
+
+    fn json(&self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("files".into(), Value::from(self.files()));
+        obj.insert(self.passed_word().replace(' ', "_"), Value::from(self.passed));
+        obj.insert("invalid".into(), Value::from(self.invalid));
+        obj.insert("unsupported".into(), Value::from(self.unsupported));
+        obj.insert("unreadable".into(), Value::from(self.unreadable));
+        Value::Object(obj)
+    }
 }
 
 fn write_failed(e: &std::io::Error) -> Outcome {
@@ -219,32 +302,187 @@ fn file_json(r: &FileResult) -> Value {
     Value::Object(obj)
 }
 
-fn new_table(colour: bool) -> Table {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
-    if !colour {
-        t.force_no_tty();
-    }
-    if !std::io::stdout().is_terminal() {
-        // Without a terminal there is no width to wrap to: keep rows whole for grep.
-        t.set_content_arrangement(ContentArrangement::Disabled);
-    }
-    t
+/// How tables are drawn: colour or not, and the width to wrap to (`None`: never wrap).
+pub struct TableStyle {
+    pub colour: bool,
+    pub width: Option<u16>,
 }
 
-fn header_cells(headers: &[String], colour: bool) -> Vec<Cell> {
-    headers
-        .iter()
-        .map(|h| {
+/// Wrap to the terminal's width on a terminal; a terminal that reports no width (0, or
+/// nothing) gets 80 columns. Piped output is never wrapped, so rows stay whole for grep.
+fn table_width() -> Option<u16> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    match Table::new().width() {
+        Some(w) if w > 0 => Some(w),
+        _ => Some(80),
+    }
+}
+
+/// Draw a table of `texts` (under `header` when given). Colour is comfy-table's own cell
+/// styling, so escape codes never count as width. When wrapping, lines break at spaces, and
+/// each column is kept at least as wide as its longest number, so numbers never split; the room
+/// left keeps short words whole too, narrowest column first. A table with a header that cannot
+/// fit that way is drawn one record at a time, as `header | value` rows.
+fn table(header: Option<&[String]>, texts: &[Vec<String>], style: &TableStyle) -> String {
+    table_with(header, texts, style, &|_, _, text| Cell::new(text))
+}
+
+/// [`table`] with a hook that makes each body cell from (row, column, shown text), for styling.
+fn table_with(
+    header: Option<&[String]>,
+    texts: &[Vec<String>],
+    style: &TableStyle,
+    cell: &dyn Fn(usize, usize, String) -> Cell,
+) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    if style.colour {
+        // Colour was decided by the caller (a terminal, no NO_COLOR); widths are set explicitly.
+        t.enforce_styling();
+    } else {
+        t.force_no_tty();
+    }
+    if let Some(h) = header {
+        t.set_header(h.iter().map(|h| {
             let c = Cell::new(h);
-            if colour {
+            if style.colour {
                 c.add_attribute(Attribute::Bold)
             } else {
                 c
             }
+        }));
+    }
+    let Some(width) = style.width else {
+        t.set_content_arrangement(ContentArrangement::Disabled);
+        for (r, row) in texts.iter().enumerate() {
+            t.add_row(row.iter().enumerate().map(|(c, text)| cell(r, c, text.clone())));
+        }
+        return t.to_string();
+    };
+    let shown: Vec<Vec<String>> = texts
+        .iter()
+        .map(|row| row.iter().map(|text| with_break_points(text)).collect())
+        .collect();
+    let header_texts = header.unwrap_or(&[]);
+    let columns = shown
+        .iter()
+        .map(Vec::len)
+        .chain([header_texts.len()])
+        .max()
+        .unwrap_or(0);
+    let column_texts = |i: usize| shown.iter().filter_map(move |r| r.get(i)).chain(header_texts.get(i));
+    let longest = |i: usize, numbers_only: bool| column_texts(i).map(|t| longest_word(t, numbers_only)).max();
+    let numbers: Vec<usize> = (0..columns).map(|i| longest(i, true).unwrap_or(0)).collect();
+    let words: Vec<usize> = (0..columns)
+        .map(|i| longest(i, false).unwrap_or(0).min(MAX_KEPT_WORD))
+        .collect();
+    // Room for content: the width less the borders (columns + 1) and padding (2 a column).
+    let room = usize::from(width).saturating_sub(columns + 1 + 2 * columns);
+    let least: usize = (0..columns).map(|i| numbers[i].max(words[i].min(NARROWEST))).sum();
+    if least > room && header.is_some() && columns > 2 {
+        return records(header_texts, texts, style, cell);
+    }
+    t.set_width(width).set_content_arrangement(ContentArrangement::Dynamic);
+    for (r, row) in shown.iter().enumerate() {
+        t.add_row(row.iter().enumerate().map(|(c, text)| cell(r, c, text.clone())));
+    }
+    let mut lower = numbers.clone();
+    let mut left = room.saturating_sub(lower.iter().sum::<usize>());
+    let mut by_width: Vec<(usize, usize)> = words.iter().copied().zip(0..).collect();
+    by_width.sort();
+    for (want, i) in by_width {
+        let extra = want.saturating_sub(lower[i]);
+        if extra > left {
+            break;
+        }
+        left -= extra;
+        lower[i] = lower[i].max(want);
+    }
+    for (i, min) in lower.into_iter().enumerate() {
+        if let (true, Some(c)) = (min > 0, t.column_mut(i)) {
+            let min = u16::try_from(min + 2).unwrap_or(u16::MAX); // + left and right padding
+            c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(min)));
+        }
+    }
+    t.to_string()
+}
+
+/// A wide table drawn one record at a time: `header | value` rows, one box per record.
+fn records(
+    header: &[String],
+    texts: &[Vec<String>],
+    style: &TableStyle,
+    cell: &dyn Fn(usize, usize, String) -> Cell,
+) -> String {
+    let mut out = Vec::new();
+    for (r, row) in texts.iter().enumerate() {
+        let pairs: Vec<Vec<String>> = row
+            .iter()
+            .enumerate()
+            .map(|(c, text)| vec![header.get(c).cloned().unwrap_or_default(), text.clone()])
+            .collect();
+        // Row `column` of this box holds the record's cell of that column.
+        out.push(table_with(None, &pairs, style, &|column, side, text| {
+            if side == 1 {
+                cell(r, column, text)
+            } else {
+                Cell::new(text)
+            }
+        }));
+    }
+    out.join("\n")
+}
+
+/// Words longer than this may be split when room is short (numbers never are).
+const MAX_KEPT_WORD: usize = 24;
+/// Below this width a column's words split so badly that a wide table is better drawn as
+/// records.
+const NARROWEST: usize = 6;
+
+/// Long comma-joined words (JSON values, lists) get a space after each comma, so wrapping has
+/// somewhere to break other than inside a number.
+fn with_break_points(text: &str) -> String {
+    if !text
+        .split(' ')
+        .any(|w| w.chars().count() > MAX_KEPT_WORD && w.contains(','))
+    {
+        return text.to_string();
+    }
+    text.split(' ')
+        .map(|w| {
+            if w.chars().count() > MAX_KEPT_WORD {
+                w.replace(',', ", ").trim_end().to_string()
+            } else {
+                w.to_string()
+            }
         })
-        .collect()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Width of the longest space-separated word of `text` (only numbers when `numbers_only`);
+/// 0 when there is none.
+fn longest_word(text: &str, numbers_only: bool) -> usize {
+    text.split([' ', '\n'])
+        .filter(|word| !numbers_only || is_number(word))
+        .map(|word| word.chars().count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// A number, a range `a..b` or a comma-joined list of them, with brackets, quotes, a key
+/// (`"bottom":1000,`) and punctuation around it: `-2147483647`, `0.99907`, `[850,700]`, `1e-3`.
+fn is_number(word: &str) -> bool {
+    let value = word.rsplit(':').next().unwrap_or(word);
+    let inner = value.trim_matches(|c: char| "[](){}\"',;:".contains(c));
+    !inner.is_empty()
+        && (inner.chars().any(|c| c.is_ascii_digit()) || inner.parse::<f64>().is_ok())
+        && inner
+            .split(',')
+            .flat_map(|n| n.split(".."))
+            .all(|n| n.trim().parse::<f64>().is_ok())
 }
 
 fn paint(text: &str, ansi: &str, colour: bool) -> String {
@@ -255,24 +493,14 @@ fn paint(text: &str, ansi: &str, colour: bool) -> String {
     }
 }
 
-fn render_section(s: &Section, colour: bool, out: &mut String) {
+fn render_section(s: &Section, style: &TableStyle, out: &mut String) {
     match s {
         Section::Fields { title, rows } => {
-            out.push_str(&format!("{title}\n"));
-            let mut t = new_table(colour);
-            for (k, v) in rows {
-                t.add_row(vec![Cell::new(k), Cell::new(v)]);
-            }
-            out.push_str(&format!("{t}\n"));
+            let texts: Vec<Vec<String>> = rows.iter().map(|(k, v)| vec![k.clone(), v.clone()]).collect();
+            out.push_str(&format!("{title}\n{}\n", table(None, &texts, style)));
         }
         Section::Table { title, headers, rows } => {
-            out.push_str(&format!("{title}\n"));
-            let mut t = new_table(colour);
-            t.set_header(header_cells(headers, colour));
-            for r in rows {
-                t.add_row(r.clone());
-            }
-            out.push_str(&format!("{t}\n"));
+            out.push_str(&format!("{title}\n{}\n", table(Some(headers), rows, style)));
         }
         Section::Text { title, text } => {
             out.push_str(&format!("{title}\n{text}\n"));
@@ -283,26 +511,31 @@ fn render_section(s: &Section, colour: bool, out: &mut String) {
     }
 }
 
-fn findings_table(findings: &[Finding], colour: bool) -> String {
-    let mut t = new_table(colour);
-    t.set_header(header_cells(
-        &["severity".into(), "code".into(), "offset".into(), "message".into()],
-        colour,
-    ));
-    for f in findings {
-        let sev = match f.severity {
-            Severity::Error => paint("error", "31", colour),
-            Severity::Warning => paint("warning", "33", colour),
-            Severity::Info => "info".to_string(),
+fn findings_table(findings: &[Finding], style: &TableStyle) -> String {
+    let header = ["severity", "code", "offset", "message"].map(String::from);
+    let texts: Vec<Vec<String>> = findings
+        .iter()
+        .map(|f| {
+            vec![
+                f.severity.as_str().to_string(),
+                f.code.clone(),
+                f.offset.map(|o| o.to_string()).unwrap_or_else(|| "-".into()),
+                f.message.clone(),
+            ]
+        })
+        .collect();
+    let painted = |row: usize, column: usize, text: String| {
+        let colour = match findings[row].severity {
+            Severity::Error => Some(Color::Red),
+            Severity::Warning => Some(Color::Yellow),
+            Severity::Info => None,
         };
-        t.add_row(vec![
-            sev,
-            f.code.clone(),
-            f.offset.map(|o| o.to_string()).unwrap_or_else(|| "-".into()),
-            f.message.clone(),
-        ]);
-    }
-    format!("{t}\n")
+        match colour {
+            Some(c) if column == 0 && style.colour => Cell::new(text).fg(c),
+            _ => Cell::new(text),
+        }
+    };
+    format!("{}\n", table_with(Some(&header), &texts, style, &painted))
 }
 
 fn verdict(r: &FileResult, colour: bool) -> String {
@@ -333,33 +566,38 @@ fn counts(findings: &[Finding]) -> String {
     }
 }
 
-fn render_validate(r: &FileResult, colour: bool) -> String {
+fn render_validate(r: &FileResult, style: &TableStyle) -> String {
     let findings: Vec<Finding> = r.report.findings.iter().cloned().collect();
     let format = r.format.unwrap_or("?");
-    let mut out = format!("{}: {} [{format}]{}\n", r.path, verdict(r, colour), counts(&findings));
+    let mut out = format!(
+        "{}: {} [{format}]{}\n",
+        r.path,
+        verdict(r, style.colour),
+        counts(&findings)
+    );
     if !findings.is_empty() {
-        out.push_str(&findings_table(&findings, colour));
+        out.push_str(&findings_table(&findings, style));
     }
     out
 }
 
-fn render_inspect(r: &FileResult, colour: bool) -> String {
+fn render_inspect(r: &FileResult, style: &TableStyle) -> String {
     let format = r.format.unwrap_or("?");
-    let mut out = paint(&format!("== {} [{format}] ==", r.path), "1", colour);
+    let mut out = paint(&format!("== {} [{format}] ==", r.path), "1", style.colour);
     out.push('\n');
     for s in &r.report.sections {
-        render_section(s, colour, &mut out);
+        render_section(s, style, &mut out);
     }
     let findings: Vec<Finding> = r.report.findings.iter().cloned().collect();
     if !findings.is_empty() {
         out.push_str("Findings\n");
-        out.push_str(&findings_table(&findings, colour));
+        out.push_str(&findings_table(&findings, style));
     }
     // Errors found by the structural checks make a file invalid; their absence does not
     // make it valid: only validate says so.
     let status = match r.exit_code {
         0 => "structure checked".to_string(),
-        _ => verdict(r, colour),
+        _ => verdict(r, style.colour),
     };
     out.push_str(&format!("{}: {status}{}", r.path, counts(&findings)));
     if r.exit_code == 0 {
@@ -372,6 +610,207 @@ fn render_inspect(r: &FileResult, colour: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Visible width of each line: escape sequences removed, characters counted.
+    fn widths(text: &str) -> Vec<usize> {
+        let mut out = Vec::new();
+        for line in text.lines() {
+            let mut n = 0;
+            let mut chars = line.chars();
+            while let Some(c) = chars.next() {
+                if c == '\x1b' {
+                    // CSI: ESC [ parameters final-byte
+                    for c in chars.by_ref() {
+                        if c.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                } else {
+                    n += 1;
+                }
+            }
+            out.push(n);
+        }
+        out
+    }
+
+    fn words(text: &str) -> Vec<String> {
+        text.split(|c: char| c.is_whitespace() || "│┆".contains(c))
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn numbers_are_recognised_with_their_punctuation() {
+        for n in [
+            "-2147483647",
+            "0.9990717172622681",
+            "1e-300",
+            "[850,700]",
+            "NaN",
+            "-Infinity",
+            "1,",
+            "\"bottom\":1000,",
+            "-2147483647..2147483647,",
+        ] {
+            assert!(is_number(n), "{n}");
+        }
+        for w in [
+            "INTEGER",
+            "a1",
+            "2026-01-15T12:00:00Z",
+            "4x5",
+            "-",
+            "volp.body.decompress",
+            "[]",
+        ] {
+            assert!(!is_number(w), "{w}");
+        }
+    }
+
+    #[test]
+    fn tables_fit_80_columns_and_never_split_a_number() {
+        let header: Vec<String> = ["", "min", "max", "note"].map(String::from).to_vec();
+        let rows = vec![
+            vec![
+                "physical (stored * scale + offset)".to_string(),
+                "-1234567.875".into(),
+                "0.9990717172622681".into(),
+                "a long note that has to wrap somewhere, at a space and nowhere else".into(),
+            ],
+            vec![
+                "stored".into(),
+                "-2147483647".into(),
+                "2147483647".into(),
+                "{\"west\":-10,\"south\":35,\"east\":30,\"north\":70,\"bottom\":1000,\"top\":250}".into(),
+            ],
+        ];
+        for colour in [false, true] {
+            let style = TableStyle {
+                colour,
+                width: Some(80),
+            };
+            let text = table(Some(&header), &rows, &style);
+            let w = widths(&text);
+            assert!(w.iter().all(|&n| n <= 80), "wider than 80:\n{text}");
+            assert!(
+                w.iter().all(|&n| n == w[0]),
+                "rows misaligned (colour {colour}):\n{text}"
+            );
+            let shown = words(&text);
+            for n in ["-1234567.875", "0.9990717172622681", "-2147483647", "2147483647"] {
+                assert!(shown.iter().any(|w| w == n), "{n} was split:\n{text}");
+            }
+            // The JSON value wraps after its commas, not inside 1000.
+            assert!(shown.iter().any(|w| w == "\"bottom\":1000,"), "{text}");
+            // Colour is cell styling (escape codes around the word), never counted as width.
+            assert_eq!(text.contains('\x1b'), colour, "{text}");
+        }
+    }
+
+    #[test]
+    fn numbers_inside_text_are_not_split_either() {
+        // Without the lower bounds comfy-table splits 0.9990717172622681 and 0.6377824750677572
+        // here, to share 80 columns evenly.
+        let header: Vec<String> = ["what", "range", "mean", "note"].map(String::from).to_vec();
+        let rows = vec![vec![
+            "physical values (stored * scale + offset)".to_string(),
+            "from -2147483647.125 to 2147483647.875 over all cells".into(),
+            "0.9990717172622681 over 1700000000000 cells".into(),
+            "the mean is 0.6377824750677572 and the sum 123456789012345".into(),
+        ]];
+        let text = table(
+            Some(&header),
+            &rows,
+            &TableStyle {
+                colour: false,
+                width: Some(80),
+            },
+        );
+        let w = widths(&text);
+        assert!(w.iter().all(|&n| n == w[0] && n <= 80), "{text}");
+        let shown = words(&text);
+        for row in &rows {
+            for n in row.iter().flat_map(|cell| cell.split(' ')).filter(|w| is_number(w)) {
+                assert!(shown.iter().any(|w| w == n), "{n} was split:\n{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn coloured_findings_stay_aligned() {
+        let findings = vec![
+            Finding {
+                severity: Severity::Error,
+                code: "volp.body.decompress".into(),
+                offset: Some(285),
+                message: "zstd frame is corrupt or truncated: Src size is incorrect".into(),
+            },
+            Finding {
+                severity: Severity::Warning,
+                code: "volp.header.scale_invalid".into(),
+                offset: None,
+                message: "w".into(),
+            },
+        ];
+        let style = TableStyle {
+            colour: true,
+            width: Some(80),
+        };
+        let text = findings_table(&findings, &style);
+        let w = widths(text.trim_end());
+        assert!(w.iter().all(|&n| n == w[0] && n <= 80), "{text}");
+    }
+
+    #[test]
+    fn a_table_too_wide_for_the_terminal_is_drawn_as_records() {
+        let header: Vec<String> = (0..10).map(|i| format!("column{i}")).collect();
+        let rows = vec![(0..10)
+            .map(|i| format!("{}", 1_000_000_000u64 * (i + 1)))
+            .collect::<Vec<_>>()];
+        let text = table(
+            Some(&header),
+            &rows,
+            &TableStyle {
+                colour: false,
+                width: Some(80),
+            },
+        );
+        assert!(widths(&text).iter().all(|&n| n <= 80), "{text}");
+        assert!(text.contains("column9") && text.contains("10000000000"), "{text}");
+        assert_eq!(text.lines().count(), 12, "one box, a line per column: {text}");
+        // Piped (no width): one wide table, rows whole.
+        let text = table(
+            Some(&header),
+            &rows,
+            &TableStyle {
+                colour: false,
+                width: None,
+            },
+        );
+        assert_eq!(text.lines().count(), 5, "{text}");
+    }
+
+    #[test]
+    fn totals_name_each_verdict_that_occurred() {
+        let mut t = Totals::new(&Mode::Validate { strict: false });
+        for code in [0, 0, 1, 3, 2, 0] {
+            t.count(code);
+        }
+        assert_eq!(t.line(), "6 files: 3 valid, 1 invalid, 1 unsupported, 1 unreadable");
+        assert_eq!(
+            t.json(),
+            json!({"files": 6, "valid": 3, "invalid": 1, "unsupported": 1, "unreadable": 1})
+        );
+        // inspect makes no validity claim.
+        let mut t = Totals::new(&Mode::Inspect { all: false });
+        t.count(0);
+        t.count(0);
+        assert_eq!(t.line(), "2 files: 2 structure checked");
+        assert_eq!(t.json()["structure_checked"], 2);
+        assert!(t.json().get("valid").is_none());
+    }
 
     #[test]
     fn exit_code_priority() {

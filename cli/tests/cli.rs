@@ -470,7 +470,7 @@ fn gvrs_elements_convert_to_npy_and_back() {
     );
 
     // .npy -> GVRS (tiled, compressed) -> .npy is lossless, and the GVRS validates.
-    for compress in ["none", "deflate", "huffman", "all"] {
+    for compress in ["none", "deflate", "huffman", "all", "canonical", "lsop", "all,lsop"] {
         let g = dir.join(format!("a_{compress}.gvrs"));
         let back = dir.join(format!("a_{compress}.npy"));
         let o = run(&[
@@ -656,4 +656,183 @@ fn vds_datasets_both_storage_kinds_convert() {
     let refused = dir.join("four.volp");
     assert_eq!(code(&run(&["convert", &four, refused.to_str().unwrap()])), 2);
     assert!(!refused.exists());
+}
+
+/// Issue 11 (FOLD) and the read-failure message of issue 13, through the binary.
+#[test]
+fn fold_reads_fail_with_the_finding_and_ecc_is_never_dropped() {
+    use rasterpack_fold::{ChunkOptions, Compression, FoldBuilder};
+    let dir = scratch("fold11");
+    let arr = rasterpack_common::NdArray::new(
+        rasterpack_common::DType::F32,
+        vec![3],
+        [1.0f32, 2.0, 3.0].iter().flat_map(|v| v.to_le_bytes()).collect(),
+    )
+    .unwrap();
+    let stored = ChunkOptions {
+        compression: Compression::None,
+        ecc: None,
+    };
+    // A CRC error in the only NPZ0 chunk: exit 1 naming the check and the offset.
+    let mut b = FoldBuilder::new();
+    b.add_npz("nuclear_arrays", &[("t", &arr)], stored).unwrap();
+    b.add_npz("other", &[("u", &arr)], stored).unwrap();
+    let mut bytes = b.to_bytes().unwrap();
+    bytes[28 + 32 + 100] ^= 1;
+    let damaged = dir.join("crc.fold");
+    std::fs::write(&damaged, &bytes).unwrap();
+    for element in ["nuclear_arrays/t", "t"] {
+        let out = dir.join(format!("{}.npy", element.len()));
+        let o = run(&[
+            "convert",
+            damaged.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--element",
+            element,
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(code(&o), 1, "{err}");
+        assert!(
+            err.contains("[fold.integrity.crc_mismatch]") && err.contains("at offset"),
+            "{err}"
+        );
+        assert!(!out.exists());
+    }
+    // The clean chunk beside it converts.
+    let out = dir.join("u.npy");
+    let o = run(&[
+        "convert",
+        damaged.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--element",
+        "other/u",
+    ]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(read_npy(&out).data, arr.data);
+
+    // --compress ...+rs16 on a payload of several blocks: written (per-block parity), with a
+    // note about pyfolds; strictly valid; damage in several blocks is repaired by convert.
+    let big: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5).collect();
+    let npy = dir.join("big.npy");
+    write_npy(&npy, &[1000], &big);
+    let fold = dir.join("big.fold");
+    let o = run(&[
+        "convert",
+        npy.to_str().unwrap(),
+        fold.to_str().unwrap(),
+        "--compress",
+        "none+rs16",
+    ]);
+    assert_eq!(code(&o), 0);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("pyfolds 1.0.2 cannot read"));
+    assert_eq!(code(&run(&["validate", "--strict", fold.to_str().unwrap()])), 0);
+    let o = run(&["validate", "--json", fold.to_str().unwrap()]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["files"][0]["summary"]["chunks"][0]["ecc_algo"], "rs(16)");
+    let good = std::fs::read(&fold).unwrap();
+    let mut bad = good.clone();
+    for block in 0..16 {
+        bad[28 + 32 + block * 239 + 7] ^= 0x5a;
+    }
+    let bad_path = dir.join("bad.fold");
+    std::fs::write(&bad_path, &bad).unwrap();
+    let fixed = dir.join("fixed.fold");
+    let o = run(&["convert", bad_path.to_str().unwrap(), fixed.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(&fixed).unwrap(), good);
+    let back = dir.join("back.npy");
+    assert_eq!(
+        code(&run(&["convert", bad_path.to_str().unwrap(), back.to_str().unwrap()])),
+        0
+    );
+    assert_eq!(
+        read_npy(&back).to_f64(),
+        big.iter().map(|&v| v as f64).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn fold_edge_files_from_pyfolds() {
+    let Some(corpus) = std::env::var_os("RASTERPACK_CORPUS") else {
+        eprintln!("RASTERPACK_CORPUS not set: skipping");
+        return;
+    };
+    let edges = Path::new(&corpus).join("edges/fold");
+    let path = |n: &str| edges.join(n).to_str().unwrap().to_string();
+    let dir = scratch("fold-edges");
+    assert_eq!(
+        code(&run(&["validate", "--strict", &path("r2_ctype_ctl_pyfolds.fold")])),
+        0
+    );
+    assert_eq!(code(&run(&["validate", &path("r1_npz_structured.fold")])), 3);
+    let ok = dir.join("ok.npy");
+    let o = run(&[
+        "convert",
+        &path("r1_npz_structured.fold"),
+        ok.to_str().unwrap(),
+        "--element",
+        "nuclear_arrays/ok",
+    ]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(read_npy(&ok).to_f64(), [1.5]);
+    let rec = dir.join("rec.npy");
+    let o = run(&[
+        "convert",
+        &path("r1_npz_structured.fold"),
+        rec.to_str().unwrap(),
+        "--element",
+        "nuclear_arrays/rec",
+    ]);
+    assert_eq!(code(&o), 3);
+    assert_eq!(
+        code(&run(&["validate", "--strict", &path("r3_chunkname_slash.fold")])),
+        0
+    );
+    for (i, element) in ["a/b/v", r#"["a/b","v"]"#].iter().enumerate() {
+        let v = dir.join(format!("v{i}.npy"));
+        let o = run(&[
+            "convert",
+            &path("r3_chunkname_slash.fold"),
+            v.to_str().unwrap(),
+            "--element",
+            element,
+        ]);
+        assert_eq!(code(&o), 0, "{element}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert_eq!(
+        std::fs::read(dir.join("v0.npy")).unwrap(),
+        std::fs::read(dir.join("v1.npy")).unwrap()
+    );
+}
+
+/// A GVRS read of damaged bytes fails with exit 1 and writes nothing; inspect of a damaged tile
+/// directory claims no tile count (issue 11, item 14).
+#[test]
+fn gvrs_damaged_data_is_never_converted() {
+    let good = std::fs::read(testdata("gvrs/crafted_all_types.gvrs")).unwrap();
+    assert_eq!(good[128], 1, "checksums on");
+    let dir = scratch("gvrs-damaged");
+    let td = u64::from_le_bytes(good[80..88].try_into().unwrap()) as usize - 8;
+    let tile0 = u32::from_le_bytes(good[td + 32..td + 36].try_into().unwrap()) as usize * 8;
+    for (what, at) in [("tile", tile0 + 8), ("directory", td + 32)] {
+        let mut b = good.clone();
+        b[at] ^= 0x04;
+        let src = dir.join(format!("{what}.gvrs"));
+        std::fs::write(&src, &b).unwrap();
+        let out = dir.join(format!("{what}.npy"));
+        let o = run(&[
+            "convert",
+            src.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--element",
+            "a",
+        ]);
+        assert_eq!(code(&o), 1, "{what}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("crc_mismatch"), "{what}");
+        assert!(!out.exists());
+        assert_eq!(code(&run(&["validate", src.to_str().unwrap()])), 1);
+    }
+    let o = run(&["inspect", "--json", dir.join("directory.gvrs").to_str().unwrap()]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(doc["files"][0]["summary"]["populated_tiles"].is_null());
 }

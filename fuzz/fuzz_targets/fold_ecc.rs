@@ -22,10 +22,17 @@ fuzz_target!(|data: &[u8]| {
         }
         Err(_) => assert_eq!(cw, orig, "a failed correction must leave the input untouched"),
     }
-    // pyfolds-layout repair over the same bytes split as payload + ECC.
-    if rest.len() > nsym {
-        let (payload, ecc) = rest.split_at(rest.len() - nsym);
-        let mut p = payload.to_vec();
-        let _ = rasterpack_fold::ecc::repair(&rs, &mut p, ecc);
+    // Repair in both ECC layouts, and layout detection, over the same bytes split as
+    // payload + ECC (one block's worth of ECC, or as many as a multi-block payload needs).
+    use rasterpack_fold::ecc::{layout_of, repair, Layout};
+    for ecc_len in [nsym, rest.len().div_ceil(rs.k() + nsym) * nsym] {
+        if rest.len() > ecc_len {
+            let (payload, ecc) = rest.split_at(rest.len() - ecc_len);
+            for layout in [Layout::BlockParity, Layout::PyfoldsTail] {
+                let mut p = payload.to_vec();
+                let _ = repair(&rs, &mut p, ecc, layout);
+            }
+            let _ = layout_of(&rs, payload, ecc);
+        }
     }
 });

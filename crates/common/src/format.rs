@@ -170,6 +170,50 @@ pub struct WriteOptions {
     pub limits: Limits,
 }
 
+/// A flag of `convert` that shapes what is read ([`ArrayRequest`]) or written ([`WriteOptions`]).
+/// Each format lists the ones it honours ([`Format::honours`]) so the CLI can refuse the others
+/// by name instead of silently ignoring them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RequestFlag {
+    /// `--element`: which element / table / channel / array to read (source side).
+    Element,
+    /// `--physical`: physical values instead of stored ones (source side).
+    Physical,
+    /// `--codes`: stored integer codes instead of decoded values (source side).
+    Codes,
+    /// `--tile`: output tile size (target side).
+    Tile,
+    /// `--compress`: output compression (target side).
+    Compress,
+}
+
+impl RequestFlag {
+    /// Every flag, in the order `--help` lists them.
+    pub const ALL: [RequestFlag; 5] = [
+        RequestFlag::Element,
+        RequestFlag::Physical,
+        RequestFlag::Codes,
+        RequestFlag::Tile,
+        RequestFlag::Compress,
+    ];
+
+    /// The command-line spelling (`--element`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestFlag::Element => "--element",
+            RequestFlag::Physical => "--physical",
+            RequestFlag::Codes => "--codes",
+            RequestFlag::Tile => "--tile",
+            RequestFlag::Compress => "--compress",
+        }
+    }
+
+    /// Does the flag concern reading the source (true) or writing the target (false)?
+    pub fn is_source_flag(self) -> bool {
+        matches!(self, RequestFlag::Element | RequestFlag::Physical | RequestFlag::Codes)
+    }
+}
+
 /// One container format.
 pub trait Format: Send + Sync {
     /// Short name used in reports and `--to` (`volp`).
@@ -180,6 +224,11 @@ pub trait Format: Send + Sync {
     fn extensions(&self) -> &'static [&'static str];
     /// Does a file starting with `head` (up to 64 bytes) belong to this format?
     fn detect(&self, head: &[u8]) -> bool;
+    /// The `convert` flags this format honours: source flags in `read_array`, target flags in
+    /// `write_array`. The default is none, so a flag a format has not declared is refused.
+    fn honours(&self) -> &'static [RequestFlag] {
+        &[]
+    }
     /// Does a directory hold a dataset of this format?
     fn detect_dir(&self, _dir: &Path) -> bool {
         false

@@ -16,13 +16,16 @@ pub mod output;
 pub mod reader;
 pub mod source;
 pub mod stream;
+#[doc(hidden)]
+pub mod testkit;
 
 pub use any::{detect, open_any, ArrayFile};
 pub use array::{byte_len, DType, Element, NdArray};
 pub use error::{Error, ErrorKind, Result};
 pub use finding::{Finding, Findings, Severity};
 pub use format::{
-    read_by_streaming, ArrayRequest, Format, InspectOptions, Progress, Report, Section, ValidateOptions, WriteOptions,
+    read_by_streaming, ArrayRequest, Format, InspectOptions, Progress, Report, RequestFlag, Section, ValidateOptions,
+    WriteOptions,
 };
 pub use limits::Limits;
 pub use output::Output;

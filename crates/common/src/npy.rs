@@ -319,6 +319,9 @@ fn parse_dict(text: &str) -> std::result::Result<Dict, String> {
         p.expect(b':')?;
         p.ws();
         match key.as_str() {
+            // A structured dtype is a list (or a tuple for sub-arrays): kept as text, reported
+            // unsupported rather than as a broken header.
+            "descr" if matches!(p.s.get(p.i), Some(b'[' | b'(')) => dict.descr = Some(p.literal()?),
             "descr" => dict.descr = Some(p.string()?),
             "fortran_order" => dict.fortran_order = Some(p.boolean()?),
             "shape" => dict.shape = Some(p.tuple()?),
@@ -377,6 +380,30 @@ impl Lit<'_> {
         let out = String::from_utf8_lossy(&self.s[start..self.i.min(self.s.len())]).into_owned();
         self.expect(q)?;
         Ok(out)
+    }
+    /// A bracketed Python literal (`[('a', '<i4')]`), strings skipped whole; returned as text.
+    fn literal(&mut self) -> std::result::Result<String, String> {
+        let start = self.i;
+        let mut depth = 0usize;
+        while let Some(&c) = self.s.get(self.i) {
+            match c {
+                b'\'' | b'"' => {
+                    self.string()?;
+                    continue;
+                }
+                b'[' | b'(' | b'{' => depth += 1,
+                b']' | b')' | b'}' => {
+                    depth = depth.checked_sub(1).ok_or("unbalanced brackets")?;
+                    if depth == 0 {
+                        self.i += 1;
+                        return Ok(String::from_utf8_lossy(&self.s[start..self.i]).into_owned());
+                    }
+                }
+                _ => {}
+            }
+            self.i += 1;
+        }
+        Err("unterminated dtype literal".into())
     }
     fn boolean(&mut self) -> std::result::Result<bool, String> {
         if self.s[self.i..].starts_with(b"True") {
@@ -507,6 +534,28 @@ mod tests {
         assert!(read(&file, &Limits::default()).is_err());
         for cut in 0..file.len() {
             assert!(read(&file[..cut], &Limits::default()).is_err());
+        }
+    }
+
+    #[test]
+    fn structured_dtypes_are_unsupported_not_invalid() {
+        // What numpy writes for np.zeros(1, [('a', '<i4')]) and a sub-array dtype.
+        for descr in ["[('a', '<i4')]", "[('a', '<i4', (2,)), ('b]', '|u1')]", "('<i4', (2,))"] {
+            let dict = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': (1,), }}");
+            let mut file = b"\x93NUMPY\x01\x00".to_vec();
+            file.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+            file.extend_from_slice(dict.as_bytes());
+            let err = parse_header(&file).unwrap_err();
+            assert_eq!(err.kind, crate::ErrorKind::Unsupported, "{descr}: {err}");
+            assert!(err.message.contains(descr), "{err}");
+        }
+        for broken in ["[('a', '<i4')", "[('a', '<i4'))]", "['a]"] {
+            let dict = format!("{{'descr': {broken}, 'fortran_order': False, 'shape': (1,), }}");
+            let mut file = b"\x93NUMPY\x01\x00".to_vec();
+            file.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+            file.extend_from_slice(dict.as_bytes());
+            let err = parse_header(&file).unwrap_err();
+            assert_eq!(err.kind, crate::ErrorKind::Invalid, "{broken}: {err}");
         }
     }
 }

@@ -341,7 +341,9 @@ impl Region {
             )));
         }
         for (axis, (r, &d)) in self.ranges.iter().zip(shape).enumerate() {
-            if r.start >= r.end || r.end > d {
+            // An empty range is a mistake, except the whole of an empty axis.
+            let empty_axis = d == 0 && r.start == 0 && r.end == 0;
+            if (r.start >= r.end && !empty_axis) || r.end > d {
                 return Err(Error::usage(format!(
                     "region axis {axis}: {}..{} is empty or outside 0..{d} (shape {shape:?})",
                     r.start, r.end
@@ -626,6 +628,10 @@ mod tests {
             .intersect(&Region::from_start_size(&[4, 0], &[1, 1]).unwrap())
             .is_none());
         assert!(Region::from_start_size(&[u64::MAX], &[2]).is_err());
+        // The whole of an array with an empty axis is a valid region; a part of it is not.
+        assert_eq!(Region::parse(":", &[0]).unwrap().shape(), vec![0]);
+        assert!(Region::full(&[0, 3]).check_within(&[0, 3]).is_ok());
+        assert!(Region::parse("0:1", &[0]).is_err());
     }
 
     #[test]

@@ -87,7 +87,10 @@ pub enum EccError {
 pub struct Rs {
     nsym: usize,
     /// Generator polynomial, highest degree first, monic.
+    #[cfg_attr(not(test), allow(dead_code))]
     gen: Vec<u8>,
+    /// `products[f * nsym + j] = gen[j + 1] * f`: one encoder step is a table row XORed in.
+    products: Vec<u8>,
 }
 
 impl Rs {
@@ -107,7 +110,13 @@ impl Rs {
             }
             g = next;
         }
-        Some(Rs { nsym, gen: g })
+        let mut products = vec![0u8; 256 * nsym];
+        for f in 0..256usize {
+            for (j, &c) in g[1..].iter().enumerate() {
+                products[f * nsym + j] = mul(c, f as u8);
+            }
+        }
+        Some(Rs { nsym, gen: g, products })
     }
 
     pub fn nsym(&self) -> usize {
@@ -121,19 +130,44 @@ impl Rs {
 
     /// The `nsym` parity bytes of one block (`data.len() <= k`).
     pub fn parity(&self, data: &[u8]) -> Vec<u8> {
-        // Systematic encoding: remainder of data(x) * x^nsym divided by g(x) (LFSR form).
         let mut rem = vec![0u8; self.nsym];
+        self.parity_into(data, &mut rem);
+        rem
+    }
+
+    /// [`Rs::parity`] into `rem` (`nsym` bytes).
+    fn parity_into(&self, data: &[u8], rem: &mut [u8]) {
+        // Systematic encoding: remainder of data(x) * x^nsym divided by g(x) (LFSR form).
+        let n = self.nsym;
+        rem.fill(0);
         for &d in data {
-            let f = d ^ rem[0];
-            rem.rotate_left(1);
-            rem[self.nsym - 1] = 0;
+            let f = (d ^ rem[0]) as usize;
+            rem.copy_within(1.., 0);
+            rem[n - 1] = 0;
             if f != 0 {
-                for (r, &g) in rem.iter_mut().zip(&self.gen[1..]) {
-                    *r ^= mul(g, f);
+                for (r, &p) in rem.iter_mut().zip(&self.products[f * n..f * n + n]) {
+                    *r ^= p;
                 }
             }
         }
-        rem
+    }
+
+    /// The parity of every `k`-byte block of `data` (the last one shortened), block after
+    /// block: `ceil(len / k) * nsym` bytes. Blocks are independent, so large inputs are
+    /// encoded on every core.
+    pub fn block_parity(&self, data: &[u8]) -> Vec<u8> {
+        use rayon::prelude::*;
+        let nblocks = data.len().div_ceil(self.k());
+        let mut out = vec![0u8; nblocks * self.nsym];
+        let per_task = 1024;
+        out.par_chunks_mut(self.nsym * per_task)
+            .zip(data.par_chunks(self.k() * per_task))
+            .for_each(|(par, dat)| {
+                for (p, d) in par.chunks_mut(self.nsym).zip(dat.chunks(self.k())) {
+                    self.parity_into(d, p);
+                }
+            });
+        out
     }
 
     /// `reedsolo`'s encode: blocks of `k` data bytes, each followed by its parity.
@@ -293,6 +327,38 @@ pub fn pyfolds_ecc(rs: &Rs, data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// How a chunk's ECC bytes are laid out. Both hold `ceil(len / k) * N` bytes, and both are
+/// the block's parity when the payload fits one block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// The parity of each block, block after block ([`Rs::block_parity`]): what rasterpack
+    /// writes; every block can be repaired.
+    BlockParity,
+    /// pyfolds 1.0.2's: the last `ecc_len` bytes of reedsolo's codeword stream
+    /// ([`pyfolds_ecc`]); only the blocks whose parity lies in that tail can be repaired.
+    PyfoldsTail,
+}
+
+/// Which layout `ecc` holds for the (verified) payload `data`, if either.
+pub fn layout_of(rs: &Rs, data: &[u8], ecc: &[u8]) -> Option<Layout> {
+    if ecc.len() != data.len().div_ceil(rs.k()) * rs.nsym() {
+        return None;
+    }
+    if data.is_empty() {
+        return ecc.is_empty().then_some(Layout::BlockParity);
+    }
+    // Per-block parity starts with the first block's; pyfolds' multi-block bytes start with
+    // payload bytes: a cheap test before the whole encode.
+    let first = &data[..data.len().min(rs.k())];
+    if ecc.starts_with(&rs.parity(first)) && rs.block_parity(data) == ecc {
+        return Some(Layout::BlockParity);
+    }
+    if pyfolds_ecc(rs, data) == ecc {
+        return Some(Layout::PyfoldsTail);
+    }
+    None
+}
+
 /// Outcome of trying to repair a stored payload with its ECC bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Repair {
@@ -305,10 +371,11 @@ pub struct Repair {
     pub failed: bool,
 }
 
-/// Repair `data` in place using pyfolds-layout `ecc` bytes. For single-block payloads the ECC
-/// is the block's parity. For longer payloads (pyfolds' quirk) the stored bytes are the tail of
-/// the codeword stream: only blocks whose parity lies entirely inside that tail can be used.
-pub fn repair(rs: &Rs, data: &mut [u8], ecc: &[u8]) -> Repair {
+/// Repair `data` in place using `ecc` bytes laid out as `layout`. With
+/// [`Layout::BlockParity`] every block has its parity. With [`Layout::PyfoldsTail`] the stored
+/// bytes of a multi-block payload are the tail of the codeword stream: only blocks whose parity
+/// lies entirely inside that tail can be used. Callers re-verify the payload's hashes.
+pub fn repair(rs: &Rs, data: &mut [u8], ecc: &[u8], layout: Layout) -> Repair {
     let k = rs.k();
     let nsym = rs.nsym();
     let nblocks = data.len().div_ceil(k);
@@ -327,12 +394,17 @@ pub fn repair(rs: &Rs, data: &mut [u8], ecc: &[u8]) -> Repair {
     for b in 0..nblocks {
         let d0 = b * k;
         let d1 = (d0 + k).min(data.len());
-        let p0 = d0 + b * nsym + (d1 - d0); // stream offset of this block's parity
-        if p0 < tail_start {
-            continue;
-        }
+        let parity = match layout {
+            Layout::BlockParity => &ecc[b * nsym..b * nsym + nsym],
+            Layout::PyfoldsTail => {
+                let p0 = d0 + b * nsym + (d1 - d0); // stream offset of this block's parity
+                if p0 < tail_start {
+                    continue;
+                }
+                &ecc[p0 - tail_start..p0 - tail_start + nsym]
+            }
+        };
         rep.usable_blocks += 1;
-        let parity = &ecc[p0 - tail_start..p0 - tail_start + nsym];
         let mut cw = data[d0..d1].to_vec();
         cw.extend_from_slice(parity);
         match rs.correct(&mut cw) {

@@ -65,7 +65,7 @@ fn summary(a: &Analysis, input: &Input) -> Map<String, J> {
                 Content::Npz(arrays) => {
                     m["arrays"] = arrays
                         .iter()
-                        .map(|a| json!({"name": a.name, "dtype": a.dtype, "shape": a.shape, "unsupported": a.unsupported}))
+                        .map(|a| json!({"name": a.name, "dtype": a.dtype, "shape": a.shape, "unsupported": a.unsupported, "damaged": a.damaged}))
                         .collect();
                 }
                 Content::Zip(names) => m["zip_members"] = json!(names),
@@ -136,7 +136,7 @@ fn build_report(a: &Analysis, input: &Input, all: bool) -> Report {
             };
             vec![
                 e.name.clone(),
-                e.ctype.clone(),
+                raw::ctype_display(e.ctype.as_bytes()),
                 match e.flags {
                     0 => "none".into(),
                     1 => "zstd".into(),
@@ -184,7 +184,11 @@ fn build_report(a: &Analysis, input: &Input, all: bool) -> Report {
                             a.name.clone(),
                             a.dtype.clone(),
                             format!("{:?}", a.shape),
-                            a.unsupported.clone().unwrap_or_default(),
+                            a.damaged
+                                .as_ref()
+                                .map(|d| format!("DAMAGED: {d}"))
+                                .or_else(|| a.unsupported.clone())
+                                .unwrap_or_default(),
                         ]
                     })
                     .collect();
@@ -206,7 +210,11 @@ fn build_report(a: &Analysis, input: &Input, all: bool) -> Report {
                     String::new()
                 };
                 r.text(
-                    format!("Chunk {:?} ({}: zip members)", st.entry.name, st.entry.ctype),
+                    format!(
+                        "Chunk {:?} ({}: zip members)",
+                        st.entry.name,
+                        raw::ctype_display(st.entry.ctype.as_bytes())
+                    ),
                     format!("{}{more}", shown.join("\n")),
                 );
             }
@@ -224,17 +232,158 @@ fn truncate(s: &str, all: bool) -> String {
     format!("{cut}\n... (truncated; --all shows everything)")
 }
 
-/// The NPZ0 arrays of a file, as `CHUNK/ARRAY` names.
-fn array_choices(a: &Analysis) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for st in &a.chunks {
-        if let Content::Npz(arrays) = &st.content {
-            for arr in arrays {
-                out.push((st.entry.name.clone(), arr.name.clone()));
+/// What `--element` can name in a file: its NPZ0 chunks (by index entry) and their arrays.
+/// `arrays` is `None` for a chunk that could not be read (its errors say why).
+pub struct NpzChunk<'a> {
+    pub status: &'a ChunkStatus,
+    pub arrays: Option<&'a [npz::ArrayInfo]>,
+}
+
+impl NpzChunk<'_> {
+    fn name(&self) -> &str {
+        &self.status.entry.name
+    }
+}
+
+fn npz_chunks(a: &Analysis) -> Vec<NpzChunk<'_>> {
+    a.chunks
+        .iter()
+        .filter(|st| st.entry.ctype == "NPZ0")
+        .map(|st| NpzChunk {
+            status: st,
+            arrays: match &st.content {
+                Content::Npz(arrays) if st.errors.is_empty() => Some(arrays.as_slice()),
+                _ => None,
+            },
+        })
+        .collect()
+}
+
+/// The ways an `--element` value can be read, most explicit first:
+/// - `["CHUNK","ARRAY"]`, a JSON array of two strings: exactly that chunk and array (any
+///   names, `/` included);
+/// - `CHUNK/ARRAY`: split at any `/` (chunk names may hold `/`, e.g. `a/b/v` is array `v` of
+///   chunk `a/b`, or array `b/v` of chunk `a`);
+/// - `ARRAY`: an array name alone.
+///
+/// Returns every (chunk, array) pair the value can mean in this file; a readable chunk is
+/// named only with an array it holds, an unreadable chunk with whatever array was asked.
+pub fn element_meanings<'a>(chunks: &'a [NpzChunk<'a>], element: &str) -> Vec<(&'a NpzChunk<'a>, String)> {
+    if element.starts_with('[') {
+        if let Ok([chunk, array]) = serde_json::from_str::<[String; 2]>(element) {
+            return chunks
+                .iter()
+                .filter(|c| c.name() == chunk)
+                .filter(|c| c.arrays.is_none_or(|arrs| arrs.iter().any(|x| x.name == array)))
+                .map(|c| (c, array.clone()))
+                .collect();
+        }
+    }
+    let mut out: Vec<(&NpzChunk, String)> = Vec::new();
+    for (i, _) in element.match_indices('/') {
+        let (chunk, array) = (&element[..i], &element[i + 1..]);
+        for c in chunks.iter().filter(|c| c.name() == chunk) {
+            if c.arrays.is_none_or(|arrs| arrs.iter().any(|x| x.name == array)) {
+                out.push((c, array.to_string()));
             }
         }
     }
+    for c in chunks {
+        if c.arrays.is_some_and(|arrs| arrs.iter().any(|x| x.name == element)) {
+            out.push((c, element.to_string()));
+        }
+    }
     out
+}
+
+/// How to name `array` of `chunk` with `--element` in this file: `CHUNK/ARRAY` when that
+/// means only this pair, else the explicit `["CHUNK","ARRAY"]`.
+fn element_label(chunks: &[NpzChunk], chunk: &str, array: &str) -> String {
+    let plain = format!("{chunk}/{array}");
+    let m = element_meanings(chunks, &plain);
+    if m.len() == 1 && m[0].0.name() == chunk && m[0].1 == array {
+        plain
+    } else {
+        serde_json::to_string(&[chunk, array]).unwrap_or(plain)
+    }
+}
+
+/// Pick the array `--element` names (or the only one). Errors: usage (exit 2) for names that
+/// mean nothing or several things; the chunk's own finding (exit 1) when the array lies in a
+/// chunk that failed its checks; unsupported (exit 3) for a dtype rasterpack cannot decode.
+fn pick_array<'a>(chunks: &'a [NpzChunk<'a>], element: Option<&str>) -> Result<(&'a NpzChunk<'a>, String)> {
+    let readable: Vec<(&NpzChunk, &npz::ArrayInfo)> = chunks
+        .iter()
+        .flat_map(|c| c.arrays.unwrap_or(&[]).iter().map(move |a| (c, a)))
+        .collect();
+    let damaged: Vec<&NpzChunk> = chunks.iter().filter(|c| c.arrays.is_none()).collect();
+    let listing = || {
+        let mut names: Vec<String> = readable
+            .iter()
+            .map(|(c, a)| element_label(chunks, c.name(), &a.name))
+            .collect();
+        for c in &damaged {
+            names.push(format!("{:?} (chunk could not be read)", c.name()));
+        }
+        if names.is_empty() {
+            "none".into()
+        } else {
+            names.join(", ")
+        }
+    };
+    let chunk_failure = |c: &NpzChunk| -> Error {
+        match c.status.errors.first() {
+            Some(f) => Error::invalid_at(
+                f.code.clone(),
+                f.offset,
+                format!("cannot read chunk {:?}: {}", c.name(), f.message),
+            ),
+            None => Error::invalid_at(
+                "fold.payload.unreadable",
+                Some(c.status.entry.offset),
+                format!("chunk {:?} could not be decoded", c.name()),
+            ),
+        }
+    };
+    let Some(el) = element else {
+        return match (readable.as_slice(), damaged.as_slice()) {
+            ([(c, a)], []) => Ok((*c, a.name.clone())),
+            ([], [one, ..]) => Err(chunk_failure(one)),
+            ([], []) => Err(Error::usage("the file holds no NPZ0 array")),
+            _ => Err(Error::usage(format!(
+                "the file holds several arrays; choose one with --element CHUNK/ARRAY: {}",
+                listing()
+            ))),
+        };
+    };
+    let mut meanings = element_meanings(chunks, el);
+    meanings.dedup_by(|x, y| x.0.name() == y.0.name() && x.1 == y.1);
+    match meanings.as_slice() {
+        [(c, _)] if c.arrays.is_none() => Err(chunk_failure(c)),
+        [(c, array)] => Ok((*c, array.clone())),
+        [] => match damaged.first() {
+            // The array may be in a chunk that cannot be read: say what failed.
+            Some(one) if !el.starts_with('[') => Err(chunk_failure(one)),
+            _ => Err(Error::usage(format!(
+                "no NPZ0 array {el:?}; choose one of: {}",
+                listing()
+            ))),
+        },
+        several => {
+            if several.iter().all(|(c, _)| c.name() == several[0].0.name()) {
+                // One name shared by several index entries: the index is broken there.
+                return Err(chunk_failure(several[0].0));
+            }
+            let options: Vec<String> = several
+                .iter()
+                .map(|(c, a)| serde_json::to_string(&[c.name(), a.as_str()]).unwrap_or_default())
+                .collect();
+            Err(Error::usage(format!(
+                "--element {el:?} can mean {}; name one with --element '[\"CHUNK\",\"ARRAY\"]'",
+                options.join(" or ")
+            )))
+        }
+    }
 }
 
 /// Parse `convert --compress` for FOLD output: `zstd` (default), `none`, optionally
@@ -266,6 +415,10 @@ fn chunk_options(opts: &WriteOptions) -> Result<ChunkOptions> {
 impl Format for FoldFormat {
     fn name(&self) -> &'static str {
         "fold"
+    }
+    fn honours(&self) -> &'static [rasterpack_common::RequestFlag] {
+        use rasterpack_common::RequestFlag;
+        &[RequestFlag::Element, RequestFlag::Compress]
     }
 
     fn description(&self) -> &'static str {
@@ -328,50 +481,34 @@ impl Format for FoldFormat {
                     .unwrap_or_else(|| "not a readable FOLD file".into()),
             ));
         };
-        let choices = array_choices(&a);
-        let listing = || {
-            choices
-                .iter()
-                .map(|(c, n)| format!("{c}/{n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let (chunk, name) = match &req.element {
-            Some(el) => {
-                let hit: Vec<&(String, String)> = match el.split_once('/') {
-                    Some((ch, ar)) if choices.iter().any(|(c, n)| c == ch && n == ar) => {
-                        choices.iter().filter(|(c, n)| c == ch && n == ar).collect()
-                    }
-                    _ => choices.iter().filter(|(_, n)| n == el).collect(),
-                };
-                match hit.as_slice() {
-                    [one] => (*one).clone(),
-                    [] => {
-                        return Err(Error::usage(format!(
-                            "no NPZ0 array {el:?}; choose one of: {}",
-                            listing()
-                        )))
-                    }
-                    _ => {
-                        return Err(Error::usage(format!(
-                            "array name {el:?} is ambiguous; use CHUNK/ARRAY: {}",
-                            listing()
-                        )))
-                    }
-                }
+        let chunks = npz_chunks(&a);
+        let (chunk, name) = pick_array(&chunks, req.element.as_deref())?;
+        if let Some(info) = chunk.arrays.and_then(|arrs| arrs.iter().find(|x| x.name == name)) {
+            if let Some(why) = &info.damaged {
+                return Err(Error::invalid_at(
+                    validate::NPZ_MEMBER_DAMAGED,
+                    Some(chunk.status.entry.offset + raw::CHUNK_HEADER_LEN),
+                    format!("chunk {:?}: array {name:?} is not readable: {why}", chunk.name()),
+                ));
             }
-            None => match choices.as_slice() {
-                [one] => one.clone(),
-                [] => return Err(Error::usage("the file holds no NPZ0 array")),
-                _ => {
-                    return Err(Error::usage(format!(
-                        "the file holds several arrays; choose one with --element CHUNK/ARRAY: {}",
-                        listing()
-                    )))
-                }
-            },
-        };
-        let bytes = validate::read_chunk(input, c, &chunk, &req.limits)?;
+            if let Some(why) = &info.unsupported {
+                return Err(Error::unsupported(
+                    if info.zip_method_unsupported {
+                        "fold.payload.npz_unsupported"
+                    } else {
+                        "fold.payload.npz_dtype_unsupported"
+                    },
+                    Some(chunk.status.entry.offset + raw::CHUNK_HEADER_LEN),
+                    format!(
+                        "chunk {:?}: array {name:?} cannot be decoded by rasterpack: {why}",
+                        chunk.name()
+                    ),
+                ));
+            }
+        }
+        // The chunk is verified again as it is read (CRC32C, SHA-256, chunk_hashes, ECC,
+        // lengths), and the member's CRC-32 as it is unpacked.
+        let bytes = validate::read_chunk(input, c, chunk.name(), &req.limits)?;
         npz::read_array(&bytes, &name, &req.limits)
     }
 
@@ -380,7 +517,7 @@ impl Format for FoldFormat {
         let name = array
             .name
             .clone()
-            .filter(|n| !n.is_empty() && !n.contains('/'))
+            .filter(|n| !n.is_empty() && n.len() <= 200 && !n.contains(['/', '\0']))
             .unwrap_or_else(|| "arr_0".into());
         b.metadata(
             "writer",
@@ -393,7 +530,11 @@ impl Format for FoldFormat {
             )?;
         }
         b.add_npz("nuclear_arrays", &[(&name, array)], chunk_options(opts)?)?;
-        b.write_to(out)
+        b.write_to(out)?;
+        for note in &b.notes {
+            eprintln!("rasterpack: note: {note}");
+        }
+        Ok(())
     }
 
     fn convert_special(

@@ -100,6 +100,46 @@ pub struct Member {
     pub local_offset: u64,
 }
 
+/// General-purpose flag bit 11: the member name is UTF-8 (otherwise it is CP437).
+const FLAG_UTF8: u16 = 0x0800;
+
+/// CP437 for bytes 0x80..=0xFF (0x00..=0x7F are ASCII), as Python's `cp437` codec maps them.
+const CP437_HIGH: [char; 128] = [
+    '\u{00c7}', '\u{00fc}', '\u{00e9}', '\u{00e2}', '\u{00e4}', '\u{00e0}', '\u{00e5}', '\u{00e7}', '\u{00ea}',
+    '\u{00eb}', '\u{00e8}', '\u{00ef}', '\u{00ee}', '\u{00ec}', '\u{00c4}', '\u{00c5}', '\u{00c9}', '\u{00e6}',
+    '\u{00c6}', '\u{00f4}', '\u{00f6}', '\u{00f2}', '\u{00fb}', '\u{00f9}', '\u{00ff}', '\u{00d6}', '\u{00dc}',
+    '\u{00a2}', '\u{00a3}', '\u{00a5}', '\u{20a7}', '\u{0192}', '\u{00e1}', '\u{00ed}', '\u{00f3}', '\u{00fa}',
+    '\u{00f1}', '\u{00d1}', '\u{00aa}', '\u{00ba}', '\u{00bf}', '\u{2310}', '\u{00ac}', '\u{00bd}', '\u{00bc}',
+    '\u{00a1}', '\u{00ab}', '\u{00bb}', '\u{2591}', '\u{2592}', '\u{2593}', '\u{2502}', '\u{2524}', '\u{2561}',
+    '\u{2562}', '\u{2556}', '\u{2555}', '\u{2563}', '\u{2551}', '\u{2557}', '\u{255d}', '\u{255c}', '\u{255b}',
+    '\u{2510}', '\u{2514}', '\u{2534}', '\u{252c}', '\u{251c}', '\u{2500}', '\u{253c}', '\u{255e}', '\u{255f}',
+    '\u{255a}', '\u{2554}', '\u{2569}', '\u{2566}', '\u{2560}', '\u{2550}', '\u{256c}', '\u{2567}', '\u{2568}',
+    '\u{2564}', '\u{2565}', '\u{2559}', '\u{2558}', '\u{2552}', '\u{2553}', '\u{256b}', '\u{256a}', '\u{2518}',
+    '\u{250c}', '\u{2588}', '\u{2584}', '\u{258c}', '\u{2590}', '\u{2580}', '\u{03b1}', '\u{00df}', '\u{0393}',
+    '\u{03c0}', '\u{03a3}', '\u{03c3}', '\u{00b5}', '\u{03c4}', '\u{03a6}', '\u{0398}', '\u{03a9}', '\u{03b4}',
+    '\u{221e}', '\u{03c6}', '\u{03b5}', '\u{2229}', '\u{2261}', '\u{00b1}', '\u{2265}', '\u{2264}', '\u{2320}',
+    '\u{2321}', '\u{00f7}', '\u{2248}', '\u{00b0}', '\u{2219}', '\u{00b7}', '\u{221a}', '\u{207f}', '\u{00b2}',
+    '\u{25a0}', '\u{00a0}',
+];
+
+/// A member name as Python's zipfile (and so numpy and pyfolds) decodes it: UTF-8 when flag
+/// bit 11 is set (an error if it is not UTF-8, as in Python), CP437 otherwise.
+pub fn decode_name(raw: &[u8], flags: u16) -> std::result::Result<String, std::str::Utf8Error> {
+    if flags & FLAG_UTF8 != 0 {
+        return std::str::from_utf8(raw).map(str::to_string);
+    }
+    Ok(raw
+        .iter()
+        .map(|&b| {
+            if b < 0x80 {
+                b as char
+            } else {
+                CP437_HIGH[(b - 0x80) as usize]
+            }
+        })
+        .collect())
+}
+
 fn bad(offset: u64, msg: impl Into<String>) -> Error {
     Error::invalid("fold.payload.bad_zip", offset, msg)
 }
@@ -175,6 +215,7 @@ fn members_from(b: &[u8], base: u64, limits: &Limits) -> Result<Vec<Member>> {
         let hdr = b
             .get(p..p + 46)
             .ok_or_else(|| bad(p as u64, "truncated central directory"))?;
+        let flags = le16(hdr, 8).unwrap_or(0);
         let method = le16(hdr, 10).unwrap_or(0);
         let crc = le32(hdr, 16).unwrap_or(0);
         let mut comp = le32(hdr, 20).unwrap_or(0) as u64;
@@ -206,8 +247,10 @@ fn members_from(b: &[u8], base: u64, limits: &Limits) -> Result<Vec<Member>> {
             }
             x += 4 + sz;
         }
+        let name = decode_name(name, flags)
+            .map_err(|_| bad(p as u64, "member name is not UTF-8 although flag bit 11 says it is"))?;
         out.push(Member {
-            name: String::from_utf8_lossy(name).into_owned(),
+            name,
             method,
             crc32: crc,
             comp_size: comp,
@@ -280,8 +323,13 @@ pub struct ArrayInfo {
     /// numpy descr as written (`<f4`), or the rasterpack dtype name.
     pub dtype: String,
     pub shape: Vec<u64>,
-    /// Set when rasterpack cannot decode the dtype or layout.
+    /// Set when rasterpack cannot decode the dtype or layout, or the member's zip method.
     pub unsupported: Option<String>,
+    /// The member's zip method is not stored/deflate (`unsupported` says which).
+    pub zip_method_unsupported: bool,
+    /// Set when the member is damaged or ambiguous (CRC-32, sizes, `.npy` header, a name
+    /// used twice): it is never read. The other members of the archive stay readable.
+    pub damaged: Option<String>,
 }
 
 /// Array name of a member (`x.npy` -> `x`).
@@ -289,36 +337,73 @@ pub fn array_name(member: &str) -> &str {
     member.strip_suffix(".npy").unwrap_or(member)
 }
 
-/// Decode every member header; errors for anything that is not a readable `.npy` array.
+/// Array names that more than one member maps to.
+fn repeated_names(members: &[Member]) -> std::collections::HashSet<&str> {
+    let mut seen = std::collections::HashSet::with_capacity(members.len());
+    let mut twice = std::collections::HashSet::new();
+    for m in members {
+        let n = array_name(&m.name);
+        if !seen.insert(n) {
+            twice.insert(n);
+        }
+    }
+    twice
+}
+
+/// Decode every member header. An archive whose zip structure is unreadable is an error; a
+/// member that is damaged or not decodable here is described as such ([`ArrayInfo::damaged`],
+/// [`ArrayInfo::unsupported`]) and the others still are.
 pub fn describe(b: &[u8], limits: &Limits) -> Result<Vec<ArrayInfo>> {
-    let mut out = Vec::new();
-    for m in members(b, limits)? {
-        let data = member_bytes(b, &m, limits)?;
+    let members = members(b, limits)?;
+    let twice = repeated_names(&members);
+    let mut out = Vec::with_capacity(members.len());
+    for m in &members {
         let name = array_name(&m.name).to_string();
+        let mut info = ArrayInfo {
+            name,
+            dtype: "?".into(),
+            shape: Vec::new(),
+            unsupported: None,
+            zip_method_unsupported: false,
+            damaged: None,
+        };
+        if twice.contains(info.name.as_str()) {
+            info.damaged = Some(format!("array name {:?} is used by more than one member", info.name));
+            out.push(info);
+            continue;
+        }
+        let data = match member_bytes(b, m, limits) {
+            Ok(d) => d,
+            Err(e) if e.kind == rasterpack_common::ErrorKind::Unsupported => {
+                info.unsupported = Some(e.message);
+                info.zip_method_unsupported = true;
+                out.push(info);
+                continue;
+            }
+            Err(e) => {
+                info.damaged = Some(e.message);
+                out.push(info);
+                continue;
+            }
+        };
         match npy::parse_header(&data) {
             Ok(h) => {
                 let avail = data.len() as u64 - h.data_offset.min(data.len() as u64);
+                info.dtype = descr(h.dtype, h.big_endian);
+                info.shape = h.shape;
                 if avail != h.data_len {
-                    return Err(bad(
-                        0,
-                        format!("array {name:?}: {avail} data bytes, shape needs {}", h.data_len),
+                    info.damaged = Some(format!(
+                        "array {:?}: {avail} data bytes, shape needs {}",
+                        info.name, h.data_len
                     ));
+                } else if h.fortran_order {
+                    info.unsupported = Some("Fortran order".to_string());
                 }
-                out.push(ArrayInfo {
-                    name,
-                    dtype: descr(h.dtype, h.big_endian),
-                    shape: h.shape,
-                    unsupported: h.fortran_order.then(|| "Fortran order".to_string()),
-                })
             }
-            Err(e) if e.kind == rasterpack_common::ErrorKind::Unsupported => out.push(ArrayInfo {
-                name,
-                dtype: "?".into(),
-                shape: Vec::new(),
-                unsupported: Some(e.message),
-            }),
-            Err(e) => return Err(bad(0, format!("array {name:?}: {}", e.message))),
+            Err(e) if e.kind == rasterpack_common::ErrorKind::Unsupported => info.unsupported = Some(e.message),
+            Err(e) => info.damaged = Some(format!("array {:?}: {}", info.name, e.message)),
         }
+        out.push(info);
     }
     Ok(out)
 }
@@ -635,7 +720,13 @@ impl StreamCheck {
                 dtype: descr(h.dtype, h.big_endian),
                 shape: h.shape,
                 unsupported: h.fortran_order.then(|| "Fortran order".to_string()),
+                zip_method_unsupported: false,
+                damaged: None,
             });
+        }
+        // Repeated names are described by the in-memory check.
+        if !repeated_names(&cd).is_empty() {
+            return None;
         }
         Some(out)
     }
@@ -651,17 +742,24 @@ fn descr(d: rasterpack_common::DType, big_endian: bool) -> String {
     }
 }
 
-/// Read one array (by array name) out of an archive.
+/// Read one array (by array name) out of an archive; its member's CRC-32 and sizes are
+/// checked. A name used by more than one member is refused (which one a reader picks differs).
 pub fn read_array(b: &[u8], name: &str, limits: &Limits) -> Result<NdArray> {
-    for m in members(b, limits)? {
-        if array_name(&m.name) == name {
-            let data = member_data(b, &m, limits)?;
-            let mut arr = npy::read(&data, limits)?;
-            arr.name = Some(name.to_string());
-            return Ok(arr);
-        }
+    let members = members(b, limits)?;
+    let mut hits = members.iter().filter(|m| array_name(&m.name) == name);
+    let Some(m) = hits.next() else {
+        return Err(Error::usage(format!("no array {name:?} in the archive")));
+    };
+    if hits.next().is_some() {
+        return Err(bad(
+            m.local_offset,
+            format!("array name {name:?} is used by more than one member"),
+        ));
     }
-    Err(Error::usage(format!("no array {name:?} in the archive")))
+    let data = member_data(b, m, limits)?;
+    let mut arr = npy::read(&data, limits)?;
+    arr.name = Some(name.to_string());
+    Ok(arr)
 }
 
 /// An `np.savez`-style archive: stored members `<name>.npy`.
@@ -672,12 +770,17 @@ pub fn write(arrays: &[(&str, &NdArray)]) -> Vec<u8> {
         let mut member = npy::header_bytes(arr.dtype, &arr.shape);
         member.extend_from_slice(&arr.data);
         let fname = format!("{name}.npy");
+        // Python's zipfile (numpy) marks names that are not ASCII as UTF-8; without the flag
+        // readers decode them as CP437.
+        let flags = if fname.is_ascii() { 0u16 } else { FLAG_UTF8 };
         let crc = crc32(&member);
         let offset = out.len() as u32;
         let size = member.len() as u32;
-        // local header: version 20, no flags, stored, DOS time 1980-01-01 00:00
+        // local header: version 20, flags (bit 11 or none), stored, DOS time 1980-01-01 00:00
         out.extend_from_slice(&LOCAL_SIG.to_le_bytes());
-        out.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0x21, 0]);
+        out.extend_from_slice(&20u16.to_le_bytes());
+        out.extend_from_slice(&flags.to_le_bytes());
+        out.extend_from_slice(&[0, 0, 0, 0, 0x21, 0]);
         out.extend_from_slice(&crc.to_le_bytes());
         out.extend_from_slice(&size.to_le_bytes());
         out.extend_from_slice(&size.to_le_bytes());
@@ -686,7 +789,9 @@ pub fn write(arrays: &[(&str, &NdArray)]) -> Vec<u8> {
         out.extend_from_slice(fname.as_bytes());
         out.extend_from_slice(&member);
         central.extend_from_slice(&CDIR_SIG.to_le_bytes());
-        central.extend_from_slice(&[20, 3, 20, 0, 0, 0, 0, 0, 0, 0, 0x21, 0]);
+        central.extend_from_slice(&[20, 3, 20, 0]);
+        central.extend_from_slice(&flags.to_le_bytes());
+        central.extend_from_slice(&[0, 0, 0, 0, 0x21, 0]);
         central.extend_from_slice(&crc.to_le_bytes());
         central.extend_from_slice(&size.to_le_bytes());
         central.extend_from_slice(&size.to_le_bytes());

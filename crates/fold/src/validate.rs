@@ -3,14 +3,18 @@
 //! manifest hash, payload semantics. Chunks are read one at a time, so memory stays bounded
 //! by the largest chunk.
 
-use rasterpack_common::{Error, Findings, Input, Limits};
+use rasterpack_common::{Error, Finding, Findings, Input, Limits, Severity};
 use sha2::{Digest, Sha256};
 
-use crate::ecc::{self, Rs};
+use crate::ecc::{self, Layout, Rs};
 use crate::npz::{self, ArrayInfo};
 use crate::parse::{self, Container, Entry, JSON_MAX_DEPTH};
 use crate::pjson::{self, Value};
 use crate::raw::{ChunkHeader, CHUNK_HEADER_LEN, FLAG_NONE, FLAG_ZSTD, MAX_CHUNK_SIZE};
+
+/// Code of an NPZ0 member that cannot be read (CRC-32, sizes, `.npy` header, a repeated
+/// name) in an archive that can.
+pub const NPZ_MEMBER_DAMAGED: &str = "fold.payload.npz_member_damaged";
 
 /// What a chunk decoded to (kept only when the caller asks for content).
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +47,10 @@ pub struct ChunkStatus {
     pub content: Content,
     /// The decoded payload, when [`AnalyzeOptions::keep_payload`] asked for it.
     pub payload: Option<Vec<u8>>,
+    /// Error findings about this chunk (its index entry, header, bounds, integrity, payload):
+    /// while there is one, nothing is read from the chunk. A damaged NPZ0 member is not one
+    /// of them (see [`npz::ArrayInfo::damaged`]): the other members stay readable.
+    pub errors: Vec<Finding>,
 }
 
 /// Everything validation learnt about a file.
@@ -80,6 +88,56 @@ struct Layers {
     semantics: Findings,
 }
 
+impl Layers {
+    fn all(&self) -> [&Findings; 6] {
+        [
+            &self.structure,
+            &self.limits,
+            &self.bounds,
+            &self.integrity,
+            &self.manifest,
+            &self.semantics,
+        ]
+    }
+
+    /// How many findings each layer holds.
+    fn counts(&self) -> [usize; 6] {
+        self.all().map(Findings::len)
+    }
+
+    /// The error findings about a chunk as a whole added since `counts` gave `before` (a
+    /// damaged NPZ0 member leaves the other members readable: it is not one of them).
+    fn errors_since(&self, before: [usize; 6]) -> Vec<Finding> {
+        self.all()
+            .iter()
+            .zip(before)
+            .flat_map(|(f, n)| f.0.get(n..).unwrap_or(&[]))
+            .filter(|f| f.severity == Severity::Error && f.code != NPZ_MEMBER_DAMAGED)
+            .cloned()
+            .collect()
+    }
+}
+
+/// How many index entries carry each name.
+fn name_counts(c: &Container) -> std::collections::HashMap<&str, usize> {
+    let mut m = std::collections::HashMap::with_capacity(c.index.entries.len());
+    for e in &c.index.entries {
+        *m.entry(e.name.as_str()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// The finding that makes a chunk name ambiguous: two index entries share it.
+fn duplicate_name_error(c: &Container, e: &Entry, counts: &std::collections::HashMap<&str, usize>) -> Option<Finding> {
+    let n = counts.get(e.name.as_str()).copied().unwrap_or(0);
+    (n > 1).then(|| Finding {
+        severity: Severity::Error,
+        code: "fold.index.duplicate_name".into(),
+        offset: Some(c.header.index_off),
+        message: format!("chunk name {:?} appears {n} times in the index", e.name),
+    })
+}
+
 /// Run every layer. I/O errors (not file problems) are returned as `Err`.
 pub fn analyze(input: &Input, opts: &AnalyzeOptions) -> Result<Analysis, Error> {
     let mut out = Analysis::default();
@@ -93,10 +151,15 @@ pub fn analyze(input: &Input, opts: &AnalyzeOptions) -> Result<Analysis, Error> 
         structure: head,
         ..Default::default()
     };
+    let before = l.counts();
     let hashes = chunk_hashes(&container, &mut l);
+    // A malformed chunk_hashes leaves every chunk without its hierarchical check.
+    let index_errors = l.errors_since(before);
+    let name_counts = name_counts(&container);
     let mut spans: Vec<(u64, u64, String)> = Vec::new();
     for entry in &container.index.entries {
-        let st = check_chunk(
+        let before = l.counts();
+        let mut st = check_chunk(
             input,
             &container,
             entry,
@@ -106,6 +169,9 @@ pub fn analyze(input: &Input, opts: &AnalyzeOptions) -> Result<Analysis, Error> 
             &mut spans,
             &mut out.repairs,
         )?;
+        st.errors = index_errors.clone();
+        st.errors.extend(duplicate_name_error(&container, entry, &name_counts));
+        st.errors.extend(l.errors_since(before));
         out.chunks.push(st);
     }
     let complete = spans.len() == container.index.entries.len()
@@ -551,6 +617,61 @@ fn stream_hash(input: &Input, off: u64, total: u64) -> Result<(u32, String), Err
     Ok((crc, hex(&sha.finalize())))
 }
 
+/// [`ecc::layout_of`] for a verified payload too large to hold: payload and ECC bytes are read
+/// in batches of blocks.
+fn stream_layout(input: &Input, payload_off: u64, len: u64, ecc_off: u64, rs: &Rs) -> Result<Option<Layout>, Error> {
+    const BATCH: u64 = 8192;
+    let (k, n) = (rs.k() as u64, rs.nsym() as u64);
+    let nblocks = len.div_ceil(k);
+    let mut data = Vec::new();
+    let mut ecc = Vec::new();
+    let read = |off: u64, bytes: u64, buf: &mut Vec<u8>, what: &str| -> Result<(), Error> {
+        buf.resize(bytes as usize, 0);
+        input.read_at(off, buf, what)
+    };
+    // Per-block parity: batch after batch of blocks against their parity.
+    let mut b0 = 0;
+    let mut blocks_match = true;
+    while b0 < nblocks && blocks_match {
+        let b1 = (b0 + BATCH).min(nblocks);
+        let d1 = (b1 * k).min(len);
+        read(payload_off + b0 * k, d1 - b0 * k, &mut data, "chunk payload")?;
+        read(ecc_off + b0 * n, (b1 - b0) * n, &mut ecc, "chunk ECC")?;
+        blocks_match = rs.block_parity(&data) == ecc;
+        b0 = b1;
+    }
+    if blocks_match {
+        return Ok(Some(Layout::BlockParity));
+    }
+    // pyfolds: the ECC bytes are the codeword stream from stream offset `len` on. Block b's
+    // codeword starts at stream offset b * 255; only the last blocks reach past `len`.
+    let cw = crate::ecc::NSIZE as u64;
+    let block_end = |b: u64| b * cw + ((b + 1) * k).min(len) - b * k + n;
+    let mut b = (len / cw).saturating_sub(1);
+    while b < nblocks && block_end(b) <= len {
+        b += 1;
+    }
+    while b < nblocks {
+        let b1 = (b + BATCH).min(nblocks);
+        let d1 = (b1 * k).min(len);
+        read(payload_off + b * k, d1 - b * k, &mut data, "chunk payload")?;
+        let mut stream = Vec::with_capacity(((b1 - b) * cw) as usize);
+        for block in data.chunks(k as usize) {
+            stream.extend_from_slice(block);
+            stream.extend_from_slice(&rs.parity(block));
+        }
+        let s0 = b * cw;
+        let skip = len.saturating_sub(s0);
+        let from = s0 + skip - len;
+        read(ecc_off + from, stream.len() as u64 - skip, &mut ecc, "chunk ECC")?;
+        if stream.get(skip as usize..) != Some(&ecc[..]) {
+            return Ok(None);
+        }
+        b = b1;
+    }
+    Ok(Some(Layout::PyfoldsTail))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn check_chunk(
     input: &Input,
@@ -574,6 +695,7 @@ fn check_chunk(
         uncompressed_sha256: None,
         content: Content::None,
         payload: None,
+        errors: Vec::new(),
     };
     let at = Some(e.offset);
     let max = MAX_CHUNK_SIZE.min(opts.limits.max_alloc);
@@ -615,8 +737,14 @@ fn check_chunk(
     st.header = Some(h);
     // Index and header must agree (pyfolds trusts the header silently).
     let mut diffs = Vec::new();
-    if h.ctype_str() != e.ctype {
-        diffs.push(format!("ctype {:?} vs {:?}", h.ctype_str(), e.ctype));
+    // The index holds the type code as JSON text: compare the decoded characters with the
+    // header's bytes (control characters are escaped in JSON, raw in the header).
+    if h.ctype[..] != *e.ctype.as_bytes() {
+        diffs.push(format!(
+            "ctype \"{}\" vs \"{}\"",
+            h.ctype_str(),
+            crate::raw::ctype_display(e.ctype.as_bytes())
+        ));
     }
     for (what, hv, iv) in [
         ("flags", h.flags as u64, e.flags),
@@ -780,10 +908,33 @@ fn check_chunk(
                 ),
             );
         } else if !(crc_ok && sha_ok) {
-            let before = comp.clone();
-            let rep = ecc::repair(rs, &mut comp, &ecc_bytes);
-            let (crc2, sha2) = hashes(&comp);
-            if crc2 == h.crc32c && sha2 == e.sha256 {
+            // Which layout the ECC bytes have cannot be told from damaged data: try per-block
+            // parity (rasterpack's), then pyfolds' stream tail; only a payload whose hashes
+            // match again counts.
+            let layouts: &[Layout] = if multi {
+                &[Layout::BlockParity, Layout::PyfoldsTail]
+            } else {
+                &[Layout::BlockParity]
+            };
+            let mut fixed: Option<(Layout, ecc::Repair, Vec<u8>)> = None;
+            let mut tail_rep = None;
+            for &layout in layouts {
+                let mut trial = comp.clone();
+                let rep = ecc::repair(rs, &mut trial, &ecc_bytes, layout);
+                if layout == Layout::PyfoldsTail {
+                    tail_rep = Some(rep.clone());
+                }
+                // A layout whose every usable block decoded wins over one that verified with
+                // some block failing (the damage lay in blocks both layouts cover).
+                if hashes(&trial) == (h.crc32c, e.sha256.clone()) && fixed.as_ref().is_none_or(|f| f.1.failed) {
+                    fixed = Some((layout, rep.clone(), trial));
+                    if !rep.failed {
+                        break;
+                    }
+                }
+            }
+            if let Some((layout, rep, trial)) = fixed {
+                comp = trial;
                 crc_ok = true;
                 sha_ok = true;
                 st.repaired_bytes = rep.payload_bytes;
@@ -799,24 +950,26 @@ fn check_chunk(
                 decoded = decode(flags, &comp, uncomp_len).map(|o| o.map(Payload::Vec));
                 if opts.keep_repairs {
                     repairs.push((payload_off, comp.clone()));
-                    // Damaged parity bytes are rewritten too, so the copy is whole again.
-                    if !multi {
-                        let fresh = ecc::pyfolds_ecc(rs, &comp);
-                        if fresh != ecc_bytes {
-                            repairs.push((ecc_off, fresh));
-                        }
+                    // Damaged ECC bytes are rewritten too (in the layout that repaired), so
+                    // the copy is whole again; intact ones are kept as they are.
+                    if ecc::layout_of(rs, &comp, &ecc_bytes).is_none() {
+                        repairs.push((
+                            ecc_off,
+                            match layout {
+                                Layout::BlockParity => rs.block_parity(&comp),
+                                Layout::PyfoldsTail => ecc::pyfolds_ecc(rs, &comp),
+                            },
+                        ));
                     }
                 }
             } else {
-                comp = before;
                 st.ecc_status = format!("rs({}) uncorrectable", rs.nsym());
-                let why = if multi {
-                    format!(
-                        " (multi-block pyfolds layout: parity usable for {} of {} blocks)",
+                let why = match tail_rep {
+                    Some(rep) => format!(
+                        " (neither as per-block parity nor in pyfolds' multi-block layout, whose parity covers {} of {} blocks)",
                         rep.usable_blocks, rep.blocks
-                    )
-                } else {
-                    String::new()
+                    ),
+                    None => String::new(),
                 };
                 l.integrity.error(
                     "fold.ecc.ecc_uncorrectable",
@@ -827,27 +980,52 @@ fn check_chunk(
                     ),
                 );
             }
-        } else if multi {
-            st.ecc_status = format!("rs({}) quirk", rs.nsym());
-            l.integrity.warning(
-                "fold.ecc.ecc_layout_quirk",
-                Some(ecc_off),
-                format!(
-                    "chunk {name:?}: payload verifies, but its {} payload bytes span several RS blocks and pyfolds stored the tail of the codeword stream instead of the parity: ECC could not repair damage",
-                    h.comp_len
-                ),
-            );
         } else {
-            let fresh = ecc::pyfolds_ecc(rs, &comp);
-            if fresh != ecc_bytes {
-                st.ecc_status = format!("rs({}) parity mismatch", rs.nsym());
-                l.integrity.warning(
-                    "fold.ecc.parity_mismatch",
+            // The payload verifies: are the ECC bytes what either layout says they must be?
+            let layout = if comp.len() as u64 == h.comp_len {
+                ecc::layout_of(rs, &comp, &ecc_bytes)
+            } else {
+                stream_layout(input, payload_off, h.comp_len, ecc_off, rs)?
+            };
+            match layout {
+                Some(Layout::BlockParity) if multi => l.integrity.info(
+                    "fold.ecc.multi_block_parity",
                     Some(ecc_off),
-                    format!("chunk {name:?}: payload verifies but the ECC bytes are not its Reed-Solomon parity (convert rewrites them)"),
-                );
-                if opts.keep_repairs {
-                    repairs.push((ecc_off, fresh));
+                    format!(
+                        "chunk {name:?}: rs({}) parity of each of its {} blocks (rasterpack's layout; it repairs every block). pyfolds 1.0.2 cannot read chunks whose ECC spans several blocks",
+                        rs.nsym(),
+                        h.comp_len.div_ceil(k)
+                    ),
+                ),
+                Some(Layout::PyfoldsTail) if multi => {
+                    st.ecc_status = format!("rs({}) quirk", rs.nsym());
+                    l.integrity.warning(
+                        "fold.ecc.ecc_layout_quirk",
+                        Some(ecc_off),
+                        format!(
+                            "chunk {name:?}: payload verifies, but its {} payload bytes span several RS blocks and pyfolds stored the tail of the codeword stream instead of the parity: ECC could not repair damage",
+                            h.comp_len
+                        ),
+                    );
+                }
+                Some(_) => {}
+                None => {
+                    st.ecc_status = format!("rs({}) parity mismatch", rs.nsym());
+                    l.integrity.warning(
+                        "fold.ecc.parity_mismatch",
+                        Some(ecc_off),
+                        format!("chunk {name:?}: payload verifies but the ECC bytes are not its Reed-Solomon parity in either known layout (convert rewrites them)"),
+                    );
+                    if opts.keep_repairs {
+                        let whole;
+                        let data = if comp.len() as u64 == h.comp_len {
+                            &comp
+                        } else {
+                            whole = input.read_vec(payload_off, h.comp_len, "chunk payload", &opts.limits)?;
+                            &whole
+                        };
+                        repairs.push((ecc_off, rs.block_parity(data)));
+                    }
                 }
             }
         }
@@ -936,9 +1114,23 @@ fn check_chunk(
             Ok(arrays) => {
                 st.decoded = true;
                 for a in &arrays {
-                    if let Some(why) = &a.unsupported {
+                    if let Some(why) = &a.damaged {
+                        l.semantics.error(
+                            NPZ_MEMBER_DAMAGED,
+                            Some(payload_off),
+                            format!(
+                                "chunk {name:?}: NPZ0 member of array {:?} is not readable: {why}",
+                                a.name
+                            ),
+                        );
+                    } else if let Some(why) = &a.unsupported {
+                        let code = if a.zip_method_unsupported {
+                            "fold.payload.npz_unsupported"
+                        } else {
+                            "fold.payload.npz_dtype_unsupported"
+                        };
                         l.semantics.info(
-                            "fold.payload.npz_dtype_unsupported",
+                            code,
                             Some(payload_off),
                             format!(
                                 "chunk {name:?}: array {:?} cannot be decoded by rasterpack: {why}",
@@ -1068,7 +1260,9 @@ fn check_manifest(c: &Container, l: &mut Layers) -> (Option<bool>, Option<String
     }
 }
 
-/// Fully verify one chunk and return its decoded bytes (used by `read_array`).
+/// Fully verify one chunk and return its decoded bytes (used by `read_array`): every check
+/// that protects those bytes runs (index entry, chunk header, bounds, CRC32C, SHA-256,
+/// `metadata.chunk_hashes`, ECC repair, decoded length); the first error is returned.
 pub fn read_chunk(input: &Input, c: &Container, name: &str, limits: &Limits) -> Result<Vec<u8>, Error> {
     let e = c
         .index
@@ -1077,6 +1271,9 @@ pub fn read_chunk(input: &Input, c: &Container, name: &str, limits: &Limits) -> 
         .find(|e| e.name == name)
         .ok_or_else(|| Error::usage(format!("no chunk named {name:?}")))?;
     let mut l = Layers::default();
+    let hashes = chunk_hashes(c, &mut l);
+    let mut errors = l.errors_since([0; 6]);
+    errors.extend(duplicate_name_error(c, e, &name_counts(c)));
     let mut spans = Vec::new();
     let mut repairs = Vec::new();
     let opts = AnalyzeOptions {
@@ -1085,13 +1282,10 @@ pub fn read_chunk(input: &Input, c: &Container, name: &str, limits: &Limits) -> 
         keep_repairs: false,
         keep_payload: true,
     };
-    let st = check_chunk(input, c, e, &None, &opts, &mut l, &mut spans, &mut repairs)?;
-    let mut all = l.structure;
-    all.extend(l.limits);
-    all.extend(l.bounds);
-    all.extend(l.integrity);
-    all.extend(l.semantics);
-    if let Some(bad) = all.iter().find(|f| f.severity == rasterpack_common::Severity::Error) {
+    let before = l.counts();
+    let st = check_chunk(input, c, e, &hashes, &opts, &mut l, &mut spans, &mut repairs)?;
+    errors.extend(l.errors_since(before));
+    if let Some(bad) = errors.first() {
         return Err(Error::invalid_at(bad.code.clone(), bad.offset, bad.message.clone()));
     }
     st.payload.ok_or_else(|| {

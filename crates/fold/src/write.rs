@@ -5,21 +5,30 @@
 //! chunk in memory first (compressed, hashed, ECC computed) and then writes header, chunks and
 //! index in one pass; the bytes are the same layout.
 //!
-//! ECC: `rs(N)` is written only for stored payloads that fit one Reed-Solomon block
-//! (`comp_len <= 255 - N`), where the ECC bytes are the true parity. For longer payloads
-//! pyfolds' layout stores bytes that are not parity (see docs/formats/fold.md), so the
-//! builder writes `ecc_algo: "none"` for such a chunk and records a note in
-//! [`FoldBuilder::notes`].
+//! ECC: `rs(N)` bytes are the parity of each Reed-Solomon block, block after block. For a
+//! payload that fits one block (`comp_len <= 255 - N`) that is exactly what pyfolds writes.
+//! For longer payloads pyfolds' own layout stores bytes that are not parity (see
+//! docs/formats/fold.md); rasterpack writes the real parity of every block instead (same
+//! `ecc_len`), which it validates and repairs, and records a note in [`FoldBuilder::notes`]:
+//! pyfolds 1.0.2 cannot read a multi-block ECC chunk in either layout.
+//!
+//! The builder refuses what it cannot write faithfully (text with lone surrogates, duplicate
+//! JSON keys, malformed numbers, JSON or NPZ0 payloads the validator would reject), so every
+//! file it writes validates strictly and reads back as given.
 
 use std::io::Write;
 
 use rasterpack_common::{Error, NdArray, Result};
 use sha2::{Digest, Sha256};
 
-use crate::ecc::{self, Rs};
+use crate::ecc::Rs;
 use crate::npz;
+use crate::parse::JSON_MAX_DEPTH;
 use crate::pjson::{self, Ascii, JStr, Value};
-use crate::raw::{ChunkHeader, FileHeader, CHUNK_HEADER_LEN, FLAG_NONE, FLAG_ZSTD, HEADER_LEN, MAGIC, MAX_CHUNK_SIZE};
+use crate::raw::{
+    ChunkHeader, FileHeader, CHUNK_HEADER_LEN, FLAG_NONE, FLAG_ZSTD, HEADER_LEN, KNOWN_VERSIONS, MAGIC, MAX_CHUNK_SIZE,
+    MAX_INDEX_SIZE,
+};
 
 /// Compression of one chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +57,8 @@ impl Default for ChunkOptions {
 
 struct Prepared {
     name: String,
+    /// The type code as text (the same four characters as the header's bytes).
+    ctype: String,
     header: ChunkHeader,
     stored: Vec<u8>,
     ecc: Vec<u8>,
@@ -63,7 +74,8 @@ pub struct FoldBuilder {
     pub created_at_unix: f64,
     /// Index `version` (pyfolds writes "1.2.0").
     pub version: String,
-    /// Things the builder decided on the caller's behalf (e.g. ECC dropped for a large chunk).
+    /// Things a caller should tell the user (e.g. that pyfolds cannot read a multi-block ECC
+    /// chunk).
     pub notes: Vec<String>,
 }
 
@@ -75,6 +87,77 @@ impl Default for FoldBuilder {
 
 fn hex(d: &[u8]) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Python's `int()` refuses longer decimal literals (`sys.get_int_max_str_digits()`).
+const MAX_INT_DIGITS: usize = 4300;
+
+/// Refuse a JSON value that would not be written and read back as it is: a string or key
+/// with a lone UTF-16 surrogate (no UTF-8 for it; Python's encoder refuses it too), an object
+/// with a repeated key (a Python dict keeps one), an int that is not a decimal literal, or
+/// nesting deeper than readers accept. `path` names the place for the message; `depth` is the
+/// value's depth in its document (0 for a JSON chunk, 2 for a metadata member of the index).
+pub fn check_writable(v: &Value, path: &str, depth: u32) -> Result<()> {
+    fn walk(v: &Value, path: &mut String, depth: u32) -> Result<()> {
+        let refuse = |path: &str, why: &str| Err(Error::usage(format!("cannot write {path} faithfully: {why}")));
+        if depth > JSON_MAX_DEPTH {
+            return refuse(path, &format!("nested deeper than {JSON_MAX_DEPTH} levels"));
+        }
+        match v {
+            Value::Null | Value::Bool(_) | Value::Float(_) => Ok(()),
+            Value::Int(d) => {
+                let digits = d.strip_prefix('-').unwrap_or(d);
+                let canonical = !digits.is_empty()
+                    && digits.bytes().all(|b| b.is_ascii_digit())
+                    && (digits == "0" || !digits.starts_with('0'))
+                    && d != "-0";
+                if !canonical {
+                    return refuse(path, &format!("{d:?} is not a decimal integer literal"));
+                }
+                if digits.len() > MAX_INT_DIGITS {
+                    return refuse(path, &format!("an integer of more than {MAX_INT_DIGITS} digits"));
+                }
+                Ok(())
+            }
+            Value::Str(s) => match s.as_string() {
+                Some(_) => Ok(()),
+                None => refuse(
+                    path,
+                    "the text holds a lone UTF-16 surrogate, which UTF-8 cannot encode",
+                ),
+            },
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let len = path.len();
+                    path.push_str(&format!("[{i}]"));
+                    walk(item, path, depth + 1)?;
+                    path.truncate(len);
+                }
+                Ok(())
+            }
+            Value::Object(members) => {
+                let mut seen = std::collections::HashSet::with_capacity(members.len());
+                for (k, item) in members {
+                    let key = k.to_string_lossy();
+                    if k.as_string().is_none() {
+                        return refuse(
+                            path,
+                            &format!("key {key:?} holds a lone UTF-16 surrogate, which UTF-8 cannot encode"),
+                        );
+                    }
+                    if !seen.insert(k) {
+                        return refuse(path, &format!("key {key:?} appears twice"));
+                    }
+                    let len = path.len();
+                    path.push_str(&format!("[{key:?}]"));
+                    walk(item, path, depth + 1)?;
+                    path.truncate(len);
+                }
+                Ok(())
+            }
+        }
+    }
+    walk(v, &mut path.to_string(), depth)
 }
 
 impl FoldBuilder {
@@ -97,13 +180,44 @@ impl FoldBuilder {
         if key == "chunk_hashes" || key == "manifest_hash" {
             return Err(Error::usage(format!("metadata key {key:?} is computed by the writer")));
         }
+        // A member of the index's `metadata` object, itself a member of the index.
+        check_writable(&value, &format!("metadata[{key:?}]"), 2)?;
         self.metadata.retain(|(k, _)| !k.eq_str(key));
         self.metadata.push((JStr::new(key), value));
         Ok(())
     }
 
-    /// Add a chunk of any 4-character ASCII type.
+    /// Add a chunk of any 4-character ASCII type. `JSON` payloads must be JSON as Python
+    /// reads it and `NPZ0` payloads readable `.npz` archives: the builder does not write a
+    /// chunk the validator would reject.
     pub fn add_chunk(&mut self, name: &str, ctype: &str, payload: &[u8], opts: ChunkOptions) -> Result<()> {
+        match ctype {
+            "JSON" => {
+                pjson::parse(payload, JSON_MAX_DEPTH).map_err(|e| {
+                    Error::usage(format!(
+                        "chunk {name:?}: JSON payload invalid at byte {}: {}",
+                        e.offset, e.message
+                    ))
+                })?;
+            }
+            "NPZ0" => {
+                let limits = rasterpack_common::Limits::default();
+                let arrays = npz::describe(payload, &limits)
+                    .map_err(|e| Error::usage(format!("chunk {name:?}: not a readable .npz archive: {}", e.message)))?;
+                if let Some(bad) = arrays.iter().find_map(|a| a.damaged.as_ref()) {
+                    return Err(Error::usage(format!(
+                        "chunk {name:?}: not a readable .npz archive: {bad}"
+                    )));
+                }
+            }
+            _ => {}
+        }
+        self.add_raw_chunk(name, ctype, payload, opts)
+    }
+
+    /// [`FoldBuilder::add_chunk`] without checking the payload against its type: for tools
+    /// and tests that craft damaged files on purpose. A file made with it may not validate.
+    pub fn add_raw_chunk(&mut self, name: &str, ctype: &str, payload: &[u8], opts: ChunkOptions) -> Result<()> {
         let ct: [u8; 4] = ctype
             .as_bytes()
             .try_into()
@@ -138,14 +252,12 @@ impl FoldBuilder {
                     .ok_or_else(|| Error::usage(format!("rs({n}) is not a valid Reed-Solomon code")))?;
                 if stored.len() > rs.k() {
                     self.notes.push(format!(
-                        "chunk {name:?}: {} stored bytes exceed one rs({n}) block ({} bytes); written without ECC because pyfolds' multi-block ECC layout cannot repair",
+                        "chunk {name:?}: {} stored bytes span {} rs({n}) blocks; the ECC holds the parity of each block, which rasterpack validates and repairs, but pyfolds 1.0.2 cannot read a chunk whose ECC spans several blocks (its reader decodes payload and ECC as one codeword stream and fails with \"ECC decode falhou\"; the same happens to the multi-block chunks it writes itself)",
                         stored.len(),
-                        rs.k()
+                        stored.len().div_ceil(rs.k())
                     ));
-                    (Vec::new(), "none".to_string())
-                } else {
-                    (ecc::pyfolds_ecc(&rs, &stored), format!("rs({n})"))
                 }
+                (rs.block_parity(&stored), format!("rs({n})"))
             }
         };
         let header = ChunkHeader {
@@ -159,6 +271,7 @@ impl FoldBuilder {
         let sha256 = hex(&Sha256::digest(&stored));
         self.chunks.push(Prepared {
             name: name.to_string(),
+            ctype: ctype.to_string(),
             header,
             stored,
             ecc: ecc_bytes,
@@ -170,6 +283,7 @@ impl FoldBuilder {
 
     /// A `JSON` chunk, serialized as pyfolds does (`ensure_ascii=False`, compact).
     pub fn add_json(&mut self, name: &str, value: &Value, opts: ChunkOptions) -> Result<()> {
+        check_writable(value, &format!("JSON chunk {name:?}"), 0)?;
         let text = pjson::dumps(value, false, Ascii::Raw);
         self.add_chunk(name, "JSON", text.as_bytes(), opts)
     }
@@ -182,9 +296,22 @@ impl FoldBuilder {
                 "chunk {name:?}: arrays exceed the 1 GiB chunk limit"
             )));
         }
-        for (n, _) in arrays {
+        if arrays.len() > u16::MAX as usize {
+            return Err(Error::usage(format!(
+                "chunk {name:?}: {} arrays; an NPZ0 chunk holds at most 65535",
+                arrays.len()
+            )));
+        }
+        for (i, (n, _)) in arrays.iter().enumerate() {
             if n.is_empty() || n.len() > 200 {
                 return Err(Error::usage(format!("array name {n:?} must be 1..200 bytes")));
+            }
+            // Python's zipfile cuts member names at a NUL.
+            if n.contains('\0') {
+                return Err(Error::usage(format!("array name {n:?} contains a NUL character")));
+            }
+            if arrays[..i].iter().any(|(m, _)| m == n) {
+                return Err(Error::usage(format!("chunk {name:?}: array name {n:?} used twice")));
             }
         }
         self.add_chunk(name, "NPZ0", &npz::write(arrays), opts)
@@ -207,12 +334,18 @@ impl FoldBuilder {
 
     /// Write the whole file.
     pub fn write_to(&self, out: &mut dyn Write) -> Result<()> {
+        if !KNOWN_VERSIONS.contains(&self.version.as_str()) {
+            return Err(Error::usage(format!(
+                "index version {:?} is not one readers know (1.0.0, 1.1.0, 1.2.0)",
+                self.version
+            )));
+        }
         let mut entries = Vec::new();
         let mut offset = HEADER_LEN;
         for c in &self.chunks {
             entries.push(Value::object(vec![
                 ("name", Value::str(&c.name)),
-                ("ctype", Value::str(&c.header.ctype_str())),
+                ("ctype", Value::str(&c.ctype)),
                 ("flags", Value::int(c.header.flags)),
                 ("offset", Value::int(offset)),
                 ("header_len", Value::int(CHUNK_HEADER_LEN)),
@@ -233,6 +366,12 @@ impl FoldBuilder {
             ("chunks", Value::Array(entries)),
         ]);
         let text = pjson::dumps(&index, false, Ascii::Raw);
+        if text.len() as u64 > MAX_INDEX_SIZE {
+            return Err(Error::usage(format!(
+                "the index would be {} bytes, above the 100 MiB FOLD limit",
+                text.len()
+            )));
+        }
         let header = FileHeader {
             magic: MAGIC,
             header_len: HEADER_LEN as u32,

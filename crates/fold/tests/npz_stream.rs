@@ -258,7 +258,7 @@ fn payload_codes(r: &Report) -> Vec<String> {
 fn fold(z: &[u8]) -> Input {
     let mut b = FoldBuilder::new();
     b.created_at_unix = 1.0;
-    b.add_chunk(
+    b.add_raw_chunk(
         "arrays",
         "NPZ0",
         z,

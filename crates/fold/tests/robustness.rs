@@ -145,7 +145,7 @@ fn streamed_and_whole_zstd_paths_agree_on_corrupt_frames() {
         };
         f[at] ^= 0x55 + k as u8;
         let mut b = FoldBuilder::new();
-        b.add_chunk(
+        b.add_raw_chunk(
             "z",
             ctype,
             &f,
@@ -200,7 +200,7 @@ fn streamed_npz_in_two_zstd_frames_decodes_into_the_fixed_buffer() {
     assert!(frames.len() > 4 << 20);
     for delta in [0i64, -1, 1] {
         let mut b = FoldBuilder::new();
-        b.add_chunk(
+        b.add_raw_chunk(
             "nuclear_arrays",
             "NPZ0",
             &frames,

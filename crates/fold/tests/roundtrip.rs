@@ -132,17 +132,29 @@ fn every_codec_and_ecc_round_trips() {
                     "a{i}"
                 );
             }
-            // ECC is kept for payloads that fit one block, dropped (with a note) otherwise.
+            // ECC is always written: the parity of each block; a chunk spanning several blocks
+            // gets a note (pyfolds cannot read it) and an info finding, never a warning.
+            let mut multi = 0;
             for st in &a.chunks {
-                let fits = ecc.is_some_and(|n| st.entry.comp_len <= 255 - n as u64) && st.entry.comp_len > 0;
-                if fits {
-                    assert_eq!(st.entry.ecc_algo, format!("rs({})", ecc.unwrap()));
-                } else if ecc.is_some() && st.entry.comp_len > 0 {
-                    assert_eq!(st.entry.ecc_algo, "none");
+                match ecc {
+                    Some(n) => {
+                        assert_eq!(st.entry.ecc_algo, format!("rs({n})"), "{}", st.entry.name);
+                        assert_eq!(st.ecc_status, format!("rs({n}) ok"), "{}", st.entry.name);
+                        multi += usize::from(st.entry.comp_len > 255 - n as u64);
+                    }
+                    None => assert_eq!(st.entry.ecc_algo, "none"),
                 }
             }
+            assert_eq!(b.notes.len(), multi);
+            assert_eq!(
+                r.findings
+                    .iter()
+                    .filter(|f| f.code == "fold.ecc.multi_block_parity")
+                    .count(),
+                multi
+            );
             if ecc.is_some() {
-                assert!(!b.notes.is_empty());
+                assert!(multi > 0, "the sample must hold a multi-block chunk");
             }
         }
     }

@@ -1,7 +1,9 @@
 //! Whole-grid decode speed and validation time of the corpus's `big_terrain_4000.gvrs`
-//! (4000 x 4000 integer-coded floats, 1156 tiles of LSOP12 + GvrsDeflate): every cell decoded,
-//! on all cores and on one. Without `RASTERPACK_CORPUS`, a synthetic terrain written by the
-//! writer is timed instead.
+//! (4000 x 4000 integer-coded floats, 1156 tiles of LSOP12 + GvrsDeflate, Gridfour e2e5824) and
+//! `master/head_big_terrain_4000.gvrs` (the same grid from Gridfour master: LSOP12 with canonical
+//! Huffman residuals): every cell decoded, on all cores and on one. `GVRS_BENCH_FILE=master`
+//! (or `big_terrain`) times one of them. Without `RASTERPACK_CORPUS`, a synthetic terrain
+//! written by the writer is timed instead.
 //!
 //! `RASTERPACK_CORPUS=/work/shared/corpus cargo bench -p rasterpack-gvrs --bench read_big`
 //!
@@ -37,17 +39,32 @@ fn best_of<T>(n: usize, mut f: impl FnMut() -> T) -> (f64, f64) {
 }
 
 fn main() {
-    let input = match std::env::var("RASTERPACK_CORPUS") {
+    let inputs: Vec<Input> = match std::env::var("RASTERPACK_CORPUS") {
         Ok(root) => {
-            let path = std::path::Path::new(&root).join("gvrs/big_terrain_4000.gvrs");
-            println!("file: {}", path.display());
-            Input::open(&path).expect("big_terrain_4000.gvrs")
+            // The 1.4 corpus file (Gridfour e2e5824: LSOP12 with Huffman residuals) and the one
+            // Gridfour master wrote (canonical Huffman LSOP12 residuals, revised header).
+            let mut v = Vec::new();
+            for rel in ["gvrs/big_terrain_4000.gvrs", "gvrs/master/head_big_terrain_4000.gvrs"] {
+                if std::env::var("GVRS_BENCH_FILE").is_ok_and(|f| !rel.contains(&f)) {
+                    continue;
+                }
+                let path = std::path::Path::new(&root).join(rel);
+                v.push(Input::open(&path).expect("corpus file"));
+            }
+            v
         }
         Err(_) => {
             println!("RASTERPACK_CORPUS is not set: timing a synthetic 2000 x 2000 int32 terrain written by rasterpack's writer (compress=all)");
-            synthetic()
+            vec![synthetic()]
         }
     };
+    for input in inputs {
+        bench_file(input);
+    }
+}
+
+fn bench_file(input: Input) {
+    println!("file: {}", input.name());
     let f = GvrsFile::open(input.clone(), Limits::default()).expect("open");
     if std::env::var_os("GVRS_BENCH_ONCE").is_some() {
         // One whole-element decode on one thread and nothing else: for instruction counts
@@ -64,7 +81,8 @@ fn main() {
     let codes = best_of(5, || f.read_element(0, true).expect("decode"));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
     let one = pool.install(|| best_of(3, || f.read_element(0, false).expect("decode")));
-    let val = best_of(3, || rasterpack_gvrs::validate::validate(&input, &Limits::default()));
+    let val = best_of(5, || rasterpack_gvrs::validate::validate(&input, &Limits::default()));
+    let val1 = pool.install(|| best_of(3, || rasterpack_gvrs::validate::validate(&input, &Limits::default())));
     println!("{cells} cells, {mb:.1} MB decoded (4 bytes per cell); wall = best run, cpu = mean CPU time per run");
     let line = |what: &str, (wall, cpu): (f64, f64)| {
         println!(
@@ -79,6 +97,7 @@ fn main() {
     line(&format!("read_element codes,  {threads} threads"), codes);
     line("read_element values, 1 thread ", one);
     line(&format!("validate (all tiles), {threads} threads"), val);
+    line("validate (all tiles), 1 thread ", val1);
 }
 
 /// A smooth synthetic terrain, 2000 x 2000 int32 in 100 x 100 tiles, compressed by the writer.

@@ -59,7 +59,7 @@ fn predictor_name(p: u8) -> &'static str {
     }
 }
 
-/// Per-element tile statistics gathered from the block prefixes (cheap: a few bytes per block).
+/// Per-element tile statistics gathered from the stored blocks' first bytes.
 #[derive(Debug, Default, Clone)]
 pub struct TileStats {
     pub populated: u64,
@@ -68,7 +68,10 @@ pub struct TileStats {
     /// Per element: stored bytes of its blocks.
     pub stored_bytes: Vec<u64>,
     pub scanned: u64,
+    /// Tiles that could not be read or failed a check (CRC, tile index).
     pub errors: u64,
+    /// The first of those failures.
+    pub first_error: Option<Error>,
 }
 
 /// Describe one stored block from its first bytes (sidecar encoding strings).
@@ -91,26 +94,30 @@ pub fn encoding_name(file: &GvrsFile, element: usize, len: u64, head: &[u8]) -> 
         Some(codec::Codec::Huffman) | Some(codec::Codec::Deflate) => {
             format!("codec[{idx}]={name}/predictor={p}({})", predictor_name(p))
         }
+        Some(codec::Codec::CanonicalHuffman) if p == 0 => format!("codec[{idx}]={name}/uniform"),
+        Some(codec::Codec::CanonicalHuffman) => {
+            format!("codec[{idx}]={name}/predictor={p}({})", predictor_name(p))
+        }
         Some(codec::Codec::Lsop12) => {
-            // Revised header (Gridfour 2026): flag 0x40 in byte 1 carries the method.
-            let method = if p & 0x40 != 0 {
-                Some(p & 0x0f)
-            } else {
-                head.get(62).map(|m| m & 0x0f)
+            let r = match codec::lsop::parse_header(head) {
+                Ok(h) => match h.coding {
+                    codec::lsop::ResidualCoding::Huffman => "Huffman",
+                    codec::lsop::ResidualCoding::Deflate => "Deflate",
+                    codec::lsop::ResidualCoding::Canonical => "CanonicalHuffman",
+                },
+                Err(_) => "Unknown",
             };
-            let r = match method {
-                Some(0) => "Huffman",
-                Some(1) => "Deflate",
-                Some(2) => "CanonicalHuffman",
-                _ => "Unknown",
-            };
-            format!("codec[{idx}]={name}/residuals={r}")
+            // Gridfour 2026 writes the revised header (flag 0x40 in byte 1).
+            let revised = if p & 0x40 != 0 { "/revised_header" } else { "" };
+            format!("codec[{idx}]={name}/residuals={r}{revised}")
         }
         _ => format!("codec[{idx}]={name}"),
     }
 }
 
-/// Scan the stored tiles' block prefixes (at most `max_tiles`).
+/// Scan the stored tiles (at most `max_tiles`). Each record is read whole and checked as a data
+/// read checks it (CRC when checksums are on, tile index), so what is reported about a tile
+/// comes from bytes that passed those checks.
 pub fn tile_stats(file: &GvrsFile, max_tiles: usize) -> TileStats {
     let n_el = file.elements.len();
     let mut st = TileStats {
@@ -120,40 +127,22 @@ pub fn tile_stats(file: &GvrsFile, max_tiles: usize) -> TileStats {
     };
     let tiles = file.stored_tiles();
     st.populated = tiles.len() as u64;
-    let sizes = file.block_sizes();
-    for &(_, off) in tiles.iter().take(max_tiles) {
+    for &(index, off) in tiles.iter().take(max_tiles) {
         st.scanned += 1;
-        let Ok(start) = parse::record_start_of(off, 0, "tile") else {
-            st.errors += 1;
-            continue;
+        let (rec, bytes) = match file.read_tile_checked(off, index) {
+            Ok(t) => t,
+            Err(e) => {
+                st.errors += 1;
+                st.first_error.get_or_insert(e);
+                continue;
+            }
         };
-        let Ok((_, len)) = parse::read_record_prefix(file.input(), start, raw::RecordType::Tile, u64::MAX) else {
-            st.errors += 1;
-            continue;
-        };
-        let end = start + len - 4;
-        let mut pos = start + 12;
-        for (e, &size) in sizes.iter().enumerate() {
-            let mut b = [0u8; 4];
-            if pos + 4 > end || file.input().read_at(pos, &mut b, "tile element length").is_err() {
-                st.errors += 1;
-                break;
-            }
-            let n = i32::from_le_bytes(b);
-            if n <= 0 || n as u64 > size || pos + 4 + n as u64 > end {
-                st.errors += 1;
-                break;
-            }
-            let mut head = vec![0u8; (n as usize).min(63)];
-            if file.input().read_at(pos + 4, &mut head, "tile block").is_err() {
-                st.errors += 1;
-                break;
-            }
+        for (e, &(rel, n)) in rec.blocks.iter().enumerate() {
+            let head = &bytes[rel..rel + n.min(67)];
             *st.encodings[e]
-                .entry(encoding_name(file, e, n as u64, &head))
+                .entry(encoding_name(file, e, n as u64, head))
                 .or_insert(0) += 1;
             st.stored_bytes[e] += n as u64;
-            pos += 4 + n as u64;
         }
     }
     st
@@ -400,7 +389,28 @@ impl GvrsFormat {
                 .collect();
             report.table("Codecs", &["index", "name", "implemented"], rows);
         }
-        // Tiles.
+        // Tiles: nothing is claimed about them when the directory cannot be trusted.
+        if let Some(e) = &file.tile_directory_error {
+            report.summary.insert("populated_tiles".into(), Value::Null);
+            report.summary.insert(
+                "tiles".into(),
+                json!({"populated_tiles": null, "tile_count": g.tile_count(), "directory_error": e.code}),
+            );
+            report.fields(
+                "Tiles",
+                vec![(
+                    "populated".into(),
+                    format!("unknown: the tile directory cannot be trusted ({})", e.code),
+                )],
+            );
+        } else {
+            self.inspect_tiles(file, opts, report);
+        }
+        self.inspect_metadata(file, opts, report);
+    }
+
+    fn inspect_tiles(&self, file: &GvrsFile, opts: &InspectOptions, report: &mut Report) {
+        let g = file.geometry;
         let max = if opts.all { usize::MAX } else { INSPECT_TILE_SCAN };
         let st = tile_stats(file, max);
         let mut tiles = Map::new();
@@ -449,16 +459,21 @@ impl GvrsFormat {
             ],
         );
         report.table("Tile encodings", &["element", "encoding", "tiles"], trows);
-        if st.errors > 0 {
+        if let Some(e) = &st.first_error {
+            // A tile that fails the read checks: its data cannot be read, say so as the error it is.
+            report.findings.push_error(e);
             report.findings.warning(
                 "gvrs.tile.unreadable",
                 None,
                 format!(
-                    "{} stored tile(s) could not be read for statistics; run validate",
+                    "{} stored tile(s) could not be read or failed their checks (the first is reported above); run validate",
                     st.errors
                 ),
             );
         }
+    }
+
+    fn inspect_metadata(&self, file: &GvrsFile, opts: &InspectOptions, report: &mut Report) {
         // Metadata.
         match file.metadata() {
             Ok(records) => {
@@ -493,6 +508,15 @@ impl Format for GvrsFormat {
     fn name(&self) -> &'static str {
         "gvrs"
     }
+    fn honours(&self) -> &'static [rasterpack_common::RequestFlag] {
+        use rasterpack_common::RequestFlag;
+        &[
+            RequestFlag::Element,
+            RequestFlag::Codes,
+            RequestFlag::Tile,
+            RequestFlag::Compress,
+        ]
+    }
 
     fn description(&self) -> &'static str {
         "Gridfour Virtual Raster Store 1.4 (tiled raster, compressed with Gridfour's codecs)"
@@ -515,6 +539,9 @@ impl Format for GvrsFormat {
                 Some(48),
                 "the file is still opened for writing (or was not closed properly): what is shown may be incomplete",
             );
+        }
+        if let Some(e) = &file.header_error {
+            report.findings.push_error(e);
         }
         if let Some(e) = &file.tile_directory_error {
             report.findings.push_error(e);

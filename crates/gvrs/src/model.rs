@@ -279,28 +279,43 @@ pub struct GvrsFile {
     pub elements: Vec<Element>,
     /// The header's codec list mapped to implemented codecs (`None`: unknown name).
     pub codecs: Vec<Option<Codec>>,
+    /// The tile directory as parsed; kept when only a check on it failed (its CRC, format or
+    /// window: see `tile_directory_error`) so that `validate` can still look at the tiles.
     pub tile_directory: Option<TileDirectory>,
-    /// Why the tile directory could not be read (lenient opens only; [`GvrsFile::open`] fails).
+    /// Why the tile directory cannot be trusted (unreadable, CRC mismatch, unknown format,
+    /// window outside the tile grid). [`GvrsFile::open`] fails with it; reads of a leniently
+    /// opened file refuse to use the directory.
     pub tile_directory_error: Option<Error>,
+    /// The header's CRC mismatch (checksums on): [`GvrsFile::open`] fails with it.
+    pub header_error: Option<Error>,
     limits: Limits,
     cache: Mutex<TileCache>,
 }
 
 impl GvrsFile {
-    /// Open for reading: refuses files still opened for writing (as Gridfour does).
+    /// Open for reading: refuses files still opened for writing (as Gridfour does), a header
+    /// whose CRC does not match (checksums on), and a tile directory that cannot be trusted.
     pub fn open(input: Input, limits: Limits) -> Result<GvrsFile> {
         let f = Self::open_lenient(input, limits)?;
-        if let Some(e) = &f.tile_directory_error {
-            return Err(e.clone());
-        }
-        if f.header.time_opened_for_writing != 0 {
+        f.read_error()?;
+        Ok(f)
+    }
+
+    /// Why data cannot be read from this file (the checks [`GvrsFile::open`] makes), if any:
+    /// every data read of a leniently opened file makes them too, so a damaged file never
+    /// hands out values.
+    pub fn read_error(&self) -> Result<()> {
+        if self.header.time_opened_for_writing != 0 {
             return Err(Error::invalid(
                 "gvrs.header.opened_for_writing",
                 48,
                 "the file is still opened for writing (or was not closed properly): its content is incomplete",
             ));
         }
-        Ok(f)
+        if let Some(e) = self.header_error.as_ref().or(self.tile_directory_error.as_ref()) {
+            return Err(e.clone());
+        }
+        Ok(())
     }
 
     /// Open without refusing an opened-for-writing file (for inspect and validate).
@@ -336,6 +351,7 @@ impl GvrsFile {
             codecs,
             tile_directory: None,
             tile_directory_error: None,
+            header_error: None,
             limits,
             cache: Mutex::new(TileCache {
                 capacity: DEFAULT_CACHE_BYTES,
@@ -344,12 +360,32 @@ impl GvrsFile {
                 map: HashMap::new(),
             }),
         };
+        f.header_error = f.check_header_crc().err();
         // A damaged tile directory leaves the rest of the file inspectable and checkable.
         match f.read_tile_directory() {
-            Ok(d) => f.tile_directory = d,
+            Ok((d, problem)) => {
+                f.tile_directory = d;
+                f.tile_directory_error = problem;
+            }
             Err(e) => f.tile_directory_error = Some(e),
         }
         Ok(f)
+    }
+
+    /// Whether records carry CRCs to verify (header flag at 128).
+    pub fn checksums(&self) -> bool {
+        self.header.checksums != 0
+    }
+
+    /// The header record's CRC (over [16, 16 + length - 4)), when checksums are on. A file
+    /// never closed has a zero or stale CRC; that is reported as opened-for-writing instead.
+    fn check_header_crc(&self) -> Result<()> {
+        if !self.checksums() || self.header.time_opened_for_writing != 0 {
+            return Ok(());
+        }
+        let len = self.header.record.length as u64;
+        let bytes = self.input.read_vec(16, len, "header record", &self.limits)?;
+        verify_crc(&bytes, 16, RecordType::Header)
     }
 
     pub fn input(&self) -> &Input {
@@ -374,18 +410,58 @@ impl GvrsFile {
         self.cache.lock().map(|c| c.used).unwrap_or(0)
     }
 
-    /// The largest tile-directory record these dimensions allow.
-    fn read_tile_directory(&self) -> Result<Option<TileDirectory>> {
+    /// Read the tile directory (bounded by the largest record these dimensions allow), and what
+    /// makes it untrustworthy for reads: a CRC mismatch (checksums on), a format other than 0,
+    /// or a window outside the tile grid (its entries would map to the wrong tiles).
+    fn read_tile_directory(&self) -> Result<(Option<TileDirectory>, Option<Error>)> {
         let off = self.header.offset_tile_directory;
         if off == 0 {
-            return Ok(None);
+            if self.header.time_opened_for_writing == 0 {
+                return Err(Error::invalid(
+                    "gvrs.tile_directory.missing",
+                    80,
+                    "the header has no tile directory reference",
+                ));
+            }
+            return Ok((None, None));
         }
         let start = parse::record_start_of(off, 80, "tile directory")?;
         let max = 40u64
             .saturating_add(self.geometry.tile_count().saturating_mul(8))
             .saturating_add(64);
         let (rec, bytes) = parse::read_record(&self.input, start, RecordType::TileDirectory, max, &self.limits)?;
-        parse::parse_tile_directory(rec, &bytes, &self.limits).map(Some)
+        let mut problem = None;
+        if self.checksums() {
+            problem = verify_crc(&bytes, start, RecordType::TileDirectory).err();
+        }
+        // A damaged directory may not parse at all: the CRC then names the cause.
+        let d = match parse::parse_tile_directory(rec, &bytes, &self.limits) {
+            Ok(d) => d,
+            Err(e) => return Err(problem.unwrap_or(e)),
+        };
+        if problem.is_none() && d.format != 0 {
+            problem = Some(Error::invalid(
+                "gvrs.tile_directory.format",
+                start + 8,
+                format!("tile directory format {} (only 0 is defined)", d.format),
+            ));
+        }
+        let g = self.geometry;
+        let inside = d.row0 >= 0
+            && d.col0 >= 0
+            && d.row0 as i64 + d.n_rows as i64 <= g.grid_rows as i64
+            && d.col0 as i64 + d.n_cols as i64 <= g.grid_cols as i64;
+        if problem.is_none() && !inside {
+            problem = Some(Error::invalid(
+                "gvrs.tile_directory.bounds",
+                start + 16,
+                format!(
+                    "directory covers tile rows {}..+{} and columns {}..+{}, outside the {} x {} tile grid",
+                    d.row0, d.n_rows, d.col0, d.n_cols, g.grid_rows, g.grid_cols
+                ),
+            ));
+        }
+        Ok((Some(d), problem))
     }
 
     /// Uncompressed block size of each element.
@@ -455,6 +531,27 @@ impl GvrsFile {
         Ok((tr, bytes))
     }
 
+    /// Read tile `tile_index`'s record for its values: as [`GvrsFile::read_tile_record`], plus
+    /// the checks that protect what is read: the record's CRC (checksums on) and its tile
+    /// index, which must be where the directory places it.
+    pub fn read_tile_checked(&self, content_offset: i64, tile_index: u64) -> Result<(TileRecord, Vec<u8>)> {
+        let (tr, bytes) = self.read_tile_record(content_offset)?;
+        if self.checksums() {
+            verify_crc(&bytes, tr.record.start, RecordType::Tile)?;
+        }
+        if tr.tile_index as i64 != tile_index as i64 {
+            return Err(Error::invalid(
+                "gvrs.tile.index_mismatch",
+                tr.record.start + 8,
+                format!(
+                    "tile record holds tile index {}, but the directory places it at tile {tile_index}",
+                    tr.tile_index
+                ),
+            ));
+        }
+        Ok((tr, bytes))
+    }
+
     /// Decode one element's block (`block` = the stored bytes, `at` = its absolute offset).
     pub fn decode_block(&self, element: usize, block: &[u8], at: u64) -> Result<Plane> {
         let mut plane = Plane::Int(Vec::new());
@@ -465,6 +562,13 @@ impl GvrsFile {
     /// As [`GvrsFile::decode_block`], into `plane`, whose buffer is reused (not re-zeroed) when
     /// it already has the element's kind: every decoder writes every cell of the tile.
     pub fn decode_block_into(&self, element: usize, block: &[u8], at: u64, plane: &mut Plane) -> Result<()> {
+        self.decode_block_counting(element, block, at, plane).map(|_| ())
+    }
+
+    /// As [`GvrsFile::decode_block_into`]; returns how many cells of a compressed Short block
+    /// held Gridfour's null code (`i32::MIN`, read as `i16::MIN`).
+    pub fn decode_block_counting(&self, element: usize, block: &[u8], at: u64, plane: &mut Plane) -> Result<u64> {
+        let mut nulls = 0u64;
         let el = self.check_element(element)?;
         let cells = self.geometry.cells_per_tile() as usize;
         let unc = el.spec.element_type.uncompressed_len(cells as u64).unwrap_or(u64::MAX);
@@ -491,7 +595,7 @@ impl GvrsFile {
                         .collect(),
                 ),
             };
-            return Ok(());
+            return Ok(0);
         }
         let idx = *block
             .first()
@@ -536,7 +640,7 @@ impl GvrsFile {
                 out.resize(cells, 0.0);
                 let r = codec::decode_float(codec, block, tr, tc, &mut out).map_err(shift);
                 *plane = Plane::Float(out);
-                r
+                r.map(|_| 0)
             }
             t => {
                 let mut out = match std::mem::replace(plane, Plane::Int(Vec::new())) {
@@ -546,26 +650,36 @@ impl GvrsFile {
                 out.resize(cells, 0);
                 let r = codec::decode_int(codec, block, tr, tc, &mut out).map_err(shift);
                 if r.is_ok() && t == ElementType::Short {
+                    // Compressed Short blocks decode to i32 and are truncated to i16, except
+                    // Gridfour's null (i32::MIN, what Gridfour 2026 codes a fill cell as), which
+                    // reads as i16::MIN (its SHORT_NULL_CODE) whatever the element's fill.
                     for v in &mut out {
-                        *v = *v as i16 as i32;
+                        *v = if *v == i32::MIN {
+                            nulls += 1;
+                            i32::from(i16::MIN)
+                        } else {
+                            *v as i16 as i32
+                        };
                     }
                 }
                 *plane = Plane::Int(out);
-                r
+                r.map(|_| nulls)
             }
         }
     }
 
-    /// Decode one element of a stored tile (no cache).
-    pub fn decode_tile(&self, content_offset: i64, element: usize) -> Result<Plane> {
+    /// Decode one element of stored tile `tile_index` (no cache), with the checks of
+    /// [`GvrsFile::read_tile_checked`].
+    pub fn decode_tile(&self, content_offset: i64, tile_index: u64, element: usize) -> Result<Plane> {
         self.check_element(element)?;
-        let (tr, bytes) = self.read_tile_record(content_offset)?;
+        let (tr, bytes) = self.read_tile_checked(content_offset, tile_index)?;
         let (rel, n) = tr.blocks[element];
         self.decode_block(element, &bytes[rel..rel + n], tr.record.start + rel as u64)
     }
 
     /// One element of a tile through the cache; `None` when the tile is not stored (all fill).
     pub fn tile_plane(&self, tile_row: u32, tile_col: u32, element: usize) -> Result<Option<Arc<Plane>>> {
+        self.read_error()?;
         let Some(off) = self.tile_offset(tile_row, tile_col) else {
             return Ok(None);
         };
@@ -576,7 +690,7 @@ impl GvrsFile {
         if let Some(p) = self.cache.lock().ok().and_then(|mut c| c.get(key)) {
             return Ok(Some(p));
         }
-        let plane = Arc::new(self.decode_tile(off, element)?);
+        let plane = Arc::new(self.decode_tile(off, key.0, element)?);
         if let Ok(mut c) = self.cache.lock() {
             c.put(key, Arc::clone(&plane));
         }
@@ -660,6 +774,7 @@ impl GvrsFile {
     /// per task, no cache: memory is the output plus one tile per thread).
     pub fn read_element(&self, element: usize, codes: bool) -> Result<NdArray> {
         let el = self.check_element(element)?;
+        self.read_error()?;
         let g = self.geometry;
         let dtype = el.dtype(codes);
         let bytes = g.cells().saturating_mul(dtype.size() as u64);
@@ -689,7 +804,8 @@ impl GvrsFile {
                     let plane = match self.tile_offset(tr, tc) {
                         None => None,
                         Some(off) => {
-                            let (rec, bytes) = self.read_tile_record(off)?;
+                            let index = tr as u64 * g.grid_cols as u64 + tc as u64;
+                            let (rec, bytes) = self.read_tile_checked(off, index)?;
                             let (rel, n) = rec.blocks[element];
                             self.decode_block_into(
                                 element,
@@ -727,7 +843,8 @@ impl GvrsFile {
         m
     }
 
-    /// Every metadata record the directory lists, in directory order (errors per record).
+    /// Every metadata record the directory lists, in directory order (errors per record). CRCs
+    /// are verified (checksums on): a damaged record is an error, never content.
     pub fn metadata(&self) -> Result<Vec<Result<MetadataRecord>>> {
         let Some(dir) = self.metadata_directory()? else {
             return Ok(Vec::new());
@@ -739,7 +856,17 @@ impl GvrsFile {
             .collect())
     }
 
+    /// The metadata directory, its CRC verified (checksums on).
     pub fn metadata_directory(&self) -> Result<Option<MetadataDirectory>> {
+        self.metadata_directory_with(self.checksums())
+    }
+
+    /// The metadata directory as stored, CRC not checked (`validate` reports it as a finding).
+    pub fn metadata_directory_unverified(&self) -> Result<Option<MetadataDirectory>> {
+        self.metadata_directory_with(false)
+    }
+
+    fn metadata_directory_with(&self, verify: bool) -> Result<Option<MetadataDirectory>> {
         let off = self.header.offset_metadata_directory;
         if off == 0 {
             return Ok(None);
@@ -752,10 +879,23 @@ impl GvrsFile {
             self.limits.max_text,
             &self.limits,
         )?;
+        if verify {
+            verify_crc(&bytes, start, RecordType::MetadataDirectory)?;
+        }
         parse::parse_metadata_directory(rec, &bytes, &self.limits).map(Some)
     }
 
+    /// A metadata record, its CRC verified (checksums on).
     pub fn read_metadata_record(&self, content_offset: i64, field: u64) -> Result<MetadataRecord> {
+        self.read_metadata_record_with(content_offset, field, self.checksums())
+    }
+
+    /// A metadata record as stored, CRC not checked (`validate` reports it as a finding).
+    pub fn read_metadata_record_unverified(&self, content_offset: i64, field: u64) -> Result<MetadataRecord> {
+        self.read_metadata_record_with(content_offset, field, false)
+    }
+
+    fn read_metadata_record_with(&self, content_offset: i64, field: u64, verify: bool) -> Result<MetadataRecord> {
         let start = parse::record_start_of(content_offset, field, "metadata record")?;
         let (rec, bytes) = parse::read_record(
             &self.input,
@@ -764,10 +904,23 @@ impl GvrsFile {
             self.limits.max_text,
             &self.limits,
         )?;
+        if verify {
+            verify_crc(&bytes, start, RecordType::Metadata)?;
+        }
         parse::parse_metadata_record(rec, &bytes)
     }
 
+    /// The file-space directory, its CRC verified (checksums on).
     pub fn file_space_directory(&self) -> Result<Option<FileSpaceDirectory>> {
+        self.file_space_directory_with(self.checksums())
+    }
+
+    /// The file-space directory as stored, CRC not checked (`validate` reports it).
+    pub fn file_space_directory_unverified(&self) -> Result<Option<FileSpaceDirectory>> {
+        self.file_space_directory_with(false)
+    }
+
+    fn file_space_directory_with(&self, verify: bool) -> Result<Option<FileSpaceDirectory>> {
         let off = self.header.offset_file_space_directory;
         if off == 0 {
             return Ok(None);
@@ -780,6 +933,9 @@ impl GvrsFile {
             self.limits.max_text,
             &self.limits,
         )?;
+        if verify {
+            verify_crc(&bytes, start, RecordType::FileSpaceDirectory)?;
+        }
         parse::parse_file_space_directory(rec, &bytes, &self.limits).map(Some)
     }
 
@@ -799,6 +955,23 @@ impl GvrsFile {
         let t = &self.header.m2r;
         (t[3] * x + t[4] * y + t[5], t[0] * x + t[1] * y + t[2])
     }
+}
+
+/// Compare a record's stored CRC32C (its last 4 bytes) with the one computed over every byte
+/// before it (`bytes` = the whole record, starting at absolute offset `start`).
+fn verify_crc(bytes: &[u8], start: u64, kind: RecordType) -> Result<()> {
+    let (stored, computed) = parse::record_crc(bytes);
+    if stored == computed {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        format!("gvrs.{}.crc_mismatch", kind.area()),
+        start + bytes.len().saturating_sub(4) as u64,
+        format!(
+            "CRC32C of the {} at {start} is 0x{computed:08x}, stored 0x{stored:08x}: the record is damaged",
+            kind.name()
+        ),
+    ))
 }
 
 /// Canonical UUID text of the stored bytes.

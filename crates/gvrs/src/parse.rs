@@ -60,7 +60,25 @@ pub fn read_header(input: &Input, limits: &Limits) -> Result<Header> {
         ));
     }
     let bytes = input.read_vec(0, HEADER_RECORD_START + len, "header record", limits)?;
-    parse_header(&bytes)
+    parse_header(&bytes).map_err(|e| {
+        // A header that does not parse and whose CRC (checksums on, file closed) does not match
+        // is damaged: say so rather than name the field the damage happened to hit.
+        let checksums = bytes[128] != 0;
+        let closed = bytes[48..56].iter().all(|&b| b == 0);
+        let (stored, computed) = record_crc(&bytes[HEADER_RECORD_START as usize..]);
+        if checksums && closed && stored != computed {
+            Error::invalid(
+                "gvrs.header.crc_mismatch",
+                HEADER_RECORD_START + len - 4,
+                format!(
+                    "CRC32C of the header record is 0x{computed:08x}, stored 0x{stored:08x}: the header is damaged ({})",
+                    e.message
+                ),
+            )
+        } else {
+            e
+        }
+    })
 }
 
 /// A record length read from the file: positive, and the record must lie inside the file.

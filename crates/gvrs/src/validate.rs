@@ -246,7 +246,8 @@ fn run(input: &Input, limits: &Limits, ctx: &mut Ctx, report: &mut Report) {
     let tiles = check_tile_directory(ctx, &file);
     report.summary.insert("populated_tiles".into(), json!(tiles.len()));
     check_tiles(ctx, &file, &tiles);
-    check_metadata(ctx, &file);
+    let java_codecs = check_metadata(ctx, &file);
+    check_codec_compat(ctx, &file, java_codecs.as_deref());
     check_file_space(ctx, &file);
     check_extents(ctx, input.len());
 }
@@ -475,21 +476,15 @@ fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
 /// Check the tile directory; return the stored tiles (tile index, content offset, entry offset).
 fn check_tile_directory(ctx: &mut Ctx, file: &GvrsFile) -> Vec<(u64, i64, u64)> {
     let mut out = Vec::new();
-    let h = &file.header;
-    if let Some(e) = &file.tile_directory_error {
-        ctx.error(e);
-        return out;
-    }
     let Some(d) = &file.tile_directory else {
-        if h.time_opened_for_writing == 0 {
-            ctx.err(
-                "gvrs.tile_directory.missing",
-                Some(80),
-                "the header has no tile directory reference",
-            );
+        // Unreadable or missing (a file opened for writing may have none yet).
+        if let Some(e) = &file.tile_directory_error {
+            ctx.error(e);
         }
         return out;
     };
+    // A directory that parsed but failed a read check (CRC, format, window) is still examined
+    // here: the checks below report those problems themselves.
     // Re-read the record bytes for CRC (bounded: it was read once already at open).
     if let Ok(bytes) = file
         .input()
@@ -566,6 +561,8 @@ struct TileResult {
     findings: Vec<Finding>,
     errors: Vec<rasterpack_common::Error>,
     extent: Option<(u64, u64)>,
+    /// Per element: cells of compressed Short blocks holding Gridfour's null (`i32::MIN`).
+    short_nulls: Vec<u64>,
 }
 
 fn check_one_tile(file: &GvrsFile, checksums: bool, tile: u64, off: i64, entry_at: u64) -> TileResult {
@@ -632,12 +629,19 @@ fn check_one_tile(file: &GvrsFile, checksums: bool, tile: u64, off: i64, entry_a
                 );
             }
         }
-        if let Err(err) = file.decode_block(e, block, at) {
-            let mut err = err;
-            if err.kind != ErrorKind::Unsupported {
-                err.message = format!("tile {tile}, element {:?}: {}", el.name(), err.message);
+        let mut plane = crate::Plane::Int(Vec::new());
+        match file.decode_block_counting(e, block, at, &mut plane) {
+            Ok(nulls) => {
+                res.short_nulls.resize(tr.blocks.len(), 0);
+                res.short_nulls[e] += nulls;
             }
-            ctx.error(&err);
+            Err(err) => {
+                let mut err = err;
+                if err.kind != ErrorKind::Unsupported {
+                    err.message = format!("tile {tile}, element {:?}: {}", el.name(), err.message);
+                }
+                ctx.error(&err);
+            }
         }
     }
     for (code, (count, at, msg)) in ctx.unsupported {
@@ -664,12 +668,16 @@ fn check_tiles(ctx: &mut Ctx, file: &GvrsFile, tiles: &[(u64, i64, u64)]) {
     let mut checked: std::collections::HashSet<i64> = std::collections::HashSet::new();
     let unique: Vec<(u64, i64, u64)> = tiles.iter().copied().filter(|t| checked.insert(t.1)).collect();
     let checksums = ctx.checksums;
+    let mut short_nulls = vec![0u64; file.elements.len()];
     for batch in unique.chunks(TILE_BATCH) {
         let results: Vec<TileResult> = batch
             .par_iter()
             .map(|&(tile, off, at)| check_one_tile(file, checksums, tile, off, at))
             .collect();
         for r in results {
+            for (n, k) in short_nulls.iter_mut().zip(&r.short_nulls) {
+                *n += k;
+            }
             ctx.f.0.extend(r.findings);
             for e in &r.errors {
                 ctx.error(e);
@@ -683,15 +691,51 @@ fn check_tiles(ctx: &mut Ctx, file: &GvrsFile, tiles: &[(u64, i64, u64)]) {
             }
         }
     }
+    // Gridfour 2026 codes a Short element's fill cells as its null (i32::MIN) in compressed
+    // blocks and reads them back as -32768, whatever the element's fill; e2e5824 reads them as 0.
+    for (e, &n) in short_nulls.iter().enumerate() {
+        if n == 0 {
+            continue;
+        }
+        let el = &file.elements[e];
+        let ElementRange::Short { fill, .. } = el.spec.range else {
+            continue;
+        };
+        if fill == i16::MIN {
+            ctx.f.info(
+                "gvrs.compat.short_null_code",
+                None,
+                format!(
+                    "element {:?}: {n} cell(s) of compressed Short blocks hold Gridfour 2026's null code; \
+                     they read as the fill -32768 (Gridfour e2e5824 reads them as 0)",
+                    el.name()
+                ),
+            );
+        } else {
+            ctx.warn(
+                "gvrs.compat.short_null_fill",
+                Some(el.spec.range_offset + 4),
+                format!(
+                    "element {:?}: {n} cell(s) of compressed Short blocks hold Gridfour 2026's null code; \
+                     they read as -32768, as Gridfour 2026 reads them, not as the element's fill {fill} \
+                     (the writer probably meant the fill)",
+                    el.name()
+                ),
+            );
+        }
+    }
 }
 
-fn check_metadata(ctx: &mut Ctx, file: &GvrsFile) {
-    let dir = match file.metadata_directory() {
+/// Check the metadata directory and records; returns the content of Gridfour's
+/// `GvrsJavaCodecs` record (id 0), when there is one.
+fn check_metadata(ctx: &mut Ctx, file: &GvrsFile) -> Option<String> {
+    let mut java_codecs = None;
+    let dir = match file.metadata_directory_unverified() {
         Ok(Some(d)) => d,
-        Ok(None) => return,
+        Ok(None) => return None,
         Err(e) => {
             ctx.error(&e);
-            return;
+            return None;
         }
     };
     if let Ok(bytes) = file.input().read_vec(
@@ -729,7 +773,7 @@ fn check_metadata(ctx: &mut Ctx, file: &GvrsFile) {
                 ),
             );
         }
-        let rec = match file.read_metadata_record(e.content_offset, e.offset) {
+        let rec = match file.read_metadata_record_unverified(e.content_offset, e.offset) {
             Ok(r) => r,
             Err(err) => {
                 let mut err = err;
@@ -785,6 +829,70 @@ fn check_metadata(ctx: &mut Ctx, file: &GvrsFile) {
             check_tail(ctx, "metadata", &rec.tail, 0);
         }
         check_content(ctx, &rec);
+        if rec.name.bytes == b"GvrsJavaCodecs" && rec.record_id == 0 {
+            java_codecs = Some(crate::model::metadata_text(&rec.content).unwrap_or_default());
+        }
+    }
+    java_codecs
+}
+
+/// Gridfour's default codec lists: e2e5824 (the 1.4 corpus) and master (2026).
+const GRIDFOUR_DEFAULTS: [(&str, &[&str]); 2] = [
+    ("e2e5824", &["GvrsHuffman", "GvrsDeflate", "GvrsFloat"]),
+    (
+        "2026",
+        &["GvrsHuffman", "GvrsDeflate", "GvrsFloat", "GvrsCanonicalHuffman"],
+    ),
+];
+
+/// Compatibility with Gridfour's reader (ERRATA: a warning, `gvrs.compat.codec_list`): Gridfour
+/// resolves the header's codec names through the `GvrsJavaCodecs` record when the file has one,
+/// and otherwise maps each tile's codec index through its *own* default list; a name neither
+/// the record nor its defaults know is dropped, which shifts the later indexes. A file whose
+/// list Gridfour would map differently is misread (or crashes) there.
+fn check_codec_compat(ctx: &mut Ctx, file: &GvrsFile, java_codecs: Option<&str>) {
+    let names: Vec<String> = file.header.codecs.iter().map(|c| c.lossy()).collect();
+    if names.is_empty() {
+        return;
+    }
+    // Codec names listed by the record (first field of each line).
+    let listed: Option<Vec<String>> = java_codecs.map(|t| {
+        t.lines()
+            .filter_map(|l| l.split(',').next())
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .collect()
+    });
+    for (version, defaults) in GRIDFOUR_DEFAULTS {
+        let effective: Vec<String> = match &listed {
+            None => defaults.iter().map(|d| d.to_string()).collect(),
+            Some(l) => names
+                .iter()
+                .filter(|n| l.contains(n) || defaults.contains(&n.as_str()))
+                .cloned()
+                .collect(),
+        };
+        let Some(i) = (0..names.len()).find(|&i| effective.get(i) != Some(&names[i])) else {
+            continue;
+        };
+        let seen = effective
+            .get(i)
+            .map_or("no codec (an error)".to_string(), |n| n.clone());
+        let why = if listed.is_none() {
+            "the file has no GvrsJavaCodecs record, so it maps codec indexes through its own default list"
+        } else {
+            "the GvrsJavaCodecs record does not name every codec, so it drops the others and shifts the indexes"
+        };
+        ctx.warn(
+            "gvrs.compat.codec_list",
+            Some(file.header.codec_count_offset),
+            format!(
+                "Gridfour {version} would read tiles of codec index {i} ({}) as {seen}: {why} ({})",
+                names[i],
+                defaults.join(", ")
+            ),
+        );
+        return;
     }
 }
 
@@ -829,7 +937,7 @@ fn check_content(ctx: &mut Ctx, rec: &MetadataRecord) {
 }
 
 fn check_file_space(ctx: &mut Ctx, file: &GvrsFile) {
-    let dir = match file.file_space_directory() {
+    let dir = match file.file_space_directory_unverified() {
         Ok(Some(d)) => d,
         Ok(None) => return,
         Err(e) => {

@@ -27,8 +27,21 @@ const REC_METADATA_DIRECTORY: u8 = 4;
 const REC_TILE_DIRECTORY: u8 = 5;
 const REC_HEADER: u8 = 6;
 
-/// Gridfour's default codec list.
+/// Gridfour's classic default codec list (GVRS 1.4 as Gridfour e2e5824 writes and reads it):
+/// rasterpack's default, so that every Gridfour reader opens its files.
 pub const DEFAULT_CODECS: [Codec; 3] = [Codec::Huffman, Codec::Deflate, Codec::Float];
+
+/// Gridfour master's (2026) default codec list: the classic one plus GvrsCanonicalHuffman
+/// (files that use it need Gridfour 2026 to be read).
+pub const MASTER_DEFAULT_CODECS: [Codec; 4] = [Codec::Huffman, Codec::Deflate, Codec::Float, Codec::CanonicalHuffman];
+
+/// Whether a file with codec list `codecs` reads correctly in Gridfour without its
+/// `GvrsJavaCodecs` records: Gridfour then maps each tile's codec index through its own default
+/// list, so the list must agree with it index by index (a prefix of the classic list, which
+/// both Gridfour e2e5824 and 2026 start with).
+pub fn readable_without_java_codecs(codecs: &[Codec]) -> bool {
+    codecs.len() <= DEFAULT_CODECS.len() && codecs == &DEFAULT_CODECS[..codecs.len()]
+}
 
 /// The writer describes elements with the reader's on-disk range type, so the two cannot drift.
 pub use crate::raw::ElementRange;
@@ -248,7 +261,9 @@ pub struct GvrsSpec {
     pub product_label: String,
     pub metadata: Vec<Metadata>,
     /// Write Gridfour's `GvrsJavaCodecs` / `GvrsCompressionCodecs` ASCII records (for the codec
-    /// list, or Gridfour's default list when compression is off), as Gridfour itself does.
+    /// list, or Gridfour's default list when compression is off), as Gridfour itself does. They
+    /// may be left out only when the codec list is a prefix of [`DEFAULT_CODECS`]: without them
+    /// Gridfour maps codec indexes through its own default list (`write` refuses otherwise).
     pub java_codec_records: bool,
     /// The 16 UUID bytes as stored (two LE i64, least-significant half first); `None` = random v4.
     pub uuid: Option<[u8; 16]>,
@@ -423,6 +438,10 @@ fn java_codec_text(codecs: &[Codec]) -> (String, String) {
             ),
             Codec::Float => ("org.gridfour.compress.CodecFloat", "org.gridfour.compress.CodecFloat"),
             Codec::Lsop12 => ("org.gridfour.lsop.LsEncoder12", "org.gridfour.lsop.LsDecoder12"),
+            Codec::CanonicalHuffman => (
+                "org.gridfour.compress.canonicalHuffman.CodecCanonHuffman",
+                "org.gridfour.compress.canonicalHuffman.CodecCanonHuffman",
+            ),
         };
         java.push_str(&format!("{},{enc},{dec}\n", c.name()));
     }
@@ -603,6 +622,15 @@ fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
     if spec.codecs.len() > 255 {
         return Err(usage("too many codecs"));
     }
+    if !spec.java_codec_records && !readable_without_java_codecs(&spec.codecs) {
+        let names: Vec<&str> = spec.codecs.iter().map(|c| c.name()).collect();
+        return Err(usage(format!(
+            "codec list [{}] without the GvrsJavaCodecs records: Gridfour would map tile codec indexes \
+             through its own default list (GvrsHuffman, GvrsDeflate, GvrsFloat) and misread the file; \
+             keep java_codec_records on",
+            names.join(", ")
+        )));
+    }
     let cells = (spec.rows as usize)
         .checked_mul(spec.cols as usize)
         .ok_or_else(|| usage("grid too large"))?;
@@ -627,6 +655,13 @@ fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
         {
             return Err(usage(format!(
                 "metadata record {} id {} given twice (or clashes with the codec records)",
+                m.name, m.record_id
+            )));
+        }
+        // Validation warns about ASCII records holding other bytes: never write one.
+        if m.kind == MetadataType::Ascii && !m.content.get(4..).unwrap_or(&[]).is_ascii() {
+            return Err(usage(format!(
+                "metadata record {} id {} is ASCII but its text is not",
                 m.name, m.record_id
             )));
         }
@@ -785,7 +820,7 @@ fn encode_tiles(spec: &GvrsSpec, values: &[ElementValues]) -> Vec<(usize, Vec<u8
         .codecs
         .iter()
         .enumerate()
-        .filter(|(_, c)| matches!(c, Codec::Huffman | Codec::Deflate | Codec::Lsop12))
+        .filter(|(_, c)| c.is_integer())
         .map(|(i, c)| (i as u8, *c))
         .collect();
     let float_codecs: Vec<(u8, Codec)> = spec
@@ -973,15 +1008,56 @@ pub fn header_bytes(spec: &GvrsSpec) -> Result<Vec<u8>> {
 /// the grid (a small grid is one tile).
 pub const DEFAULT_TILE: u32 = 128;
 
+/// The codec list for a `--compress` value: a comma-separated list of presets and codec names,
+/// expanded in order (a codec named twice is kept once). Presets: `none` (alone: uncompressed),
+/// `default` (GvrsHuffman, GvrsDeflate, GvrsFloat: what every Gridfour reads), `all` (that plus
+/// GvrsCanonicalHuffman: Gridfour 2026's default list), `lsop` or `lsop12` (the default list plus
+/// LSOP12). Codecs: `huffman`, `deflate`, `float`, `canonical` (GvrsCanonicalHuffman). With
+/// `canonical` and LSOP12 both listed (e.g. `all,lsop`), LSOP12 residuals may be canonical
+/// Huffman too.
+pub fn codecs_for(compress: Option<&str>) -> Result<Vec<Codec>> {
+    let Some(text) = compress else {
+        return Ok(DEFAULT_CODECS.to_vec());
+    };
+    let text = text.to_ascii_lowercase();
+    if text.trim() == "none" {
+        return Ok(Vec::new());
+    }
+    let mut out: Vec<Codec> = Vec::new();
+    for item in text.split(',').map(str::trim) {
+        let add: &[Codec] = match item {
+            "default" => &DEFAULT_CODECS,
+            "all" => &MASTER_DEFAULT_CODECS,
+            "lsop" | "lsop12" => &[Codec::Huffman, Codec::Deflate, Codec::Float, Codec::Lsop12],
+            "huffman" => &[Codec::Huffman],
+            "deflate" => &[Codec::Deflate],
+            "float" => &[Codec::Float],
+            "canonical" | "canonicalhuffman" => &[Codec::CanonicalHuffman],
+            other => {
+                return Err(usage(format!(
+                    "unknown GVRS compression {other:?}: a comma-separated list of none, default, all, \
+                     lsop (presets) and huffman, deflate, float, canonical (codecs)"
+                )))
+            }
+        };
+        for c in add {
+            if !out.contains(c) {
+                out.push(*c);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Write `array` (2-D `[rows, cols]`, int32 / int16 / float32) as a one-element GVRS file,
-/// honouring `opts.tile` and `opts.compress` (`none`, `deflate`, `huffman`, `float`, `lsop`,
-/// `all`).
+/// honouring `opts.tile` and `opts.compress` (see [`codecs_for`]).
 ///
 /// int32 -> Integer, int16 -> Short, float32 -> Float; fill values are Gridfour's defaults
-/// (i32::MIN, i16::MIN, NaN). Default compression (`None` or `all`) = Gridfour's default codec
-/// list GvrsHuffman, GvrsDeflate, GvrsFloat; `lsop` adds LSOP12 to it (smaller files for
-/// smooth data, slower to write); checksums are on. The element is named after the
-/// array (`name`, made an identifier) or `z`.
+/// (i32::MIN, i16::MIN, NaN). Default compression = Gridfour's classic codec list GvrsHuffman,
+/// GvrsDeflate, GvrsFloat (every Gridfour reads it); `all` adds GvrsCanonicalHuffman (Gridfour
+/// 2026's list); `lsop` adds LSOP12 to the classic list (smaller files for smooth data, slower
+/// to write); checksums are on and the `GvrsJavaCodecs` records are always written. The
+/// element is named after the array (`name`, made an identifier) or `z`.
 pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) -> Result<()> {
     let (rows, cols) = match array.shape.as_slice() {
         [r, c] => (*r, *c),
@@ -996,19 +1072,7 @@ pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) 
         .filter(|&c| c > 0 && c <= i32::MAX as u32)
         .ok_or_else(|| usage("column count out of range for GVRS"))?;
     let (tr, tc) = opts.tile.unwrap_or((DEFAULT_TILE.min(rows), DEFAULT_TILE.min(cols)));
-    let codecs = match opts.compress.as_deref().map(str::to_ascii_lowercase).as_deref() {
-        None | Some("all") | Some("default") => DEFAULT_CODECS.to_vec(),
-        Some("none") => Vec::new(),
-        Some("deflate") => vec![Codec::Deflate],
-        Some("huffman") => vec![Codec::Huffman],
-        Some("float") => vec![Codec::Float],
-        Some("lsop") | Some("lsop12") => vec![Codec::Huffman, Codec::Deflate, Codec::Float, Codec::Lsop12],
-        Some(other) => {
-            return Err(usage(format!(
-                "unknown GVRS compression {other:?} (none, deflate, huffman, float, lsop, all)"
-            )))
-        }
-    };
+    let codecs = codecs_for(opts.compress.as_deref())?;
     let name = element_name(array.name.as_deref());
     let expected = (rows as usize)
         .checked_mul(cols as usize)

@@ -190,12 +190,16 @@ fn crafted_bad_blocks_are_refused() {
         code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)),
         "gvrs.codec.m32_trailing"
     );
-    // Unknown predictor.
+    // Unknown predictor: not known, so unsupported (exit 3), never decoded by guess.
     let mut b = header(0, 9, 0, 15);
     b.extend_from_slice(&zlib::deflate(&[0; 15], 6));
+    let e = codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out).unwrap_err();
     assert_eq!(
-        code_of(codec::decode_int(Codec::Deflate, &b, 4, 4, &mut out)),
-        "gvrs.codec.bad_predictor"
+        (e.kind, e.code.as_ref()),
+        (
+            rasterpack_common::ErrorKind::Unsupported,
+            "gvrs.codec.unknown_predictor"
+        )
     );
     // Negative and oversized nM32: refused before any allocation.
     for n in [-1, i32::MAX, 16 * 6 + 1] {
@@ -252,15 +256,16 @@ fn crafted_bad_blocks_are_refused() {
         code_of(codec::decode_int(Codec::Deflate, &b, 4, 1, &mut one)),
         "gvrs.codec.bad_shape"
     );
-    // Newer Gridfour's revised LSOP header is reported unsupported, not invalid.
+    // A revised LSOP header with a residual coding rasterpack does not know: unsupported.
     let mut l = vec![0u8; 80];
-    l[1] = 0x40 | 0x01;
+    l[1] = 0x40 | 0x03;
+    l[2] = 12;
     let e = codec::decode_int(Codec::Lsop12, &l, 4, 4, &mut out).unwrap_err();
     assert_eq!(
         (e.kind, e.code.as_ref()),
         (
             rasterpack_common::ErrorKind::Unsupported,
-            "gvrs.codec.unsupported_lsop_header"
+            "gvrs.codec.lsop_residual_type"
         )
     );
     // LSOP12 header only.
@@ -309,11 +314,26 @@ fn damaged_blocks_never_panic() {
         (0, &[(0, Codec::Deflate)][..]),
         (3, &[(0, Codec::Huffman)][..]),
         (5, &[(0, Codec::Deflate)][..]),
+        (0, &[(0, Codec::CanonicalHuffman)][..]),
+        (3, &[(0, Codec::CanonicalHuffman)][..]),
+        (5, &[(0, Codec::CanonicalHuffman)][..]),
     ] {
         let v = tile(&mut rng, rows, cols, style);
         blocks.push((
             list[0].1,
             codec::encode_int(&v, rows, cols, list).expect("compressible"),
+        ));
+    }
+    // LSOP12 under both headers (the tile is 12 x 10).
+    let v = tile(&mut rng, rows, cols, 0);
+    for coding in [
+        codec::lsop::ResidualCoding::Huffman,
+        codec::lsop::ResidualCoding::Deflate,
+        codec::lsop::ResidualCoding::Canonical,
+    ] {
+        blocks.push((
+            Codec::Lsop12,
+            codec::lsop::encode_with(0, &v, rows, cols, 6, &[coding]).expect("eligible"),
         ));
     }
     let f: Vec<f32> = (0..rows * cols).map(|i| (i as f32 * 0.1).cos()).collect();
@@ -363,11 +383,17 @@ fn lsop12_round_trips() {
             2 => vec![77; rows * cols],
             _ => tile(&mut rng, rows, cols, 1),
         };
-        let direct = codec::lsop::encode(0, &v, rows, cols, 6).expect("eligible tile");
         let mut out = vec![0i32; rows * cols];
-        codec::decode_int(Codec::Lsop12, &direct, rows, cols, &mut out)
-            .unwrap_or_else(|e| panic!("case {case}: {e:?}"));
-        assert_eq!(out, v, "case {case} {rows}x{cols}");
+        // Legacy header (Huffman / Deflate residuals), then canonical residuals allowed.
+        for canonical in [false, true] {
+            let direct = codec::lsop::encode(0, &v, rows, cols, 6, canonical).expect("eligible tile");
+            codec::decode_int(Codec::Lsop12, &direct, rows, cols, &mut out)
+                .unwrap_or_else(|e| panic!("case {case}: {e:?}"));
+            assert_eq!(out, v, "case {case} {rows}x{cols}");
+            let h = codec::lsop::parse_header(&direct).unwrap();
+            assert_eq!(h.revised, h.coding == codec::lsop::ResidualCoding::Canonical);
+            assert!(canonical || !h.revised);
+        }
         let list = [(0u8, Codec::Huffman), (1, Codec::Deflate), (3, Codec::Lsop12)];
         if let Some(b) = codec::encode_int(&v, rows, cols, &list) {
             let c = list.iter().find(|c| c.0 == b[0]).unwrap().1;
@@ -378,8 +404,116 @@ fn lsop12_round_trips() {
     }
     assert!(lsop_won > 10, "LSOP12 chosen for {lsop_won} tiles");
     // Not eligible: too small, or with nulls.
-    assert!(codec::lsop::encode(0, &[1; 25], 5, 5, 6).is_none());
+    assert!(codec::lsop::encode(0, &[1; 25], 5, 5, 6, true).is_none());
     let mut n = vec![5; 64];
     n[9] = i32::MIN;
-    assert!(codec::lsop::encode(0, &n, 8, 8, 6).is_none());
+    assert!(codec::lsop::encode(0, &n, 8, 8, 6, true).is_none());
+}
+
+/// GvrsCanonicalHuffman blocks: the structures are validated (complete codes, length runs
+/// inside their tables, exactly the residuals the tile needs, nothing after the text) and a
+/// damaged block is an error with its code, never values.
+#[test]
+fn canonical_blocks_are_validated() {
+    use codec::canonical;
+    use codec::huffman::BitWriter;
+    let (rows, cols) = (4usize, 5usize);
+    let v: Vec<i32> = (0..20).map(|i| i * i - 40).collect();
+    let mut out = vec![0i32; 20];
+    let good = codec::encode_int(&v, rows, cols, &[(0, Codec::CanonicalHuffman)]).unwrap();
+    codec::decode_int(Codec::CanonicalHuffman, &good, rows, cols, &mut out).unwrap();
+    assert_eq!(out, v);
+    let code = |b: &[u8], out: &mut [i32]| code_of(codec::decode_int(Codec::CanonicalHuffman, b, rows, cols, out));
+    // Uniform tile: exactly the 6-byte header; anything after the seed is refused.
+    let uniform = [0u8, 0, 7, 0, 0, 0];
+    codec::decode_int(Codec::CanonicalHuffman, &uniform, rows, cols, &mut out).unwrap();
+    assert!(out.iter().all(|&x| x == 7));
+    assert_eq!(code(&[0, 0, 7, 0, 0, 0, 0], &mut out), "gvrs.codec.trailing_data");
+    assert_eq!(code(&[0, 0, 7, 0], &mut out), "gvrs.codec.truncated");
+    // A byte after the text, and the text cut short.
+    let mut long = good.clone();
+    long.push(0);
+    assert_eq!(code(&long, &mut out), "gvrs.codec.trailing_data");
+    assert_eq!(
+        code(&good[..good.len() - 2], &mut out),
+        "gvrs.codec.canonical_truncated"
+    );
+    // A text holding one residual more or fewer than the predictor needs.
+    let p = good[1];
+    let seed = i32::from_le_bytes(good[2..6].try_into().unwrap());
+    let pred = codec::Predictor::from_code(p).unwrap();
+    let mut res = Vec::new();
+    codec::predictor::encode(pred, rows, cols, &v, &mut res).unwrap();
+    assert_eq!(res.len(), codec::predictor::residual_count(pred, rows, cols));
+    for n in [res.len() - 1, res.len() + 1] {
+        let mut r = res.clone();
+        r.resize(n, 3);
+        let mut w = BitWriter::new(vec![0, p]);
+        w.put(u64::from(seed as u32), 32);
+        canonical::write_text(&canonical::plan(&r), &r, &mut w);
+        assert_eq!(code(&w.finish(), &mut out), "gvrs.codec.canonical_count", "{n}");
+    }
+    // Hand-made texts. `msb` writes a canonical code most-significant bit first.
+    fn msb(w: &mut BitWriter, c: u32, l: u32) {
+        w.put(u64::from(c.reverse_bits() >> (32 - l)), l);
+    }
+    // Length table: symbols 18 (1 bit), 1 and 2 (2 bits); text alphabet: 2-bit escape (258, 1
+    // bit), value 0 (128, 2 bits), end (259, 2 bits); then `body` writes the text itself.
+    let text = |len_lens: &[(u64, u32)], body: &dyn Fn(&mut BitWriter)| {
+        let mut w = BitWriter::new(vec![0, 1, 0, 0, 0, 0]);
+        w.put(0, 1);
+        for &(v, n) in len_lens {
+            w.put(v, n);
+        }
+        // 128 zeros, length 2 (symbol 128), 129 zeros, 1 (symbol 258), 2 (symbol 259).
+        msb(&mut w, 0, 1);
+        w.put(128 - 11, 7);
+        msb(&mut w, 0b11, 2);
+        msb(&mut w, 0, 1);
+        w.put(129 - 11, 7);
+        msb(&mut w, 0b10, 2);
+        msb(&mut w, 0b11, 2);
+        body(&mut w);
+        w.finish()
+    };
+    // 20 length-table lengths: 0, 2, 2, fifteen zeros (symbol 18, 4 extra bits), 1, 0.
+    let table = [(0, 5), (2, 5), (2, 5), (18, 5), (4, 7), (1, 5), (0, 5)];
+    let escape_first = text(&table, &|w| {
+        msb(w, 0, 1);
+        w.put(1, 2);
+    });
+    assert_eq!(code(&escape_first, &mut out), "gvrs.codec.canonical_escape");
+    // Over-subscribed length table: symbol 18 given 1 bit, 1 and 2 also 1 bit.
+    let over = [(0, 5), (1, 5), (1, 5), (18, 5), (4, 7), (1, 5), (0, 5)];
+    assert_eq!(code(&text(&over, &|_| {}), &mut out), "gvrs.codec.canonical_incomplete");
+    // A zero run past the 20 lengths of the table.
+    let overrun = [(0, 5), (2, 5), (2, 5), (18, 5), (127, 7)];
+    assert_eq!(code(&text(&overrun, &|_| {}), &mut out), "gvrs.codec.canonical_lengths");
+    // Length symbol 19 (Gridfour never writes it) in the table's own lengths.
+    let nineteen = [(19, 5)];
+    assert_eq!(
+        code(&text(&nineteen, &|_| {}), &mut out),
+        "gvrs.codec.canonical_lengths"
+    );
+    // The hand-made code itself is sound: 18 zeros then the end is one residual short of the
+    // 19 a 4 x 5 Differencing tile needs.
+    let short = text(&table, &|w| {
+        for _ in 0..18 {
+            msb(w, 0b10, 2);
+        }
+        msb(w, 0b11, 2);
+    });
+    assert_eq!(code(&short, &mut out), "gvrs.codec.canonical_count");
+    let exact = text(&table, &|w| {
+        for _ in 0..19 {
+            msb(w, 0b10, 2);
+        }
+        msb(w, 0, 1); // the last zero becomes 0 << 2 | 3 = 3
+        w.put(3, 2);
+        msb(w, 0b11, 2);
+    });
+    codec::decode_int(Codec::CanonicalHuffman, &exact, rows, cols, &mut out).unwrap();
+    // Differencing from seed 0: 0, ..., 0 then +3 in the last cell.
+    assert_eq!(out[19], 3);
+    assert!(out[..19].iter().all(|&x| x == 0));
 }

@@ -78,6 +78,16 @@ fn codec_lists() -> Vec<Vec<Codec>> {
         vec![Codec::Float],
         vec![Codec::Float, Codec::Deflate, Codec::Huffman],
         vec![Codec::Huffman, Codec::Deflate, Codec::Float, Codec::Lsop12],
+        vec![Codec::CanonicalHuffman],
+        write::MASTER_DEFAULT_CODECS.to_vec(),
+        vec![
+            Codec::Huffman,
+            Codec::Deflate,
+            Codec::Float,
+            Codec::CanonicalHuffman,
+            Codec::Lsop12,
+        ],
+        vec![Codec::CanonicalHuffman, Codec::Lsop12],
     ]
 }
 
@@ -692,5 +702,173 @@ fn codec_records_match_gridfour() {
         for name in ["GvrsJavaCodecs", "GvrsCompressionCodecs"] {
             assert_eq!(record(&b, name), record(&gf, name), "{file}: {name}");
         }
+    }
+}
+
+/// GvrsCanonicalHuffman in every form the writer makes: uniform tiles, each predictor (nulls
+/// included), values that need each escape length, and LSOP12 with canonical residuals (revised
+/// header); everything reads back exactly and validates.
+#[test]
+fn canonical_blocks_in_every_form_round_trip() {
+    let (rows, cols) = (96u32, 120u32);
+    let (tr, tc) = (24usize, 30usize);
+    let mut v = vec![0i32; (rows * cols) as usize];
+    for r in 0..rows as usize {
+        for c in 0..cols as usize {
+            let t = (r / tr) * 4 + c / tc;
+            let (fr, fc) = (r as f64, c as f64);
+            v[r * cols as usize + c] = match t % 8 {
+                0 => 42,                                                  // uniform
+                1 => (r * 3 + c * 7) as i32,                              // a ramp (Linear / Triangle)
+                2 => (fr * 0.3).sin().mul_add(900.0, fc * 11.0) as i32,   // smooth
+                3 => ((r * 7919 + c * 104_729) % 65_536) as i32 - 32_768, // noise: escapes
+                4 => {
+                    // Nulls among data: DifferencingWithNulls.
+                    if (r + c) % 5 == 0 {
+                        i32::MIN
+                    } else {
+                        (r * c) as i32
+                    }
+                }
+                5 => ((r as i64 * 40_000_003 + c as i64 * 7_000_001) % 2_000_000_000) as i32, // 24-bit escapes
+                6 => {
+                    // Smooth terrain plus a little noise: LSOP12 territory.
+                    let h = ((r * 7919 + c * 6151) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 60;
+                    (2000.0 * (fr * 0.05).sin() * (fc * 0.04).cos() + 10.0 * fr) as i32 + h as i32
+                }
+                _ => -((r as i32) << 20) + c as i32,
+            };
+        }
+    }
+    let lists = [
+        vec![Codec::CanonicalHuffman],
+        vec![Codec::CanonicalHuffman, Codec::Lsop12],
+        write::MASTER_DEFAULT_CODECS.to_vec(),
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    for codecs in lists {
+        let mut s = GvrsSpec::new(
+            rows,
+            cols,
+            tr as u32,
+            tc as u32,
+            ElementSpec::new("z", ElementRange::integer()),
+        );
+        s.codecs = codecs.clone();
+        let b = write::to_bytes(&s, &[ElementValues::Int(&v)]).unwrap();
+        assert_valid(&b, &format!("{codecs:?}"));
+        let f = open(&b);
+        assert_eq!(i32s(&f.read_element(0, false).unwrap()), v, "{codecs:?}");
+        let st = rasterpack_gvrs::tile_stats(&f, usize::MAX);
+        seen.extend(st.encodings[0].keys().cloned());
+        // Short elements through the same codec (values fit i16 after truncation of the noise).
+        let sv: Vec<i16> = v
+            .iter()
+            .map(|&x| if x == i32::MIN { i16::MIN } else { x as i16 })
+            .collect();
+        let mut s2 = GvrsSpec::new(
+            rows,
+            cols,
+            tr as u32,
+            tc as u32,
+            ElementSpec::new("s", ElementRange::short()),
+        );
+        s2.codecs = codecs.clone();
+        let b = write::to_bytes(&s2, &[ElementValues::Short(&sv)]).unwrap();
+        assert_valid(&b, &format!("short {codecs:?}"));
+        let a = open(&b).read_element(0, false).unwrap();
+        let got: Vec<i16> = a
+            .data
+            .chunks_exact(2)
+            .map(|c| i16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        assert_eq!(got, sv, "short {codecs:?}");
+    }
+    // A noisy terrain in 120 x 120 tiles (like the corpus's big file): LSOP12 with canonical
+    // Huffman residuals.
+    let n = 240u32;
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let t: Vec<i32> = (0..n * n)
+        .map(|i| {
+            let (r, c) = (f64::from(i / n), f64::from(i % n));
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let noise = (x % 5) as f64 - 2.0;
+            (3000.0 * (r * 0.021).sin() * (c * 0.017).cos() + 7.0 * r + noise) as i32
+        })
+        .collect();
+    let mut s = GvrsSpec::new(n, n, 120, 120, ElementSpec::new("z", ElementRange::integer()));
+    s.codecs = vec![Codec::CanonicalHuffman, Codec::Lsop12];
+    let b = write::to_bytes(&s, &[ElementValues::Int(&t)]).unwrap();
+    assert_valid(&b, "terrain");
+    let f = open(&b);
+    assert_eq!(i32s(&f.read_element(0, false).unwrap()), t);
+    seen.extend(rasterpack_gvrs::tile_stats(&f, usize::MAX).encodings[0].keys().cloned());
+    for want in [
+        "GvrsCanonicalHuffman/uniform",
+        "GvrsCanonicalHuffman/predictor=4(DifferencingWithNulls)",
+        "LSOP12/residuals=CanonicalHuffman/revised_header",
+    ] {
+        assert!(seen.iter().any(|e| e.contains(want)), "{want} not among {seen:#?}");
+    }
+    assert!(
+        seen.iter()
+            .filter(|e| e.contains("GvrsCanonicalHuffman/predictor="))
+            .count()
+            >= 3,
+        "{seen:#?}"
+    );
+}
+
+/// The `GvrsJavaCodecs` records may be left out only for a prefix of Gridfour's classic list:
+/// without them Gridfour maps codec indexes through its own default list.
+#[test]
+fn codec_records_are_required_for_other_lists() {
+    let v = vec![5i32; 64];
+    for (codecs, ok) in [
+        (vec![], true),
+        (vec![Codec::Huffman], true),
+        (write::DEFAULT_CODECS.to_vec(), true),
+        (vec![Codec::Deflate], false),
+        (vec![Codec::Float, Codec::Deflate, Codec::Huffman], false),
+        (write::MASTER_DEFAULT_CODECS.to_vec(), false),
+        (vec![Codec::Huffman, Codec::Deflate, Codec::Float, Codec::Lsop12], false),
+    ] {
+        let mut s = GvrsSpec::new(8, 8, 4, 4, ElementSpec::new("z", ElementRange::integer()));
+        s.codecs = codecs.clone();
+        s.java_codec_records = false;
+        let r = write::to_bytes(&s, &[ElementValues::Int(&v)]);
+        assert_eq!(r.is_ok(), ok, "{codecs:?}: {r:?}");
+        if let Err(e) = r {
+            assert_eq!(e.kind, rasterpack_common::ErrorKind::Usage);
+            assert!(e.message.contains("GvrsJavaCodecs"), "{}", e.message);
+        }
+    }
+}
+
+#[test]
+fn compress_option_lists() {
+    use Codec::*;
+    for (text, want) in [
+        (None, vec![Huffman, Deflate, Float]),
+        (Some("default"), vec![Huffman, Deflate, Float]),
+        (Some("all"), vec![Huffman, Deflate, Float, CanonicalHuffman]),
+        (Some("none"), vec![]),
+        (Some("canonical"), vec![CanonicalHuffman]),
+        (Some("lsop"), vec![Huffman, Deflate, Float, Lsop12]),
+        (
+            Some("all,lsop"),
+            vec![Huffman, Deflate, Float, CanonicalHuffman, Lsop12],
+        ),
+        (Some("canonical, deflate,float"), vec![CanonicalHuffman, Deflate, Float]),
+    ] {
+        assert_eq!(write::codecs_for(text).unwrap(), want, "{text:?}");
+    }
+    for bad in ["zstd", "all,zstd", ""] {
+        assert_eq!(
+            write::codecs_for(Some(bad)).unwrap_err().kind,
+            rasterpack_common::ErrorKind::Usage
+        );
     }
 }

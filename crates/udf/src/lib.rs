@@ -100,6 +100,10 @@ impl rasterpack_common::Format for UdfFormat {
     fn name(&self) -> &'static str {
         "udf"
     }
+    fn honours(&self) -> &'static [rasterpack_common::RequestFlag] {
+        use rasterpack_common::RequestFlag;
+        &[RequestFlag::Element]
+    }
 
     fn description(&self) -> &'static str {
         "Untitled Data Format (UDF0): datasets of typed datatables"

@@ -100,6 +100,8 @@ pub struct TableSpec {
     /// A free-form type name.
     pub type_name: Option<String>,
     payload: Payload,
+    /// Why the table cannot be written faithfully (found when it was built; `add` refuses it).
+    unwritable: Option<String>,
 }
 
 impl TableSpec {
@@ -115,6 +117,7 @@ impl TableSpec {
             related_name: None,
             type_name: None,
             payload: Payload::Bytes(bytes),
+            unwritable: None,
         }
     }
 
@@ -149,6 +152,11 @@ impl TableSpec {
     /// a ghost axis may not be 0).
     pub fn text_list(name: &str, items: &[&str], enc: UdfEncoding) -> TableSpec {
         let enc_items: Vec<(Vec<u8>, usize)> = items.iter().map(|s| enc.units(s)).collect();
+        // Readers strip the NUL padding of list items, so an item's own trailing NUL is lost.
+        let unwritable = items
+            .iter()
+            .find(|s| s.ends_with('\0'))
+            .map(|s| format!("text list item {s:?} ends with NUL, which readers take for padding"));
         let width = enc_items.iter().map(|e| e.1).max().unwrap_or(0).max(1);
         let unit = enc.prim().size().unwrap_or(1) as usize;
         let mut b = Vec::with_capacity(width * unit * items.len());
@@ -157,7 +165,9 @@ impl TableSpec {
             b.extend_from_slice(&bytes);
             b.resize(row + width * unit, 0);
         }
-        Self::raw(name, enc.prim(), Hint::Text, &[items.len() as u32], &[width as u32], b)
+        let mut t = Self::raw(name, enc.prim(), Hint::Text, &[items.len() as u32], &[width as u32], b);
+        t.unwritable = unwritable;
+        t
     }
 
     /// A scalar JSON document (any JSON value).
@@ -550,6 +560,9 @@ fn check_index_values(t: &TableSpec, len: u64) -> Result<()> {
 /// and JSON content.
 fn check_spec(t: &TableSpec) -> Result<()> {
     let bad = |m: String| Err(usage(format!("table {:?}: {m}", t.name)));
+    if let Some(why) = &t.unwritable {
+        return bad(why.clone());
+    }
     for n in [
         Some(&t.name),
         t.index_name.as_ref(),

@@ -41,6 +41,10 @@ impl Format for VdsFormat {
     fn name(&self) -> &'static str {
         "vds"
     }
+    fn honours(&self) -> &'static [rasterpack_common::RequestFlag] {
+        use rasterpack_common::RequestFlag;
+        &[RequestFlag::Element, RequestFlag::Physical]
+    }
     fn description(&self) -> &'static str {
         "OpenVDS volume data store (.vds container or object-store directory)"
     }

@@ -231,6 +231,10 @@ impl Format for VolpFormat {
     fn name(&self) -> &'static str {
         "volp"
     }
+    fn honours(&self) -> &'static [rasterpack_common::RequestFlag] {
+        use rasterpack_common::RequestFlag;
+        &[RequestFlag::Physical, RequestFlag::Compress]
+    }
     fn description(&self) -> &'static str {
         "VOLP volume pack: JSON header + zstd [levels, lat, lon] tensor"
     }

@@ -1,20 +1,34 @@
-//! LSOP12 decoding (errata 16): Gridfour's least-squares optimal predictor with 12 neighbours.
+//! LSOP12 (errata 16, 18): Gridfour's least-squares optimal predictor with 12 neighbours.
 //!
-//! Header (63 bytes): `[codec index][12][i32 seed][12 x f32 u1..u12][i32 nInit][i32 nInterior]
-//! [u8 method]`; method low nibble 0 = Huffman, 1 = Deflate; bit 0x80 = an i32 CRC32C of the
-//! values (LE i32) follows the header. Payload: the initializer then the interior M32 streams.
+//! Two header layouts exist. Legacy (63 bytes): `[codec index][12][i32 seed][12 x f32 u1..u12]
+//! [i32 nInit][i32 nInterior][u8 method]`, method low nibble = residual coding, bit 0x80 = an
+//! i32 CRC32C of the values (LE i32) follows. Revised (Gridfour 2026, bit 0x40 of byte 1):
+//! `[codec index][flags: 0x80 checksum, 0x40 revised, low nibble = residual coding][12]
+//! [i32 seed][12 x f32]`, then nInit and nInterior unless the residuals are canonical Huffman,
+//! then the optional checksum. Residual coding: 0 = Gridfour's Huffman, 1 = Deflate (both over
+//! M32 byte streams whose lengths are nInit / nInterior), 2 = canonical Huffman (two texts in
+//! one bit stream, initializer first). Any other coding or flag bit is not known: unsupported.
 
+use super::canonical;
 use super::huffman::{self, BitReader};
 use super::m32::{M32Error, M32Reader};
 use super::zlib;
 
+/// Size of the legacy header (without the optional checksum).
 pub const HEADER_LEN: usize = 63;
+/// Size of the revised header with canonical residuals (without the optional checksum).
+pub const REVISED_CANONICAL_HEADER_LEN: usize = 55;
+/// Byte-1 flags of the revised header.
+const REVISED: u8 = 0x40;
+const CHECKSUM: u8 = 0x80;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct LsopError {
     pub code: &'static str,
     pub offset: usize,
     pub message: String,
+    /// A header value rasterpack does not know (exit 3), rather than damage.
+    pub unsupported: bool,
 }
 
 fn err(code: &'static str, offset: usize, message: impl Into<String>) -> LsopError {
@@ -22,11 +36,150 @@ fn err(code: &'static str, offset: usize, message: impl Into<String>) -> LsopErr
         code,
         offset,
         message: message.into(),
+        unsupported: false,
+    }
+}
+
+fn unknown(code: &'static str, offset: usize, message: impl Into<String>) -> LsopError {
+    LsopError {
+        unsupported: true,
+        ..err(code, offset, message)
     }
 }
 
 fn le_i32(b: &[u8], at: usize) -> i32 {
     i32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// How the residuals of an LSOP12 block are coded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResidualCoding {
+    /// Gridfour's (pre-canonical) Huffman over M32 bytes.
+    Huffman = 0,
+    /// Two zlib streams of M32 bytes.
+    Deflate = 1,
+    /// Two canonical Huffman texts of i32 residuals.
+    Canonical = 2,
+}
+
+/// A parsed LSOP12 header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LsopHeader {
+    pub revised: bool,
+    pub coding: ResidualCoding,
+    pub seed: i32,
+    pub u: [f32; 12],
+    /// M32 stream lengths in bytes (absent from revised canonical headers, ignored for
+    /// canonical residuals).
+    pub n_init: i32,
+    pub n_interior: i32,
+    pub checksum: Option<u32>,
+    /// Bytes before the residual data (checksum included).
+    pub len: usize,
+}
+
+fn truncated(len: usize, need: usize, what: &str) -> LsopError {
+    err(
+        "gvrs.codec.truncated",
+        len.min(need),
+        format!("LSOP12 block of {len} bytes ends inside its {what} ({need} bytes)"),
+    )
+}
+
+/// Parse either header layout. Unknown coefficient counts, residual codings and flag bits are
+/// unsupported (exit 3), never guessed.
+pub fn parse_header(block: &[u8]) -> Result<LsopHeader, LsopError> {
+    if block.len() < 3 {
+        return Err(truncated(block.len(), 3, "header"));
+    }
+    let b1 = block[1];
+    let revised = b1 & REVISED != 0;
+    // (coefficient-count offset, residual byte offset/value, seed offset)
+    let (n_coef_at, flags, seed_at) = if revised { (2, b1, 3) } else { (1, 0, 2) };
+    let min_len = if revised {
+        REVISED_CANONICAL_HEADER_LEN
+    } else {
+        HEADER_LEN
+    };
+    if block.len() < min_len {
+        return Err(truncated(block.len(), min_len, "header"));
+    }
+    let n_coef = block[n_coef_at];
+    if n_coef != 12 {
+        return Err(unknown(
+            "gvrs.codec.lsop_coefficients",
+            n_coef_at,
+            format!("LSOP12 header with {n_coef} predictor coefficients (only 12 is known)"),
+        ));
+    }
+    let coef_end = seed_at + 4 + 48;
+    let (method_at, method) = if revised { (1, flags) } else { (62, block[62]) };
+    // Bits other than the coding nibble and the checksum flag (and, revised, the revision flag).
+    let known = 0x0F | CHECKSUM | if revised { REVISED } else { 0 };
+    if method & !known != 0 {
+        return Err(unknown(
+            "gvrs.codec.lsop_flags",
+            method_at,
+            format!(
+                "LSOP12 header byte {method:#04x} sets flag bits {:#04x} rasterpack does not know",
+                method & !known
+            ),
+        ));
+    }
+    let coding = match method & 0x0F {
+        0 => ResidualCoding::Huffman,
+        1 => ResidualCoding::Deflate,
+        2 => ResidualCoding::Canonical,
+        t => {
+            return Err(unknown(
+                "gvrs.codec.lsop_residual_type",
+                method_at,
+                format!("LSOP12 residual coding {t} is not known (0 Huffman, 1 Deflate, 2 canonical Huffman)"),
+            ))
+        }
+    };
+    let mut at = if revised {
+        if coding == ResidualCoding::Canonical {
+            coef_end
+        } else {
+            coef_end + 8
+        }
+    } else {
+        HEADER_LEN
+    };
+    if block.len() < at {
+        return Err(truncated(block.len(), at, "header"));
+    }
+    let seed = le_i32(block, seed_at);
+    let mut u = [0f32; 12];
+    for (k, c) in u.iter_mut().enumerate() {
+        *c = f32::from_bits(le_i32(block, seed_at + 4 + 4 * k) as u32);
+    }
+    let (n_init, n_interior) = if revised && coding == ResidualCoding::Canonical {
+        (0, 0)
+    } else {
+        (le_i32(block, coef_end), le_i32(block, coef_end + 4))
+    };
+    let checksum = if method & CHECKSUM != 0 {
+        if block.len() < at + 4 {
+            return Err(truncated(block.len(), at + 4, "value checksum"));
+        }
+        let c = le_i32(block, at) as u32;
+        at += 4;
+        Some(c)
+    } else {
+        None
+    };
+    Ok(LsopHeader {
+        revised,
+        coding,
+        seed,
+        u,
+        n_init,
+        n_interior,
+        checksum,
+        len: at,
+    })
 }
 
 /// Java's `StrictMath.round(float)`: floor(p + 0.5) computed exactly, NaN -> 0, saturating.
@@ -42,7 +195,7 @@ pub fn java_round(p: f32) -> i32 {
 }
 
 /// Residual counts of the initializer and interior streams for a tile.
-fn counts(rows: usize, cols: usize) -> (usize, usize) {
+pub fn counts(rows: usize, cols: usize) -> (usize, usize) {
     let init = (cols - 1) + (rows - 1) + (cols - 1) + (rows - 2) + 2 * (rows - 2);
     let interior = (rows - 2) * (cols - 4);
     (init, interior)
@@ -63,32 +216,24 @@ fn m32_all(codes: &[u8], n: usize, out: &mut Vec<i32>, at: usize, what: &str) ->
     })
 }
 
+/// An M32 stream length from the header: each residual takes 1 to 6 bytes, so other lengths
+/// cannot decode (and would let a crafted header over-allocate).
+fn m32_len(n: i32, residuals: usize, at: usize, what: &str) -> Result<usize, LsopError> {
+    usize::try_from(n)
+        .ok()
+        .filter(|&n| n >= residuals && n <= residuals.saturating_mul(6))
+        .ok_or_else(|| {
+            err(
+                "gvrs.codec.bad_length",
+                at,
+                format!("LSOP12 {what} length {n} cannot hold {residuals} residuals"),
+            )
+        })
+}
+
 /// Decode an LSOP12 block into `out` (`rows * cols`).
 pub fn decode(block: &[u8], rows: usize, cols: usize, out: &mut [i32]) -> Result<(), LsopError> {
-    if block.len() < HEADER_LEN {
-        return Err(err(
-            "gvrs.codec.truncated",
-            0,
-            format!(
-                "LSOP12 block of {} bytes is shorter than its 63-byte header",
-                block.len()
-            ),
-        ));
-    }
-    if block[1] & 0x40 != 0 {
-        return Err(err(
-            "gvrs.codec.unsupported_lsop_header",
-            1,
-            "revised LSOP header (flag 0x40) is not supported",
-        ));
-    }
-    if block[1] != 12 {
-        return Err(err(
-            "gvrs.codec.bad_lsop_header",
-            1,
-            format!("LSOP12 coefficient count {} (expected 12)", block[1]),
-        ));
-    }
+    let h = parse_header(block)?;
     if rows < 2 || cols < 4 {
         return Err(err(
             "gvrs.codec.bad_shape",
@@ -96,81 +241,25 @@ pub fn decode(block: &[u8], rows: usize, cols: usize, out: &mut [i32]) -> Result
             format!("LSOP12 cannot code a {rows}x{cols} tile"),
         ));
     }
-    let seed = le_i32(block, 2);
-    let mut u = [0f32; 12];
-    for (k, c) in u.iter_mut().enumerate() {
-        *c = f32::from_bits(le_i32(block, 6 + 4 * k) as u32);
-    }
-    let n_init = le_i32(block, 54);
-    let n_interior = le_i32(block, 58);
-    let method = block[62];
-    let mut header = HEADER_LEN;
-    let checksum = if method & 0x80 != 0 {
-        if block.len() < HEADER_LEN + 4 {
-            return Err(err(
-                "gvrs.codec.truncated",
-                HEADER_LEN,
-                "LSOP12 block ends before its value checksum",
-            ));
-        }
-        header += 4;
-        Some(le_i32(block, HEADER_LEN) as u32)
-    } else {
-        None
-    };
     let cells = out.len();
-    // M32 uses at most 6 bytes per residual: larger lengths cannot be right (and would let a
-    // crafted header allocate without bound).
-    let max = cells.saturating_mul(6);
-    let n_init = usize::try_from(n_init).ok().filter(|&n| n <= max).ok_or_else(|| {
-        err(
-            "gvrs.codec.bad_length",
-            54,
-            format!("LSOP12 initializer length {n_init} out of range"),
-        )
-    })?;
-    let n_interior = usize::try_from(n_interior).ok().filter(|&n| n <= max).ok_or_else(|| {
-        err(
-            "gvrs.codec.bad_length",
-            58,
-            format!("LSOP12 interior length {n_interior} out of range"),
-        )
-    })?;
     let (ni, nn) = counts(rows, cols);
-    // Each residual takes 1 to 6 bytes: other lengths cannot decode (and would over-allocate).
-    if n_init < ni || n_init > ni * 6 {
-        return Err(err(
-            "gvrs.codec.bad_length",
-            54,
-            format!("LSOP12 initializer length {n_init} cannot hold {ni} residuals"),
-        ));
-    }
-    if n_interior < nn || n_interior > nn * 6 {
-        return Err(err(
-            "gvrs.codec.bad_length",
-            58,
-            format!("LSOP12 interior length {n_interior} cannot hold {nn} residuals"),
-        ));
-    }
-    let payload = &block[header..];
+    // Where the two M32 lengths sit (for error offsets).
+    let len_at = if h.revised { 55 } else { 54 };
+    let lens = match h.coding {
+        ResidualCoding::Canonical => (0, 0),
+        _ => (
+            m32_len(h.n_init, ni, len_at, "initializer")?,
+            m32_len(h.n_interior, nn, len_at + 4, "interior")?,
+        ),
+    };
+    let payload = &block[h.len..];
     // The byte and value buffers are reused by the thread's next tile (lengths checked above).
     STREAMS.with(|cell| {
         let mut guard = cell.borrow_mut();
         let st = &mut *guard;
-        decode_streams(
-            payload,
-            header,
-            method,
-            seed,
-            &u,
-            rows,
-            cols,
-            (n_init, n_interior),
-            st,
-            out,
-        )
+        decode_streams(payload, &h, rows, cols, lens, st, out)
     })?;
-    if let Some(expected) = checksum {
+    if let Some(expected) = h.checksum {
         let mut bytes = Vec::with_capacity(cells * 4);
         for v in out.iter() {
             bytes.extend_from_slice(&v.to_le_bytes());
@@ -179,7 +268,7 @@ pub fn decode(block: &[u8], rows: usize, cols: usize, out: &mut [i32]) -> Result
         if got != expected {
             return Err(err(
                 "gvrs.codec.lsop_checksum",
-                HEADER_LEN,
+                h.len - 4,
                 format!("LSOP12 value checksum {expected:#010x} != computed {got:#010x}"),
             ));
         }
@@ -201,70 +290,89 @@ thread_local! {
 }
 
 /// Decode the two residual streams and rebuild the tile (the body of [`decode`]).
-#[allow(clippy::too_many_arguments)]
 fn decode_streams(
     payload: &[u8],
-    header: usize,
-    method: u8,
-    seed: i32,
-    u: &[f32; 12],
+    h: &LsopHeader,
     rows: usize,
     cols: usize,
     (n_init, n_interior): (usize, usize),
     st: &mut Streams,
     out: &mut [i32],
 ) -> Result<(), LsopError> {
+    let header = h.len;
     let (ni, nn) = counts(rows, cols);
+    if h.coding == ResidualCoding::Canonical {
+        // Not re-zeroed: the text decoder writes every value or fails.
+        st.init.resize(ni, 0);
+        st.interior.resize(nn, 0);
+        let mut bits = canonical::Bits::new(payload, 0);
+        let cerr = |e: canonical::CanonError, what: &str| {
+            let msg = format!("LSOP12 {what} residuals: {}", e.message());
+            if e.is_unsupported() {
+                unknown(e.code(), header, msg)
+            } else {
+                err(e.code(), header, msg)
+            }
+        };
+        canonical::decode_text(&mut bits, &mut st.init).map_err(|e| cerr(e, "initializer"))?;
+        // Gridfour reads no second text when the tile has no interior cells.
+        if nn > 0 {
+            canonical::decode_text(&mut bits, &mut st.interior).map_err(|e| cerr(e, "interior"))?;
+        }
+        let used = bits.consumed().div_ceil(8);
+        if used != payload.len() {
+            return Err(err(
+                "gvrs.codec.trailing_data",
+                header + used,
+                format!(
+                    "{} byte(s) after the LSOP12 canonical Huffman data",
+                    payload.len() - used
+                ),
+            ));
+        }
+        reconstruct(h.seed, &h.u, rows, cols, &st.init, &st.interior, out);
+        return Ok(());
+    }
     // Not re-zeroed: both decoders write every byte of their output or fail.
     st.init_codes.resize(n_init, 0);
     st.interior_codes.resize(n_interior, 0);
     let init_codes = &mut st.init_codes[..];
     let interior_codes = &mut st.interior_codes[..];
-    match method & 0x0F {
-        0 => {
-            let mut r = BitReader::new(payload);
-            huffman::decode_sequence(&mut r, init_codes)
-                .map_err(|e| err(e.code(), header, format!("LSOP12 initializer Huffman: {e:?}")))?;
-            huffman::decode_sequence(&mut r, interior_codes)
-                .map_err(|e| err(e.code(), header, format!("LSOP12 interior Huffman: {e:?}")))?;
-            let used = r.pos().div_ceil(8);
-            if used != payload.len() {
-                return Err(err(
-                    "gvrs.codec.trailing_data",
-                    header + used,
-                    format!("{} byte(s) after the LSOP12 Huffman data", payload.len() - used),
-                ));
-            }
-        }
-        1 => {
-            let a = zlib::inflate_exact(payload, init_codes)
-                .map_err(|e| err(e.code(), header, format!("LSOP12 initializer: {}", e.message(n_init))))?;
-            let b = zlib::inflate_exact(&payload[a..], interior_codes).map_err(|e| {
-                err(
-                    e.code(),
-                    header + a,
-                    format!("LSOP12 interior: {}", e.message(n_interior)),
-                )
-            })?;
-            if a + b != payload.len() {
-                return Err(err(
-                    "gvrs.codec.trailing_data",
-                    header + a + b,
-                    format!("{} byte(s) after the LSOP12 zlib streams", payload.len() - a - b),
-                ));
-            }
-        }
-        m => {
+    if h.coding == ResidualCoding::Huffman {
+        let mut r = BitReader::new(payload);
+        huffman::decode_sequence(&mut r, init_codes)
+            .map_err(|e| err(e.code(), header, format!("LSOP12 initializer Huffman: {e:?}")))?;
+        huffman::decode_sequence(&mut r, interior_codes)
+            .map_err(|e| err(e.code(), header, format!("LSOP12 interior Huffman: {e:?}")))?;
+        let used = r.pos().div_ceil(8);
+        if used != payload.len() {
             return Err(err(
-                "gvrs.codec.bad_lsop_method",
-                62,
-                format!("LSOP12 residual method {m} is not 0 (Huffman) or 1 (Deflate)"),
-            ))
+                "gvrs.codec.trailing_data",
+                header + used,
+                format!("{} byte(s) after the LSOP12 Huffman data", payload.len() - used),
+            ));
+        }
+    } else {
+        let a = zlib::inflate_exact(payload, init_codes)
+            .map_err(|e| err(e.code(), header, format!("LSOP12 initializer: {}", e.message(n_init))))?;
+        let b = zlib::inflate_exact(&payload[a..], interior_codes).map_err(|e| {
+            err(
+                e.code(),
+                header + a,
+                format!("LSOP12 interior: {}", e.message(n_interior)),
+            )
+        })?;
+        if a + b != payload.len() {
+            return Err(err(
+                "gvrs.codec.trailing_data",
+                header + a + b,
+                format!("{} byte(s) after the LSOP12 zlib streams", payload.len() - a - b),
+            ));
         }
     }
     m32_all(init_codes, ni, &mut st.init, header, "initializer")?;
     m32_all(interior_codes, nn, &mut st.interior, header, "interior")?;
-    reconstruct(seed, u, rows, cols, &st.init, &st.interior, out);
+    reconstruct(h.seed, &h.u, rows, cols, &st.init, &st.interior, out);
     Ok(())
 }
 
@@ -690,9 +798,40 @@ fn fit(v: &[f32], rows: usize, nc: usize) -> Option<[f32; 12]> {
 }
 
 /// Encode an LSOP12 block (codec index `index`) for a tile of at least 6 x 6 without null
-/// (`i32::MIN`) cells, as Gridfour's encoder requires; the smaller of Huffman and Deflate
-/// residual coding is kept. `None` when the tile is not eligible.
-pub fn encode(index: u8, values: &[i32], rows: usize, cols: usize, deflate_level: u8) -> Option<Vec<u8>> {
+/// (`i32::MIN`) cells, as Gridfour's encoder requires; the smallest residual coding is kept:
+/// Huffman or Deflate under the legacy header (every Gridfour reads it), and, when `canonical`
+/// is allowed, canonical Huffman under the revised header (Gridfour 2026 only). `None` when the
+/// tile is not eligible.
+pub fn encode(
+    index: u8,
+    values: &[i32],
+    rows: usize,
+    cols: usize,
+    deflate_level: u8,
+    canonical: bool,
+) -> Option<Vec<u8>> {
+    let codings: &[ResidualCoding] = if canonical {
+        &[
+            ResidualCoding::Huffman,
+            ResidualCoding::Deflate,
+            ResidualCoding::Canonical,
+        ]
+    } else {
+        &[ResidualCoding::Huffman, ResidualCoding::Deflate]
+    };
+    encode_with(index, values, rows, cols, deflate_level, codings)
+}
+
+/// As [`encode`], keeping the smallest of the given residual codings (canonical Huffman under
+/// the revised header, the others under the legacy one).
+pub fn encode_with(
+    index: u8,
+    values: &[i32],
+    rows: usize,
+    cols: usize,
+    deflate_level: u8,
+    codings: &[ResidualCoding],
+) -> Option<Vec<u8>> {
     if rows < 6 || cols < 6 || values.len() != rows * cols || values.contains(&i32::MIN) {
         return None;
     }
@@ -701,34 +840,43 @@ pub fn encode(index: u8, values: &[i32], rows: usize, cols: usize, deflate_level
     // Flat or degenerate tiles: left + up - upleft (the Triangle predictor) as coefficients.
     let u = fit(&vf, rows, nc).unwrap_or([1.0, -1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
     let v = values;
-    let mut init = Vec::with_capacity(4 * (rows + cols));
-    let mut interior = Vec::with_capacity(rows * cols);
+    let (ni, nn) = counts(rows, cols);
+    let mut init: Vec<i32> = Vec::with_capacity(ni);
+    let mut interior: Vec<i32> = Vec::with_capacity(nn);
     for c in 1..nc {
-        super::m32::encode(v[c].wrapping_sub(v[c - 1]), &mut init);
+        init.push(v[c].wrapping_sub(v[c - 1]));
     }
     for r in 1..rows {
-        super::m32::encode(v[r * nc].wrapping_sub(v[(r - 1) * nc]), &mut init);
+        init.push(v[r * nc].wrapping_sub(v[(r - 1) * nc]));
     }
     let tri = |i: usize| v[i - 1].wrapping_add(v[i - nc]).wrapping_sub(v[i - nc - 1]);
     for c in 1..nc {
         let i = nc + c;
-        super::m32::encode(v[i].wrapping_sub(tri(i)), &mut init);
+        init.push(v[i].wrapping_sub(tri(i)));
     }
     for r in 2..rows {
         let i = r * nc + 1;
-        super::m32::encode(v[i].wrapping_sub(tri(i)), &mut init);
+        init.push(v[i].wrapping_sub(tri(i)));
     }
     for r in 2..rows {
         for c in 2..nc - 2 {
             let i = r * nc + c;
             let est = predict(&u, &vf, i, nc, v[i - 1]);
-            super::m32::encode(v[i].wrapping_sub(est), &mut interior);
+            interior.push(v[i].wrapping_sub(est));
         }
         for c in nc - 2..nc {
             let i = r * nc + c;
-            super::m32::encode(v[i].wrapping_sub(tri(i)), &mut init);
+            init.push(v[i].wrapping_sub(tri(i)));
         }
     }
+    let m32 = |vals: &[i32]| {
+        let mut b = Vec::with_capacity(vals.len() + vals.len() / 4);
+        for &x in vals {
+            super::m32::encode(x, &mut b);
+        }
+        b
+    };
+    let (init_m, interior_m) = (m32(&init), m32(&interior));
     let header = |method: u8, cap: usize| {
         let mut b = Vec::with_capacity(cap);
         b.push(index);
@@ -737,32 +885,52 @@ pub fn encode(index: u8, values: &[i32], rows: usize, cols: usize, deflate_level
         for x in u {
             b.extend_from_slice(&x.to_bits().to_le_bytes());
         }
-        b.extend_from_slice(&(init.len() as i32).to_le_bytes());
-        b.extend_from_slice(&(interior.len() as i32).to_le_bytes());
+        b.extend_from_slice(&(init_m.len() as i32).to_le_bytes());
+        b.extend_from_slice(&(interior_m.len() as i32).to_le_bytes());
         b.push(method);
         b
     };
-    let (hi, hn) = (huffman::histogram(&init), huffman::histogram(&interior));
-    let huff = match (
-        huffman::Code::build(&hi).filter(|c| c.usable()),
-        huffman::Code::build(&hn).filter(|c| c.usable()),
-    ) {
-        (Some(ci), Some(cn)) => {
+    let mut best: Option<Vec<u8>> = None;
+    if codings.contains(&ResidualCoding::Huffman) {
+        let (hi, hn) = (huffman::histogram(&init_m), huffman::histogram(&interior_m));
+        if let (Some(ci), Some(cn)) = (
+            huffman::Code::build(&hi).filter(|c| c.usable()),
+            huffman::Code::build(&hn).filter(|c| c.usable()),
+        ) {
             let bits = ci.bit_size(&hi) + cn.bit_size(&hn);
             let mut w = huffman::BitWriter::new(header(0, HEADER_LEN + bits.div_ceil(8) as usize + 8));
-            ci.write(&init, &mut w);
-            cn.write(&interior, &mut w);
-            Some(w.finish())
+            ci.write(&init_m, &mut w);
+            cn.write(&interior_m, &mut w);
+            best = Some(w.finish());
         }
-        _ => None,
-    };
-    let mut defl = header(1, HEADER_LEN + interior.len() / 2 + 64);
-    zlib::deflate_into(&init, deflate_level, &mut defl);
-    zlib::deflate_into(&interior, deflate_level, &mut defl);
-    match huff {
-        Some(h) if h.len() <= defl.len() => Some(h),
-        _ => Some(defl),
     }
+    if codings.contains(&ResidualCoding::Deflate) {
+        let mut defl = header(1, HEADER_LEN + interior_m.len() / 2 + 64);
+        zlib::deflate_into(&init_m, deflate_level, &mut defl);
+        zlib::deflate_into(&interior_m, deflate_level, &mut defl);
+        if best.as_ref().is_none_or(|h| defl.len() < h.len()) {
+            best = Some(defl);
+        }
+    }
+    if codings.contains(&ResidualCoding::Canonical) {
+        let (pi, pn) = (canonical::plan(&init), canonical::plan(&interior));
+        let size = REVISED_CANONICAL_HEADER_LEN + (pi.bits + pn.bits).div_ceil(8) as usize;
+        if best.as_ref().is_none_or(|b| size < b.len()) {
+            let mut b = Vec::with_capacity(size + 8);
+            b.push(index);
+            b.push(REVISED | ResidualCoding::Canonical as u8);
+            b.push(12);
+            b.extend_from_slice(&v[0].to_le_bytes());
+            for x in u {
+                b.extend_from_slice(&x.to_bits().to_le_bytes());
+            }
+            let mut w = huffman::BitWriter::new(b);
+            canonical::write_text(&pi, &init, &mut w);
+            canonical::write_text(&pn, &interior, &mut w);
+            best = Some(w.finish());
+        }
+    }
+    best
 }
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
 //! GVRS compression codecs: GvrsHuffman, GvrsDeflate (each with the four predictors and M32),
-//! GvrsFloat and LSOP12, bit-exact with Gridfour (see `docs/formats/gvrs.md` and
-//! the errata sections 12 to 16).
+//! GvrsFloat, LSOP12 (legacy and revised headers) and GvrsCanonicalHuffman (Gridfour 2026),
+//! bit-exact with Gridfour (see `docs/formats/gvrs-codecs.md` and the errata sections 12 to 18).
 //!
 //! Every decoder is bounded: the M32 stream length in a block header is checked against the
 //! largest length the tile could need (6 bytes per cell) before anything is allocated, and zlib
 //! output never exceeds the expected size. Error offsets are relative to the block start.
 
+pub mod canonical;
 pub mod float;
 pub mod huffman;
 pub mod lsop;
@@ -24,6 +25,7 @@ pub enum Codec {
     Deflate,
     Float,
     Lsop12,
+    CanonicalHuffman,
 }
 
 impl Codec {
@@ -34,6 +36,7 @@ impl Codec {
             "GvrsDeflate" => Some(Codec::Deflate),
             "GvrsFloat" => Some(Codec::Float),
             "LSOP12" => Some(Codec::Lsop12),
+            "GvrsCanonicalHuffman" => Some(Codec::CanonicalHuffman),
             _ => None,
         }
     }
@@ -44,7 +47,13 @@ impl Codec {
             Codec::Deflate => "GvrsDeflate",
             Codec::Float => "GvrsFloat",
             Codec::Lsop12 => "LSOP12",
+            Codec::CanonicalHuffman => "GvrsCanonicalHuffman",
         }
+    }
+
+    /// Whether the codec codes integer elements (Integer, Short, integer-coded float).
+    pub fn is_integer(self) -> bool {
+        self != Codec::Float
     }
 }
 
@@ -58,6 +67,25 @@ fn bad(code: &'static str, offset: usize, message: impl Into<String>) -> Error {
     Error::invalid(code, offset as u64, message)
 }
 
+/// A header value rasterpack does not know (a later Gridfour revision, or damage it cannot tell
+/// from one): "unsupported", never a guess.
+fn unknown(code: &'static str, offset: usize, message: impl Into<String>) -> Error {
+    Error::unsupported(code, Some(offset as u64), message)
+}
+
+fn predictor_of(code: u8, codec: Codec) -> Result<Predictor> {
+    Predictor::from_code(code).ok_or_else(|| {
+        unknown(
+            "gvrs.codec.unknown_predictor",
+            1,
+            format!(
+                "{} block names predictor code {code}, which rasterpack does not know (1..=4 are defined)",
+                codec.name()
+            ),
+        )
+    })
+}
+
 fn check_shape(rows: usize, cols: usize, len: usize) -> Result<usize> {
     let cells = rows
         .checked_mul(cols)
@@ -69,7 +97,7 @@ fn check_shape(rows: usize, cols: usize, len: usize) -> Result<usize> {
 }
 
 /// Parse a Deflate/Huffman block header: (predictor, seed, nM32).
-fn predictor_header(block: &[u8], cells: usize) -> Result<(Predictor, i32, usize)> {
+fn predictor_header(codec: Codec, block: &[u8], cells: usize) -> Result<(Predictor, i32, usize)> {
     if block.len() < PREDICTOR_HEADER_LEN {
         return Err(bad(
             "gvrs.codec.truncated",
@@ -80,13 +108,7 @@ fn predictor_header(block: &[u8], cells: usize) -> Result<(Predictor, i32, usize
             ),
         ));
     }
-    let p = Predictor::from_code(block[1]).ok_or_else(|| {
-        bad(
-            "gvrs.codec.bad_predictor",
-            1,
-            format!("unknown predictor code {}", block[1]),
-        )
-    })?;
+    let p = predictor_of(block[1], codec)?;
     let seed = i32::from_le_bytes([block[2], block[3], block[4], block[5]]);
     let n = i32::from_le_bytes([block[6], block[7], block[8], block[9]]);
     let max = cells.saturating_mul(MAX_M32_PER_CELL);
@@ -140,7 +162,7 @@ pub fn decode_int(codec: Codec, block: &[u8], rows: usize, cols: usize, out: &mu
     let cells = check_shape(rows, cols, out.len())?;
     match codec {
         Codec::Huffman | Codec::Deflate => {
-            let (p, seed, n) = predictor_header(block, cells)?;
+            let (p, seed, n) = predictor_header(codec, block, cells)?;
             let codes = residual_stream(codec, block, n)?;
             predictor::decode(p, seed, rows, cols, &codes, out).map_err(|e| match e {
                 predictor::PredictError::M32(m) => bad(
@@ -160,18 +182,96 @@ pub fn decode_int(codec: Codec, block: &[u8], rows: usize, cols: usize, out: &mu
             })
         }
         Codec::Lsop12 => lsop::decode(block, rows, cols, out).map_err(|e| {
-            if e.code == "gvrs.codec.unsupported_lsop_header" {
-                Error::unsupported(e.code, Some(e.offset as u64), e.message)
+            if e.unsupported {
+                unknown(e.code, e.offset, e.message)
             } else {
                 bad(e.code, e.offset, e.message)
             }
         }),
+        Codec::CanonicalHuffman => decode_canonical(block, rows, cols, out),
         Codec::Float => Err(bad(
             "gvrs.codec.float_for_integer",
             0,
             "GvrsFloat block in an integer element",
         )),
     }
+}
+
+/// Length of a GvrsCanonicalHuffman block header: codec index, predictor, seed.
+pub const CANONICAL_HEADER_LEN: usize = 6;
+
+thread_local! {
+    /// Residual buffer reused by [`decode_canonical`] (every value is written or the decode fails).
+    static CANON_RESIDUALS: std::cell::RefCell<Vec<i32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Map a canonical-text error found at bit stream offset `at` to an `Error`.
+pub fn canonical_error(e: canonical::CanonError, at: usize, what: &str) -> Error {
+    let msg = format!("{what}: {}", e.message());
+    if e.is_unsupported() {
+        unknown(e.code(), at, msg)
+    } else {
+        bad(e.code(), at, msg)
+    }
+}
+
+/// GvrsCanonicalHuffman block: `[index][predictor][i32 seed]`, then one canonical text of the
+/// predictor's residuals; predictor 0 with nothing after the seed = every cell is the seed.
+fn decode_canonical(block: &[u8], rows: usize, cols: usize, out: &mut [i32]) -> Result<()> {
+    let h = CANONICAL_HEADER_LEN;
+    if block.len() < h {
+        return Err(bad(
+            "gvrs.codec.truncated",
+            0,
+            format!(
+                "GvrsCanonicalHuffman block of {} bytes is shorter than its 6-byte header",
+                block.len()
+            ),
+        ));
+    }
+    let seed = i32::from_le_bytes([block[2], block[3], block[4], block[5]]);
+    if block[1] == 0 {
+        // Gridfour's uniform tile: exactly the header.
+        if block.len() != h {
+            return Err(bad(
+                "gvrs.codec.trailing_data",
+                h,
+                format!(
+                    "GvrsCanonicalHuffman uniform-value block (predictor 0) holds {} byte(s) after its seed",
+                    block.len() - h
+                ),
+            ));
+        }
+        out.fill(seed);
+        return Ok(());
+    }
+    let p = predictor_of(block[1], Codec::CanonicalHuffman)?;
+    let n = predictor::residual_count(p, rows, cols);
+    let payload = &block[h..];
+    CANON_RESIDUALS.with(|cell| {
+        let mut res = cell.borrow_mut();
+        res.resize(n, 0);
+        let mut bits = canonical::Bits::new(payload, 0);
+        canonical::decode_text(&mut bits, &mut res)
+            .map_err(|e| canonical_error(e, h, "GvrsCanonicalHuffman residuals"))?;
+        let used = bits.consumed().div_ceil(8);
+        if used != payload.len() {
+            return Err(bad(
+                "gvrs.codec.trailing_data",
+                h + used,
+                format!("{} byte(s) after the canonical Huffman data", payload.len() - used),
+            ));
+        }
+        predictor::decode_ints(p, seed, rows, cols, &res, out).map_err(|e| match e {
+            // Counts were checked by the text decoder: only the shape can be refused here.
+            predictor::PredictError::M32(m) => bad(m.code(), h, format!("{} predictor residuals: {m:?}", p.name())),
+            predictor::PredictError::Shape => bad(
+                "gvrs.codec.bad_shape",
+                1,
+                format!("{} predictor cannot code a {rows}x{cols} tile", p.name()),
+            ),
+        })
+    })
 }
 
 /// Decode a compressed float block into `out` (`rows * cols` cells).
@@ -243,14 +343,18 @@ pub fn encode_int(values: &[i32], rows: usize, cols: usize, codecs: &[(u8, Codec
 struct Trial {
     p: Predictor,
     seed: i32,
+    /// M32 residuals (when GvrsHuffman or GvrsDeflate is listed).
     codes: Vec<u8>,
     huffman: Option<(huffman::Code, u64)>,
 }
 
 /// As [`encode_int`] with explicit settings. Every applicable predictor is tried with every
-/// integer codec (GvrsHuffman, GvrsDeflate), as Gridfour does: DifferencingWithNulls when the
-/// tile holds `i32::MIN`, otherwise Differencing, Linear and Triangle. When LSOP12 is listed,
-/// an LSOP12 block (least-squares coefficients, Huffman or Deflate residuals) competes too.
+/// integer codec (GvrsHuffman, GvrsDeflate, GvrsCanonicalHuffman), as Gridfour does:
+/// DifferencingWithNulls when the tile holds `i32::MIN`, otherwise Differencing, Linear and
+/// Triangle; with GvrsCanonicalHuffman a uniform tile is its 6-byte header alone. When LSOP12 is
+/// listed, an LSOP12 block competes too (residuals coded as canonical Huffman when that codec
+/// is listed as well, which makes the file one for Gridfour 2026 anyway; otherwise the legacy
+/// header every Gridfour reads).
 pub fn encode_int_with(
     values: &[i32],
     rows: usize,
@@ -263,15 +367,24 @@ pub fn encode_int_with(
         return None;
     }
     let limit = cells.checked_mul(4)?;
-    let huff = codecs.iter().find(|c| c.1 == Codec::Huffman).map(|c| c.0);
-    let defl = codecs.iter().find(|c| c.1 == Codec::Deflate).map(|c| c.0);
-    let lsop = codecs.iter().find(|c| c.1 == Codec::Lsop12).map(|c| c.0);
-    if huff.is_none() && defl.is_none() && lsop.is_none() {
+    let find = |c: Codec| codecs.iter().find(|x| x.1 == c).map(|x| x.0);
+    let huff = find(Codec::Huffman);
+    let defl = find(Codec::Deflate);
+    let lsop = find(Codec::Lsop12);
+    let canon = find(Codec::CanonicalHuffman);
+    if huff.is_none() && defl.is_none() && lsop.is_none() && canon.is_none() {
         return None;
+    }
+    if let Some(index) = canon {
+        if values.iter().all(|&v| v == values[0]) {
+            let mut b = vec![index, 0];
+            b.extend_from_slice(&values[0].to_le_bytes());
+            return (b.len() < limit).then_some(b);
+        }
     }
     // LSOP12 (tiles of at least 6 x 6 without nulls) competes with the others.
     let lsop_block = lsop
-        .and_then(|index| lsop::encode(index, values, rows, cols, opts.deflate_level))
+        .and_then(|index| lsop::encode(index, values, rows, cols, opts.deflate_level, canon.is_some()))
         .filter(|b| b.len() < limit);
     let limit = lsop_block.as_ref().map_or(limit, |b| b.len());
     let has_null = values.contains(&i32::MIN);
@@ -280,8 +393,24 @@ pub fn encode_int_with(
     } else {
         &[Predictor::Differencing, Predictor::Linear, Predictor::Triangle]
     };
+    let m32_codecs = huff.is_some() || defl.is_some();
     let mut trials: Vec<Trial> = Vec::with_capacity(preds.len());
+    // The smallest canonical Huffman block: (size, predictor, seed, residuals, plan).
+    let mut best_canon: Option<(usize, Predictor, i32, Vec<i32>, canonical::TextPlan)> = None;
     for &p in preds {
+        if canon.is_some() {
+            let mut res = Vec::with_capacity(cells);
+            if let Some(seed) = predictor::encode(p, rows, cols, values, &mut res) {
+                let plan = canonical::plan(&res);
+                let size = CANONICAL_HEADER_LEN + plan.bits.div_ceil(8) as usize;
+                if best_canon.as_ref().is_none_or(|b| size < b.0) {
+                    best_canon = Some((size, p, seed, res, plan));
+                }
+            }
+        }
+        if !m32_codecs {
+            continue;
+        }
         let mut codes = Vec::with_capacity(cells + cells / 4);
         let Some(seed) = predictor::encode(p, rows, cols, values, &mut codes) else {
             continue;
@@ -299,6 +428,11 @@ pub fn encode_int_with(
             huffman,
         });
     }
+    // A canonical block lowers the bar the others must pass.
+    let limit = match &best_canon {
+        Some(b) if b.0 < limit => b.0,
+        _ => limit,
+    };
     let best_h = trials.iter().filter_map(|t| t.huffman.as_ref().map(|h| h.1)).min();
     // (size, which trial, is_huffman)
     let mut best: Option<(usize, usize, bool)> = None;
@@ -315,11 +449,11 @@ pub fn encode_int_with(
     if let Some(index) = defl {
         for (i, t) in trials.iter().enumerate() {
             if let (Some(m), Some(bh), Some((_, h))) = (opts.deflate_margin, best_h, &t.huffman) {
-                // Far behind the best Huffman size, or behind an LSOP12 block by more than the
-                // margin: Deflate will not win.
+                // Far behind the best Huffman size, or behind an LSOP12 / canonical block by
+                // more than the margin: Deflate will not win.
                 let h = *h as f64;
                 if h > bh as f64 * (1.0 + f64::from(m))
-                    || (lsop_block.is_some() && h > limit as f64 * (1.0 + f64::from(m)))
+                    || ((lsop_block.is_some() || best_canon.is_some()) && h > limit as f64 * (1.0 + f64::from(m)))
                 {
                     continue;
                 }
@@ -333,6 +467,18 @@ pub fn encode_int_with(
         }
     }
     let Some((size, i, is_huffman)) = best else {
+        // Neither GvrsHuffman nor GvrsDeflate beat the bar: canonical Huffman if it set it,
+        // else LSOP12 (or nothing).
+        if let (Some(index), Some((size, p, seed, res, plan))) = (canon, best_canon) {
+            if size < lsop_block.as_ref().map_or(cells * 4, |b| b.len()) {
+                let mut w = huffman::BitWriter::new(Vec::with_capacity(size + 8));
+                w.put(u64::from(index), 8);
+                w.put(p as u64, 8);
+                w.put(u64::from(seed as u32), 32);
+                canonical::write_text(&plan, &res, &mut w);
+                return Some(w.finish());
+            }
+        }
         return lsop_block;
     };
     if !is_huffman {

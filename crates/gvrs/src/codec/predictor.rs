@@ -1,7 +1,8 @@
 //! The four Gridfour predictors (errata 12): residual order and wrapping 32-bit arithmetic.
 //!
-//! Decoders read residuals from an M32 stream and must consume it exactly; encoders append the
-//! M32 residuals to a byte vector and return the seed.
+//! Decoders read residuals from a [`Residuals`] source (an M32 stream for GvrsHuffman and
+//! GvrsDeflate, an i32 slice for GvrsCanonicalHuffman) and must consume it exactly; encoders
+//! append the residuals to a [`ResidualSink`] (M32 bytes or i32 values) and return the seed.
 
 use super::m32::{self, M32Error, M32Reader};
 
@@ -51,6 +52,61 @@ impl From<M32Error> for PredictError {
 
 const NULL: i32 = i32::MIN;
 
+/// Where a predictor decoder takes its residuals from, in order.
+pub trait Residuals {
+    fn next_value(&mut self) -> Result<i32, M32Error>;
+    /// Error unless every residual was consumed.
+    fn finish(&self) -> Result<(), M32Error>;
+}
+
+impl Residuals for M32Reader<'_> {
+    #[inline(always)]
+    fn next_value(&mut self) -> Result<i32, M32Error> {
+        M32Reader::next_value(self)
+    }
+    fn finish(&self) -> Result<(), M32Error> {
+        M32Reader::finish(self)
+    }
+}
+
+/// Residuals already decoded to i32 (GvrsCanonicalHuffman).
+pub struct IntResiduals<'a> {
+    values: &'a [i32],
+    pos: usize,
+}
+
+impl<'a> IntResiduals<'a> {
+    pub fn new(values: &'a [i32]) -> Self {
+        IntResiduals { values, pos: 0 }
+    }
+}
+
+impl Residuals for IntResiduals<'_> {
+    #[inline(always)]
+    fn next_value(&mut self) -> Result<i32, M32Error> {
+        let v = *self.values.get(self.pos).ok_or(M32Error::Truncated)?;
+        self.pos += 1;
+        Ok(v)
+    }
+    fn finish(&self) -> Result<(), M32Error> {
+        if self.pos == self.values.len() {
+            Ok(())
+        } else {
+            Err(M32Error::Trailing)
+        }
+    }
+}
+
+/// How many residuals predictor `p` codes for a `rows x cols` tile (every cell but the seed's,
+/// or every cell for DifferencingWithNulls, whose seed is not a cell).
+pub fn residual_count(p: Predictor, rows: usize, cols: usize) -> usize {
+    let cells = rows * cols;
+    match p {
+        Predictor::DifferencingWithNulls => cells,
+        _ => cells.saturating_sub(1),
+    }
+}
+
 /// Rebuild `out` (`rows * cols`, row-major) from `seed` and the M32 residual stream `codes`.
 pub fn decode(
     p: Predictor,
@@ -60,25 +116,48 @@ pub fn decode(
     codes: &[u8],
     out: &mut [i32],
 ) -> Result<(), PredictError> {
+    decode_from(p, seed, rows, cols, &mut M32Reader::new(codes), out)
+}
+
+/// As [`decode`] with residuals already decoded to i32; `residuals` must hold exactly
+/// [`residual_count`] values.
+pub fn decode_ints(
+    p: Predictor,
+    seed: i32,
+    rows: usize,
+    cols: usize,
+    residuals: &[i32],
+    out: &mut [i32],
+) -> Result<(), PredictError> {
+    decode_from(p, seed, rows, cols, &mut IntResiduals::new(residuals), out)
+}
+
+fn decode_from<R: Residuals>(
+    p: Predictor,
+    seed: i32,
+    rows: usize,
+    cols: usize,
+    m: &mut R,
+    out: &mut [i32],
+) -> Result<(), PredictError> {
     if rows == 0 || cols == 0 || out.len() != rows * cols {
         return Err(PredictError::Shape);
     }
-    let mut m = M32Reader::new(codes);
     match p {
-        Predictor::Differencing => decode_differencing(seed, rows, cols, &mut m, out)?,
-        Predictor::Linear => decode_linear(seed, rows, cols, &mut m, out)?,
-        Predictor::Triangle => decode_triangle(seed, rows, cols, &mut m, out)?,
-        Predictor::DifferencingWithNulls => decode_nulls(seed, rows, cols, &mut m, out)?,
+        Predictor::Differencing => decode_differencing(seed, rows, cols, m, out)?,
+        Predictor::Linear => decode_linear(seed, rows, cols, m, out)?,
+        Predictor::Triangle => decode_triangle(seed, rows, cols, m, out)?,
+        Predictor::DifferencingWithNulls => decode_nulls(seed, rows, cols, m, out)?,
     }
     m.finish()?;
     Ok(())
 }
 
-fn decode_differencing(
+fn decode_differencing<R: Residuals>(
     seed: i32,
     rows: usize,
     cols: usize,
-    m: &mut M32Reader,
+    m: &mut R,
     out: &mut [i32],
 ) -> Result<(), M32Error> {
     let mut above = seed;
@@ -99,7 +178,13 @@ fn decode_differencing(
     Ok(())
 }
 
-fn decode_linear(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: &mut [i32]) -> Result<(), PredictError> {
+fn decode_linear<R: Residuals>(
+    seed: i32,
+    rows: usize,
+    cols: usize,
+    m: &mut R,
+    out: &mut [i32],
+) -> Result<(), PredictError> {
     if cols < 2 {
         return Err(PredictError::Shape);
     }
@@ -124,7 +209,13 @@ fn decode_linear(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: &m
     Ok(())
 }
 
-fn decode_triangle(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: &mut [i32]) -> Result<(), M32Error> {
+fn decode_triangle<R: Residuals>(
+    seed: i32,
+    rows: usize,
+    cols: usize,
+    m: &mut R,
+    out: &mut [i32],
+) -> Result<(), M32Error> {
     out[0] = seed;
     let mut prior = seed;
     for cell in &mut out[1..cols] {
@@ -153,7 +244,7 @@ fn decode_triangle(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: 
     Ok(())
 }
 
-fn decode_nulls(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: &mut [i32]) -> Result<(), M32Error> {
+fn decode_nulls<R: Residuals>(seed: i32, rows: usize, cols: usize, m: &mut R, out: &mut [i32]) -> Result<(), M32Error> {
     let mut prior = seed;
     let mut null_flag = true;
     for r in 0..rows {
@@ -178,9 +269,30 @@ fn decode_nulls(seed: i32, rows: usize, cols: usize, m: &mut M32Reader, out: &mu
     Ok(())
 }
 
+/// Where a predictor encoder puts its residuals.
+pub trait ResidualSink {
+    fn push(&mut self, v: i32);
+}
+
+/// M32 bytes (GvrsHuffman, GvrsDeflate).
+impl ResidualSink for Vec<u8> {
+    #[inline(always)]
+    fn push(&mut self, v: i32) {
+        m32::encode(v, self)
+    }
+}
+
+/// Plain values (GvrsCanonicalHuffman).
+impl ResidualSink for Vec<i32> {
+    #[inline(always)]
+    fn push(&mut self, v: i32) {
+        Vec::push(self, v)
+    }
+}
+
 /// Append the residuals of `values` under predictor `p` to `codes`; returns the seed, or `None`
 /// when Gridfour's encoder for `p` cannot handle this tile (shape, or nulls for the others).
-pub fn encode(p: Predictor, rows: usize, cols: usize, values: &[i32], codes: &mut Vec<u8>) -> Option<i32> {
+pub fn encode<S: ResidualSink>(p: Predictor, rows: usize, cols: usize, values: &[i32], codes: &mut S) -> Option<i32> {
     if rows == 0 || cols == 0 || values.len() != rows * cols {
         return None;
     }
@@ -190,11 +302,11 @@ pub fn encode(p: Predictor, rows: usize, cols: usize, values: &[i32], codes: &mu
             let mut above = seed;
             for (r, row) in values.chunks_exact(cols).enumerate() {
                 if r > 0 {
-                    m32::encode(row[0].wrapping_sub(above), codes);
+                    codes.push(row[0].wrapping_sub(above));
                 }
                 above = row[0];
                 for w in row.windows(2) {
-                    m32::encode(w[1].wrapping_sub(w[0]), codes);
+                    codes.push(w[1].wrapping_sub(w[0]));
                 }
             }
             Some(seed)
@@ -204,17 +316,17 @@ pub fn encode(p: Predictor, rows: usize, cols: usize, values: &[i32], codes: &mu
                 return None;
             }
             let seed = values[0];
-            m32::encode(values[1].wrapping_sub(seed), codes);
+            codes.push(values[1].wrapping_sub(seed));
             let mut prior = seed;
             for r in 1..rows {
                 let i = r * cols;
-                m32::encode(values[i].wrapping_sub(prior), codes);
+                codes.push(values[i].wrapping_sub(prior));
                 prior = values[i];
-                m32::encode(values[i + 1].wrapping_sub(prior), codes);
+                codes.push(values[i + 1].wrapping_sub(prior));
             }
             for row in values.chunks_exact(cols) {
                 for w in row.windows(3) {
-                    m32::encode(w[2].wrapping_sub(w[1].wrapping_mul(2).wrapping_sub(w[0])), codes);
+                    codes.push(w[2].wrapping_sub(w[1].wrapping_mul(2).wrapping_sub(w[0])));
                 }
             }
             Some(seed)
@@ -225,17 +337,17 @@ pub fn encode(p: Predictor, rows: usize, cols: usize, values: &[i32], codes: &mu
             }
             let seed = values[0];
             for w in values[..cols].windows(2) {
-                m32::encode(w[1].wrapping_sub(w[0]), codes);
+                codes.push(w[1].wrapping_sub(w[0]));
             }
             for r in 1..rows {
-                m32::encode(values[r * cols].wrapping_sub(values[(r - 1) * cols]), codes);
+                codes.push(values[r * cols].wrapping_sub(values[(r - 1) * cols]));
             }
             for r in 1..rows {
                 let up = &values[(r - 1) * cols..r * cols];
                 let cur = &values[r * cols..(r + 1) * cols];
                 for c in 1..cols {
                     let pred = cur[c - 1].wrapping_add(up[c]).wrapping_sub(up[c - 1]);
-                    m32::encode(cur[c].wrapping_sub(pred), codes);
+                    codes.push(cur[c].wrapping_sub(pred));
                 }
             }
             Some(seed)
@@ -269,7 +381,7 @@ pub fn encode(p: Predictor, rows: usize, cols: usize, values: &[i32], codes: &mu
                 for &v in row {
                     if v == NULL {
                         null_flag = true;
-                        m32::encode(NULL, codes);
+                        codes.push(NULL);
                     } else {
                         if null_flag {
                             prior = seed;
@@ -280,7 +392,7 @@ pub fn encode(p: Predictor, rows: usize, cols: usize, values: &[i32], codes: &mu
                             // The decoder would read this residual as a null cell.
                             return None;
                         }
-                        m32::encode(d, codes);
+                        codes.push(d);
                         prior = v;
                     }
                 }

@@ -1,0 +1,105 @@
+//! Signals during `convert`: SIGINT, SIGTERM and SIGHUP remove the temporary output before the
+//! process ends, and a file-size limit (SIGXFSZ) becomes an ordinary EFBIG write error.
+//!
+//! The cleanup runs on a watcher thread (signal-hook's iterator: the real handler only wakes
+//! the thread through a pipe), so it may take a lock and call `remove_file`, which a signal
+//! handler may not. Creating, renaming and removing the temporary file all happen under one
+//! lock, and the watcher keeps that lock until the process is gone: either the output was
+//! renamed into place before the signal was handled, or the temporary file is removed and no
+//! rename follows.
+
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+/// The temporary file to remove if a terminating signal arrives.
+static PENDING: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+fn pending() -> MutexGuard<'static, Option<PathBuf>> {
+    // A panic while holding the lock leaves the path as it was, which is still right.
+    PENDING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Run `create` (which makes the temporary file at the path it returns) so that a signal
+/// handled from now on removes that file.
+pub fn track<T>(create: impl FnOnce() -> std::io::Result<(PathBuf, T)>) -> std::io::Result<(PathBuf, T)> {
+    let mut slot = pending();
+    let made = create()?;
+    *slot = Some(made.0.clone());
+    Ok(made)
+}
+
+/// Run `finish` (which renames or removes the tracked file) and stop tracking it.
+pub fn untrack<T>(finish: impl FnOnce() -> T) -> T {
+    let mut slot = pending();
+    let out = finish();
+    *slot = None;
+    out
+}
+
+/// Whether `path` is the file currently tracked (for tests of this module).
+#[cfg(test)]
+fn is_tracked(path: &std::path::Path) -> bool {
+    pending().as_deref() == Some(path)
+}
+
+/// Install the handlers once per process. Without Unix signals this does nothing.
+pub fn install() {
+    #[cfg(unix)]
+    unix::install();
+}
+
+#[cfg(unix)]
+mod unix {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{Arc, Once};
+
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGXFSZ};
+    use signal_hook::iterator::Signals;
+
+    use super::pending;
+
+    pub fn install() {
+        static ONCE: Once = Once::new();
+        ONCE.call_once(|| {
+            // With a handler in place the kernel no longer kills the process when a write
+            // crosses RLIMIT_FSIZE: the write fails with EFBIG and the usual error path (exit 2,
+            // temporary file removed) runs. The flag itself is never read.
+            let _ = signal_hook::flag::register(SIGXFSZ, Arc::new(AtomicBool::new(false)));
+            let Ok(mut signals) = Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+                return;
+            };
+            let _ = std::thread::Builder::new()
+                .name("rasterpack-signals".into())
+                .spawn(move || {
+                    if let Some(signal) = signals.forever().next() {
+                        // Keep the lock to the end: no rename may follow the removal.
+                        let slot = pending();
+                        if let Some(path) = slot.as_deref() {
+                            let _ = std::fs::remove_file(path);
+                        }
+                        // End by the same signal, so the parent sees how the process ended
+                        // (a shell reports 128 + signal, 130 for Ctrl-C).
+                        let _ = signal_hook::low_level::emulate_default_handler(signal);
+                        std::process::exit(128 + signal);
+                    }
+                });
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracks_between_create_and_finish() {
+        let path = std::env::temp_dir().join(format!("rp-signals-{}", std::process::id()));
+        let (p, ()) = track(|| std::fs::write(&path, b"x").map(|_| (path.clone(), ()))).unwrap();
+        assert!(is_tracked(&p));
+        untrack(|| std::fs::remove_file(&p)).unwrap();
+        assert!(!is_tracked(&p));
+        // A failed create tracks nothing.
+        assert!(track(|| Err::<(PathBuf, ()), _>(std::io::Error::other("no"))).is_err());
+        assert!(pending().is_none());
+    }
+}

@@ -1,0 +1,91 @@
+//! Support for the workspace's own tests (not part of the API): finding the reference corpus.
+//!
+//! Interop tests read reference-written files from `$RASTERPACK_CORPUS/<format>`. Unset means
+//! "not available here": the test is skipped, and says so in the normal `cargo test` output.
+//! Set but empty or pointing nowhere is a mistake in the command, so it fails loudly instead of
+//! quietly testing nothing.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+/// The environment variable naming the corpus folder.
+pub const CORPUS_VAR: &str = "RASTERPACK_CORPUS";
+
+/// `$RASTERPACK_CORPUS/<sub>` (or the corpus folder itself when `sub` is empty).
+///
+/// - unset: `None`, after writing `skipped: <test> needs corpus/<sub> (RASTERPACK_CORPUS not
+///   set)` to stderr;
+/// - set but empty, or the folder (or `sub` inside it) missing: panics with a message naming
+///   the variable and the path.
+///
+/// The skip note is written to `std::io::stderr()` directly: libtest captures only the
+/// `print!`/`eprint!` family, so this line shows in a plain `cargo test` run, not only under
+/// `--nocapture`.
+pub fn corpus_dir(sub: &str) -> Option<PathBuf> {
+    let Some(value) = std::env::var_os(CORPUS_VAR) else {
+        // libtest names each test's thread after the test.
+        let thread = std::thread::current();
+        let test = thread.name().unwrap_or("a test");
+        let what = if sub.is_empty() {
+            "the corpus".to_string()
+        } else {
+            format!("corpus/{sub}")
+        };
+        let _ = writeln!(std::io::stderr(), "skipped: {test} needs {what} ({CORPUS_VAR} not set)");
+        return None;
+    };
+    if value.is_empty() {
+        panic!(
+            "{CORPUS_VAR} is set but empty: point it at the corpus folder (an absolute path, e.g. \
+             $(realpath ../shared/corpus)) or unset it to skip the interop tests"
+        );
+    }
+    let root = PathBuf::from(&value);
+    if !root.is_dir() {
+        panic!(
+            "{CORPUS_VAR}={} is not a folder: point it at the corpus (an absolute path; cargo runs \
+             each test in its crate's folder) or unset it to skip the interop tests",
+            root.display()
+        );
+    }
+    let dir = if sub.is_empty() { root } else { root.join(sub) };
+    if !dir.is_dir() {
+        panic!("{CORPUS_VAR} is set but {} is missing", dir.display());
+    }
+    Some(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // One test touches the process environment, so no other test here races with it.
+    #[test]
+    fn unset_skips_empty_or_missing_panics() {
+        let saved = std::env::var_os(CORPUS_VAR);
+        std::env::remove_var(CORPUS_VAR);
+        assert_eq!(corpus_dir("volp"), None);
+
+        std::env::set_var(CORPUS_VAR, "");
+        let msg = std::panic::catch_unwind(|| corpus_dir("volp")).unwrap_err();
+        assert!(msg.downcast_ref::<String>().unwrap().contains("set but empty"));
+
+        std::env::set_var(CORPUS_VAR, "/nonexistent/rasterpack-corpus");
+        let msg = std::panic::catch_unwind(|| corpus_dir("volp")).unwrap_err();
+        assert!(msg.downcast_ref::<String>().unwrap().contains("is not a folder"));
+
+        let dir = std::env::temp_dir().join(format!("rp-testkit-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("volp")).unwrap();
+        std::env::set_var(CORPUS_VAR, &dir);
+        assert_eq!(corpus_dir("volp"), Some(dir.join("volp")));
+        assert_eq!(corpus_dir(""), Some(dir.clone()));
+        let msg = std::panic::catch_unwind(|| corpus_dir("gvrs")).unwrap_err();
+        assert!(msg.downcast_ref::<String>().unwrap().contains("gvrs is missing"));
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        match saved {
+            Some(v) => std::env::set_var(CORPUS_VAR, v),
+            None => std::env::remove_var(CORPUS_VAR),
+        }
+    }
+}
