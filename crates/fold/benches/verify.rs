@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use rasterpack_common::{DType, Format, Input, NdArray, ValidateOptions};
-use rasterpack_fold::{ChunkOptions, FoldBuilder, FoldFormat};
+use rasterpack_fold::{FoldBuilder, FoldChunkOptions, FoldFormat};
 use sha2::{Digest, Sha256};
 
 const MIB: usize = 1 << 20;
@@ -94,12 +94,12 @@ fn run(raw: &[u8]) {
     let raw = raw.to_vec();
     let dir = std::env::temp_dir();
     let mut b = FoldBuilder::new();
-    b.add_chunk("field", "F32R", &raw, ChunkOptions::default()).unwrap();
+    b.add_chunk("field", "F32R", &raw, FoldChunkOptions::default()).unwrap();
     let raw_file = dir.join(format!("rp-fold-bench-raw-{}.fold", std::process::id()));
     std::fs::write(&raw_file, b.to_bytes().unwrap()).unwrap();
     let arr = NdArray::new(DType::F32, vec![4096, (raw.len() / 4 / 4096) as u64], raw.clone()).unwrap();
     let mut b = FoldBuilder::new();
-    b.add_npz("nuclear_arrays", &[("field", &arr)], ChunkOptions::default())
+    b.add_npz("nuclear_arrays", &[("field", &arr)], FoldChunkOptions::default())
         .unwrap();
     let npz_file = dir.join(format!("rp-fold-bench-npz-{}.fold", std::process::id()));
     std::fs::write(&npz_file, b.to_bytes().unwrap()).unwrap();

@@ -12,7 +12,7 @@ pub const JSON_MAX_DEPTH: u32 = 512;
 
 /// One index entry, fields as the index states them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub struct FoldEntry {
     /// Position in the index `chunks` list.
     pub pos: usize,
     pub name: String,
@@ -30,27 +30,27 @@ pub struct Entry {
 
 /// The parsed index.
 #[derive(Debug, Clone)]
-pub struct Index {
+pub struct FoldIndex {
     pub value: Value,
     /// `version`, `"1.0.0"` when missing (as pyfolds defaults it).
     pub version: String,
     pub created_at_unix: Option<f64>,
     pub metadata: Value,
     /// Entries whose fields all parsed (the others are reported and skipped).
-    pub entries: Vec<Entry>,
+    pub entries: Vec<FoldEntry>,
     /// Number of items in `chunks`, including malformed ones.
     pub declared_chunks: usize,
 }
 
 /// A FOLD file whose header and index passed the structural checks.
 #[derive(Debug, Clone)]
-pub struct Container {
+pub struct FoldContainer {
     pub file_len: u64,
     pub header: FileHeader,
-    pub index: Index,
+    pub index: FoldIndex,
 }
 
-impl Container {
+impl FoldContainer {
     /// `.mind` files are FOLD files holding a chunk named `ai_graph` or `ai_vectors`.
     pub fn is_mind(&self) -> bool {
         self.index
@@ -62,7 +62,11 @@ impl Container {
 
 /// Read and check the 28-byte header and the index. Findings go to `f`; `None` when the file
 /// cannot be read further (any structural, limit or bounds failure of header or index).
-pub fn open(input: &Input, limits: &Limits, f: &mut Findings) -> Result<Option<Container>, rasterpack_common::Error> {
+pub fn open(
+    input: &Input,
+    limits: &Limits,
+    f: &mut Findings,
+) -> Result<Option<FoldContainer>, rasterpack_common::Error> {
     let file_len = input.len();
     if file_len < HEADER_LEN {
         f.error(
@@ -150,14 +154,14 @@ pub fn open(input: &Input, limits: &Limits, f: &mut Findings) -> Result<Option<C
         Some(i) => i,
         None => return Ok(None),
     };
-    Ok(Some(Container {
+    Ok(Some(FoldContainer {
         file_len,
         header,
         index,
     }))
 }
 
-fn check_index(value: Value, at: u64, f: &mut Findings) -> Option<Index> {
+fn check_index(value: Value, at: u64, f: &mut Findings) -> Option<FoldIndex> {
     let at = Some(at);
     if !matches!(value, Value::Object(_)) {
         f.error(
@@ -248,7 +252,7 @@ fn check_index(value: Value, at: u64, f: &mut Findings) -> Option<Index> {
         }
     }
     let declared_chunks = items.len();
-    Some(Index {
+    Some(FoldIndex {
         version,
         created_at_unix,
         metadata,
@@ -258,7 +262,7 @@ fn check_index(value: Value, at: u64, f: &mut Findings) -> Option<Index> {
     })
 }
 
-fn check_entry(pos: usize, item: &Value, at: Option<u64>, f: &mut Findings) -> Option<Entry> {
+fn check_entry(pos: usize, item: &Value, at: Option<u64>, f: &mut Findings) -> Option<FoldEntry> {
     if !matches!(item, Value::Object(_)) {
         f.error(
             "fold.index.bad_type",
@@ -369,7 +373,7 @@ fn check_entry(pos: usize, item: &Value, at: Option<u64>, f: &mut Findings) -> O
     if !good {
         return None;
     }
-    Some(Entry {
+    Some(FoldEntry {
         pos,
         name,
         ctype,

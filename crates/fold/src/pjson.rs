@@ -9,8 +9,17 @@
 use std::fmt::Write as _;
 
 /// A JSON string as UTF-16 code units (Python `str` after `json.loads`, lone surrogates kept).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Hash, Default)]
 pub struct JStr(pub Vec<u16>);
+
+impl PartialEq for JStr {
+    fn eq(&self, other: &JStr) -> bool {
+        crate::work::tick(1);
+        self.0 == other.0
+    }
+}
+
+impl Eq for JStr {}
 
 impl JStr {
     pub fn new(s: &str) -> JStr {
@@ -24,7 +33,9 @@ impl JStr {
     pub fn as_string(&self) -> Option<String> {
         String::from_utf16(&self.0).ok()
     }
+    /// Whether this string is `s` (compared as UTF-16 code units).
     pub fn eq_str(&self, s: &str) -> bool {
+        crate::work::tick(1);
         self.0.iter().copied().eq(s.encode_utf16())
     }
     /// Code points, pairs combined, lone surrogates as themselves: Python's `str` order.
@@ -64,12 +75,31 @@ impl Value {
         Value::Object(members.into_iter().map(|(k, v)| (JStr::new(k), v)).collect())
     }
 
-    /// Member lookup; the last duplicate wins, as in a Python dict.
+    /// Member lookup; the last duplicate wins, as in a Python dict. Linear in the members:
+    /// callers look up a fixed set of keys, never one key per member.
     pub fn get(&self, key: &str) -> Option<&Value> {
         match self {
             Value::Object(m) => m.iter().rev().find(|(k, _)| k.eq_str(key)).map(|(_, v)| v),
             _ => None,
         }
+    }
+
+    /// The members of an object as a Python dict holds them after `json.loads`: one per key, at
+    /// the place of the key's first occurrence, holding the value of its last. Hashing keeps
+    /// this linear in the members (a 100k-key object costs 100k lookups, not 5e9 comparisons).
+    pub fn dict_members(members: &[(JStr, Value)]) -> Vec<(&JStr, &Value)> {
+        let mut slot: std::collections::HashMap<&JStr, usize> = std::collections::HashMap::with_capacity(members.len());
+        let mut uniq: Vec<(&JStr, &Value)> = Vec::with_capacity(members.len());
+        for (k, v) in members {
+            match slot.entry(k) {
+                std::collections::hash_map::Entry::Occupied(e) => uniq[*e.get()].1 = v,
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(uniq.len());
+                    uniq.push((k, v));
+                }
+            }
+        }
+        uniq
     }
     pub fn as_str(&self) -> Option<String> {
         match self {
@@ -547,17 +577,14 @@ fn dump_into(out: &mut String, v: &Value, sort_keys: bool, ascii: Ascii) {
         Value::Object(members) => {
             // A Python dict built by json.loads: one entry per key, at the first key's place,
             // holding the last value.
-            let mut uniq: Vec<(&JStr, &Value)> = Vec::with_capacity(members.len());
-            for (k, val) in members {
-                match uniq.iter_mut().find(|(uk, _)| *uk == k) {
-                    Some(slot) => slot.1 = val,
-                    None => uniq.push((k, val)),
-                }
-            }
+            let mut uniq = Value::dict_members(members);
             if sort_keys {
                 let mut keyed: Vec<(Vec<u32>, &JStr, &Value)> =
                     uniq.into_iter().map(|(k, v)| (k.code_points(), k, v)).collect();
-                keyed.sort_by(|a, b| a.0.cmp(&b.0));
+                keyed.sort_by(|a, b| {
+                    crate::work::tick(1);
+                    a.0.cmp(&b.0)
+                });
                 uniq = keyed.into_iter().map(|(_, k, v)| (k, v)).collect();
             }
             out.push('{');
