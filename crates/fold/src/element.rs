@@ -161,10 +161,19 @@ pub fn pick_array<'a>(chunks: &'a [NpzChunk<'a>], element: Option<&str>) -> Resu
         .flat_map(|(i, c)| c.arrays.unwrap_or(&[]).iter().map(move |a| (i, a)))
         .collect();
     let damaged: Vec<&NpzChunk> = chunks.iter().filter(|c| c.arrays.is_none()).collect();
+    // Members that are damaged are named, but never chosen for want of an --element.
+    let intact: Vec<(usize, &NpzArrayInfo)> = readable.iter().copied().filter(|(_, a)| a.damaged.is_none()).collect();
     let listing = || {
         let mut names: Vec<String> = readable
             .iter()
-            .map(|(i, a)| element_label(&lookup, chunks, *i, &a.name))
+            .map(|(i, a)| {
+                let label = element_label(&lookup, chunks, *i, &a.name);
+                if a.damaged.is_some() {
+                    format!("{label} (damaged)")
+                } else {
+                    label
+                }
+            })
             .collect();
         for c in &damaged {
             names.push(format!("{:?} (chunk could not be read)", c.name()));
@@ -176,10 +185,14 @@ pub fn pick_array<'a>(chunks: &'a [NpzChunk<'a>], element: Option<&str>) -> Resu
         }
     };
     let Some(el) = element else {
-        return match (readable.as_slice(), damaged.as_slice()) {
+        return match (intact.as_slice(), damaged.as_slice()) {
             ([(i, a)], []) => Ok((&chunks[*i], a.name.clone())),
             ([], [one, ..]) => Err(chunk_failure(one)),
-            ([], []) => Err(Error::usage("the file holds no NPZ0 array")),
+            ([], []) => match readable.first() {
+                // Every array there is is damaged: say how.
+                Some((i, a)) => Ok((&chunks[*i], a.name.clone())),
+                None => Err(Error::usage("the file holds no NPZ0 array")),
+            },
             _ => Err(Error::usage(format!(
                 "the file holds several arrays; choose one with --element CHUNK/ARRAY: {}",
                 listing()

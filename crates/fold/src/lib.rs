@@ -62,7 +62,7 @@
 //! # Layers
 //!
 //! [`raw`] (on-disk structs) -> [`parse`] (header and index, checked) -> [`validate`] (every
-//! finding, chunk by chunk) -> [`FoldFile`] and [`FoldFormat`] (reading) and [`write`] /
+//! finding, chunk by chunk) -> [`FoldFile`] and [`FoldFormat`] (reading) and [`mod@write`] /
 //! [`FoldBuilder`] (writing).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -1,5 +1,6 @@
 //! Bytes -> raw structures: the file header and the JSON index, checked (layers 1-3 of
-//! fold.md section 6 for the header and the index). Nothing here panics on hostile input.
+//! the FOLD spec's section 6, for the header and the index). Nothing here panics on hostile
+//! input.
 
 use rasterpack_common::{Findings, Input, Limits};
 
@@ -15,26 +16,40 @@ pub const JSON_MAX_DEPTH: u32 = 512;
 pub struct FoldEntry {
     /// Position in the index `chunks` list.
     pub pos: usize,
+    /// Chunk name (unique in a valid file).
     pub name: String,
+    /// Four-character type code (`JSON`, `NPZ0`, `TSAV`, anything else is opaque).
     pub ctype: String,
+    /// 0: stored as is, 1: zstd.
     pub flags: u64,
+    /// Offset of the chunk header in the file.
     pub offset: u64,
+    /// Size of the chunk header (always 32).
     pub header_len: u64,
+    /// Stored payload length.
     pub comp_len: u64,
+    /// Decoded payload length.
     pub uncomp_len: u64,
+    /// CRC32C of the stored payload.
     pub crc32c: u64,
+    /// SHA-256 (lowercase hex) of the stored payload.
     pub sha256: String,
+    /// `none` or `rs(N)`.
     pub ecc_algo: String,
+    /// Length of the ECC bytes after the payload.
     pub ecc_len: u64,
 }
 
 /// The parsed index.
 #[derive(Debug, Clone)]
 pub struct FoldIndex {
+    /// The whole index document.
     pub value: Value,
     /// `version`, `"1.0.0"` when missing (as pyfolds defaults it).
     pub version: String,
+    /// `created_at_unix`, when the index has it.
     pub created_at_unix: Option<f64>,
+    /// The `metadata` object (user keys, `chunk_hashes`, `manifest_hash`).
     pub metadata: Value,
     /// Entries whose fields all parsed (the others are reported and skipped).
     pub entries: Vec<FoldEntry>,
@@ -45,8 +60,11 @@ pub struct FoldIndex {
 /// A FOLD file whose header and index passed the structural checks.
 #[derive(Debug, Clone)]
 pub struct FoldContainer {
+    /// Size of the file.
     pub file_len: u64,
+    /// The 28-byte file header.
     pub header: FileHeader,
+    /// The JSON index.
     pub index: FoldIndex,
 }
 

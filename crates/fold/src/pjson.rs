@@ -9,8 +9,14 @@
 use std::fmt::Write as _;
 
 /// A JSON string as UTF-16 code units (Python `str` after `json.loads`, lone surrogates kept).
-#[derive(Debug, Clone, Hash, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct JStr(pub Vec<u16>);
+
+impl std::hash::Hash for JStr {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state)
+    }
+}
 
 impl PartialEq for JStr {
     fn eq(&self, other: &JStr) -> bool {
@@ -22,6 +28,7 @@ impl PartialEq for JStr {
 impl Eq for JStr {}
 
 impl JStr {
+    /// The string `s` as UTF-16 code units.
     pub fn new(s: &str) -> JStr {
         JStr(s.encode_utf16().collect())
     }
@@ -52,25 +59,32 @@ impl JStr {
 /// A parsed JSON value with Python's distinctions.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// `null`.
     Null,
+    /// `true` / `false`.
     Bool(bool),
     /// A Python int: decimal digits with an optional leading `-`, normalized (`-0` -> `0`).
     Int(String),
     /// A Python float (also `NaN`, `Infinity`, `-Infinity`, and number literals with `.`/`e`).
     Float(f64),
+    /// A string.
     Str(JStr),
+    /// An array.
     Array(Vec<Value>),
     /// Members in file order; duplicate keys are kept (lookups take the last, as Python does).
     Object(Vec<(JStr, Value)>),
 }
 
 impl Value {
+    /// A string value.
     pub fn str(s: &str) -> Value {
         Value::Str(JStr::new(s))
     }
+    /// An int value.
     pub fn int(i: impl Into<i128>) -> Value {
         Value::Int(i.into().to_string())
     }
+    /// An object of these members, in this order.
     pub fn object(members: Vec<(&str, Value)>) -> Value {
         Value::Object(members.into_iter().map(|(k, v)| (JStr::new(k), v)).collect())
     }
@@ -101,6 +115,7 @@ impl Value {
         }
         uniq
     }
+    /// The string, when this is one without lone surrogates.
     pub fn as_str(&self) -> Option<String> {
         match self {
             Value::Str(s) => s.as_string(),
@@ -114,6 +129,7 @@ impl Value {
             _ => None,
         }
     }
+    /// The number as an f64 (ints converted), when this is a number.
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Value::Float(f) => Some(*f),
@@ -121,6 +137,7 @@ impl Value {
             _ => None,
         }
     }
+    /// The JSON type, for messages (`object`, `int`, ...).
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Null => "null",
@@ -186,7 +203,9 @@ impl Value {
 /// Why a document is not JSON as Python reads it, and at which byte.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParseError {
+    /// Byte offset in the document.
     pub offset: usize,
+    /// What is wrong there.
     pub message: String,
 }
 
@@ -510,7 +529,9 @@ pub fn py_float_repr(x: f64) -> String {
 /// How strings are escaped: `ensure_ascii=True` (the manifest hash) or `False` (the index).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ascii {
+    /// Every non-ASCII character as `\uXXXX` (`ensure_ascii=True`).
     Escape,
+    /// Characters as they are (`ensure_ascii=False`).
     Raw,
 }
 

@@ -385,3 +385,155 @@ impl ArrayTarget for RegionTarget<'_, '_> {
         Ok(Flow::Stop)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rasterpack_common::{ArrayFile, DType, MemorySink, NdArray, RegionSpec};
+
+    use crate::npz::crc32;
+    use crate::write::{FoldBuilder, FoldChunkOptions, FoldCompression};
+    use crate::FoldFile;
+
+    /// A zip of one member `name.npy` holding `content`, stored or deflated.
+    fn zip_one(name: &str, content: &[u8], deflate: bool) -> Vec<u8> {
+        let data = if deflate {
+            miniz_oxide::deflate::compress_to_vec(content, 6)
+        } else {
+            content.to_vec()
+        };
+        let fname = format!("{name}.npy");
+        let method: u16 = if deflate { 8 } else { 0 };
+        let mut z = Vec::new();
+        z.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+        z.extend_from_slice(&20u16.to_le_bytes());
+        z.extend_from_slice(&0u16.to_le_bytes());
+        z.extend_from_slice(&method.to_le_bytes());
+        z.extend_from_slice(&[0, 0, 0x21, 0]);
+        z.extend_from_slice(&crc32(content).to_le_bytes());
+        z.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        z.extend_from_slice(&(content.len() as u32).to_le_bytes());
+        z.extend_from_slice(&(fname.len() as u16).to_le_bytes());
+        z.extend_from_slice(&0u16.to_le_bytes());
+        z.extend_from_slice(fname.as_bytes());
+        z.extend_from_slice(&data);
+        let cd = z.len() as u32;
+        let mut c = Vec::new();
+        c.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
+        c.extend_from_slice(&[20, 3, 20, 0, 0, 0]);
+        c.extend_from_slice(&method.to_le_bytes());
+        c.extend_from_slice(&[0, 0, 0x21, 0]);
+        c.extend_from_slice(&crc32(content).to_le_bytes());
+        c.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        c.extend_from_slice(&(content.len() as u32).to_le_bytes());
+        c.extend_from_slice(&(fname.len() as u16).to_le_bytes());
+        c.extend_from_slice(&[0; 12]);
+        c.extend_from_slice(&0u32.to_le_bytes());
+        c.extend_from_slice(fname.as_bytes());
+        z.extend_from_slice(&c);
+        z.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+        z.extend_from_slice(&[0, 0, 0, 0, 1, 0, 1, 0]);
+        z.extend_from_slice(&(c.len() as u32).to_le_bytes());
+        z.extend_from_slice(&cd.to_le_bytes());
+        z.extend_from_slice(&0u16.to_le_bytes());
+        z
+    }
+
+    /// A `.npy` member of u16 values `0..n` in shape `shape`, little- or big-endian.
+    fn member(shape: &[u64], big_endian: bool) -> (Vec<u8>, NdArray) {
+        let n: u64 = shape.iter().product();
+        let values: Vec<u16> = (0..n).map(|v| (v * 7 % 65521) as u16).collect();
+        let array = NdArray::from_vec(shape.to_vec(), values.clone()).unwrap();
+        let mut content = rasterpack_common::npy::header_bytes(DType::U16, shape);
+        if big_endian {
+            let at = content.windows(5).position(|w| w == b"'<u2'").unwrap();
+            content[at + 1] = b'>';
+            values.iter().for_each(|v| content.extend_from_slice(&v.to_be_bytes()));
+        } else {
+            content.extend_from_slice(&array.data);
+        }
+        (content, array)
+    }
+
+    /// Every region of every member layout reads what the whole array holds there.
+    #[test]
+    fn regions_read_what_the_array_holds_there() {
+        let shape = [6u64, 5, 4];
+        let specs = ["", "0", "5", "1:3", "2:6,1:4", ":,:,3", "1:2,4,0:2", ":,2:3,:", "5,4,3"];
+        for deflate in [false, true] {
+            for big_endian in [false, true] {
+                for compression in [FoldCompression::None, FoldCompression::Zstd(1)] {
+                    let (content, array) = member(&shape, big_endian);
+                    let zip = zip_one("v", &content, deflate);
+                    let mut b = FoldBuilder::new();
+                    b.add_chunk("c", "NPZ0", &zip, FoldChunkOptions { compression, ecc: None })
+                        .unwrap();
+                    let file = FoldFile::from_bytes(b.to_bytes().unwrap()).unwrap();
+                    assert!(file.validate().is_valid(true));
+                    for spec in specs {
+                        let what = format!("deflate {deflate} big-endian {big_endian} {compression:?} {spec:?}");
+                        let mut req = rasterpack_common::ArrayRequest::for_element("c/v");
+                        let region = if spec.is_empty() {
+                            rasterpack_common::Region::full(&shape)
+                        } else {
+                            rasterpack_common::Region::parse(spec, &shape).unwrap()
+                        };
+                        if !spec.is_empty() {
+                            req = req.with_region(RegionSpec::parse(spec).unwrap());
+                        }
+                        let got = file.read(&req).unwrap_or_else(|e| panic!("{what}: {e}"));
+                        let want = array.region(&region).unwrap();
+                        assert_eq!(got.shape, want.shape, "{what}");
+                        assert_eq!(got.data, want.data, "{what}");
+                        // A sequential sink gets the same bytes in order.
+                        let mut seq = SequentialSink::default();
+                        file.stream(&req, &mut seq).unwrap();
+                        assert_eq!(seq.data, want.data, "{what}: sequential");
+                    }
+                }
+            }
+        }
+    }
+
+    /// A sink that accepts only ascending, gapless writes.
+    #[derive(Default)]
+    struct SequentialSink {
+        data: Vec<u8>,
+    }
+
+    impl rasterpack_common::ArraySink for SequentialSink {
+        fn begin(&mut self, _: &rasterpack_common::ArrayInfo) -> rasterpack_common::Result<()> {
+            Ok(())
+        }
+        fn write_at(&mut self, offset: u64, data: &[u8]) -> rasterpack_common::Result<()> {
+            assert_eq!(offset, self.data.len() as u64, "out of order");
+            self.data.extend_from_slice(data);
+            Ok(())
+        }
+        fn finish(&mut self) -> rasterpack_common::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A damaged chunk delivers nothing: it is verified before the first byte goes out.
+    #[test]
+    fn a_damaged_chunk_delivers_nothing() {
+        let (content, _) = member(&[64, 64], false);
+        let mut b = FoldBuilder::new();
+        b.add_chunk("c", "NPZ0", &zip_one("v", &content, true), FoldChunkOptions::default())
+            .unwrap();
+        let mut bytes = b.to_bytes().unwrap();
+        let last = 28 + 32 + 100;
+        bytes[last] ^= 0x40;
+        let file = FoldFile::from_bytes(bytes).unwrap();
+        let mut seq = SequentialSink::default();
+        let err = file
+            .stream(&rasterpack_common::ArrayRequest::for_element("c/v"), &mut seq)
+            .unwrap_err();
+        assert_eq!(err.code, "fold.integrity.crc_mismatch", "{err}");
+        assert!(seq.data.is_empty());
+        let mut mem = MemorySink::new(Default::default());
+        assert!(file
+            .stream(&rasterpack_common::ArrayRequest::for_element("c/v"), &mut mem)
+            .is_err());
+    }
+}

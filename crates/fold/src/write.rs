@@ -7,8 +7,9 @@
 //!
 //! ECC: `rs(N)` bytes are the parity of each Reed-Solomon block, block after block. For a
 //! payload that fits one block (`comp_len <= 255 - N`) that is exactly what pyfolds writes.
-//! For longer payloads pyfolds' own layout stores bytes that are not parity (see
-//! docs/formats/fold.md); rasterpack writes the real parity of every block instead (same
+//! For longer payloads pyfolds' own layout stores the last `ecc_len` bytes of its interleaved
+//! data/parity codeword stream, which are not parity; rasterpack writes the real parity of
+//! every block instead (same
 //! `ecc_len`), which it validates and repairs, and records a note in [`FoldBuilder::notes`]:
 //! pyfolds 1.0.2 cannot read a multi-block ECC chunk in either layout.
 //!

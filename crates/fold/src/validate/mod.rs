@@ -2,7 +2,7 @@
 //! finding: structure, anti-DoS limits, bounds, per-chunk integrity (with Reed-Solomon
 //! repair), manifest hash, payload semantics.
 //!
-//! Chunks are checked one at a time as they stream ([`crate::scan`]): CRC32C and SHA-256 on
+//! Chunks are checked one at a time as they stream: CRC32C and SHA-256 on
 //! the stored bytes, zstd through a small reused buffer, and the decoded bytes straight into
 //! the check of their type (a streaming JSON syntax check, a streaming `.npz` check, a count
 //! for opaque chunks). Memory is a working set of a few MiB whatever a chunk declares; only an

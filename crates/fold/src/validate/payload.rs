@@ -55,9 +55,9 @@ enum Kind {
         keep: Option<Vec<u8>>,
     },
     /// Sequential check of a streamed archive.
-    NpzStream(StreamCheck),
+    NpzStream(Box<StreamCheck>),
     /// Walk against a directory read first (and a copy of the directory).
-    NpzWalk(CdWalk, Directory),
+    NpzWalk(Box<CdWalk>, Directory),
     /// The directory of a stored archive could not be read.
     NpzNoDirectory(Error),
     Opaque {
@@ -117,7 +117,7 @@ fn stored_directory(stored: Stored<'_>, opts: &FoldAnalyzeOptions) -> Result<Kin
     };
     match dir {
         Ok(dir) => Ok(Kind::NpzWalk(
-            CdWalk::new(dir.clone(), total, &opts.limits, WalkMode::Verify, None),
+            Box::new(CdWalk::new(dir.clone(), total, &opts.limits, WalkMode::Verify, None)),
             dir,
         )),
         Err(e) if e.kind == ErrorKind::Io => Err(e),
@@ -139,7 +139,7 @@ impl PayloadCheck {
                 keep: (opts.content && h.uncomp_len <= JSON_CONTENT_MAX).then(Vec::new),
             },
             "NPZ0" if h.flags == FLAG_NONE && stored.len() == h.uncomp_len => stored_directory(stored, opts)?,
-            "NPZ0" => Kind::NpzStream(StreamCheck::new(&opts.limits)),
+            "NPZ0" => Kind::NpzStream(Box::new(StreamCheck::new(&opts.limits))),
             _ => Kind::Opaque {
                 head: Vec::new(),
                 tail: opts.content.then(Tail::new),
@@ -232,7 +232,7 @@ impl PayloadCheck {
                 }),
             },
             Kind::NpzStream(check) => {
-                let arrays = match check.conclude() {
+                let arrays = match (*check).conclude() {
                     StreamVerdict::Vouched(arrays, dir) => {
                         v.directory = Some(dir);
                         Ok(arrays)
