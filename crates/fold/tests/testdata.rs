@@ -63,3 +63,15 @@ fn inspect_sample() {
     assert_eq!(grid.dtype, DType::F32);
     assert_eq!(grid.to_f64()[..4], [-1.0, -0.5, 0.0, 0.5]);
 }
+
+#[test]
+fn validate_summary_lists_the_arrays() {
+    let r = FoldFormat.validate(&open("sample.fold"), &Default::default());
+    assert_eq!(
+        r.summary["arrays"],
+        serde_json::json!([
+            {"name": "nuclear_arrays/grid", "dtype": "float32", "shape": [3, 4]},
+            {"name": "nuclear_arrays/counts", "dtype": "int32", "shape": [4]}
+        ])
+    );
+}

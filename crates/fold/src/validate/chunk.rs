@@ -6,7 +6,7 @@ use rasterpack_common::Error;
 
 use super::ecc_check::{check_ecc, EccOutcome};
 use super::payload::{PayloadCheck, PayloadVerdict};
-use super::{ChunkContext, FoldChunkStatus, Layers};
+use super::{ChunkContext, FoldChunkStatus, FoldContent, Layers};
 use crate::parse::FoldEntry;
 use crate::raw::{ChunkHeader, CHUNK_HEADER_LEN, FLAG_NONE, FLAG_ZSTD, MAX_CHUNK_SIZE};
 use crate::scan::{scan, Stored};
@@ -288,7 +288,9 @@ fn check_semantics(
         );
     }
     st.decoded = verdict.parsed;
-    if ctx.opts.content {
+    // An archive's array list is kept always (reports list the arrays); documents and
+    // previews only when content was asked for.
+    if ctx.opts.content || matches!(verdict.content, FoldContent::Npz(_)) {
         st.content = verdict.content;
     }
 }
