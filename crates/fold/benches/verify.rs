@@ -179,35 +179,6 @@ fn run(raw: &[u8]) {
         }
         assert_eq!(n, raw.len());
     });
-    // zstd fed 2 MiB pieces into a fresh MADV_HUGEPAGE mapping, buffered (zstd decodes each
-    // block into its window, then copies out) or with a stable output buffer (decodes in place).
-    let zstd_huge = |stable: bool| {
-        best_cpu(3, || {
-            use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer};
-            let mut map = memmap2::MmapOptions::new()
-                .len(raw.len().div_ceil(2 << 20) * (2 << 20))
-                .map_anon()
-                .unwrap();
-            let _ = map.advise(memmap2::Advice::HugePage);
-            let mut d = DCtx::create();
-            if stable {
-                d.set_parameter(DParameter::StableOutBuffer(true)).unwrap();
-            }
-            let dst = &mut map[..raw.len()];
-            let mut filled = 0;
-            for piece in comp.chunks(2 << 20) {
-                let mut inb = InBuffer::around(piece);
-                while inb.pos() < piece.len() {
-                    let mut outb = OutBuffer::around_pos(&mut *dst, filled);
-                    d.decompress_stream(&mut outb, &mut inb).unwrap();
-                    filled = outb.pos();
-                }
-            }
-            assert_eq!(filled, raw.len());
-        })
-    };
-    let zstd_huge_buf = zstd_huge(false);
-    let zstd_huge_stable = zstd_huge(true);
     let zip_crc = best_cpu(3, || {
         std::hint::black_box(rasterpack_fold::npz::crc32(&raw));
     });
@@ -257,16 +228,6 @@ fn run(raw: &[u8]) {
         "    zstd streamed, 256 KiB:   {:6.1} ms ({:.0} MB/s uncompressed)",
         ms(zstd_stream),
         mbps(raw.len(), zstd_stream)
-    );
-    println!(
-        "    zstd in pieces, huge pages: {:6.1} ms ({:.0} MB/s uncompressed)",
-        ms(zstd_huge_buf),
-        mbps(raw.len(), zstd_huge_buf)
-    );
-    println!(
-        "    ... stable output buffer: {:6.1} ms ({:.0} MB/s uncompressed)",
-        ms(zstd_huge_stable),
-        mbps(raw.len(), zstd_huge_stable)
     );
     println!(
         "    CRC-32 of an npz member:  {:6.1} ms ({:.0} MB/s)",
