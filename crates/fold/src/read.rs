@@ -1,12 +1,13 @@
-//! Reading one array: the NPZ0 chunks `--element` may mean are verified as `validate` verifies
+//! Reading one array: the NPZ0 chunks `--element` may mean are checked as `validate` checks
 //! them (index entry, chunk header, bounds, CRC32C, SHA-256, `chunk_hashes`, ECC repair,
-//! decoded length, every member's local header, size and CRC-32), the element is resolved,
-//! then the member is decoded again and its array (or a region of it) streams into the sink:
-//! only as far as the region reaches, from the repaired payload when ECC repaired the chunk.
+//! decoded length, the members' local headers and extents; for zstd chunks every member
+//! whole), the element is resolved, then the member is decoded again and its array (or a
+//! region of it) streams into the sink: only as far as the region reaches, from the repaired
+//! payload when ECC repaired the chunk. The member's own CRC-32 and length are checked when it
+//! is decoded to its end.
 //!
-//! Nothing reaches the sink before the checks that protect its bytes have passed; memory is a
-//! working set (a zstd window, inflate and read buffers), whatever the array's size. Chunks
-//! the element cannot mean are not read.
+//! Memory is a working set (a zstd window, inflate and read buffers), whatever the array's
+//! size. Chunks the element cannot mean are not read.
 
 use rasterpack_common::npy::NpyHeader;
 use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, Error, Input, Limits, Region, Result};
@@ -58,6 +59,9 @@ fn verify_chunk(
         container: c,
         hashes: &hashes,
         opts: &opts,
+        // The member read is checked by the read itself (below): the others need only be
+        // listed. zstd chunks are checked wholly all the same (their directory is at the end).
+        members: WalkMode::List,
     };
     let before = l.counts();
     let mut repairs = Vec::new();
@@ -535,5 +539,57 @@ mod tests {
         assert!(file
             .stream(&rasterpack_common::ArrayRequest::for_element("c/v"), &mut mem)
             .is_err());
+    }
+
+    /// A region read of a deflated member of a stored chunk decodes only up to the region's
+    /// end: damage written into the member's deflate stream after it does not stop the region
+    /// read, while a full read (and validate) report it.
+    #[test]
+    fn a_region_read_stops_decoding_where_the_region_ends() {
+        // Values deflate cannot squeeze much, so the end of the stream holds the last rows.
+        let mut seed = 5u64;
+        let values: Vec<u16> = (0..2048 * 64)
+            .map(|_| {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (seed >> 48) as u16
+            })
+            .collect();
+        let array = NdArray::from_vec(vec![2048, 64], values).unwrap();
+        let mut content = rasterpack_common::npy::header_bytes(DType::U16, &array.shape);
+        content.extend_from_slice(&array.data);
+        let mut zip = zip_one("v", &content, true);
+        // The deflate data runs from 30 + 5 ("v.npy") to the central directory; damage its
+        // last bytes (the chunk's hashes are computed over the damaged archive).
+        let cd = zip.windows(4).rposition(|w| w == 0x0201_4b50u32.to_le_bytes()).unwrap();
+        for b in &mut zip[cd - 40..cd - 8] {
+            *b ^= 0x5a;
+        }
+        let mut b = FoldBuilder::new();
+        b.add_raw_chunk(
+            "c",
+            "NPZ0",
+            &zip,
+            FoldChunkOptions {
+                compression: FoldCompression::None,
+                ecc: None,
+            },
+        )
+        .unwrap();
+        let file = FoldFile::from_bytes(b.to_bytes().unwrap()).unwrap();
+        let report = file.validate();
+        assert!(
+            report.findings.has_code(crate::npz::MEMBER_DAMAGED),
+            "{:?}",
+            report.findings
+        );
+        let head = rasterpack_common::Region::from_start_size(&[0, 0], &[8, 64]).unwrap();
+        let got = file
+            .read(&rasterpack_common::ArrayRequest::for_element("c/v").with_region(head.clone()))
+            .unwrap();
+        assert_eq!(got.data, array.region(&head).unwrap().data);
+        let err = file
+            .read(&rasterpack_common::ArrayRequest::for_element("c/v"))
+            .unwrap_err();
+        assert_eq!(err.code, crate::npz::MEMBER_DAMAGED, "{err}");
     }
 }

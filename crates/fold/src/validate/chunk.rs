@@ -195,7 +195,7 @@ fn check_integrity(
         offset: payload_off,
         len: h.comp_len,
     };
-    let mut check = PayloadCheck::new(e, h, ctx.opts, stored)?;
+    let mut check = PayloadCheck::new(e, h, ctx.opts, ctx.members, stored)?;
     let scanned = scan(stored, h.flags, h.uncomp_len, true, &mut |p| check.consume(p))?;
     let (crc, sha) = scanned.hashes.clone().unwrap_or_default();
     let mut verdict = Some(check.conclude(scanned.decode, stored, h, ctx.opts)?);
@@ -207,7 +207,7 @@ fn check_integrity(
             crc_ok = true;
             sha_ok = true;
             let stored = Stored::Memory(&payload);
-            let mut check = PayloadCheck::new(e, h, ctx.opts, stored)?;
+            let mut check = PayloadCheck::new(e, h, ctx.opts, ctx.members, stored)?;
             let scanned = scan(stored, h.flags, h.uncomp_len, false, &mut |p| check.consume(p))?;
             verdict = Some(check.conclude(scanned.decode, stored, h, ctx.opts)?);
         }

@@ -218,6 +218,9 @@ pub(crate) struct ChunkContext<'a> {
     pub container: &'a FoldContainer,
     pub hashes: &'a Option<ChunkHashes>,
     pub opts: &'a FoldAnalyzeOptions,
+    /// How far NPZ0 members of stored chunks are checked: wholly (validation), or as far as
+    /// their `.npy` headers (a read, which checks the member it reads itself).
+    pub members: crate::npz::WalkMode,
 }
 
 /// Run every layer. I/O errors (not file problems) are returned as `Err`.
@@ -243,6 +246,7 @@ pub fn analyze(input: &Input, opts: &FoldAnalyzeOptions) -> Result<FoldAnalysis,
         container: &container,
         hashes: &hashes,
         opts,
+        members: crate::npz::WalkMode::Verify,
     };
     let mut spans: Vec<(u64, u64, String)> = Vec::new();
     for entry in &container.index.entries {
@@ -435,6 +439,7 @@ pub fn read_chunk(input: &Input, c: &FoldContainer, name: &str, limits: &Limits)
         container: c,
         hashes: &hashes,
         opts: &opts,
+        members: crate::npz::WalkMode::Verify,
     };
     let mut l = Layers::default();
     let st = check_chunk(&ctx, e, &mut l, &mut Vec::new(), &mut Vec::new())?;

@@ -107,7 +107,7 @@ pub(crate) struct PayloadCheck {
 }
 
 /// The directory of an archive stored as is: read by position.
-fn stored_directory(stored: Stored<'_>, opts: &FoldAnalyzeOptions) -> Result<Kind, Error> {
+fn stored_directory(stored: Stored<'_>, opts: &FoldAnalyzeOptions, mode: WalkMode) -> Result<Kind, Error> {
     let total = stored.len();
     let dir = match stored {
         Stored::File { input, offset, len } => npz::directory_at(len, &opts.limits, &mut |at, buf| {
@@ -117,7 +117,7 @@ fn stored_directory(stored: Stored<'_>, opts: &FoldAnalyzeOptions) -> Result<Kin
     };
     match dir {
         Ok(dir) => Ok(Kind::NpzWalk(
-            Box::new(CdWalk::new(dir.clone(), total, &opts.limits, WalkMode::Verify, None)),
+            Box::new(CdWalk::new(dir.clone(), total, &opts.limits, mode, None)),
             dir,
         )),
         Err(e) if e.kind == ErrorKind::Io => Err(e),
@@ -131,6 +131,7 @@ impl PayloadCheck {
         e: &FoldEntry,
         h: &ChunkHeader,
         opts: &FoldAnalyzeOptions,
+        members: WalkMode,
         stored: Stored<'_>,
     ) -> Result<PayloadCheck, Error> {
         let kind = match e.ctype.as_str() {
@@ -138,7 +139,7 @@ impl PayloadCheck {
                 check: JsonCheck::new(JSON_MAX_DEPTH),
                 keep: (opts.content && h.uncomp_len <= JSON_CONTENT_MAX).then(Vec::new),
             },
-            "NPZ0" if h.flags == FLAG_NONE && stored.len() == h.uncomp_len => stored_directory(stored, opts)?,
+            "NPZ0" if h.flags == FLAG_NONE && stored.len() == h.uncomp_len => stored_directory(stored, opts, members)?,
             "NPZ0" => Kind::NpzStream(Box::new(StreamCheck::new(&opts.limits))),
             _ => Kind::Opaque {
                 head: Vec::new(),
