@@ -44,12 +44,11 @@
 //! against its header, bounds, CRC32C, SHA-256, `metadata.chunk_hashes`, Reed-Solomon repair
 //! (a repaired payload must verify again), the decoded length, and the `.npz` member's local
 //! header, extent, size and CRC-32. The chunk's checks pass before any byte reaches the sink;
-//! then the member is decoded again, only as far as the region reaches. A member's own CRC-32
-//! is checked when it is decoded to its end (every whole read), so for a member of an
-//! uncompressed chunk a failure there comes after its bytes went to the sink: [`ArrayFile::read`]
-//! then returns nothing, [`ArrayFile::stream`] may have delivered data before the error. A
-//! region that ends before its member is covered by the chunk's CRC32C and SHA-256 (which
-//! cover the whole archive), not by the member's CRC-32. Memory is a working set of a few MiB
+//! then the member is decoded again, delivering only what the region covers but always to the
+//! member's end, so its own CRC-32 is checked on every read, a region read included (numpy
+//! refuses a member whose CRC-32 is wrong). A failure there comes after bytes went to the sink:
+//! [`ArrayFile::read`] then returns nothing, [`ArrayFile::stream`] may have delivered data
+//! before the error. Memory is a working set of a few MiB
 //! whatever the array's size (plus the stored payload while ECC repairs a damaged chunk).
 //!
 //! # Validation

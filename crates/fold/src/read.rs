@@ -151,8 +151,10 @@ pub(crate) fn stream_array(
         WalkMode::Verify,
         Some((idx, &mut target)),
     );
-    // The member was verified whole above: decoding stops where the region ends.
-    walk.verify_target(false);
+    // Only the chunk was verified above (its members were listed): the member read is decoded
+    // to its end, so its own CRC-32 is checked even when the region ends early. numpy refuses
+    // a member whose CRC-32 is wrong, and a read never returns what the reference refuses.
+    walk.verify_target(true);
     match (h.flags, stored) {
         (FLAG_NONE, Stored::File { input, offset, len }) => {
             // Stored as is: read only the ranges the walk needs.
@@ -541,11 +543,11 @@ mod tests {
             .is_err());
     }
 
-    /// A region read of a deflated member of a stored chunk decodes only up to the region's
-    /// end: damage written into the member's deflate stream after it does not stop the region
-    /// read, while a full read (and validate) report it.
+    /// A region read of a deflated member of a stored chunk delivers only the region, but the
+    /// member is decoded to its end so damage written into its deflate stream after the region
+    /// still fails the read, as it fails numpy's read of the member (and validate).
     #[test]
-    fn a_region_read_stops_decoding_where_the_region_ends() {
+    fn a_region_read_checks_the_whole_member() {
         // Values deflate cannot squeeze much, so the end of the stream holds the last rows.
         let mut seed = 5u64;
         let values: Vec<u16> = (0..2048 * 64)
@@ -583,10 +585,10 @@ mod tests {
             report.findings
         );
         let head = rasterpack_common::Region::from_start_size(&[0, 0], &[8, 64]).unwrap();
-        let got = file
-            .read(&rasterpack_common::ArrayRequest::for_element("c/v").with_region(head.clone()))
-            .unwrap();
-        assert_eq!(got.data, array.region(&head).unwrap().data);
+        let err = file
+            .read(&rasterpack_common::ArrayRequest::for_element("c/v").with_region(head))
+            .unwrap_err();
+        assert_eq!(err.code, crate::npz::MEMBER_DAMAGED, "{err}");
         let err = file
             .read(&rasterpack_common::ArrayRequest::for_element("c/v"))
             .unwrap_err();

@@ -302,3 +302,40 @@ fn a_damaged_chunk_is_named_when_no_array_can_be_chosen() {
         assert!(e.message.contains("nuclear_arrays") && e.offset.is_some(), "{e}");
     }
 }
+
+/// An NPZ0 member whose CRC-32 was wrong when the file was written (the chunk's CRC32C and
+/// SHA-256 match its bytes): numpy refuses the member, so every read of it fails, a region
+/// read included, whatever the chunk's compression.
+#[test]
+fn a_member_written_with_a_bad_crc_is_never_read_even_in_part() {
+    let values = array(4, 3_000_000); // large enough for the streamed member path
+    let mut zip = npz::write(&[("m", &values)]);
+    // CRC-32 of the member in its local header (offset 14) and its central-directory entry
+    // (offset 16 after the entry's signature): both agree, both wrong.
+    let cd = zip
+        .windows(4)
+        .rposition(|w| w == [0x50, 0x4b, 0x01, 0x02])
+        .expect("central directory entry");
+    for at in [14, cd + 16] {
+        zip[at] ^= 0x5a;
+    }
+    for compression in [FoldCompression::None, FoldCompression::Zstd(3)] {
+        let mut b = FoldBuilder::new();
+        b.add_raw_chunk("bad", "NPZ0", &zip, FoldChunkOptions { compression, ecc: None })
+            .unwrap();
+        let input = Input::from_bytes("bad-member-crc.fold", b.to_bytes().unwrap());
+        let whole = FoldFormat.read_array(&input, &ArrayRequest::for_element("bad/m"));
+        assert_eq!(
+            whole.unwrap_err().kind,
+            ErrorKind::Invalid,
+            "{compression:?}: whole read"
+        );
+        let region = rasterpack_common::Region::from_start_size(&[0], &[2]).unwrap();
+        let part = FoldFormat.read_array(&input, &ArrayRequest::for_element("bad/m").with_region(&region));
+        assert_eq!(
+            part.expect_err("a region of a member numpy refuses must not read").kind,
+            ErrorKind::Invalid,
+            "{compression:?}: region read"
+        );
+    }
+}
