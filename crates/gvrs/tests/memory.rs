@@ -1,6 +1,8 @@
 //! A counting global allocator shows that validation streams tiles (peak memory independent of
 //! the grid size) and that cell access is bounded by the tile cache.
 
+mod util;
+use util::*;
 mod craft;
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -60,7 +62,7 @@ fn validation_streams_tiles() {
     let input = Input::open(&path).unwrap();
     // Warm rayon's pool outside the measurement.
     rayon::join(|| (), || ());
-    let (report, peak) = peak_during(|| rasterpack_gvrs::validate::validate(&input, &Limits::default()));
+    let (report, peak) = peak_during(|| rasterpack_gvrs::validate::validate(&input, &Default::default()));
     assert!(report.is_valid(false), "{:#?}", report.findings);
     assert_eq!(report.summary["populated_tiles"], 1600);
     // The decoded grid is 2.56 MB; validation must stay far below it.
@@ -72,13 +74,13 @@ fn validation_streams_tiles() {
 fn cell_access_is_bounded_by_the_cache() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let path = big_crafted_file();
-    let f = GvrsFile::open(Input::open(&path).unwrap(), Limits::default()).unwrap();
+    let f = GvrsFile::from_input(Input::open(&path).unwrap(), Limits::default()).unwrap();
     f.set_cache_bytes(16 << 10);
     let (sum, peak) = peak_during(|| {
         let mut sum = 0i64;
         for r in (0..800).step_by(7) {
             for c in (0..800).step_by(13) {
-                if let rasterpack_gvrs::CellValue::Integer(v) = f.cell(0, r, c).unwrap() {
+                if let rasterpack_gvrs::GvrsCellValue::Integer(v) = cell(&f, 0, r, c).unwrap() {
                     assert_eq!(v, (r * 800 + c) as i32);
                     sum += v as i64;
                 }
@@ -101,7 +103,7 @@ fn big_corpus_file_validates_in_bounded_memory() {
     };
     let input = Input::open(&std::path::Path::new(&root).join("gvrs/big_terrain_4000.gvrs")).unwrap();
     rayon::join(|| (), || ());
-    let (report, peak) = peak_during(|| rasterpack_gvrs::validate::validate(&input, &Limits::default()));
+    let (report, peak) = peak_during(|| rasterpack_gvrs::validate::validate(&input, &Default::default()));
     assert!(report.is_valid(false) && !report.unsupported, "{:#?}", report.findings);
     // 16M cells (64 MB decoded); the target is < 64 MiB peak for the whole process.
     assert!(peak < 8 << 20, "validating big_terrain_4000 peaked at {peak} bytes");
