@@ -623,7 +623,7 @@ mod gvrs {
             let input = strictly_valid(&GvrsFormat, &bytes, "GvrsSpec");
             let file = GvrsFile::from_input(input, Default::default()).unwrap();
             prop_assert_eq!(file.elements[0].name(), element);
-            let got = file.read_element(&element).unwrap();
+            let got = file.read_element(&file.elements[0].name()).unwrap();
             let want: Vec<u8> = cells.iter().flat_map(|v| v.to_le_bytes()).collect();
             prop_assert!(got.data == want);
             let stored: Vec<_> = file.metadata().unwrap().into_iter().map(Result::unwrap).collect();

@@ -47,7 +47,7 @@
 //!
 //! Layers: [`raw`] (on-disk structures with their offsets) -> [`parse`] (checked bytes -> raw)
 //! -> [`validate`] (findings) and [`model`] ([`GvrsFile`]); [`codec`] holds the compression
-//! codecs, [`write`] the writer, and [`GvrsFormat`] is what the `rasterpack` command line drives.
+//! codecs, [`write`](mod@write) the writer, and [`GvrsFormat`] is what the `rasterpack` command line drives.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

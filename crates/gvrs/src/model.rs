@@ -23,16 +23,22 @@ pub const DEFAULT_CACHE_BYTES: usize = 16 << 20;
 /// Grid and tile geometry, all positive (checked at open).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GvrsGeometry {
+    /// Rows of the grid.
     pub rows: u32,
+    /// Columns of the grid.
     pub cols: u32,
+    /// Rows of a tile.
     pub tile_rows: u32,
+    /// Columns of a tile.
     pub tile_cols: u32,
-    /// Tiles per column / row of the tile grid: ceil(rows / tile_rows), ceil(cols / tile_cols).
+    /// Rows of the tile grid: ceil(rows / tile_rows).
     pub grid_rows: u32,
+    /// Columns of the tile grid: ceil(cols / tile_cols).
     pub grid_cols: u32,
 }
 
 impl GvrsGeometry {
+    /// The geometry a header declares; an error when a size is below 1.
     pub fn from_header(h: &Header) -> Result<GvrsGeometry> {
         let dims = [
             (h.rows, "rows", 104),
@@ -59,12 +65,15 @@ impl GvrsGeometry {
             grid_cols: cols.div_ceil(tc),
         })
     }
+    /// Cells of one tile (edge tiles are stored full size too).
     pub fn cells_per_tile(&self) -> u64 {
         self.tile_rows as u64 * self.tile_cols as u64
     }
+    /// Tiles of the tile grid.
     pub fn tile_count(&self) -> u64 {
         self.grid_rows as u64 * self.grid_cols as u64
     }
+    /// Cells of the grid.
     pub fn cells(&self) -> u64 {
         self.rows as u64 * self.cols as u64
     }
@@ -74,7 +83,9 @@ impl GvrsGeometry {
 /// codes of integer-coded floats; f32 for Float.
 #[derive(Debug, Clone, PartialEq)]
 pub enum GvrsPlane {
+    /// Integer, Short (sign-extended) and integer-coded float (codes) cells.
     Int(Vec<i32>),
+    /// Float cells.
     Float(Vec<f32>),
 }
 
@@ -100,30 +111,40 @@ impl GvrsPlane {
 /// One cell value, typed as the element is.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum GvrsCellValue {
+    /// A cell of an Integer element.
     Integer(i32),
+    /// A cell of a Short element.
     Short(i16),
+    /// A cell of a Float element.
     Float(f32),
-    /// Decoded value and the stored code.
+    /// A cell of an integer-coded float element.
     IntCodedFloat {
+        /// The value: the fill value for the fill code, else `code / scale + offset` in f32.
         value: f32,
+        /// The stored code.
         code: i32,
     },
 }
 
-/// An element with its friendly accessors.
+/// One element of a grid (a named variable with a value per cell), as its header entry
+/// declares it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GvrsElement {
+    /// The specification as stored.
     pub spec: ElementSpec,
 }
 
 impl GvrsElement {
+    /// The element's name, what reads address it by.
     pub fn name(&self) -> String {
         self.spec.name.lossy()
     }
+    /// Integer, Short, Float or integer-coded float.
     pub fn element_type(&self) -> ElementType {
         self.spec.element_type
     }
-    /// The dtype `read_array` produces (`codes`: ICF stored codes as int32).
+    /// The dtype reads produce: int32, int16, float32; integer-coded floats as float32 values
+    /// or, with `codes`, their stored int32 codes.
     pub fn dtype(&self, codes: bool) -> DType {
         match self.spec.element_type {
             ElementType::Integer => DType::I32,
@@ -283,12 +304,16 @@ impl TileCache {
     }
 }
 
-/// An open GVRS file.
+/// An open GVRS file: its header and tile directory parsed, its tiles read (with positioned
+/// reads) only when cells are asked for. See the [crate documentation](crate) for an example.
 #[derive(Debug)]
 pub struct GvrsFile {
     input: Input,
+    /// The header record as parsed.
     pub header: Header,
+    /// Grid and tile sizes.
     pub geometry: GvrsGeometry,
+    /// The elements, in header order.
     pub elements: Vec<GvrsElement>,
     /// The header's codec list mapped to implemented codecs (`None`: unknown name).
     pub codecs: Vec<Option<Codec>>,
@@ -296,8 +321,7 @@ pub struct GvrsFile {
     /// window: see `tile_directory_error`) so that `validate` can still look at the tiles.
     pub tile_directory: Option<TileDirectory>,
     /// Why the tile directory cannot be trusted (unreadable, CRC mismatch, unknown format,
-    /// window outside the tile grid). [`GvrsFile::open`] fails with it; reads of a leniently
-    /// opened file refuse to use the directory.
+    /// window outside the tile grid): every read of cell values fails with it.
     pub tile_directory_error: Option<Error>,
     /// The header's CRC mismatch (checksums on): [`GvrsFile::open`] fails with it.
     pub header_error: Option<Error>,
@@ -417,10 +441,12 @@ impl GvrsFile {
         verify_crc(&bytes, 16, RecordType::Header)
     }
 
+    /// Where the file's bytes come from.
     pub fn input(&self) -> &Input {
         &self.input
     }
 
+    /// The limits the file was opened with.
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
@@ -511,6 +537,7 @@ impl GvrsFile {
         body.saturating_add(4).saturating_add(7) & !7
     }
 
+    /// The index of the element named `name`.
     pub fn element_index(&self, name: &str) -> Option<usize> {
         self.elements.iter().position(|e| e.spec.name.bytes == name.as_bytes())
     }
@@ -982,7 +1009,7 @@ pub fn uuid_text(stored: &[u8; 16]) -> String {
     )
 }
 
-/// Decode a metadata record's content the way Gridfour's API does (errata 7).
+/// Decode a metadata record's content the way Gridfour's API does.
 pub fn metadata_value(data_type: u8, content: &[u8]) -> Value {
     let le4 = |c: &[u8]| [c[0], c[1], c[2], c[3]];
     match data_type {

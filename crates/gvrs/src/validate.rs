@@ -1,4 +1,4 @@
-//! Every rule of GVRS 1.4 (as corrected by `gvrs-errata.md` and the ERRATA decisions), checked
+//! Every rule of GVRS 1.4 (as the files Gridfour writes follow it; `docs/formats/gvrs.md`), checked
 //! and reported as findings with stable codes `gvrs.<area>.<rule>` and byte offsets. Validation
 //! never stops at the first problem. Tiles are streamed (read, checked, decoded, dropped) in
 //! parallel batches, so peak memory stays bounded whatever the grid size.
@@ -922,7 +922,7 @@ const GRIDFOUR_DEFAULTS: [(&str, &[&str]); 2] = [
     ),
 ];
 
-/// Compatibility with Gridfour's reader (ERRATA: a warning, `gvrs.compat.codec_list`): Gridfour
+/// Compatibility with Gridfour's reader (a warning, `gvrs.compat.codec_list`): Gridfour
 /// resolves the header's codec names through the `GvrsJavaCodecs` record when the file has one,
 /// and otherwise maps each tile's codec index through its *own* default list; a name neither
 /// the record nor its defaults know is dropped, which shifts the later indexes. A file whose
@@ -973,7 +973,7 @@ fn check_codec_compat(ctx: &mut Ctx, file: &GvrsFile, java_codecs: Option<&str>)
     }
 }
 
-/// Content layout per type (Gridfour's, errata 7).
+/// Content layout per type (Gridfour's).
 fn check_content(ctx: &mut Ctx, rec: &MetadataRecord) {
     let n = rec.content.len();
     let at = Some(rec.content_offset);

@@ -1,4 +1,4 @@
-//! GVRS 1.4 writer: files Gridfour reads, laid out as the errata describe.
+//! GVRS 1.4 writer: files Gridfour reads, laid out as Gridfour lays them out.
 //!
 //! File layout written here (records reached only through the header's directory references,
 //! so their order is free): identification, header record, metadata records, metadata
@@ -24,7 +24,7 @@ use rayon::prelude::*;
 
 use crate::codec::{self, Codec, EncodeOptions};
 
-/// Record type codes (spec Table 1).
+/// Record type codes (the type byte of every record).
 const REC_METADATA: u8 = 1;
 const REC_TILE: u8 = 2;
 const REC_METADATA_DIRECTORY: u8 = 4;
@@ -61,7 +61,7 @@ impl ElementRange {
         }
     }
 
-    /// Gridfour's defaults for a type: full range, fill = the type's minimum (NaN for floats).
+    /// Gridfour's defaults for an Integer element: full range, fill = i32::MIN.
     pub fn integer() -> Self {
         ElementRange::Integer {
             min: i32::MIN + 1,
@@ -69,6 +69,7 @@ impl ElementRange {
             fill: i32::MIN,
         }
     }
+    /// Gridfour's defaults for a Short element: full range, fill = i16::MIN.
     pub fn short() -> Self {
         ElementRange::Short {
             min: i16::MIN + 1,
@@ -76,6 +77,7 @@ impl ElementRange {
             fill: i16::MIN,
         }
     }
+    /// Gridfour's defaults for a Float element: any value, fill = NaN.
     pub fn float() -> Self {
         ElementRange::Float {
             min: f32::NEG_INFINITY,
@@ -105,14 +107,21 @@ impl ElementRange {
 pub struct ElementSpec {
     /// Identifier: ASCII letter first, then letters, digits or `_`; at most 32 characters.
     pub name: String,
+    /// Type, range and fill value (see the [`ElementRange`] constructors for Gridfour's
+    /// defaults).
     pub kind: ElementRange,
+    /// Values vary smoothly and may be interpolated (default true).
     pub continuous: bool,
+    /// Short label for people.
     pub label: String,
+    /// Longer description.
     pub description: String,
+    /// Unit of measure.
     pub unit: String,
 }
 
 impl ElementSpec {
+    /// An element named `name` (continuous, no texts).
     pub fn new(name: &str, kind: ElementRange) -> Self {
         ElementSpec {
             name: name.to_string(),
@@ -130,30 +139,48 @@ impl ElementSpec {
 pub enum Coordinates {
     /// Raster coordinates only (Gridfour stores x0 = y0 = 0, x1 = cols - 1, y1 = rows - 1).
     Unspecified,
+    /// Cartesian coordinates of the first and last cell centres.
     Cartesian {
+        /// x of cell (0, 0).
         x0: f64,
+        /// y of cell (0, 0).
         y0: f64,
+        /// x of the last column.
         x1: f64,
+        /// y of the last row.
         y1: f64,
     },
+    /// Geographic coordinates (degrees) of the first and last cell centres.
     Geographic {
+        /// Longitude of cell (0, 0).
         lon0: f64,
+        /// Latitude of cell (0, 0).
         lat0: f64,
+        /// Longitude of the last column.
         lon1: f64,
+        /// Latitude of the last row.
         lat1: f64,
     },
     /// Cartesian from the first cell centre and the cell spacing (x1 = x0 + dx * (cols - 1)).
     CartesianSpacing {
+        /// x of cell (0, 0).
         x0: f64,
+        /// y of cell (0, 0).
         y0: f64,
+        /// Spacing along x (per column).
         dx: f64,
+        /// Spacing along y (per row).
         dy: f64,
     },
     /// Geographic from the first cell centre and the cell spacing in degrees.
     GeographicSpacing {
+        /// Longitude of cell (0, 0).
         lon0: f64,
+        /// Latitude of cell (0, 0).
         lat0: f64,
+        /// Spacing in longitude (per column).
         dlon: f64,
+        /// Spacing in latitude (per row).
         dlat: f64,
     },
 }
@@ -161,34 +188,51 @@ pub enum Coordinates {
 /// Raster space code (header byte 129).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RasterSpace {
+    /// Not said.
     Unspecified = 0,
+    /// A cell's value is the value at its centre point.
     Point = 1,
+    /// A cell's value stands for its whole area.
     Area = 2,
 }
 
-/// Metadata content types (spec Table 20).
+/// Metadata content types (the type byte of a metadata record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MetadataType {
+    /// Bytes of no declared type.
     Unspecified = 0,
+    /// Signed bytes.
     Byte = 1,
+    /// i16 values, 4 bytes each as Gridfour stores them (the values, then zeros).
     Short = 2,
+    /// u16 values, stored like `Short`.
     UnsignedShort = 3,
+    /// i32 values.
     Integer = 4,
+    /// u32 values.
     UnsignedInteger = 5,
+    /// f32 values.
     Float = 6,
+    /// f64 values.
     Double = 7,
+    /// UTF-8 text: i32 byte count, then the bytes.
     String = 8,
+    /// ASCII text, stored like `String`.
     Ascii = 9,
 }
 
 /// A metadata record. Use the constructors for Gridfour's content layouts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Metadata {
+    /// The record's name (an identifier).
     pub name: String,
+    /// The record's id (records may share a name, not a name and an id).
     pub record_id: i32,
+    /// The content's type.
     pub kind: MetadataType,
     /// Content bytes exactly as stored.
     pub content: Vec<u8>,
+    /// Description for people.
     pub description: String,
 }
 
@@ -210,6 +254,7 @@ impl Metadata {
             description: String::new(),
         }
     }
+    /// INTEGER: i32 values.
     pub fn integers(name: &str, record_id: i32, values: &[i32]) -> Self {
         let content = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         Metadata {
@@ -220,6 +265,7 @@ impl Metadata {
             description: String::new(),
         }
     }
+    /// DOUBLE: f64 values.
     pub fn doubles(name: &str, record_id: i32, values: &[f64]) -> Self {
         let content = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         Metadata {
@@ -242,6 +288,7 @@ impl Metadata {
             description: String::new(),
         }
     }
+    /// The same record with a description.
     pub fn with_description(mut self, d: &str) -> Self {
         self.description = d.into();
         self
@@ -251,18 +298,28 @@ impl Metadata {
 /// Everything about a file except the cell values.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GvrsSpec {
+    /// Rows of the grid (1 to i32::MAX).
     pub rows: u32,
+    /// Columns of the grid (1 to i32::MAX).
     pub cols: u32,
+    /// Rows of a tile (at most `rows`).
     pub tile_rows: u32,
+    /// Columns of a tile (at most `cols`).
     pub tile_cols: u32,
+    /// The elements, in order (at least one, names unique).
     pub elements: Vec<ElementSpec>,
     /// The header's codec list; empty = compression off. Block byte 0 indexes this list.
     /// With LSOP12 listed, integer tiles of at least 6 x 6 may be stored as LSOP12.
     pub codecs: Vec<Codec>,
+    /// End every record with its CRC32C (default true).
     pub checksums: bool,
+    /// What a cell's value stands for.
     pub raster_space: RasterSpace,
+    /// Model coordinates of the grid.
     pub coordinates: Coordinates,
+    /// Product label for people.
     pub product_label: String,
+    /// Metadata records.
     pub metadata: Vec<Metadata>,
     /// Write Gridfour's `GvrsJavaCodecs` / `GvrsCompressionCodecs` ASCII records (for the codec
     /// list, or Gridfour's default list when compression is off), as Gridfour itself does. They
@@ -303,12 +360,15 @@ impl GvrsSpec {
 /// The cell values of one element, `rows * cols` in row-major order.
 #[derive(Debug, Clone, Copy)]
 pub enum ElementValues<'a> {
+    /// Values of an Integer element.
     Int(&'a [i32]),
+    /// Values of a Short element.
     Short(&'a [i16]),
+    /// Values of a Float element.
     Float(&'a [f32]),
     /// Integer-coded float given as the stored integer codes.
     Codes(&'a [i32]),
-    /// Integer-coded float given as values, coded with Gridfour's rounding (errata 5).
+    /// Integer-coded float given as values, coded with Gridfour's rounding.
     IcfValues(&'a [f32]),
 }
 
@@ -548,7 +608,7 @@ fn header_record(
                 b.i32(max_int);
                 b.i32(fill_int);
             }
-            // Short ranges are aligned too, but the label follows them immediately (errata 5).
+            // Short ranges are aligned too, but the label follows them immediately.
             ElementRange::Short { min, max, fill } => {
                 b.align(16, 4);
                 b.i16(min);
@@ -842,9 +902,11 @@ fn gather(
     any.then_some(out)
 }
 
-/// The codecs of `spec` for integer elements and for float elements (GvrsFloat only), each
-/// with its index in the header's list.
-fn codec_lists(spec: &GvrsSpec) -> (Vec<(u8, Codec)>, Vec<(u8, Codec)>) {
+/// Codecs with their index in the header's list.
+type IndexedCodecs = Vec<(u8, Codec)>;
+
+/// The codecs of `spec` for integer elements and for float elements (GvrsFloat only).
+fn codec_lists(spec: &GvrsSpec) -> (IndexedCodecs, IndexedCodecs) {
     let indexed = spec.codecs.iter().enumerate().map(|(i, c)| (i as u8, *c));
     let int = indexed.clone().filter(|(_, c)| c.is_integer()).collect();
     let float = indexed.filter(|(_, c)| *c == Codec::Float).collect();

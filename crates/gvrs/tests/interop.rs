@@ -325,7 +325,7 @@ fn check_tiles(name: &str, f: &GvrsFile, t: &Value) {
 
 /// The raw dump form: Integer/Short as int32le, Float/ICF as float32le (ICF codes as int32le).
 fn dump(f: &GvrsFile, i: usize, codes: bool) -> Vec<u8> {
-    let a = read_el(&f, i, codes).unwrap();
+    let a = read_el(f, i, codes).unwrap();
     if a.dtype == rasterpack_common::DType::I16 {
         a.data
             .chunks_exact(2)
@@ -362,7 +362,7 @@ fn check_values(name: &str, dir: &Path, f: &GvrsFile, t: &Value) {
         if let Some(samples) = te["samples"].as_array() {
             for s in samples {
                 let (r, c) = (s[0].as_u64().unwrap() as u32, s[1].as_u64().unwrap() as u32);
-                match cell(&f, i, r, c).unwrap() {
+                match cell(f, i, r, c).unwrap() {
                     GvrsCellValue::IntCodedFloat { value, code } => {
                         assert_eq!(value.to_bits(), bits32(&s[3]), "{name} sample ({r},{c})");
                         assert_eq!(code as i64, s[4].as_i64().unwrap(), "{name} sample ({r},{c}) code");
