@@ -2,16 +2,17 @@
 //!
 //! File layout written here (records reached only through the header's directory references,
 //! so their order is free): identification, header record, metadata records, metadata
-//! directory, tile directory, tile records. Every record is a multiple of 8 bytes and starts at
-//! a multiple of 8; its CRC32C (or 0 with checksums off) is its last 4 bytes. The header's
-//! time-opened-for-writing is 0 (a closed file) and no file-space directory is needed (the
-//! file has no free space). Tiles whose cells all equal the fill value (bitwise for floats) are
-//! not stored. Each element of a tile is stored compressed only when the block is strictly
-//! smaller than the uncompressed one, so a reader can tell them apart by length.
+//! directory, tile records (in tile order), tile directory. Every record is a multiple of 8
+//! bytes and starts at a multiple of 8; its CRC32C (or 0 with checksums off) is its last 4
+//! bytes. A finished file's time-opened-for-writing is 0 (closed) and no file-space directory
+//! is needed (the file has no free space). Tiles whose cells all equal the fill value (bitwise
+//! for floats) are not stored. Each element of a tile is stored compressed only when the block
+//! is strictly smaller than the uncompressed one, so a reader can tell them apart by length.
 //!
-//! The whole file is assembled before the first byte is written: tile blocks are encoded (in
-//! parallel with rayon) and kept in memory, then offsets are known and the output needs no
-//! seeking.
+//! [`GvrsWriter`] writes one array as its rows arrive, a group of tile rows at a time (tiles
+//! encoded in parallel with rayon); on a file, tiles go out as they are encoded and the header
+//! (marked opened for writing until then) and tile directory at the end. [`to_bytes`] and
+//! [`write_gvrs`] write several elements from values held in memory, in the same layout.
 
 use std::fs::File;
 use std::io::Write;

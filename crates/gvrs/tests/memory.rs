@@ -70,6 +70,68 @@ fn validation_streams_tiles() {
     std::fs::remove_file(&path).ok();
 }
 
+/// An in-order sink that drops what it gets (a pipe, say).
+struct Drain(u64);
+
+impl rasterpack_common::ArraySink for Drain {
+    fn begin(&mut self, _: &rasterpack_common::ArrayInfo) -> rasterpack_common::Result<()> {
+        Ok(())
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> rasterpack_common::Result<()> {
+        assert_eq!(offset, self.0, "in order");
+        self.0 += data.len() as u64;
+        Ok(())
+    }
+    fn fill_at(&mut self, offset: u64, len: u64, _: &[u8]) -> rasterpack_common::Result<()> {
+        assert_eq!(offset, self.0, "in order");
+        self.0 += len;
+        Ok(())
+    }
+    fn finish(&mut self) -> rasterpack_common::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn streaming_reads_stay_within_the_working_set() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let path = big_crafted_file();
+    let f = GvrsFile::open(&path).unwrap();
+    rayon::join(|| (), || ());
+    // 2.56 MB of cells through a 256 KiB working set.
+    let req = rasterpack_common::ArrayRequest::for_element("v").with_limits(Limits {
+        working_set: 256 << 10,
+        ..Limits::default()
+    });
+    let mut sink = Drain(0);
+    let ((), peak) = peak_during(|| f.stream(&req, &mut sink).unwrap());
+    assert_eq!(sink.0, 800 * 800 * 4);
+    assert!(peak < 300 << 10, "streaming peaked at {peak} bytes");
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn validation_reports_progress() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let path = big_crafted_file();
+    let input = Input::open(&path).unwrap();
+    let calls = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&calls);
+    let opts = rasterpack_common::ValidateOptions {
+        progress: Some(rasterpack_common::Progress(std::sync::Arc::new(move |done, total| {
+            seen.lock().unwrap().push((done, total))
+        }))),
+        ..Default::default()
+    };
+    assert!(rasterpack_gvrs::validate::validate(&input, &opts).is_valid(true));
+    let calls = calls.lock().unwrap();
+    // One call per batch of tiles (1600 tiles, 256 a batch) and a last one at the end.
+    assert!(calls.len() >= 7, "{calls:?}");
+    assert!(calls.windows(2).all(|w| w[0].0 <= w[1].0), "monotonic: {calls:?}");
+    assert_eq!(*calls.last().unwrap(), (input.len(), input.len()));
+    std::fs::remove_file(&path).ok();
+}
+
 #[test]
 fn cell_access_is_bounded_by_the_cache() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
