@@ -76,8 +76,42 @@ impl GvrsFile {
     /// `req.target == Some("volp")` every element (or the named one) stacked into
     /// `[levels, rows, cols]`, and the window `req.region`.
     pub(crate) fn select(&self, req: &ArrayRequest) -> Result<Selection> {
-        let names: Vec<String> = self.elements.iter().map(|e| e.name()).collect();
         let stacked = req.target == Some("volp");
+        let chosen = self.chosen_elements(req, stacked)?;
+        let dtype = self.elements[chosen[0]].dtype(req.codes);
+        let g = self.geometry;
+        let grid = [g.rows as u64, g.cols as u64];
+        // A stacked array is [levels, rows, cols]; a region of two axes (a `--window`) is a window
+        // of every level, one of three axes also picks the levels.
+        let (levels, window) = match &req.region {
+            Some(spec) if stacked && spec.axes.len() == 3 => {
+                let r = spec.resolve(&[chosen.len() as u64, grid[0], grid[1]])?;
+                let levels = r.ranges[0].start as usize..r.ranges[0].end as usize;
+                let window = Region {
+                    ranges: r.ranges[1..].to_vec(),
+                };
+                (levels, window)
+            }
+            _ => (0..chosen.len(), req.region_of(&grid)?),
+        };
+        let elements = chosen[levels].to_vec();
+        let rows = window.ranges[0].start as u32..window.ranges[0].end as u32;
+        let cols = window.ranges[1].start as u32..window.ranges[1].end as u32;
+        let info = self.selection_info(&elements, stacked, dtype, vec![len(&rows) as u64, len(&cols) as u64]);
+        Ok(Selection {
+            elements,
+            codes: req.codes,
+            dtype,
+            rows,
+            cols,
+            info,
+        })
+    }
+
+    /// The elements a request names (all of them when stacking without a name), sharing one
+    /// output dtype.
+    fn chosen_elements(&self, req: &ArrayRequest, stacked: bool) -> Result<Vec<usize>> {
+        let names: Vec<String> = self.elements.iter().map(|e| e.name()).collect();
         let chosen: Vec<usize> = match &req.element {
             Some(name) => vec![self.element_index_or_err(name)?],
             None if names.len() == 1 => vec![0],
@@ -90,65 +124,45 @@ impl GvrsFile {
                 )))
             }
         };
-        let dtype = self.elements[chosen[0]].dtype(req.codes);
-        if chosen.iter().any(|&i| self.elements[i].dtype(req.codes) != dtype) {
+        let dtype_of = |i: usize| self.elements[i].dtype(req.codes);
+        if chosen.iter().any(|&i| dtype_of(i) != dtype_of(chosen[0])) {
             let list: Vec<String> = chosen
                 .iter()
-                .map(|&i| format!("{} ({})", names[i], self.elements[i].dtype(req.codes).name()))
+                .map(|&i| format!("{} ({})", names[i], dtype_of(i).name()))
                 .collect();
             return Err(Error::usage(format!(
                 "cannot stack GVRS elements of different types into one VOLP volume: {}; choose one with --element",
                 list.join(", ")
             )));
         }
-        let g = self.geometry;
-        let grid = [g.rows as u64, g.cols as u64];
-        // A stacked array is [levels, rows, cols]; a region of two axes (a `--window`) is a window
-        // of every level, one of three axes also picks the levels.
-        let (levels, window) = match &req.region {
-            Some(spec) if stacked && spec.axes.len() == 3 => {
-                let r = spec.resolve(&[chosen.len() as u64, grid[0], grid[1]])?;
-                let levels = r.ranges[0].start as usize..r.ranges[0].end as usize;
-                (
-                    levels,
-                    Region {
-                        ranges: r.ranges[1..].to_vec(),
-                    },
-                )
-            }
-            _ => (0..chosen.len(), req.region_of(&grid)?),
-        };
-        let elements = chosen[levels].to_vec();
-        let rows = window.ranges[0].start as u32..window.ranges[0].end as u32;
-        let cols = window.ranges[1].start as u32..window.ranges[1].end as u32;
-        let mut shape = vec![len(&rows) as u64, len(&cols) as u64];
-        let mut info = ArrayInfo::new(dtype, shape.clone());
-        if stacked {
-            shape.insert(0, elements.len() as u64);
-            let mut attrs = Map::new();
-            attrs.insert("source_format".into(), json!("gvrs"));
-            attrs.insert(
-                "elements".into(),
-                Value::Array(elements.iter().map(|&i| Value::Object(self.element_attrs(i))).collect()),
-            );
-            info = ArrayInfo {
+        Ok(chosen)
+    }
+
+    /// What the sink is told: one element's name and attributes, or a stack's (`a+b`, the
+    /// source format and each element's attributes) with the levels axis first.
+    fn selection_info(&self, elements: &[usize], stacked: bool, dtype: DType, mut shape: Vec<u64>) -> ArrayInfo {
+        if !stacked {
+            return ArrayInfo {
                 dtype,
                 shape,
-                name: Some(elements.iter().map(|&i| names[i].clone()).collect::<Vec<_>>().join("+")),
-                attrs,
+                name: Some(self.elements[elements[0]].name()),
+                attrs: self.element_attrs(elements[0]),
             };
-        } else {
-            info.name = Some(names[elements[0]].clone());
-            info.attrs = self.element_attrs(elements[0]);
         }
-        Ok(Selection {
-            elements,
-            codes: req.codes,
+        shape.insert(0, elements.len() as u64);
+        let mut attrs = Map::new();
+        attrs.insert("source_format".into(), json!("gvrs"));
+        attrs.insert(
+            "elements".into(),
+            Value::Array(elements.iter().map(|&i| Value::Object(self.element_attrs(i))).collect()),
+        );
+        let names: Vec<String> = elements.iter().map(|&i| self.elements[i].name()).collect();
+        ArrayInfo {
             dtype,
-            rows,
-            cols,
-            info,
-        })
+            shape,
+            name: Some(names.join("+")),
+            attrs,
+        }
     }
 
     /// Stream what `req` selects into `sink` (the protocol of [`rasterpack_common::stream`]:
