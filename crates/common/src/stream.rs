@@ -674,6 +674,15 @@ mod tests {
     }
 
     #[test]
+    fn memory_sink_offers_its_buffer_after_begin() {
+        let mut sink = MemorySink::new(Limits::default());
+        assert!(sink.direct_buffer().is_none(), "no buffer before begin");
+        sink.begin(&ArrayInfo::new(DType::U8, vec![3])).unwrap();
+        sink.direct_buffer().unwrap().copy_from_slice(&[1, 2, 3]);
+        assert_eq!(sink.into_array().unwrap().data, vec![1, 2, 3]);
+    }
+
+    #[test]
     fn blocks_land_in_their_window() {
         // A 6x7 array of u16 whose value is row*10+col, cut into 4x4 blocks; read window rows
         // 1..5, cols 2..7 and compare with a direct slice.
