@@ -621,9 +621,9 @@ mod gvrs {
                 }
             };
             let input = strictly_valid(&GvrsFormat, &bytes, "GvrsSpec");
-            let file = GvrsFile::open(input, Default::default()).unwrap();
+            let file = GvrsFile::from_input(input, Default::default()).unwrap();
             prop_assert_eq!(file.elements[0].name(), element);
-            let got = file.read_element(0, false).unwrap();
+            let got = file.read_element(&file.elements[0].name()).unwrap();
             let want: Vec<u8> = cells.iter().flat_map(|v| v.to_le_bytes()).collect();
             prop_assert!(got.data == want);
             let stored: Vec<_> = file.metadata().unwrap().into_iter().map(Result::unwrap).collect();

@@ -324,6 +324,9 @@ impl<F: Format + ?Sized> ArraySink for CollectThenWrite<'_, F> {
     fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
         self.sink()?.fill_at(offset, len, pattern)
     }
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        self.collected.as_mut()?.direct_buffer()
+    }
     fn finish(&mut self) -> Result<()> {
         let array = self
             .collected

@@ -94,6 +94,14 @@ pub trait ArraySink {
         fill_by_chunks(self, offset, len, pattern)
     }
 
+    /// The whole array as one writable buffer, when the sink holds it in memory (a
+    /// [`MemorySink`]), after `begin`: a source may decode straight into it instead of calling
+    /// `write_at` (one copy less), and must then fill every byte before it returns `Ok`. `None`
+    /// (the default) for sinks that write elsewhere.
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+
     /// Every byte has arrived: complete the output (trailers, checksums, renames are the caller's).
     fn finish(&mut self) -> Result<()>;
 }
@@ -131,6 +139,9 @@ impl<S: ArraySink + ?Sized> ArraySink for &mut S {
     fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
         (**self).fill_at(offset, len, pattern)
     }
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        (**self).direct_buffer()
+    }
     fn finish(&mut self) -> Result<()> {
         (**self).finish()
     }
@@ -148,6 +159,9 @@ impl<S: ArraySink + ?Sized> ArraySink for Box<S> {
     }
     fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
         (**self).fill_at(offset, len, pattern)
+    }
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        (**self).direct_buffer()
     }
     fn finish(&mut self) -> Result<()> {
         (**self).finish()
@@ -239,6 +253,13 @@ impl ArraySink for MemorySink {
         }
         self.written += len;
         Ok(())
+    }
+
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        // The source fills every byte (or fails, and the array is never handed out).
+        self.info.as_ref()?;
+        self.written = self.data.len() as u64;
+        Some(&mut self.data)
     }
 
     fn finish(&mut self) -> Result<()> {
@@ -650,6 +671,15 @@ mod tests {
         sink.write_at(0, &[7, 0]).unwrap();
         let a = sink.into_array().unwrap();
         assert_eq!(a.data, vec![7, 0, 1, 0, 2, 0, 9, 0]);
+    }
+
+    #[test]
+    fn memory_sink_offers_its_buffer_after_begin() {
+        let mut sink = MemorySink::new(Limits::default());
+        assert!(sink.direct_buffer().is_none(), "no buffer before begin");
+        sink.begin(&ArrayInfo::new(DType::U8, vec![3])).unwrap();
+        sink.direct_buffer().unwrap().copy_from_slice(&[1, 2, 3]);
+        assert_eq!(sink.into_array().unwrap().data, vec![1, 2, 3]);
     }
 
     #[test]
