@@ -2,6 +2,7 @@
 //! limits, the error and finding types, inputs, in-memory arrays, `.npy` I/O and the
 //! [`Format`] trait the CLI drives.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod any;
 pub mod array;
@@ -31,4 +32,4 @@ pub use limits::Limits;
 pub use output::Output;
 pub use reader::{slice_at, ByteReader};
 pub use source::Input;
-pub use stream::{ArrayInfo, ArraySink, MemorySink, Region, RegionSpec};
+pub use stream::{ArrayInfo, ArraySink, MemorySink, ProgressSink, Region, RegionSpec};
