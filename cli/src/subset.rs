@@ -84,10 +84,11 @@ pub fn explain(subset: &Subset, e: Error) -> Error {
 }
 
 fn with_flag(flag: &str, value: &str, e: Error) -> Error {
+    // Axis numbers in the message count in the output's order, which --box reverses.
+    let rank = e.message.contains("ranges but the array has");
     let note = match flag {
         "--box" => "; --box lists VDS dimensions fastest first: its first range is the last axis of the output",
-        "--window" => "; --window cuts rows and columns of a 2-D array",
-        "--levels" => "; --levels cuts axis 0 (VOLP levels)",
+        "--window" if rank => "; --window cuts rows and columns of a 2-D array",
         _ => "",
     };
     Error::new(
