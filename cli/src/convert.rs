@@ -8,12 +8,14 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use rasterpack_common::{
-    ArrayInfo, ArrayRequest, ArraySink, Error, Format, Input, InspectOptions, Limits, Output, RequestFlag, Severity,
-    WriteOptions,
+    ArrayInfo, ArrayRequest, ArraySink, Error, Format, Input, InspectOptions, Limits, Output, ProgressSink,
+    RequestFlag, Severity, WriteOptions,
 };
 
 use crate::output::{exit_code_for, Outcome};
-use crate::{detect, signals, ConvertArgs};
+use crate::progress::Meter;
+use crate::subset::{Subset, SubsetGuard};
+use crate::{detect, signals, subset, ConvertArgs};
 
 pub fn run(args: &ConvertArgs) -> Outcome {
     match convert(args) {
@@ -55,6 +57,7 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
         return Err(Error::usage("OUT is - (standard output): give its format with --to FORMAT").into());
     }
     let target = detect::target(args.to.as_deref(), &args.output)?;
+    let subset = subset::from_args(args)?;
     check_flags(args, target, "output", |f| !f.is_source_flag())?;
     let destination = if to_stdout {
         if std::io::stdout().is_terminal() {
@@ -78,13 +81,26 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
         physical: args.physical,
         codes: args.codes,
         target: Some(target.name()),
+        region: subset.as_ref().map(|s| s.spec.clone()),
+        lod: args.lod.unwrap_or(0),
         limits,
-        ..Default::default()
     };
     let opts = WriteOptions {
         tile: args.tile,
         compress: args.compress.clone(),
         limits,
+    };
+    let job = Job {
+        source,
+        target,
+        input: &input,
+        req: &req,
+        opts: &opts,
+        // A subset is one array cut out of the source: never the source's own whole-file
+        // conversion (the FOLD repair), which would ignore it.
+        special: subset.is_none() && args.lod.is_none(),
+        subset: subset.as_ref(),
+        label: &args.input,
     };
 
     signals::install();
@@ -92,7 +108,7 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
         Destination::Stdout => {
             let stdout = std::io::stdout();
             let mut sink = Recorder::new(stdout.lock());
-            let result = write_stream(&mut sink, "standard output", source, target, &input, &req, &opts);
+            let result = write_stream(&mut sink, "standard output", &job);
             if sink
                 .error
                 .as_ref()
@@ -109,20 +125,12 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
                 .open(&path)
                 .map_err(|e| Error::io(&format!("opening {}", path.display()), &e))?;
             let mut sink = Recorder::new(file);
-            write_stream(
-                &mut sink,
-                &path.display().to_string(),
-                source,
-                target,
-                &input,
-                &req,
-                &opts,
-            )
+            write_stream(&mut sink, &path.display().to_string(), &job)
         }
         Destination::Atomic { path, replace } => {
             let tmp = TempFile::create(&path)?;
             // Errors are reported as `convert IN -> OUT: ...`, so they name OUT already.
-            write_file(source, target, &input, &req, &opts, &tmp).and_then(|()| tmp.persist(&path, replace))
+            write_file(&job, &tmp).and_then(|()| tmp.persist(&path, replace))
         }
     };
     written?;
@@ -155,37 +163,76 @@ fn note_findings(source: &dyn Format, input: &Input, name: &str, limits: &Limits
     }
 }
 
+/// One conversion, decided before anything is written.
+struct Job<'a> {
+    source: &'static dyn Format,
+    target: &'static dyn Format,
+    input: &'a Input,
+    req: &'a ArrayRequest,
+    opts: &'a WriteOptions,
+    /// Whether the source's own conversion (`Format::convert_special`) may be used.
+    special: bool,
+    subset: Option<&'a Subset>,
+    /// What the progress bar is labelled with (IN as given).
+    label: &'a str,
+}
+
+impl Job<'_> {
+    /// The source's own conversion into `out`, when it has one for this target.
+    fn convert_special(&self, out: &mut dyn Write) -> Option<Result<(), Error>> {
+        if !self.special {
+            return None;
+        }
+        self.source
+            .convert_special(self.input, self.target, self.req, self.opts, out)
+    }
+
+    /// Stream the array into `target` and finish it: through a check that the source honoured
+    /// the subset, and a progress bar when stderr is a terminal.
+    fn stream_into(&self, target: &mut dyn ArraySink) -> Result<(), Error> {
+        let meter = Meter::on_stderr(self.label);
+        // Readers may attach warnings about what they read (`attrs["warnings"]`, e.g. a VDS
+        // channel never written): they are said on stderr, not carried into the output.
+        let mut said = SayReaderWarnings {
+            inner: target,
+            source: self.input.name(),
+        };
+        let mut sink: &mut dyn ArraySink = &mut said;
+        let mut guarded;
+        if let Some(subset) = self.subset {
+            guarded = SubsetGuard::new(sink, subset, self.source.name());
+            sink = &mut guarded;
+        }
+        let mut counted;
+        if let Some(meter) = &meter {
+            counted = ProgressSink::new(sink, meter.progress());
+            sink = &mut counted;
+        }
+        let streamed = self.source.stream_array(self.input, self.req, sink);
+        let result = match (streamed, self.subset) {
+            (Err(e), Some(subset)) => Err(subset::explain(subset, e)),
+            (Err(e), None) => Err(e),
+            (Ok(()), _) => sink.finish(),
+        };
+        if let Some(meter) = &meter {
+            meter.finish();
+        }
+        result
+    }
+}
+
 /// Convert into the temporary file: the source's own conversion when it has one (FOLD repair),
 /// else source to target as the data decodes, the target writing into the file with positioned
 /// writes allowed, so memory stays within the working set.
-fn write_file(
-    source: &dyn Format,
-    target: &dyn Format,
-    input: &Input,
-    req: &ArrayRequest,
-    opts: &WriteOptions,
-    tmp: &TempFile,
-) -> Result<(), Error> {
+fn write_file(job: &Job, tmp: &TempFile) -> Result<(), Error> {
     let mut w = BufWriter::with_capacity(1 << 20, &tmp.file);
-    if let Some(result) = source.convert_special(input, target, req, opts, &mut w) {
+    if let Some(result) = job.convert_special(&mut w) {
         result?;
         return w.flush().map_err(|e| Error::io("writing", &e));
     }
     drop(w);
-    let mut sink = target.array_writer(opts, Output::File(&tmp.file))?;
-    stream_into(source, input, req, &mut *sink)
-}
-
-/// Stream the source's array into a target sink and finish it. Readers may attach warnings about
-/// what they read (`attrs["warnings"]`, e.g. a VDS channel never written): they are said on
-/// stderr, not carried into the output's metadata.
-fn stream_into(source: &dyn Format, input: &Input, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<(), Error> {
-    let mut sink = SayReaderWarnings {
-        inner: sink,
-        source: input.name(),
-    };
-    source.stream_array(input, req, &mut sink)?;
-    sink.inner.finish()
+    let mut sink = job.target.array_writer(job.opts, Output::File(&tmp.file))?;
+    job.stream_into(&mut *sink)
 }
 
 /// Passes everything through, but takes the reader's warnings out of the array's attributes.
@@ -229,17 +276,20 @@ fn check_flags(
         RequestFlag::Element => args.element.is_some(),
         RequestFlag::Physical => args.physical,
         RequestFlag::Codes => args.codes,
+        RequestFlag::Region => {
+            args.region.is_some() || args.window.is_some() || args.box_ranges.is_some() || args.levels.is_some()
+        }
+        RequestFlag::Lod => args.lod.is_some(),
         RequestFlag::Tile => args.tile.is_some(),
         RequestFlag::Compress => args.compress.is_some(),
     };
-    let honoured: Vec<&str> = format
-        .honours()
-        .iter()
-        .filter(|f| on_this_side(**f))
-        .map(|f| f.as_str())
+    let honoured: Vec<&str> = RequestFlag::ALL
+        .into_iter()
+        .filter(|f| on_this_side(*f) && format.honours_flag(*f))
+        .map(RequestFlag::as_str)
         .collect();
     for flag in RequestFlag::ALL {
-        if on_this_side(flag) && given(flag) && !format.honours().contains(&flag) {
+        if on_this_side(flag) && given(flag) && !format.honours_flag(flag) {
             let takes = if honoured.is_empty() {
                 let all: Vec<&str> = RequestFlag::ALL
                     .into_iter()
@@ -325,22 +375,15 @@ fn exists_error(dest: &Path) -> Error {
 /// Convert into a forward-only stream (standard output, a FIFO, a device) through a 1 MiB
 /// buffer. When the stream itself failed (closed pipe, EFBIG, EIO), that OS error is what is
 /// reported, as an I/O error, whatever the format's writer made of it.
-fn write_stream<W: Write>(
-    sink: &mut Recorder<W>,
-    name: &str,
-    source: &dyn Format,
-    target: &dyn Format,
-    input: &Input,
-    req: &ArrayRequest,
-    opts: &WriteOptions,
-) -> Result<(), Error> {
+fn write_stream<W: Write>(sink: &mut Recorder<W>, name: &str, job: &Job) -> Result<(), Error> {
     let result = {
         let mut w = BufWriter::with_capacity(1 << 20, &mut *sink);
-        let converted = match source.convert_special(input, target, req, opts, &mut w) {
+        let converted = match job.convert_special(&mut w) {
             Some(result) => result,
-            None => target
-                .array_writer(opts, Output::Stream(&mut w))
-                .and_then(|mut array_sink| stream_into(source, input, req, &mut *array_sink)),
+            None => job
+                .target
+                .array_writer(job.opts, Output::Stream(&mut w))
+                .and_then(|mut array_sink| job.stream_into(&mut *array_sink)),
         };
         converted.and_then(|()| w.flush().map_err(|e| Error::io(&format!("writing {name}"), &e)))
     };

@@ -6,11 +6,13 @@
 mod convert;
 mod detect;
 mod output;
+mod progress;
 mod signals;
+mod subset;
 
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand};
 
 use crate::output::Outcome;
 
@@ -31,6 +33,9 @@ Examples (run from a clone of the repository):
   rasterpack validate --json testdata/gvrs/*.gvrs | jq '.files[] | select(.valid | not) | .path'
   rasterpack convert testdata/volp/temperature_4x32x32_int16.volp t.npy --physical
   rasterpack convert testdata/gvrs/crafted_all_types.gvrs a.npy --element a
+  rasterpack convert testdata/gvrs/crafted_all_types.gvrs w.npy --element a --window 1,2,3,4
+  rasterpack convert testdata/volp/temperature_4x32x32_int16.volp l.npy --levels 1:3
+  rasterpack convert testdata/vds/small_r32_zip.vds b.npy --box 0:10,:,2:6
   rasterpack convert testdata/volp/cloud_2x8x8_float32.volp - --to npy | rasterpack inspect -";
 
 #[derive(Parser, Debug)]
@@ -55,7 +60,7 @@ enum Command {
     /// Check every rule, checksum and payload; report all problems found.
     Validate(ValidateArgs),
     /// Convert an array between formats (e.g. VOLP -> .npy), or repair a FOLD file.
-    Convert(ConvertArgs),
+    Convert(Box<ConvertArgs>),
 }
 
 #[derive(Args, Debug)]
@@ -88,6 +93,7 @@ struct ValidateArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(group(ArgGroup::new("subset").multiple(false)))]
 pub struct ConvertArgs {
     /// Input file or directory (`-` for standard input).
     #[arg(value_name = "IN")]
@@ -112,6 +118,27 @@ pub struct ConvertArgs {
     /// GVRS integer-coded floats: write the stored int32 codes instead of decoded floats.
     #[arg(long)]
     codes: bool,
+    /// Only a box of the array, as numpy slices in the output's axis order: `START:END`,
+    /// `START:`, `:END`, `:` or `INDEX` per axis, comma-separated; axes left out are whole
+    /// (e.g. `0:2,100:200` or `:,5`).
+    #[arg(long, value_name = "SLICES", group = "subset", allow_hyphen_values = true)]
+    region: Option<String>,
+    /// A window of a 2-D grid (GVRS), as gdal_translate -srcwin: first row and column, then the
+    /// number of rows and columns.
+    #[arg(long, value_name = "ROW,COL,ROWS,COLS", group = "subset", allow_hyphen_values = true)]
+    window: Option<String>,
+    /// A box of a VDS volume: one `START:END` (or `:`, or `INDEX`) per dimension, in VDS order,
+    /// dimension 0 (the fastest, e.g. Sample) first, as `inspect` lists the axes. The output
+    /// reverses them, like every VDS conversion.
+    #[arg(long = "box", value_name = "RANGES", group = "subset", allow_hyphen_values = true)]
+    box_ranges: Option<String>,
+    /// A range of levels of a VOLP volume (axis 0): `A:B` is levels A to B-1; `A` one level.
+    #[arg(long, value_name = "A:B", group = "subset", allow_hyphen_values = true)]
+    levels: Option<String>,
+    /// VDS level of detail (0 = full resolution, 1 = half, ...); a subset flag then counts in
+    /// that level's samples.
+    #[arg(long, value_name = "N")]
+    lod: Option<u32>,
     /// GVRS output tile size, `ROWSxCOLS` (e.g. 128x128).
     #[arg(long, value_name = "ROWSxCOLS", value_parser = parse_tile)]
     tile: Option<(u32, u32)>,

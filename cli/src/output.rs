@@ -10,6 +10,7 @@ use rasterpack_common::{
 use serde_json::{json, Map, Value};
 
 use crate::detect;
+use crate::progress::Meter;
 
 pub enum Mode {
     Inspect { all: bool },
@@ -58,7 +59,12 @@ pub fn worst(a: u8, b: u8) -> u8 {
     }
 }
 
-fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
+/// The version of the `--json` document's shape (docs/schema/report.schema.json).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Inspect or validate one input. `label` names it on a progress bar, drawn (validate only)
+/// when stderr is a terminal and the check takes more than about a second.
+fn process(mode: &Mode, path: &str, label: &str, limits: &Limits) -> FileResult {
     let full = matches!(mode, Mode::Validate { .. });
     let failed = |format: Option<&'static str>, err: Error| {
         let mut report = Report::new(format.unwrap_or(""));
@@ -92,16 +98,18 @@ fn process(mode: &Mode, path: &str, limits: &Limits) -> FileResult {
                 Err(e) => return failed(Some(format.name()), e.in_format(format.name())),
             }
         }
-        Mode::Validate { strict } => (
-            format.validate(
-                &input,
-                &ValidateOptions {
-                    limits: *limits,
-                    ..Default::default()
-                },
-            ),
-            *strict,
-        ),
+        Mode::Validate { strict } => {
+            let meter = Meter::on_stderr(label);
+            let opts = ValidateOptions {
+                limits: *limits,
+                progress: meter.as_ref().map(Meter::progress),
+            };
+            let report = format.validate(&input, &opts);
+            if let Some(meter) = meter {
+                meter.finish();
+            }
+            (report, *strict)
+        }
     };
     let valid = report.is_valid(strict);
     let exit_code = if report.unsupported {
@@ -138,10 +146,15 @@ pub fn run_reports(mode: Mode, paths: &[String], as_json: bool, quiet: bool) -> 
     let mut totals = Totals::new(&mode);
     let mut json_files = Vec::new();
     for (i, path) in paths.iter().enumerate() {
+        let label = if paths.len() > 1 {
+            format!("[{}/{}] {path}", i + 1, paths.len())
+        } else {
+            path.clone()
+        };
         if progress {
-            eprint!("\r\x1b[2K[{}/{}] {path}", i + 1, paths.len());
+            eprint!("\r\x1b[2K{label}");
         }
-        let result = process(&mode, path, &limits);
+        let result = process(&mode, path, &label, &limits);
         code = worst(code, result.exit_code);
         totals.count(result.exit_code);
         let unreadable = result.exit_code == 2;
@@ -178,7 +191,7 @@ pub fn run_reports(mode: Mode, paths: &[String], as_json: bool, quiet: bool) -> 
     }
     if !quiet {
         let written = if as_json {
-            let doc = json!({ "schema_version": 1, "files": json_files, "totals": totals.json() });
+            let doc = json!({ "schema_version": SCHEMA_VERSION, "files": json_files, "totals": totals.json() });
             serde_json::to_writer_pretty(&mut out, &doc)
                 .map_err(std::io::Error::from)
                 .and_then(|_| out.write_all(b"\n"))

@@ -479,8 +479,8 @@ mod fold {
 
 mod udf {
     use super::*;
-    use rasterpack_udf::model::Text;
-    use rasterpack_udf::{Encoding, TableSpec, UdfFile, UdfFormat, UdfWriter};
+    use rasterpack_udf::UdfText as Text;
+    use rasterpack_udf::{TableSpec, UdfEncoding as Encoding, UdfFile, UdfFormat, UdfWriter};
 
     #[derive(Debug, Clone)]
     enum Table {
@@ -556,7 +556,7 @@ mod udf {
             }
             let bytes = w.to_bytes().unwrap();
             let input = strictly_valid(&UdfFormat, &bytes, "UdfWriter");
-            let file = UdfFile::open(&input, &Default::default()).unwrap();
+            let file = UdfFile::open_strict(&input, &Default::default()).unwrap();
             let ds = &file.datasets()[0];
             for (name, t) in &kept {
                 let tab = ds.tables.iter().find(|x| x.name.as_deref() == Some(name.as_str()));
@@ -621,9 +621,9 @@ mod gvrs {
                 }
             };
             let input = strictly_valid(&GvrsFormat, &bytes, "GvrsSpec");
-            let file = GvrsFile::open(input, Default::default()).unwrap();
+            let file = GvrsFile::from_input(input, Default::default()).unwrap();
             prop_assert_eq!(file.elements[0].name(), element);
-            let got = file.read_element(0, false).unwrap();
+            let got = file.read_element(&file.elements[0].name()).unwrap();
             let want: Vec<u8> = cells.iter().flat_map(|v| v.to_le_bytes()).collect();
             prop_assert!(got.data == want);
             let stored: Vec<_> = file.metadata().unwrap().into_iter().map(Result::unwrap).collect();

@@ -100,6 +100,13 @@ impl ArrayRequest {
         self
     }
 
+    /// The same request with stored integer codes instead of decoded values when `codes` (GVRS
+    /// integer-coded floats; `--codes`).
+    pub fn with_codes(mut self, codes: bool) -> ArrayRequest {
+        self.codes = codes;
+        self
+    }
+
     /// The same request with other limits.
     pub fn with_limits(mut self, limits: Limits) -> ArrayRequest {
         self.limits = limits;

@@ -10,20 +10,32 @@ use crate::stream::{copy_block_into_window, ArrayInfo, ArraySink, MemorySink, Re
 /// Element types rasterpack moves between formats. All data is little-endian in memory buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DType {
+    /// numpy `bool`: one byte, 0 or 1.
     Bool,
+    /// numpy `uint8`.
     U8,
+    /// numpy `int8`.
     I8,
+    /// numpy `uint16`.
     U16,
+    /// numpy `int16`.
     I16,
+    /// numpy `uint32`.
     U32,
+    /// numpy `int32`.
     I32,
+    /// numpy `uint64`.
     U64,
+    /// numpy `int64`.
     I64,
+    /// numpy `float32` (IEEE 754 binary32).
     F32,
+    /// numpy `float64` (IEEE 754 binary64).
     F64,
 }
 
 impl DType {
+    /// Bytes per value.
     pub fn size(self) -> usize {
         match self {
             DType::Bool | DType::U8 | DType::I8 => 1,
@@ -50,6 +62,7 @@ impl DType {
         }
     }
 
+    /// The dtype of a numpy name (`"float32"`), the inverse of [`DType::name`].
     pub fn from_name(name: &str) -> Option<DType> {
         Some(match name {
             "bool" => DType::Bool,
@@ -84,6 +97,7 @@ impl DType {
         }
     }
 
+    /// True for `float32` and `float64`.
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64)
     }
@@ -92,8 +106,11 @@ impl DType {
 /// A dense array in C order (last axis fastest), values little-endian in `data`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NdArray {
+    /// Element type of the values.
     pub dtype: DType,
+    /// Extent per axis, in C order (the `.npy` axis order).
     pub shape: Vec<u64>,
+    /// The values, little-endian, C order: exactly `product(shape) * dtype.size()` bytes.
     pub data: Vec<u8>,
     /// Name of the element/table/channel it came from, when the source names it.
     pub name: Option<String>,
@@ -123,10 +140,12 @@ impl NdArray {
         })
     }
 
+    /// Number of values (the product of the shape).
     pub fn len(&self) -> u64 {
         self.shape.iter().product()
     }
 
+    /// True when the array holds no value.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

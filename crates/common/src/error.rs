@@ -26,6 +26,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// The kind's name in snake_case (`limit_exceeded`).
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::Truncated => "truncated",
@@ -41,17 +42,21 @@ impl ErrorKind {
 /// A failure with its stable code and, when known, the absolute byte offset it concerns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Error {
+    /// What kind of failure this is (decides the CLI's exit code).
     pub kind: ErrorKind,
     /// Stable, dotted, lower-case code such as `gvrs.tile.crc_mismatch`.
     pub code: Cow<'static, str>,
     /// Absolute byte offset in the input, when the failure concerns a position.
     pub offset: Option<u64>,
+    /// A sentence for people: what failed and why.
     pub message: String,
 }
 
+/// `std::result::Result` with rasterpack's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// An error of any kind.
     pub fn new(
         kind: ErrorKind,
         code: impl Into<Cow<'static, str>>,
@@ -86,18 +91,22 @@ impl Error {
         )
     }
 
+    /// A size declared by the input exceeds a [`crate::Limits`] bound.
     pub fn limit(code: impl Into<Cow<'static, str>>, offset: Option<u64>, message: impl Into<String>) -> Self {
         Self::new(ErrorKind::LimitExceeded, code, offset, message)
     }
 
+    /// The input uses a feature rasterpack does not implement.
     pub fn unsupported(code: impl Into<Cow<'static, str>>, offset: Option<u64>, message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unsupported, code, offset, message)
     }
 
+    /// The caller asked for something that cannot be done (code `usage`).
     pub fn usage(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Usage, "usage", None, message)
     }
 
+    /// An I/O failure, with what was being done (`context`) and the OS error.
     pub fn io(context: &str, err: &std::io::Error) -> Self {
         Self::new(ErrorKind::Io, "io", None, format!("{context}: {err}"))
     }

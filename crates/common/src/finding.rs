@@ -5,15 +5,20 @@ use serde::Serialize;
 
 use crate::error::Error;
 
+/// How serious a [`Finding`] is, from the least: `Info < Warning < Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// A remark (e.g. a feature rasterpack skips); never changes a verdict.
     Info,
+    /// Something suspicious that the format allows; an error under `--strict`.
     Warning,
+    /// A broken rule: the input is invalid.
     Error,
 }
 
 impl Severity {
+    /// `info`, `warning` or `error`, as JSON reports write it.
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Info => "info",
@@ -27,9 +32,13 @@ impl Severity {
 /// the offending field when there is one, and a sentence for people.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
+    /// How serious it is.
     pub severity: Severity,
+    /// Stable, dotted, lower-case code (`gvrs.tile.crc_mismatch`).
     pub code: String,
+    /// Absolute byte offset of the offending field, when there is one.
     pub offset: Option<u64>,
+    /// A sentence for people.
     pub message: String,
 }
 
@@ -39,10 +48,12 @@ pub struct Finding {
 pub struct Findings(pub Vec<Finding>);
 
 impl Findings {
+    /// No findings yet.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Add a finding.
     pub fn push(
         &mut self,
         severity: Severity,
@@ -58,14 +69,17 @@ impl Findings {
         });
     }
 
+    /// Add an [`Severity::Error`] finding.
     pub fn error(&mut self, code: impl Into<String>, offset: Option<u64>, message: impl Into<String>) {
         self.push(Severity::Error, code, offset, message);
     }
 
+    /// Add a [`Severity::Warning`] finding.
     pub fn warning(&mut self, code: impl Into<String>, offset: Option<u64>, message: impl Into<String>) {
         self.push(Severity::Warning, code, offset, message);
     }
 
+    /// Add a [`Severity::Info`] finding.
     pub fn info(&mut self, code: impl Into<String>, offset: Option<u64>, message: impl Into<String>) {
         self.push(Severity::Info, code, offset, message);
     }
@@ -75,26 +89,32 @@ impl Findings {
         self.push(Severity::Error, err.code.to_string(), err.offset, err.message.clone());
     }
 
+    /// Whether any finding is an error.
     pub fn has_errors(&self) -> bool {
         self.0.iter().any(|f| f.severity == Severity::Error)
     }
 
+    /// Whether a finding has exactly this code.
     pub fn has_code(&self, code: &str) -> bool {
         self.0.iter().any(|f| f.code == code)
     }
 
+    /// The findings in the order they were found.
     pub fn iter(&self) -> impl Iterator<Item = &Finding> {
         self.0.iter()
     }
 
+    /// How many findings there are.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// True when there is no finding.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// Append every finding of `other`.
     pub fn extend(&mut self, other: Findings) {
         self.0.extend(other.0);
     }

@@ -19,15 +19,28 @@ use crate::stream::{ArrayInfo, ArraySink, MemorySink, Region, RegionSpec};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Section {
     /// Two-column "field | value" table.
-    Fields { title: String, rows: Vec<(String, String)> },
+    Fields {
+        /// Heading shown above the table.
+        title: String,
+        /// `(field, value)` pairs.
+        rows: Vec<(String, String)>,
+    },
     /// A table with a header row.
     Table {
+        /// Heading shown above the table.
         title: String,
+        /// Column names.
         headers: Vec<String>,
+        /// One entry per row, one string per column.
         rows: Vec<Vec<String>>,
     },
     /// Pre-formatted text (JSON documents, previews).
-    Text { title: String, text: String },
+    Text {
+        /// Heading shown above the text.
+        title: String,
+        /// The text, shown as is.
+        text: String,
+    },
 }
 
 /// What `inspect` and `validate` produce for one input.
@@ -46,6 +59,7 @@ pub struct Report {
 }
 
 impl Report {
+    /// An empty report for `format`.
     pub fn new(format: &'static str) -> Self {
         Report {
             format,
@@ -61,6 +75,7 @@ impl Report {
             .any(|f| f.severity == Severity::Error || (strict && f.severity == Severity::Warning))
     }
 
+    /// Add a "field | value" section.
     pub fn fields(&mut self, title: impl Into<String>, rows: Vec<(String, String)>) {
         self.sections.push(Section::Fields {
             title: title.into(),
@@ -68,6 +83,7 @@ impl Report {
         });
     }
 
+    /// Add a table section with a header row.
     pub fn table(&mut self, title: impl Into<String>, headers: &[&str], rows: Vec<Vec<String>>) {
         self.sections.push(Section::Table {
             title: title.into(),
@@ -76,6 +92,7 @@ impl Report {
         });
     }
 
+    /// Add a section of pre-formatted text.
     pub fn text(&mut self, title: impl Into<String>, text: impl Into<String>) {
         self.sections.push(Section::Text {
             title: title.into(),
@@ -95,15 +112,19 @@ impl Report {
     }
 }
 
+/// How `inspect` should work (flags of `rasterpack inspect`).
 #[derive(Debug, Clone, Default)]
 pub struct InspectOptions {
     /// Show everything (every chunk, whole JSON documents) instead of a truncated view.
     pub all: bool,
+    /// Bounds on what the input may make the reader allocate.
     pub limits: Limits,
 }
 
+/// How `validate` should work.
 #[derive(Debug, Clone, Default)]
 pub struct ValidateOptions {
+    /// Bounds on what the input may make the validator allocate.
     pub limits: Limits,
     /// Told how far a long check has come (for a progress bar); `None` for silence.
     pub progress: Option<Progress>,
@@ -113,7 +134,7 @@ impl ValidateOptions {
     /// Report that `done` of `total` units (bytes of input, usually) are checked.
     pub fn report_progress(&self, done: u64, total: u64) {
         if let Some(p) = &self.progress {
-            (p.0)(done, total);
+            p.report(done, total);
         }
     }
 }
@@ -122,6 +143,18 @@ impl ValidateOptions {
 /// input). Called from the validating thread(s), so it must be cheap and thread-safe.
 #[derive(Clone)]
 pub struct Progress(pub std::sync::Arc<dyn Fn(u64, u64) + Send + Sync>);
+
+impl Progress {
+    /// A progress callback from a closure.
+    pub fn new(report: impl Fn(u64, u64) + Send + Sync + 'static) -> Progress {
+        Progress(std::sync::Arc::new(report))
+    }
+
+    /// Tell the callback that `done` of `total` units are through.
+    pub fn report(&self, done: u64, total: u64) {
+        (self.0)(done, total)
+    }
+}
 
 impl std::fmt::Debug for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -144,8 +177,10 @@ pub struct ArrayRequest {
     /// Only this box of the array, in the output's C axis order (`--region`, `--window`, `--box`,
     /// `--levels`). Sources read only the tiles/bricks/frames it meets.
     pub region: Option<RegionSpec>,
-    /// Level of detail (VDS `--lod N`; 0 is full resolution).
+    /// Level of detail (VDS `--lod N`; 0 is full resolution). `region` is in the coordinates
+    /// of that level's array.
     pub lod: u32,
+    /// Bounds on what the read may allocate ([`Limits::max_array_bytes`] for in-memory reads).
     pub limits: Limits,
 }
 
@@ -167,6 +202,7 @@ pub struct WriteOptions {
     pub tile: Option<(u32, u32)>,
     /// Compression name (`--compress`); `None` means the format's default.
     pub compress: Option<String>,
+    /// Bounds on what the writer may buffer.
     pub limits: Limits,
 }
 
@@ -185,14 +221,25 @@ pub enum RequestFlag {
     Tile,
     /// `--compress`: output compression (target side).
     Compress,
+    /// `--region` (and its spellings `--window`, `--box`, `--levels`): a box of the array,
+    /// [`ArrayRequest::region`] (source side). Honoured by every format (see
+    /// [`Format::honours_flag`]): the default [`Format::stream_array`] cuts the box out of the
+    /// whole array in memory, so it works for any array within [`Limits::max_array_bytes`];
+    /// formats that stream read only the blocks the box meets, whatever the array's size.
+    Region,
+    /// `--lod`: a level of detail other than full resolution, [`ArrayRequest::lod`] (source
+    /// side). Only formats that store levels of detail (VDS) declare it.
+    Lod,
 }
 
 impl RequestFlag {
     /// Every flag, in the order `--help` lists them.
-    pub const ALL: [RequestFlag; 5] = [
+    pub const ALL: [RequestFlag; 7] = [
         RequestFlag::Element,
         RequestFlag::Physical,
         RequestFlag::Codes,
+        RequestFlag::Region,
+        RequestFlag::Lod,
         RequestFlag::Tile,
         RequestFlag::Compress,
     ];
@@ -205,12 +252,17 @@ impl RequestFlag {
             RequestFlag::Codes => "--codes",
             RequestFlag::Tile => "--tile",
             RequestFlag::Compress => "--compress",
+            RequestFlag::Region => "--region",
+            RequestFlag::Lod => "--lod",
         }
     }
 
     /// Does the flag concern reading the source (true) or writing the target (false)?
     pub fn is_source_flag(self) -> bool {
-        matches!(self, RequestFlag::Element | RequestFlag::Physical | RequestFlag::Codes)
+        matches!(
+            self,
+            RequestFlag::Element | RequestFlag::Physical | RequestFlag::Codes | RequestFlag::Region | RequestFlag::Lod
+        )
     }
 }
 
@@ -224,10 +276,18 @@ pub trait Format: Send + Sync {
     fn extensions(&self) -> &'static [&'static str];
     /// Does a file starting with `head` (up to 64 bytes) belong to this format?
     fn detect(&self, head: &[u8]) -> bool;
-    /// The `convert` flags this format honours: source flags in `read_array`, target flags in
-    /// `write_array`. The default is none, so a flag a format has not declared is refused.
+    /// The `convert` flags this format honours: source flags in `read_array`/`stream_array`,
+    /// target flags in `write_array`/`array_writer`. The default is none, so a flag a format has
+    /// not declared is refused ([`RequestFlag::Region`] excepted: see
+    /// [`Format::honours_flag`]).
     fn honours(&self) -> &'static [RequestFlag] {
         &[]
+    }
+    /// Whether the format honours `flag`: [`RequestFlag::Region`] always (every
+    /// `stream_array` must honour `req.region`, and the default one does, in memory), any
+    /// other flag when [`Format::honours`] lists it.
+    fn honours_flag(&self, flag: RequestFlag) -> bool {
+        flag == RequestFlag::Region || self.honours().contains(&flag)
     }
     /// Does a directory hold a dataset of this format?
     fn detect_dir(&self, _dir: &Path) -> bool {
@@ -323,6 +383,9 @@ impl<F: Format + ?Sized> ArraySink for CollectThenWrite<'_, F> {
     }
     fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
         self.sink()?.fill_at(offset, len, pattern)
+    }
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        self.collected.as_mut()?.direct_buffer()
     }
     fn finish(&mut self) -> Result<()> {
         let array = self

@@ -10,17 +10,23 @@ use crate::output::{write_all_at, Output};
 use crate::reader::ByteReader;
 use crate::stream::{ArrayInfo, ArraySink, SequentialCursor};
 
+/// The six bytes every `.npy` file starts with.
 pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
 
 /// What a `.npy` header declares, and where its data starts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NpyHeader {
+    /// Format version `(major, minor)`: 1.0, 2.0 or 3.0.
     pub version: (u8, u8),
+    /// Element type (byte order aside).
     pub dtype: DType,
     /// `>` byte order in the descr: values must be byte-swapped on read.
     pub big_endian: bool,
+    /// `fortran_order: True`: column-major data (refused on read).
     pub fortran_order: bool,
+    /// Extent per axis.
     pub shape: Vec<u64>,
+    /// Where the data starts (after the padded header).
     pub data_offset: u64,
     /// `product(shape) * itemsize`.
     pub data_len: u64,

@@ -14,6 +14,8 @@ use crate::output::Output;
 use crate::source::Input;
 use crate::stream::{stream_stored_c_order, ArrayInfo, ArraySink};
 
+/// The `.npy` format behind the [`Format`] trait: detection by magic, inspect/validate of the
+/// header against the data, streamed (and region) reads, and a streaming writer.
 pub struct NpyFormat;
 
 impl NpyFormat {
@@ -22,6 +24,11 @@ impl NpyFormat {
         let head = input.head(1 << 20);
         let h = npy::parse_header(&head)?;
         let mut report = Report::new("npy");
+        // The summary shape every format shares: its arrays, in `.npy` axis order.
+        report.summary.insert(
+            "arrays".into(),
+            serde_json::json!([{"name": Value::Null, "dtype": h.dtype.name(), "shape": h.shape}]),
+        );
         report.summary.insert(
             "version".into(),
             Value::from(format!("{}.{}", h.version.0, h.version.1)),

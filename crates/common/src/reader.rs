@@ -48,10 +48,12 @@ impl<'a> ByteReader<'a> {
         self.pos
     }
 
+    /// Bytes left to read.
     pub fn remaining(&self) -> usize {
         self.data.len() - self.pos
     }
 
+    /// True when every byte has been read.
     pub fn is_empty(&self) -> bool {
         self.remaining() == 0
     }
@@ -93,12 +95,17 @@ impl<'a> ByteReader<'a> {
         }
     }
 
+    /// Skip `n` bytes.
     pub fn skip(&mut self, n: usize, field: &str) -> Result<()> {
         self.bytes(n, field).map(|_| ())
     }
 
-    /// Skip to the next multiple of `align` in *absolute* offsets.
+    /// Skip to the next multiple of `align` in *absolute* offsets (an `align` of 0 or 1 skips
+    /// nothing).
     pub fn align_to(&mut self, align: u64, field: &str) -> Result<()> {
+        if align <= 1 {
+            return Ok(());
+        }
         let rem = self.offset() % align;
         if rem != 0 {
             self.skip((align - rem) as usize, field)?;
@@ -106,6 +113,7 @@ impl<'a> ByteReader<'a> {
         Ok(())
     }
 
+    /// Take `N` bytes as an array.
     pub fn array<const N: usize>(&mut self, field: &str) -> Result<[u8; N]> {
         let b = self.bytes(N, field)?;
         let mut out = [0u8; N];
@@ -113,10 +121,12 @@ impl<'a> ByteReader<'a> {
         Ok(out)
     }
 
+    /// Read one byte.
     pub fn u8(&mut self, field: &str) -> Result<u8> {
         Ok(self.bytes(1, field)?[0])
     }
 
+    /// Read one byte as a signed value.
     pub fn i8(&mut self, field: &str) -> Result<i8> {
         Ok(self.u8(field)? as i8)
     }
@@ -177,5 +187,8 @@ mod tests {
         assert!(r.bytes_u64(u64::MAX, "blob").is_err());
         r.u8("first").unwrap();
         r.align_to(8, "pad").unwrap_err();
+        // An alignment of 0 (say, read from a file) skips nothing instead of dividing by zero.
+        r.align_to(0, "pad").unwrap();
+        assert_eq!(r.offset(), 1);
     }
 }

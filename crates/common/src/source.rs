@@ -12,9 +12,27 @@ use crate::limits::Limits;
 /// One input to inspect, validate or convert.
 #[derive(Debug, Clone)]
 pub enum Input {
-    File { path: PathBuf, file: Arc<File>, len: u64 },
-    Bytes { name: String, data: Arc<Vec<u8>> },
-    Dir { path: PathBuf },
+    /// A regular file, read with positioned reads.
+    File {
+        /// The path it was opened as.
+        path: PathBuf,
+        /// The open file, shared by clones of the input.
+        file: Arc<File>,
+        /// Its length when opened.
+        len: u64,
+    },
+    /// Bytes already in memory.
+    Bytes {
+        /// What to call the input in messages (`standard input`, `<memory>`).
+        name: String,
+        /// The content, shared by clones of the input.
+        data: Arc<Vec<u8>>,
+    },
+    /// A directory (an object-store dataset).
+    Dir {
+        /// The directory's path.
+        path: PathBuf,
+    },
 }
 
 impl Input {
@@ -34,6 +52,7 @@ impl Input {
         })
     }
 
+    /// Bytes held in memory, called `name` in messages.
     pub fn from_bytes(name: impl Into<String>, data: Vec<u8>) -> Input {
         Input::Bytes {
             name: name.into(),
@@ -41,6 +60,7 @@ impl Input {
         }
     }
 
+    /// The path or name of the input, for messages.
     pub fn name(&self) -> String {
         match self {
             Input::File { path, .. } | Input::Dir { path } => path.display().to_string(),
@@ -65,6 +85,7 @@ impl Input {
         }
     }
 
+    /// True when the input holds no byte (or is a directory).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::array::{byte_len, DType, NdArray};
 use crate::error::{Error, Result};
+use crate::format::Progress;
 use crate::limits::Limits;
 use crate::source::Input;
 
@@ -94,6 +95,14 @@ pub trait ArraySink {
         fill_by_chunks(self, offset, len, pattern)
     }
 
+    /// The whole array as one writable buffer, when the sink holds it in memory (a
+    /// [`MemorySink`]), after `begin`: a source may decode straight into it instead of calling
+    /// `write_at` (one copy less), and must then fill every byte before it returns `Ok`. `None`
+    /// (the default) for sinks that write elsewhere.
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+
     /// Every byte has arrived: complete the output (trailers, checksums, renames are the caller's).
     fn finish(&mut self) -> Result<()>;
 }
@@ -131,6 +140,9 @@ impl<S: ArraySink + ?Sized> ArraySink for &mut S {
     fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
         (**self).fill_at(offset, len, pattern)
     }
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        (**self).direct_buffer()
+    }
     fn finish(&mut self) -> Result<()> {
         (**self).finish()
     }
@@ -148,6 +160,9 @@ impl<S: ArraySink + ?Sized> ArraySink for Box<S> {
     }
     fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
         (**self).fill_at(offset, len, pattern)
+    }
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        (**self).direct_buffer()
     }
     fn finish(&mut self) -> Result<()> {
         (**self).finish()
@@ -241,6 +256,13 @@ impl ArraySink for MemorySink {
         Ok(())
     }
 
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        // The source fills every byte (or fails, and the array is never handed out).
+        self.info.as_ref()?;
+        self.written = self.data.len() as u64;
+        Some(&mut self.data)
+    }
+
     fn finish(&mut self) -> Result<()> {
         Ok(())
     }
@@ -250,6 +272,70 @@ fn out_of_range(offset: u64, len: usize, total: u64) -> Error {
     Error::usage(format!(
         "a write of {len} bytes at {offset} falls outside the {total}-byte array"
     ))
+}
+
+/// An [`ArraySink`] adapter that passes everything to `inner` and reports `(bytes delivered,
+/// bytes in the array)` to a [`Progress`] after each write: a progress bar for any conversion.
+/// The callback runs on every write, so it must be cheap (count, and redraw rarely).
+#[derive(Debug)]
+pub struct ProgressSink<S> {
+    inner: S,
+    progress: Progress,
+    done: u64,
+    total: u64,
+}
+
+impl<S: ArraySink> ProgressSink<S> {
+    /// Wrap `inner`, reporting to `progress`.
+    pub fn new(inner: S, progress: Progress) -> ProgressSink<S> {
+        ProgressSink {
+            inner,
+            progress,
+            done: 0,
+            total: 0,
+        }
+    }
+
+    /// Bytes delivered so far.
+    pub fn done(&self) -> u64 {
+        self.done
+    }
+
+    /// The wrapped sink.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
+    fn advance(&mut self, len: u64) {
+        self.done = self.done.saturating_add(len);
+        self.progress.report(self.done, self.total);
+    }
+}
+
+impl<S: ArraySink> ArraySink for ProgressSink<S> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        self.inner.begin(info)?;
+        self.total = info.byte_len()?;
+        self.done = 0;
+        self.progress.report(0, self.total);
+        Ok(())
+    }
+    fn random_access(&self) -> bool {
+        self.inner.random_access()
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        self.inner.write_at(offset, data)?;
+        self.advance(data.len() as u64);
+        Ok(())
+    }
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
+        self.inner.fill_at(offset, len, pattern)?;
+        self.advance(len);
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        self.inner.finish()
+    }
 }
 
 /// Tracks the position of a sequential sink and refuses out-of-order writes (a source bug, never
@@ -293,7 +379,7 @@ impl Region {
     /// A region from per-axis starts and sizes.
     pub fn from_start_size(start: &[u64], size: &[u64]) -> Result<Region> {
         if start.len() != size.len() {
-            return Err(Error::usage(format!(
+            return Err(region_error(format!(
                 "region start has {} axes but its size has {}",
                 start.len(),
                 size.len()
@@ -305,7 +391,7 @@ impl Region {
             .map(|(&s, &n)| {
                 s.checked_add(n)
                     .map(|e| s..e)
-                    .ok_or_else(|| Error::usage(format!("region {s}+{n} overflows")))
+                    .ok_or_else(|| region_error(format!("region {s}+{n} overflows")))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Region { ranges })
@@ -334,7 +420,7 @@ impl Region {
     /// Usage error unless the region has one non-empty range per axis of `shape`, inside it.
     pub fn check_within(&self, shape: &[u64]) -> Result<()> {
         if self.ranges.len() != shape.len() {
-            return Err(Error::usage(format!(
+            return Err(region_error(format!(
                 "region has {} axes, the array has {} (shape {shape:?})",
                 self.ranges.len(),
                 shape.len()
@@ -344,7 +430,7 @@ impl Region {
             // An empty range is a mistake, except the whole of an empty axis.
             let empty_axis = d == 0 && r.start == 0 && r.end == 0;
             if (r.start >= r.end && !empty_axis) || r.end > d {
-                return Err(Error::usage(format!(
+                return Err(region_error(format!(
                     "region axis {axis}: {}..{} is empty or outside 0..{d} (shape {shape:?})",
                     r.start, r.end
                 )));
@@ -370,11 +456,26 @@ impl Region {
 
 /// A region as a user writes it, before the array's shape is known: per leading axis an optional
 /// start and end (`None` = the axis's start or end). Resolve it against a shape with
-/// [`RegionSpec::resolve`].
+/// [`RegionSpec::resolve`]; its errors are usage errors with the code [`REGION_ERROR_CODE`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct RegionSpec {
-    /// `(start, end)` per leading axis; axes beyond the list are whole.
+    /// `(start, end)` per leading axis; axes beyond the list are whole (unless `every_axis`).
     pub axes: Vec<(Option<u64>, Option<u64>)>,
+    /// The spec gives one range for every axis of the array: an array with more axes than
+    /// `axes` is an error instead of having its trailing axes taken whole. Set for boxes whose
+    /// axes are counted from the other end (`--box` lists VDS dimensions fastest first) or that
+    /// presume a rank (`--window` on a 2-D grid), where a rank mismatch would cut the wrong
+    /// axes.
+    pub every_axis: bool,
+}
+
+/// The [`Error::code`] of every error [`RegionSpec::parse`], [`RegionSpec::resolve`],
+/// [`Region::from_start_size`] and [`Region::check_within`] return (all
+/// [`crate::ErrorKind::Usage`]), so a caller can say which of its options the region came from.
+pub const REGION_ERROR_CODE: &str = "usage.region";
+
+fn region_error(message: String) -> Error {
+    Error::new(crate::ErrorKind::Usage, REGION_ERROR_CODE, None, message)
 }
 
 impl RegionSpec {
@@ -390,17 +491,27 @@ impl RegionSpec {
                 }
                 s.parse::<u64>()
                     .map(Some)
-                    .map_err(|_| Error::usage(format!("region axis {axis}: {s:?} is not a non-negative integer")))
+                    .map_err(|_| region_error(format!("region axis {axis}: {s:?} is not a non-negative integer")))
             };
             axes.push(match part.split_once(':') {
                 Some((a, b)) => (num(a)?, num(b)?),
                 None => {
-                    let i = num(part)?.ok_or_else(|| Error::usage(format!("region axis {axis} is empty")))?;
+                    let i = num(part)?.ok_or_else(|| region_error(format!("region axis {axis} is empty")))?;
                     (Some(i), Some(i.saturating_add(1)))
                 }
             });
         }
-        Ok(RegionSpec { axes })
+        Ok(RegionSpec {
+            axes,
+            every_axis: false,
+        })
+    }
+
+    /// The same spec, required to give a range for every axis of the array (see
+    /// [`RegionSpec::every_axis`]).
+    pub fn for_every_axis(mut self) -> RegionSpec {
+        self.every_axis = true;
+        self
     }
 
     /// From per-axis starts and sizes (e.g. `--window ROW,COL,ROWS,COLS`).
@@ -412,17 +523,20 @@ impl RegionSpec {
                 .into_iter()
                 .map(|r| (Some(r.start), Some(r.end)))
                 .collect(),
+            every_axis: false,
         })
     }
 
-    /// The region of an array of `shape`: a usage error when it has more axes than the array, or
-    /// a range that is empty or outside it.
+    /// The region of an array of `shape`: a usage error when it has more axes than the array
+    /// (or fewer, when `every_axis`), or a range that is empty or outside it.
     pub fn resolve(&self, shape: &[u64]) -> Result<Region> {
-        if self.axes.len() > shape.len() {
-            return Err(Error::usage(format!(
-                "the region has {} axes, the array has {} (shape {shape:?})",
+        if self.axes.len() > shape.len() || (self.every_axis && self.axes.len() != shape.len()) {
+            return Err(region_error(format!(
+                "the region gives {} range{} but the array has {} ax{} (shape {shape:?})",
                 self.axes.len(),
-                shape.len()
+                if self.axes.len() == 1 { "" } else { "s" },
+                shape.len(),
+                if shape.len() == 1 { "is" } else { "es" },
             )));
         }
         let ranges = shape
@@ -447,6 +561,7 @@ impl From<Region> for RegionSpec {
                 .into_iter()
                 .map(|r| (Some(r.start), Some(r.end)))
                 .collect(),
+            every_axis: false,
         }
     }
 }
@@ -653,6 +768,15 @@ mod tests {
     }
 
     #[test]
+    fn memory_sink_offers_its_buffer_after_begin() {
+        let mut sink = MemorySink::new(Limits::default());
+        assert!(sink.direct_buffer().is_none(), "no buffer before begin");
+        sink.begin(&ArrayInfo::new(DType::U8, vec![3])).unwrap();
+        sink.direct_buffer().unwrap().copy_from_slice(&[1, 2, 3]);
+        assert_eq!(sink.into_array().unwrap().data, vec![1, 2, 3]);
+    }
+
+    #[test]
     fn blocks_land_in_their_window() {
         // A 6x7 array of u16 whose value is row*10+col, cut into 4x4 blocks; read window rows
         // 1..5, cols 2..7 and compare with a direct slice.
@@ -722,6 +846,56 @@ mod tests {
         let mut sink = MemorySink::new(Limits::default());
         sink.begin(&ArrayInfo::new(DType::U16, shape.to_vec())).unwrap();
         assert!(stream_stored_c_order(&short, 10, DType::U16, &shape, None, &mut |_| {}, &mut sink).is_err());
+    }
+
+    #[test]
+    fn every_axis_specs_refuse_a_rank_mismatch() {
+        let spec = RegionSpec::parse("1:3,2").unwrap();
+        assert_eq!(spec.resolve(&[4, 5, 6]).unwrap().ranges, vec![1..3, 2..3, 0..6]);
+        let exact = spec.clone().for_every_axis();
+        let err = exact.resolve(&[4, 5, 6]).unwrap_err();
+        assert_eq!(err.code, REGION_ERROR_CODE);
+        assert!(
+            err.message.contains("gives 2 ranges but the array has 3 axes"),
+            "{}",
+            err.message
+        );
+        assert_eq!(exact.resolve(&[4, 5]).unwrap().ranges, vec![1..3, 2..3]);
+        // Every region error carries the code, whatever the mistake.
+        for bad in ["x", "", "1,,2"] {
+            assert_eq!(RegionSpec::parse(bad).unwrap_err().code, REGION_ERROR_CODE, "{bad:?}");
+        }
+        assert_eq!(Region::parse("5:9", &[4]).unwrap_err().code, REGION_ERROR_CODE);
+    }
+
+    #[test]
+    fn progress_sink_counts_what_reaches_the_inner_sink() {
+        use std::sync::{Arc, Mutex};
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        let progress = Progress::new(move |done, total| log.lock().unwrap().push((done, total)));
+        let mut sink = ProgressSink::new(MemorySink::new(Limits::default()), progress);
+        sink.begin(&ArrayInfo::new(DType::U16, vec![2, 3])).unwrap();
+        assert!(sink.random_access(), "random access is the inner sink's");
+        sink.write_at(0, &[1, 0, 2, 0]).unwrap();
+        sink.fill_at(4, 8, &[7, 0]).unwrap();
+        // A failed write is not counted.
+        assert!(sink.write_at(12, &[0, 0]).is_err());
+        sink.finish().unwrap();
+        assert_eq!(sink.done(), 12);
+        assert_eq!(*seen.lock().unwrap(), vec![(0, 12), (4, 12), (12, 12)]);
+        let a = sink.into_inner().into_array().unwrap();
+        assert_eq!(a.to_vec::<u16>().unwrap(), vec![1, 2, 7, 7, 7, 7]);
+        // A sink that refuses at begin reports nothing.
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        let tiny = MemorySink::new(Limits {
+            max_array_bytes: 4,
+            ..Limits::default()
+        });
+        let mut sink = ProgressSink::new(tiny, Progress::new(move |d, t| log.lock().unwrap().push((d, t))));
+        assert!(sink.begin(&ArrayInfo::new(DType::F64, vec![2])).is_err());
+        assert!(seen.lock().unwrap().is_empty());
     }
 
     #[test]

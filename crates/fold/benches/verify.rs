@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use rasterpack_common::{DType, Format, Input, NdArray, ValidateOptions};
-use rasterpack_fold::{ChunkOptions, FoldBuilder, FoldFormat};
+use rasterpack_fold::{FoldBuilder, FoldChunkOptions, FoldFormat};
 use sha2::{Digest, Sha256};
 
 const MIB: usize = 1 << 20;
@@ -94,12 +94,12 @@ fn run(raw: &[u8]) {
     let raw = raw.to_vec();
     let dir = std::env::temp_dir();
     let mut b = FoldBuilder::new();
-    b.add_chunk("field", "F32R", &raw, ChunkOptions::default()).unwrap();
+    b.add_chunk("field", "F32R", &raw, FoldChunkOptions::default()).unwrap();
     let raw_file = dir.join(format!("rp-fold-bench-raw-{}.fold", std::process::id()));
     std::fs::write(&raw_file, b.to_bytes().unwrap()).unwrap();
     let arr = NdArray::new(DType::F32, vec![4096, (raw.len() / 4 / 4096) as u64], raw.clone()).unwrap();
     let mut b = FoldBuilder::new();
-    b.add_npz("nuclear_arrays", &[("field", &arr)], ChunkOptions::default())
+    b.add_npz("nuclear_arrays", &[("field", &arr)], FoldChunkOptions::default())
         .unwrap();
     let npz_file = dir.join(format!("rp-fold-bench-npz-{}.fold", std::process::id()));
     std::fs::write(&npz_file, b.to_bytes().unwrap()).unwrap();
@@ -179,35 +179,6 @@ fn run(raw: &[u8]) {
         }
         assert_eq!(n, raw.len());
     });
-    // zstd fed 2 MiB pieces into a fresh MADV_HUGEPAGE mapping, buffered (zstd decodes each
-    // block into its window, then copies out) or with a stable output buffer (decodes in place).
-    let zstd_huge = |stable: bool| {
-        best_cpu(3, || {
-            use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer};
-            let mut map = memmap2::MmapOptions::new()
-                .len(raw.len().div_ceil(2 << 20) * (2 << 20))
-                .map_anon()
-                .unwrap();
-            let _ = map.advise(memmap2::Advice::HugePage);
-            let mut d = DCtx::create();
-            if stable {
-                d.set_parameter(DParameter::StableOutBuffer(true)).unwrap();
-            }
-            let dst = &mut map[..raw.len()];
-            let mut filled = 0;
-            for piece in comp.chunks(2 << 20) {
-                let mut inb = InBuffer::around(piece);
-                while inb.pos() < piece.len() {
-                    let mut outb = OutBuffer::around_pos(&mut *dst, filled);
-                    d.decompress_stream(&mut outb, &mut inb).unwrap();
-                    filled = outb.pos();
-                }
-            }
-            assert_eq!(filled, raw.len());
-        })
-    };
-    let zstd_huge_buf = zstd_huge(false);
-    let zstd_huge_stable = zstd_huge(true);
     let zip_crc = best_cpu(3, || {
         std::hint::black_box(rasterpack_fold::npz::crc32(&raw));
     });
@@ -257,16 +228,6 @@ fn run(raw: &[u8]) {
         "    zstd streamed, 256 KiB:   {:6.1} ms ({:.0} MB/s uncompressed)",
         ms(zstd_stream),
         mbps(raw.len(), zstd_stream)
-    );
-    println!(
-        "    zstd in pieces, huge pages: {:6.1} ms ({:.0} MB/s uncompressed)",
-        ms(zstd_huge_buf),
-        mbps(raw.len(), zstd_huge_buf)
-    );
-    println!(
-        "    ... stable output buffer: {:6.1} ms ({:.0} MB/s uncompressed)",
-        ms(zstd_huge_stable),
-        mbps(raw.len(), zstd_huge_stable)
     );
     println!(
         "    CRC-32 of an npz member:  {:6.1} ms ({:.0} MB/s)",

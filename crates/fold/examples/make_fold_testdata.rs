@@ -3,7 +3,7 @@
 
 use rasterpack_common::{DType, NdArray};
 use rasterpack_fold::pjson::{self, Value};
-use rasterpack_fold::{ChunkOptions, Compression, FoldBuilder};
+use rasterpack_fold::{FoldBuilder, FoldChunkOptions, FoldCompression};
 
 fn main() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/fold");
@@ -24,7 +24,7 @@ fn main() {
         64,
     )
     .unwrap();
-    let opts = ChunkOptions::default();
+    let opts = FoldChunkOptions::default();
     b.add_json("llm_manifest", &manifest, opts).unwrap();
     let metrics = pjson::parse(
         br#"{"spike_rate":0.25,"theta":0.5,"steps":42,"loss_curve":[1.0,0.5,0.25,NaN]}"#,
@@ -48,8 +48,8 @@ fn main() {
     let mut b = FoldBuilder::new();
     b.created_at_unix = 1767225600.0;
     b.metadata("protection", Value::str("low")).unwrap();
-    let opts = ChunkOptions {
-        compression: Compression::None,
+    let opts = FoldChunkOptions {
+        compression: FoldCompression::None,
         ecc: Some(16),
     };
     b.add_json("metrics", &metrics, opts).unwrap();

@@ -3,7 +3,7 @@
 //! FILE` it first writes a 64 MiB noisy float32 array as an NPZ0 chunk (zstd -3) to FILE.
 
 use rasterpack_common::{DType, Format, Input, NdArray, ValidateOptions};
-use rasterpack_fold::{ChunkOptions, FoldBuilder, FoldFormat};
+use rasterpack_fold::{FoldBuilder, FoldChunkOptions, FoldFormat};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -27,7 +27,7 @@ fn main() {
         }
         let arr = NdArray::new(DType::F32, vec![4096, (n / 4096) as u64], raw).expect("array");
         let mut b = FoldBuilder::new();
-        b.add_npz("nuclear_arrays", &[("field", &arr)], ChunkOptions::default())
+        b.add_npz("nuclear_arrays", &[("field", &arr)], FoldChunkOptions::default())
             .expect("npz");
         std::fs::write(&path, b.to_bytes().expect("fold")).expect("write");
         return;

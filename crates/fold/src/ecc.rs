@@ -119,6 +119,7 @@ impl Rs {
         Some(Rs { nsym, gen: g, products })
     }
 
+    /// Parity bytes per codeword (`N` of `rs(N)`).
     pub fn nsym(&self) -> usize {
         self.nsym
     }
@@ -366,6 +367,7 @@ pub struct Repair {
     pub payload_bytes: usize,
     /// Blocks that had usable parity / blocks in the payload.
     pub usable_blocks: usize,
+    /// Blocks in the payload.
     pub blocks: usize,
     /// Some block with usable parity could not be corrected.
     pub failed: bool,

@@ -1,5 +1,6 @@
 //! Bytes -> raw structures: the file header and the JSON index, checked (layers 1-3 of
-//! fold.md section 6 for the header and the index). Nothing here panics on hostile input.
+//! the FOLD spec's section 6, for the header and the index). Nothing here panics on hostile
+//! input.
 
 use rasterpack_common::{Findings, Input, Limits};
 
@@ -12,45 +13,62 @@ pub const JSON_MAX_DEPTH: u32 = 512;
 
 /// One index entry, fields as the index states them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub struct FoldEntry {
     /// Position in the index `chunks` list.
     pub pos: usize,
+    /// Chunk name (unique in a valid file).
     pub name: String,
+    /// Four-character type code (`JSON`, `NPZ0`, `TSAV`, anything else is opaque).
     pub ctype: String,
+    /// 0: stored as is, 1: zstd.
     pub flags: u64,
+    /// Offset of the chunk header in the file.
     pub offset: u64,
+    /// Size of the chunk header (always 32).
     pub header_len: u64,
+    /// Stored payload length.
     pub comp_len: u64,
+    /// Decoded payload length.
     pub uncomp_len: u64,
+    /// CRC32C of the stored payload.
     pub crc32c: u64,
+    /// SHA-256 (lowercase hex) of the stored payload.
     pub sha256: String,
+    /// `none` or `rs(N)`.
     pub ecc_algo: String,
+    /// Length of the ECC bytes after the payload.
     pub ecc_len: u64,
 }
 
 /// The parsed index.
 #[derive(Debug, Clone)]
-pub struct Index {
+pub struct FoldIndex {
+    /// The whole index document.
     pub value: Value,
     /// `version`, `"1.0.0"` when missing (as pyfolds defaults it).
     pub version: String,
+    /// `created_at_unix`, when the index has it.
     pub created_at_unix: Option<f64>,
+    /// The `metadata` object (user keys, `chunk_hashes`, `manifest_hash`).
     pub metadata: Value,
     /// Entries whose fields all parsed (the others are reported and skipped).
-    pub entries: Vec<Entry>,
+    pub entries: Vec<FoldEntry>,
     /// Number of items in `chunks`, including malformed ones.
     pub declared_chunks: usize,
 }
 
 /// A FOLD file whose header and index passed the structural checks.
 #[derive(Debug, Clone)]
-pub struct Container {
+pub struct FoldContainer {
+    /// Size of the file.
     pub file_len: u64,
+    /// The 28-byte file header.
     pub header: FileHeader,
-    pub index: Index,
+    /// The JSON index.
+    pub index: FoldIndex,
 }
 
-impl Container {
+impl FoldContainer {
     /// `.mind` files are FOLD files holding a chunk named `ai_graph` or `ai_vectors`.
     pub fn is_mind(&self) -> bool {
         self.index
@@ -62,7 +80,11 @@ impl Container {
 
 /// Read and check the 28-byte header and the index. Findings go to `f`; `None` when the file
 /// cannot be read further (any structural, limit or bounds failure of header or index).
-pub fn open(input: &Input, limits: &Limits, f: &mut Findings) -> Result<Option<Container>, rasterpack_common::Error> {
+pub fn open(
+    input: &Input,
+    limits: &Limits,
+    f: &mut Findings,
+) -> Result<Option<FoldContainer>, rasterpack_common::Error> {
     let file_len = input.len();
     if file_len < HEADER_LEN {
         f.error(
@@ -150,14 +172,14 @@ pub fn open(input: &Input, limits: &Limits, f: &mut Findings) -> Result<Option<C
         Some(i) => i,
         None => return Ok(None),
     };
-    Ok(Some(Container {
+    Ok(Some(FoldContainer {
         file_len,
         header,
         index,
     }))
 }
 
-fn check_index(value: Value, at: u64, f: &mut Findings) -> Option<Index> {
+fn check_index(value: Value, at: u64, f: &mut Findings) -> Option<FoldIndex> {
     let at = Some(at);
     if !matches!(value, Value::Object(_)) {
         f.error(
@@ -248,7 +270,7 @@ fn check_index(value: Value, at: u64, f: &mut Findings) -> Option<Index> {
         }
     }
     let declared_chunks = items.len();
-    Some(Index {
+    Some(FoldIndex {
         version,
         created_at_unix,
         metadata,
@@ -258,7 +280,7 @@ fn check_index(value: Value, at: u64, f: &mut Findings) -> Option<Index> {
     })
 }
 
-fn check_entry(pos: usize, item: &Value, at: Option<u64>, f: &mut Findings) -> Option<Entry> {
+fn check_entry(pos: usize, item: &Value, at: Option<u64>, f: &mut Findings) -> Option<FoldEntry> {
     if !matches!(item, Value::Object(_)) {
         f.error(
             "fold.index.bad_type",
@@ -369,7 +391,7 @@ fn check_entry(pos: usize, item: &Value, at: Option<u64>, f: &mut Findings) -> O
     if !good {
         return None;
     }
-    Some(Entry {
+    Some(FoldEntry {
         pos,
         name,
         ctype,

@@ -9,10 +9,26 @@
 use std::fmt::Write as _;
 
 /// A JSON string as UTF-16 code units (Python `str` after `json.loads`, lone surrogates kept).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct JStr(pub Vec<u16>);
 
+impl std::hash::Hash for JStr {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state)
+    }
+}
+
+impl PartialEq for JStr {
+    fn eq(&self, other: &JStr) -> bool {
+        crate::work::tick(1);
+        self.0 == other.0
+    }
+}
+
+impl Eq for JStr {}
+
 impl JStr {
+    /// The string `s` as UTF-16 code units.
     pub fn new(s: &str) -> JStr {
         JStr(s.encode_utf16().collect())
     }
@@ -24,7 +40,9 @@ impl JStr {
     pub fn as_string(&self) -> Option<String> {
         String::from_utf16(&self.0).ok()
     }
+    /// Whether this string is `s` (compared as UTF-16 code units).
     pub fn eq_str(&self, s: &str) -> bool {
+        crate::work::tick(1);
         self.0.iter().copied().eq(s.encode_utf16())
     }
     /// Code points, pairs combined, lone surrogates as themselves: Python's `str` order.
@@ -41,36 +59,63 @@ impl JStr {
 /// A parsed JSON value with Python's distinctions.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// `null`.
     Null,
+    /// `true` / `false`.
     Bool(bool),
     /// A Python int: decimal digits with an optional leading `-`, normalized (`-0` -> `0`).
     Int(String),
     /// A Python float (also `NaN`, `Infinity`, `-Infinity`, and number literals with `.`/`e`).
     Float(f64),
+    /// A string.
     Str(JStr),
+    /// An array.
     Array(Vec<Value>),
     /// Members in file order; duplicate keys are kept (lookups take the last, as Python does).
     Object(Vec<(JStr, Value)>),
 }
 
 impl Value {
+    /// A string value.
     pub fn str(s: &str) -> Value {
         Value::Str(JStr::new(s))
     }
+    /// An int value.
     pub fn int(i: impl Into<i128>) -> Value {
         Value::Int(i.into().to_string())
     }
+    /// An object of these members, in this order.
     pub fn object(members: Vec<(&str, Value)>) -> Value {
         Value::Object(members.into_iter().map(|(k, v)| (JStr::new(k), v)).collect())
     }
 
-    /// Member lookup; the last duplicate wins, as in a Python dict.
+    /// Member lookup; the last duplicate wins, as in a Python dict. Linear in the members:
+    /// callers look up a fixed set of keys, never one key per member.
     pub fn get(&self, key: &str) -> Option<&Value> {
         match self {
             Value::Object(m) => m.iter().rev().find(|(k, _)| k.eq_str(key)).map(|(_, v)| v),
             _ => None,
         }
     }
+
+    /// The members of an object as a Python dict holds them after `json.loads`: one per key, at
+    /// the place of the key's first occurrence, holding the value of its last. Hashing keeps
+    /// this linear in the members (a 100k-key object costs 100k lookups, not 5e9 comparisons).
+    pub fn dict_members(members: &[(JStr, Value)]) -> Vec<(&JStr, &Value)> {
+        let mut slot: std::collections::HashMap<&JStr, usize> = std::collections::HashMap::with_capacity(members.len());
+        let mut uniq: Vec<(&JStr, &Value)> = Vec::with_capacity(members.len());
+        for (k, v) in members {
+            match slot.entry(k) {
+                std::collections::hash_map::Entry::Occupied(e) => uniq[*e.get()].1 = v,
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(uniq.len());
+                    uniq.push((k, v));
+                }
+            }
+        }
+        uniq
+    }
+    /// The string, when this is one without lone surrogates.
     pub fn as_str(&self) -> Option<String> {
         match self {
             Value::Str(s) => s.as_string(),
@@ -84,6 +129,7 @@ impl Value {
             _ => None,
         }
     }
+    /// The number as an f64 (ints converted), when this is a number.
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Value::Float(f) => Some(*f),
@@ -91,6 +137,7 @@ impl Value {
             _ => None,
         }
     }
+    /// The JSON type, for messages (`object`, `int`, ...).
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Null => "null",
@@ -156,7 +203,9 @@ impl Value {
 /// Why a document is not JSON as Python reads it, and at which byte.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParseError {
+    /// Byte offset in the document.
     pub offset: usize,
+    /// What is wrong there.
     pub message: String,
 }
 
@@ -480,7 +529,9 @@ pub fn py_float_repr(x: f64) -> String {
 /// How strings are escaped: `ensure_ascii=True` (the manifest hash) or `False` (the index).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ascii {
+    /// Every non-ASCII character as `\uXXXX` (`ensure_ascii=True`).
     Escape,
+    /// Characters as they are (`ensure_ascii=False`).
     Raw,
 }
 
@@ -547,17 +598,14 @@ fn dump_into(out: &mut String, v: &Value, sort_keys: bool, ascii: Ascii) {
         Value::Object(members) => {
             // A Python dict built by json.loads: one entry per key, at the first key's place,
             // holding the last value.
-            let mut uniq: Vec<(&JStr, &Value)> = Vec::with_capacity(members.len());
-            for (k, val) in members {
-                match uniq.iter_mut().find(|(uk, _)| *uk == k) {
-                    Some(slot) => slot.1 = val,
-                    None => uniq.push((k, val)),
-                }
-            }
+            let mut uniq = Value::dict_members(members);
             if sort_keys {
                 let mut keyed: Vec<(Vec<u32>, &JStr, &Value)> =
                     uniq.into_iter().map(|(k, v)| (k.code_points(), k, v)).collect();
-                keyed.sort_by(|a, b| a.0.cmp(&b.0));
+                keyed.sort_by(|a, b| {
+                    crate::work::tick(1);
+                    a.0.cmp(&b.0)
+                });
                 uniq = keyed.into_iter().map(|(_, k, v)| (k, v)).collect();
             }
             out.push('{');

@@ -54,6 +54,7 @@ pub struct ChunkHeader {
 }
 
 impl ChunkHeader {
+    /// The type code for people (ASCII as is, other bytes escaped).
     pub fn ctype_str(&self) -> String {
         ctype_display(&self.ctype)
     }
@@ -68,6 +69,7 @@ pub fn ctype_display(c: &[u8]) -> String {
 }
 
 impl FileHeader {
+    /// The 28 bytes of the header.
     pub fn to_bytes(&self) -> [u8; 28] {
         let mut b = [0u8; 28];
         b[..8].copy_from_slice(&self.magic);
@@ -76,6 +78,7 @@ impl FileHeader {
         b[20..28].copy_from_slice(&self.index_len.to_be_bytes());
         b
     }
+    /// The header from its 28 bytes.
     pub fn from_bytes(b: &[u8; 28]) -> FileHeader {
         let mut magic = [0u8; 8];
         magic.copy_from_slice(&b[..8]);
@@ -89,6 +92,7 @@ impl FileHeader {
 }
 
 impl ChunkHeader {
+    /// The 32 bytes of the chunk header.
     pub fn to_bytes(&self) -> [u8; 32] {
         let mut b = [0u8; 32];
         b[..4].copy_from_slice(&self.ctype);
@@ -99,6 +103,7 @@ impl ChunkHeader {
         b[28..32].copy_from_slice(&self.ecc_len.to_be_bytes());
         b
     }
+    /// The chunk header from its 32 bytes.
     pub fn from_bytes(b: &[u8; 32]) -> ChunkHeader {
         let u64_at = |o: usize| {
             u64::from_be_bytes([

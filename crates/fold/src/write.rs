@@ -7,8 +7,9 @@
 //!
 //! ECC: `rs(N)` bytes are the parity of each Reed-Solomon block, block after block. For a
 //! payload that fits one block (`comp_len <= 255 - N`) that is exactly what pyfolds writes.
-//! For longer payloads pyfolds' own layout stores bytes that are not parity (see
-//! docs/formats/fold.md); rasterpack writes the real parity of every block instead (same
+//! For longer payloads pyfolds' own layout stores the last `ecc_len` bytes of its interleaved
+//! data/parity codeword stream, which are not parity; rasterpack writes the real parity of
+//! every block instead (same
 //! `ecc_len`), which it validates and repairs, and records a note in [`FoldBuilder::notes`]:
 //! pyfolds 1.0.2 cannot read a multi-block ECC chunk in either layout.
 //!
@@ -32,7 +33,8 @@ use crate::raw::{
 
 /// Compression of one chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
+pub enum FoldCompression {
+    /// Stored as is (flags 0).
     None,
     /// zstd at this level (pyfolds uses 3), content size in the frame.
     Zstd(i32),
@@ -40,19 +42,31 @@ pub enum Compression {
 
 /// How one chunk is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChunkOptions {
-    pub compression: Compression,
+pub struct FoldChunkOptions {
+    /// Compression of the payload.
+    pub compression: FoldCompression,
     /// Reed-Solomon parity bytes per block (`rs(N)`, pyfolds: 16/32/64), or none.
     pub ecc: Option<u8>,
 }
 
-impl Default for ChunkOptions {
+impl Default for FoldChunkOptions {
     fn default() -> Self {
-        ChunkOptions {
-            compression: Compression::Zstd(3),
+        FoldChunkOptions {
+            compression: FoldCompression::Zstd(3),
             ecc: None,
         }
     }
+}
+
+/// What the index says of one chunk.
+pub(crate) struct IndexRecord<'a> {
+    pub name: &'a str,
+    pub ctype: &'a str,
+    pub header: ChunkHeader,
+    pub sha256: &'a str,
+    pub ecc_algo: &'a str,
+    /// Offset of the chunk header in the file.
+    pub offset: u64,
 }
 
 struct Prepared {
@@ -69,7 +83,11 @@ struct Prepared {
 /// Collects chunks and metadata, then writes a complete file.
 pub struct FoldBuilder {
     chunks: Vec<Prepared>,
+    /// Chunk names in use.
+    chunk_names: std::collections::HashSet<String>,
     metadata: Vec<(JStr, Value)>,
+    /// Where each metadata key is in `metadata` (setting a key again replaces its value).
+    metadata_at: std::collections::HashMap<String, usize>,
     /// `created_at_unix`; defaults to the current time.
     pub created_at_unix: f64,
     /// Index `version` (pyfolds writes "1.2.0").
@@ -160,7 +178,29 @@ pub fn check_writable(v: &Value, path: &str, depth: u32) -> Result<()> {
     walk(v, &mut path.to_string(), depth)
 }
 
+/// The note for a chunk whose ECC spans several Reed-Solomon blocks.
+pub(crate) fn multi_block_note(name: &str, stored: u64, rs: &Rs) -> String {
+    format!(
+        "chunk {name:?}: {stored} stored bytes span {} rs({}) blocks; the ECC holds the parity of each block, which rasterpack validates and repairs, but pyfolds 1.0.2 cannot read a chunk whose ECC spans several blocks (its reader decodes payload and ECC as one codeword stream and fails with \"ECC decode falhou\"; the same happens to the multi-block chunks it writes itself)",
+        stored.div_ceil(rs.k() as u64),
+        rs.nsym()
+    )
+}
+
+/// Check an array name for an NPZ0 member: 1..200 bytes, no NUL (Python's zipfile cuts names
+/// there).
+pub(crate) fn check_array_name(n: &str) -> Result<()> {
+    if n.is_empty() || n.len() > 200 {
+        return Err(Error::usage(format!("array name {n:?} must be 1..200 bytes")));
+    }
+    if n.contains('\0') {
+        return Err(Error::usage(format!("array name {n:?} contains a NUL character")));
+    }
+    Ok(())
+}
+
 impl FoldBuilder {
+    /// An empty file: no chunks, no metadata, created now, index version 1.2.0.
     pub fn new() -> FoldBuilder {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -168,7 +208,9 @@ impl FoldBuilder {
             .unwrap_or(0.0);
         FoldBuilder {
             chunks: Vec::new(),
+            chunk_names: std::collections::HashSet::new(),
             metadata: Vec::new(),
+            metadata_at: std::collections::HashMap::new(),
             created_at_unix: now,
             version: "1.2.0".into(),
             notes: Vec::new(),
@@ -182,15 +224,21 @@ impl FoldBuilder {
         }
         // A member of the index's `metadata` object, itself a member of the index.
         check_writable(&value, &format!("metadata[{key:?}]"), 2)?;
-        self.metadata.retain(|(k, _)| !k.eq_str(key));
-        self.metadata.push((JStr::new(key), value));
+        match self.metadata_at.get(key) {
+            // Replaced in place: the key keeps its first position, as in a Python dict.
+            Some(&at) => self.metadata[at].1 = value,
+            None => {
+                self.metadata_at.insert(key.to_string(), self.metadata.len());
+                self.metadata.push((JStr::new(key), value));
+            }
+        }
         Ok(())
     }
 
     /// Add a chunk of any 4-character ASCII type. `JSON` payloads must be JSON as Python
     /// reads it and `NPZ0` payloads readable `.npz` archives: the builder does not write a
     /// chunk the validator would reject.
-    pub fn add_chunk(&mut self, name: &str, ctype: &str, payload: &[u8], opts: ChunkOptions) -> Result<()> {
+    pub fn add_chunk(&mut self, name: &str, ctype: &str, payload: &[u8], opts: FoldChunkOptions) -> Result<()> {
         match ctype {
             "JSON" => {
                 pjson::parse(payload, JSON_MAX_DEPTH).map_err(|e| {
@@ -206,7 +254,8 @@ impl FoldBuilder {
                     .map_err(|e| Error::usage(format!("chunk {name:?}: not a readable .npz archive: {}", e.message)))?;
                 if let Some(bad) = arrays.iter().find_map(|a| a.damaged.as_ref()) {
                     return Err(Error::usage(format!(
-                        "chunk {name:?}: not a readable .npz archive: {bad}"
+                        "chunk {name:?}: not a readable .npz archive: {}",
+                        bad.message
                     )));
                 }
             }
@@ -217,14 +266,14 @@ impl FoldBuilder {
 
     /// [`FoldBuilder::add_chunk`] without checking the payload against its type: for tools
     /// and tests that craft damaged files on purpose. A file made with it may not validate.
-    pub fn add_raw_chunk(&mut self, name: &str, ctype: &str, payload: &[u8], opts: ChunkOptions) -> Result<()> {
+    pub fn add_raw_chunk(&mut self, name: &str, ctype: &str, payload: &[u8], opts: FoldChunkOptions) -> Result<()> {
         let ct: [u8; 4] = ctype
             .as_bytes()
             .try_into()
             .ok()
             .filter(|_| ctype.is_ascii())
             .ok_or_else(|| Error::usage(format!("chunk type {ctype:?} must be 4 ASCII characters")))?;
-        if self.chunks.iter().any(|c| c.name == name) {
+        if self.chunk_names.contains(name) {
             return Err(Error::usage(format!("chunk name {name:?} used twice")));
         }
         if payload.len() as u64 > MAX_CHUNK_SIZE {
@@ -234,8 +283,8 @@ impl FoldBuilder {
             )));
         }
         let (stored, flags) = match opts.compression {
-            Compression::None => (payload.to_vec(), FLAG_NONE),
-            Compression::Zstd(level) => (
+            FoldCompression::None => (payload.to_vec(), FLAG_NONE),
+            FoldCompression::Zstd(level) => (
                 zstd::bulk::compress(payload, level).map_err(|e| Error::io("zstd compression", &e))?,
                 FLAG_ZSTD,
             ),
@@ -251,11 +300,7 @@ impl FoldBuilder {
                 let rs = Rs::new(n as usize)
                     .ok_or_else(|| Error::usage(format!("rs({n}) is not a valid Reed-Solomon code")))?;
                 if stored.len() > rs.k() {
-                    self.notes.push(format!(
-                        "chunk {name:?}: {} stored bytes span {} rs({n}) blocks; the ECC holds the parity of each block, which rasterpack validates and repairs, but pyfolds 1.0.2 cannot read a chunk whose ECC spans several blocks (its reader decodes payload and ECC as one codeword stream and fails with \"ECC decode falhou\"; the same happens to the multi-block chunks it writes itself)",
-                        stored.len(),
-                        stored.len().div_ceil(rs.k())
-                    ));
+                    self.notes.push(multi_block_note(name, stored.len() as u64, &rs));
                 }
                 (rs.block_parity(&stored), format!("rs({n})"))
             }
@@ -269,6 +314,7 @@ impl FoldBuilder {
             ecc_len: ecc_bytes.len() as u32,
         };
         let sha256 = hex(&Sha256::digest(&stored));
+        self.chunk_names.insert(name.to_string());
         self.chunks.push(Prepared {
             name: name.to_string(),
             ctype: ctype.to_string(),
@@ -282,14 +328,14 @@ impl FoldBuilder {
     }
 
     /// A `JSON` chunk, serialized as pyfolds does (`ensure_ascii=False`, compact).
-    pub fn add_json(&mut self, name: &str, value: &Value, opts: ChunkOptions) -> Result<()> {
+    pub fn add_json(&mut self, name: &str, value: &Value, opts: FoldChunkOptions) -> Result<()> {
         check_writable(value, &format!("JSON chunk {name:?}"), 0)?;
         let text = pjson::dumps(value, false, Ascii::Raw);
         self.add_chunk(name, "JSON", text.as_bytes(), opts)
     }
 
     /// An `NPZ0` chunk: an `np.savez`-style archive of the arrays.
-    pub fn add_npz(&mut self, name: &str, arrays: &[(&str, &NdArray)], opts: ChunkOptions) -> Result<()> {
+    pub fn add_npz(&mut self, name: &str, arrays: &[(&str, &NdArray)], opts: FoldChunkOptions) -> Result<()> {
         let total: u64 = arrays.iter().map(|(_, a)| a.data.len() as u64 + 256).sum();
         if total > MAX_CHUNK_SIZE {
             return Err(Error::usage(format!(
@@ -302,15 +348,10 @@ impl FoldBuilder {
                 arrays.len()
             )));
         }
-        for (i, (n, _)) in arrays.iter().enumerate() {
-            if n.is_empty() || n.len() > 200 {
-                return Err(Error::usage(format!("array name {n:?} must be 1..200 bytes")));
-            }
-            // Python's zipfile cuts member names at a NUL.
-            if n.contains('\0') {
-                return Err(Error::usage(format!("array name {n:?} contains a NUL character")));
-            }
-            if arrays[..i].iter().any(|(m, _)| m == n) {
+        let mut seen = std::collections::HashSet::with_capacity(arrays.len());
+        for (n, _) in arrays {
+            check_array_name(n)?;
+            if !seen.insert(*n) {
                 return Err(Error::usage(format!("chunk {name:?}: array name {n:?} used twice")));
             }
         }
@@ -319,11 +360,36 @@ impl FoldBuilder {
 
     /// The metadata as it will be written (with `chunk_hashes` and `manifest_hash`).
     pub fn final_metadata(&self) -> Value {
+        self.metadata_with(&self.records())
+    }
+
+    /// What the index says of each chunk prepared so far.
+    fn records(&self) -> Vec<IndexRecord<'_>> {
+        let mut offset = HEADER_LEN;
+        self.chunks
+            .iter()
+            .map(|c| {
+                let r = IndexRecord {
+                    name: &c.name,
+                    ctype: &c.ctype,
+                    header: c.header,
+                    sha256: &c.sha256,
+                    ecc_algo: &c.ecc_algo,
+                    offset,
+                };
+                offset += CHUNK_HEADER_LEN + c.stored.len() as u64 + c.ecc.len() as u64;
+                r
+            })
+            .collect()
+    }
+
+    /// The metadata with `chunk_hashes` of `records` and the manifest hash over both.
+    fn metadata_with(&self, records: &[IndexRecord<'_>]) -> Value {
         let mut m = self.metadata.clone();
         let hashes = Value::Object(
-            self.chunks
+            records
                 .iter()
-                .map(|c| (JStr::new(&c.name), Value::str(&c.sha256)))
+                .map(|c| (JStr::new(c.name), Value::str(c.sha256)))
                 .collect(),
         );
         m.push((JStr::new("chunk_hashes"), hashes));
@@ -332,37 +398,37 @@ impl FoldBuilder {
         Value::Object(m)
     }
 
-    /// Write the whole file.
-    pub fn write_to(&self, out: &mut dyn Write) -> Result<()> {
+    /// The index text for chunks described by `records`.
+    pub(crate) fn index_text(&self, records: &[IndexRecord<'_>]) -> Result<String> {
         if !KNOWN_VERSIONS.contains(&self.version.as_str()) {
             return Err(Error::usage(format!(
                 "index version {:?} is not one readers know (1.0.0, 1.1.0, 1.2.0)",
                 self.version
             )));
         }
-        let mut entries = Vec::new();
-        let mut offset = HEADER_LEN;
-        for c in &self.chunks {
-            entries.push(Value::object(vec![
-                ("name", Value::str(&c.name)),
-                ("ctype", Value::str(&c.ctype)),
-                ("flags", Value::int(c.header.flags)),
-                ("offset", Value::int(offset)),
-                ("header_len", Value::int(CHUNK_HEADER_LEN)),
-                ("comp_len", Value::int(c.header.comp_len)),
-                ("uncomp_len", Value::int(c.header.uncomp_len)),
-                ("crc32c", Value::int(c.header.crc32c)),
-                ("sha256", Value::str(&c.sha256)),
-                ("ecc_algo", Value::str(&c.ecc_algo)),
-                ("ecc_len", Value::int(c.header.ecc_len)),
-            ]));
-            offset += CHUNK_HEADER_LEN + c.stored.len() as u64 + c.ecc.len() as u64;
-        }
+        let entries = records
+            .iter()
+            .map(|c| {
+                Value::object(vec![
+                    ("name", Value::str(c.name)),
+                    ("ctype", Value::str(c.ctype)),
+                    ("flags", Value::int(c.header.flags)),
+                    ("offset", Value::int(c.offset)),
+                    ("header_len", Value::int(CHUNK_HEADER_LEN)),
+                    ("comp_len", Value::int(c.header.comp_len)),
+                    ("uncomp_len", Value::int(c.header.uncomp_len)),
+                    ("crc32c", Value::int(c.header.crc32c)),
+                    ("sha256", Value::str(c.sha256)),
+                    ("ecc_algo", Value::str(c.ecc_algo)),
+                    ("ecc_len", Value::int(c.header.ecc_len)),
+                ])
+            })
+            .collect();
         let index = Value::object(vec![
             ("format", Value::str("fold")),
             ("version", Value::str(&self.version)),
             ("created_at_unix", Value::Float(self.created_at_unix)),
-            ("metadata", self.final_metadata()),
+            ("metadata", self.metadata_with(records)),
             ("chunks", Value::Array(entries)),
         ]);
         let text = pjson::dumps(&index, false, Ascii::Raw);
@@ -372,10 +438,20 @@ impl FoldBuilder {
                 text.len()
             )));
         }
+        Ok(text)
+    }
+
+    /// Write the whole file.
+    pub fn write_to(&self, out: &mut dyn Write) -> Result<()> {
+        let records = self.records();
+        let text = self.index_text(&records)?;
+        let index_off = records.last().zip(self.chunks.last()).map_or(HEADER_LEN, |(r, c)| {
+            r.offset + CHUNK_HEADER_LEN + c.stored.len() as u64 + c.ecc.len() as u64
+        });
         let header = FileHeader {
             magic: MAGIC,
             header_len: HEADER_LEN as u32,
-            index_off: offset,
+            index_off,
             index_len: text.len() as u64,
         };
         let io = |e: std::io::Error| Error::io("writing FOLD output", &e);

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use rasterpack_common::{ArrayRequest, DType, ErrorKind, Format, Input, NdArray, Severity, ValidateOptions};
 use rasterpack_fold::pjson::{self, Value};
-use rasterpack_fold::{analyze, ecc, npz, AnalyzeOptions, ChunkOptions, Compression, Content, FoldBuilder, FoldFormat};
+use rasterpack_fold::{
+    analyze, ecc, npz, FoldAnalyzeOptions, FoldBuilder, FoldChunkOptions, FoldCompression, FoldContent, FoldFormat,
+};
 
 fn edges() -> Option<PathBuf> {
     match std::env::var_os("RASTERPACK_CORPUS") {
@@ -43,8 +45,8 @@ fn strict_valid(input: &Input) {
     assert!(r.is_valid(true) && !r.unsupported, "{:?}", r.findings);
 }
 
-const STORED: ChunkOptions = ChunkOptions {
-    compression: Compression::None,
+const STORED: FoldChunkOptions = FoldChunkOptions {
+    compression: FoldCompression::None,
     ecc: None,
 };
 
@@ -113,7 +115,7 @@ fn the_writer_refuses_text_it_cannot_hold() {
         let e = b.metadata("k", v.clone()).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Usage);
         assert!(e.message.contains("surrogate"), "{}", e.message);
-        let e = b.add_json("j", v, ChunkOptions::default()).unwrap_err();
+        let e = b.add_json("j", v, FoldChunkOptions::default()).unwrap_err();
         assert!(e.message.contains("surrogate"), "{}", e.message);
     }
     // A repeated key (a Python dict keeps one), a malformed int, nesting past the readers.
@@ -143,7 +145,10 @@ fn the_writer_refuses_text_it_cannot_hold() {
     // Nothing refused was added: what is left writes a strictly valid, empty file.
     let input = Input::from_bytes("e", b.to_bytes().unwrap());
     strict_valid(&input);
-    assert!(analyze(&input, &AnalyzeOptions::default()).unwrap().chunks.is_empty());
+    assert!(analyze(&input, &FoldAnalyzeOptions::default())
+        .unwrap()
+        .chunks
+        .is_empty());
 
     // What Python can hold is written and read back exactly (manifest hash included).
     let fine = pjson::parse(
@@ -154,12 +159,12 @@ fn the_writer_refuses_text_it_cannot_hold() {
     .unwrap();
     let mut b = FoldBuilder::new();
     b.metadata("m", fine.clone()).unwrap();
-    b.add_json("j", &fine, ChunkOptions::default()).unwrap();
+    b.add_json("j", &fine, FoldChunkOptions::default()).unwrap();
     let input = Input::from_bytes("fine", b.to_bytes().unwrap());
     strict_valid(&input);
     let a = analyze(
         &input,
-        &AnalyzeOptions {
+        &FoldAnalyzeOptions {
             content: true,
             ..Default::default()
         },
@@ -170,7 +175,7 @@ fn the_writer_refuses_text_it_cannot_hold() {
     let same = |x: &Value| pjson::dumps(x, true, pjson::Ascii::Escape);
     assert_eq!(same(&back), same(&fine));
     match &a.chunks[0].content {
-        Content::Json(v) => assert_eq!(same(v), same(&fine)),
+        FoldContent::Json(v) => assert_eq!(same(v), same(&fine)),
         other => panic!("{other:?}"),
     }
 }
@@ -267,8 +272,8 @@ fn multi_block_ecc_is_written_validated_and_repairs_every_block() {
         let k = 255 - n as usize;
         let payload: Vec<u8> = (0..k * 4 + 17).map(|i| (i * 131 % 253) as u8).collect();
         let mut b = FoldBuilder::new();
-        let opts = ChunkOptions {
-            compression: Compression::None,
+        let opts = FoldChunkOptions {
+            compression: FoldCompression::None,
             ecc: Some(n),
         };
         b.add_chunk("blob", "BLOB", &payload, opts).unwrap();
@@ -362,8 +367,8 @@ fn pyfolds_multi_block_layout_is_still_recognised_and_repaired_where_it_can_be()
         "blob",
         "BLOB",
         &payload,
-        ChunkOptions {
-            compression: Compression::None,
+        FoldChunkOptions {
+            compression: FoldCompression::None,
             ecc: Some(n),
         },
     )
@@ -404,8 +409,8 @@ fn streamed_validation_tells_the_ecc_layouts_apart() {
         "big",
         "BLOB",
         &payload,
-        ChunkOptions {
-            compression: Compression::None,
+        FoldChunkOptions {
+            compression: FoldCompression::None,
             ecc: Some(n),
         },
     )

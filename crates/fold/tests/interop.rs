@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use rasterpack_common::{ArrayRequest, DType, Format, Input, Severity, ValidateOptions};
-use rasterpack_fold::{analyze, validate::manifest_source, AnalyzeOptions, Content, FoldFormat};
+use rasterpack_fold::{analyze, validate::manifest_source, FoldAnalyzeOptions, FoldContent, FoldFormat};
 use serde_json::Value as J;
 use sha2::{Digest, Sha256};
 
@@ -130,8 +130,9 @@ fn corpus_verdicts_codes_and_values() {
         // Values: decoded content against the sidecar.
         let a = analyze(
             &input,
-            &AnalyzeOptions {
+            &FoldAnalyzeOptions {
                 content: true,
+                decoded_sha256: true,
                 ..Default::default()
             },
         )
@@ -172,18 +173,18 @@ fn corpus_verdicts_codes_and_values() {
             );
             if let Some(j) = p.get("json") {
                 match &st.content {
-                    Content::Json(v) => assert_eq!(v.to_serde(), normalize_sidecar(j), "{name}/{cname}: JSON"),
+                    FoldContent::Json(v) => assert_eq!(v.to_serde(), normalize_sidecar(j), "{name}/{cname}: JSON"),
                     other => panic!("{name}/{cname}: expected JSON, got {other:?}"),
                 }
             }
             if let Some(members) = p.get("zip_members") {
                 match &st.content {
-                    Content::Zip(names) => assert_eq!(&J::from(names.clone()), members, "{name}/{cname}"),
+                    FoldContent::Zip(names) => assert_eq!(&J::from(names.clone()), members, "{name}/{cname}"),
                     other => panic!("{name}/{cname}: expected zip, got {other:?}"),
                 }
             }
             if let Some(arrays) = p.get("npz_arrays").and_then(|v| v.as_object()) {
-                let Content::Npz(info) = &st.content else {
+                let FoldContent::Npz(info) = &st.content else {
                     panic!("{name}/{cname}: expected NPZ")
                 };
                 assert_eq!(info.len(), arrays.len(), "{name}/{cname}");
@@ -192,7 +193,7 @@ fn corpus_verdicts_codes_and_values() {
                         .iter()
                         .find(|x| &x.name == an)
                         .unwrap_or_else(|| panic!("{name}: array {an}"));
-                    assert_eq!(i.dtype, av["dtype"].as_str().unwrap(), "{name}/{an}");
+                    assert_eq!(i.descr, av["dtype"].as_str().unwrap(), "{name}/{an}");
                     assert_eq!(J::from(i.shape.clone()), av["shape"], "{name}/{an}");
                     let Some(values) = av.get("values") else { continue };
                     if st.entry.ctype != "NPZ0" || !report.is_valid(false) {
@@ -239,7 +240,7 @@ fn corpus_ecc_single_block_repair_and_detection() {
     let Some(dir) = corpus() else { return };
     for base in ["v05_ecc_rs16_small.fold", "v06_ecc_rs32_zstd_small.fold"] {
         let bytes = std::fs::read(dir.join(base)).unwrap();
-        let a = analyze(&Input::from_bytes(base, bytes.clone()), &AnalyzeOptions::default()).unwrap();
+        let a = analyze(&Input::from_bytes(base, bytes.clone()), &FoldAnalyzeOptions::default()).unwrap();
         let mut seed = 0x1234_5678u64;
         let mut rnd = |n: usize| {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);

@@ -5,7 +5,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rasterpack_common::{Format, Input, ValidateOptions};
-use rasterpack_fold::{ChunkOptions, Compression, FoldBuilder, FoldFormat};
+use rasterpack_fold::{FoldBuilder, FoldChunkOptions, FoldCompression, FoldFormat};
 
 struct Counting;
 static CUR: AtomicUsize = AtomicUsize::new(0);
@@ -43,15 +43,15 @@ fn memory_is_bounded() {
         for i in 0..8 {
             let payload: Vec<u8> = (0..2 * MIB).map(|j| ((j * 31 + i) % 251) as u8).collect();
             let c = if i % 2 == 0 {
-                Compression::Zstd(1)
+                FoldCompression::Zstd(1)
             } else {
-                Compression::None
+                FoldCompression::None
             };
             b.add_chunk(
                 &format!("c{i}"),
                 "BLOB",
                 &payload,
-                ChunkOptions {
+                FoldChunkOptions {
                     compression: c,
                     ecc: None,
                 },
@@ -76,8 +76,8 @@ fn memory_is_bounded() {
         "x",
         "BLOB",
         &frame,
-        ChunkOptions {
-            compression: Compression::None,
+        FoldChunkOptions {
+            compression: FoldCompression::None,
             ecc: None,
         },
     )

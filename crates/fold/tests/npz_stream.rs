@@ -5,7 +5,7 @@
 
 use rasterpack_common::{DType, Format, Input, InspectOptions, Limits, NdArray, Report, ValidateOptions};
 use rasterpack_fold::npz::{self, crc32, StreamCheck};
-use rasterpack_fold::{ChunkOptions, Compression, FoldBuilder, FoldFormat};
+use rasterpack_fold::{FoldBuilder, FoldChunkOptions, FoldCompression, FoldFormat};
 
 struct M<'a> {
     name: &'a str,
@@ -147,7 +147,7 @@ fn zip(members: &[M]) -> Vec<u8> {
 }
 
 /// Streaming verdict of `z` fed in pieces of `piece` bytes.
-fn stream(z: &[u8], piece: usize, l: &Limits) -> Option<Vec<npz::ArrayInfo>> {
+fn stream(z: &[u8], piece: usize, l: &Limits) -> Option<Vec<npz::NpzArrayInfo>> {
     let mut c = StreamCheck::new(l);
     for p in z.chunks(piece.max(1)) {
         c.feed(p);
@@ -262,8 +262,8 @@ fn fold(z: &[u8]) -> Input {
         "arrays",
         "NPZ0",
         z,
-        ChunkOptions {
-            compression: Compression::Zstd(1),
+        FoldChunkOptions {
+            compression: FoldCompression::Zstd(1),
             ecc: None,
         },
     )
@@ -362,7 +362,7 @@ fn corpus_npz0_payloads_stream_to_the_in_memory_description() {
     };
     let dir = std::path::Path::new(&root).join("fold");
     let Ok(entries) = std::fs::read_dir(&dir) else { return };
-    let opts = rasterpack_fold::AnalyzeOptions {
+    let opts = rasterpack_fold::FoldAnalyzeOptions {
         keep_payload: true,
         ..Default::default()
     };

@@ -4,7 +4,9 @@
 //! with damage elsewhere stays readable.
 
 use rasterpack_common::{ArrayRequest, DType, ErrorKind, Format, Input, NdArray, ValidateOptions};
-use rasterpack_fold::{analyze, npz, validate, AnalyzeOptions, ChunkOptions, Compression, FoldBuilder, FoldFormat};
+use rasterpack_fold::{
+    analyze, npz, validate, FoldAnalyzeOptions, FoldBuilder, FoldChunkOptions, FoldCompression, FoldFormat,
+};
 
 fn array(seed: u32, n: usize) -> NdArray {
     let data: Vec<u8> = (0..n as u32)
@@ -24,13 +26,13 @@ fn sample() -> Sample {
     let (clean, target) = (array(1, 50), array(2, 60));
     let mut b = FoldBuilder::new();
     b.created_at_unix = 1.0;
-    let stored = ChunkOptions {
-        compression: Compression::None,
+    let stored = FoldChunkOptions {
+        compression: FoldCompression::None,
         ecc: None,
     };
     b.add_npz("clean", &[("c", &clean)], stored).unwrap();
     b.add_npz("target", &[("t", &target)], stored).unwrap();
-    b.add_npz("zipped", &[("z", &array(3, 70))], ChunkOptions::default())
+    b.add_npz("zipped", &[("z", &array(3, 70))], FoldChunkOptions::default())
         .unwrap();
     Sample {
         bytes: b.to_bytes().unwrap(),
@@ -60,7 +62,7 @@ fn find(hay: &[u8], needle: &str, nth: usize) -> usize {
 
 /// Where chunk `name`'s header starts.
 fn chunk_offset(bytes: &[u8], name: &str) -> usize {
-    let a = analyze(&Input::from_bytes("f", bytes.to_vec()), &AnalyzeOptions::default()).unwrap();
+    let a = analyze(&Input::from_bytes("f", bytes.to_vec()), &FoldAnalyzeOptions::default()).unwrap();
     a.chunks.iter().find(|c| c.entry.name == name).unwrap().entry.offset as usize
 }
 
@@ -110,7 +112,7 @@ fn each_protected_structure_damaged_fails_the_read_with_its_code() {
     }
 
     // The index's SHA-256 of the chunk (its second occurrence; the first is chunk_hashes).
-    let sha = analyze(&Input::from_bytes("f", s.bytes.clone()), &AnalyzeOptions::default())
+    let sha = analyze(&Input::from_bytes("f", s.bytes.clone()), &FoldAnalyzeOptions::default())
         .unwrap()
         .chunks[1]
         .entry
@@ -130,7 +132,7 @@ fn each_protected_structure_damaged_fails_the_read_with_its_code() {
 
     // uncomp_len in header and index alike, one more than the zstd frame yields.
     let z = chunk_offset(&s.bytes, "zipped");
-    let a = analyze(&Input::from_bytes("f", s.bytes.clone()), &AnalyzeOptions::default()).unwrap();
+    let a = analyze(&Input::from_bytes("f", s.bytes.clone()), &FoldAnalyzeOptions::default()).unwrap();
     let len = a.chunks[2].entry.uncomp_len;
     assert_ne!(len % 10, 9, "same digit count after +1");
     let mut d = s.bytes.clone();
@@ -150,7 +152,7 @@ fn each_protected_structure_damaged_fails_the_read_with_its_code() {
 fn duplicate_chunk_names_are_never_read() {
     let (one, two) = (array(1, 10), array(2, 10));
     let mut b = FoldBuilder::new();
-    let o = ChunkOptions::default();
+    let o = FoldChunkOptions::default();
     b.add_npz("tgt_a", &[("t", &one)], o).unwrap();
     b.add_npz("tgt_b", &[("t", &two)], o).unwrap();
     let mut d = b.to_bytes().unwrap();
@@ -176,7 +178,7 @@ fn npz_member_crc_fails_only_that_member() {
     let cd = find(&z, "PK\u{1}\u{2}", 1);
     z[cd + 16] ^= 0xff;
     let mut b = FoldBuilder::new();
-    b.add_raw_chunk("n", "NPZ0", &z, ChunkOptions::default()).unwrap();
+    b.add_raw_chunk("n", "NPZ0", &z, FoldChunkOptions::default()).unwrap();
     let d = b.to_bytes().unwrap();
     let v = FoldFormat.validate(&Input::from_bytes("f", d.clone()), &ValidateOptions::default());
     assert!(
@@ -202,13 +204,13 @@ fn ecc_repairs_are_read_and_damage_beyond_them_is_not() {
     let t = array(6, 30); // ~360 bytes with the .npy header and zip framing: two blocks
     for (nsym, errors, repaired) in [(64u8, 10usize, true), (16, 40, false)] {
         let mut b = FoldBuilder::new();
-        let opts = ChunkOptions {
-            compression: Compression::None,
+        let opts = FoldChunkOptions {
+            compression: FoldCompression::None,
             ecc: Some(nsym),
         };
         b.add_npz("target", &[("t", &t)], opts).unwrap();
         let good = b.to_bytes().unwrap();
-        let a = analyze(&Input::from_bytes("f", good.clone()), &AnalyzeOptions::default()).unwrap();
+        let a = analyze(&Input::from_bytes("f", good.clone()), &FoldAnalyzeOptions::default()).unwrap();
         let n = a.chunks[0].entry.comp_len as usize;
         let mut d = good.clone();
         for i in 0..errors {
@@ -249,7 +251,7 @@ fn the_library_read_path_checks_the_same() {
     let mut d = s.bytes.clone();
     d[at + 32 + 3] ^= 1;
     let input = Input::from_bytes("f", d);
-    let a = analyze(&input, &AnalyzeOptions::default()).unwrap();
+    let a = analyze(&input, &FoldAnalyzeOptions::default()).unwrap();
     let c = a.container.as_ref().unwrap();
     let e = validate::read_chunk(&input, c, "target", &Default::default()).unwrap_err();
     assert_eq!(e.code, "fold.integrity.crc_mismatch");
@@ -274,8 +276,8 @@ fn a_damaged_chunk_is_named_when_no_array_can_be_chosen() {
     b.add_npz(
         "nuclear_arrays",
         &[("t", &t)],
-        ChunkOptions {
-            compression: Compression::None,
+        FoldChunkOptions {
+            compression: FoldCompression::None,
             ecc: None,
         },
     )
@@ -298,5 +300,42 @@ fn a_damaged_chunk_is_named_when_no_array_can_be_chosen() {
             "{element:?}: {e}"
         );
         assert!(e.message.contains("nuclear_arrays") && e.offset.is_some(), "{e}");
+    }
+}
+
+/// An NPZ0 member whose CRC-32 was wrong when the file was written (the chunk's CRC32C and
+/// SHA-256 match its bytes): numpy refuses the member, so every read of it fails, a region
+/// read included, whatever the chunk's compression.
+#[test]
+fn a_member_written_with_a_bad_crc_is_never_read_even_in_part() {
+    let values = array(4, 3_000_000); // large enough for the streamed member path
+    let mut zip = npz::write(&[("m", &values)]);
+    // CRC-32 of the member in its local header (offset 14) and its central-directory entry
+    // (offset 16 after the entry's signature): both agree, both wrong.
+    let cd = zip
+        .windows(4)
+        .rposition(|w| w == [0x50, 0x4b, 0x01, 0x02])
+        .expect("central directory entry");
+    for at in [14, cd + 16] {
+        zip[at] ^= 0x5a;
+    }
+    for compression in [FoldCompression::None, FoldCompression::Zstd(3)] {
+        let mut b = FoldBuilder::new();
+        b.add_raw_chunk("bad", "NPZ0", &zip, FoldChunkOptions { compression, ecc: None })
+            .unwrap();
+        let input = Input::from_bytes("bad-member-crc.fold", b.to_bytes().unwrap());
+        let whole = FoldFormat.read_array(&input, &ArrayRequest::for_element("bad/m"));
+        assert_eq!(
+            whole.unwrap_err().kind,
+            ErrorKind::Invalid,
+            "{compression:?}: whole read"
+        );
+        let region = rasterpack_common::Region::from_start_size(&[0], &[2]).unwrap();
+        let part = FoldFormat.read_array(&input, &ArrayRequest::for_element("bad/m").with_region(&region));
+        assert_eq!(
+            part.expect_err("a region of a member numpy refuses must not read").kind,
+            ErrorKind::Invalid,
+            "{compression:?}: region read"
+        );
     }
 }

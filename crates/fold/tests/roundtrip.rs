@@ -3,7 +3,9 @@
 
 use rasterpack_common::{ArrayRequest, DType, ErrorKind, Format, Input, NdArray, ValidateOptions, WriteOptions};
 use rasterpack_fold::pjson::{self, Value};
-use rasterpack_fold::{analyze, AnalyzeOptions, ChunkOptions, Compression, Content, FoldBuilder, FoldFormat};
+use rasterpack_fold::{
+    analyze, FoldAnalyzeOptions, FoldBuilder, FoldChunkOptions, FoldCompression, FoldContent, FoldFormat,
+};
 
 fn arrays() -> Vec<NdArray> {
     let mut out = Vec::new();
@@ -85,9 +87,9 @@ fn doc() -> Value {
 #[test]
 fn every_codec_and_ecc_round_trips() {
     let arrs = arrays();
-    for compression in [Compression::None, Compression::Zstd(3)] {
+    for compression in [FoldCompression::None, FoldCompression::Zstd(3)] {
         for ecc in [None, Some(16u8), Some(32), Some(64)] {
-            let opts = ChunkOptions { compression, ecc };
+            let opts = FoldChunkOptions { compression, ecc };
             let mut b = FoldBuilder::new();
             b.created_at_unix = 1767225600.5;
             b.metadata("model_type", Value::str("Test\u{e9}")).unwrap();
@@ -105,7 +107,7 @@ fn every_codec_and_ecc_round_trips() {
             assert!(r.is_valid(true), "{compression:?}/{ecc:?}: {:?}", r.findings);
             let a = analyze(
                 &input,
-                &AnalyzeOptions {
+                &FoldAnalyzeOptions {
                     content: true,
                     ..Default::default()
                 },
@@ -114,7 +116,7 @@ fn every_codec_and_ecc_round_trips() {
             assert_eq!(a.manifest_ok, Some(true));
             let json = a.chunks.iter().find(|c| c.entry.name == "llm_manifest").unwrap();
             match &json.content {
-                Content::Json(v) => assert_eq!(
+                FoldContent::Json(v) => assert_eq!(
                     pjson::dumps(v, true, pjson::Ascii::Escape),
                     pjson::dumps(&doc(), true, pjson::Ascii::Escape)
                 ),
@@ -169,8 +171,8 @@ fn ecc_repairs_what_it_can_and_detects_the_rest() {
             "data",
             "BLOB",
             &payload,
-            ChunkOptions {
-                compression: Compression::None,
+            FoldChunkOptions {
+                compression: FoldCompression::None,
                 ecc: Some(n),
             },
         )
@@ -252,8 +254,8 @@ fn write_array_and_element_selection() {
 
     // Two NPZ0 chunks holding the same array name: ambiguous without CHUNK/ARRAY.
     let mut b = FoldBuilder::new();
-    b.add_npz("one", &[("x", &arr)], ChunkOptions::default()).unwrap();
-    b.add_npz("two", &[("x", &arr), ("y", &arr)], ChunkOptions::default())
+    b.add_npz("one", &[("x", &arr)], FoldChunkOptions::default()).unwrap();
+    b.add_npz("two", &[("x", &arr), ("y", &arr)], FoldChunkOptions::default())
         .unwrap();
     let input = Input::from_bytes("two.fold", b.to_bytes().unwrap());
     let err = FoldFormat.read_array(&input, &ArrayRequest::default()).unwrap_err();
@@ -314,7 +316,7 @@ fn manifest_hash_is_python_exact() {
 #[test]
 fn hand_edited_files_are_flagged() {
     let mut b = FoldBuilder::new();
-    b.add_json("m", &doc(), ChunkOptions::default()).unwrap();
+    b.add_json("m", &doc(), FoldChunkOptions::default()).unwrap();
     let good = b.to_bytes().unwrap();
     // Trailing bytes: warning only.
     let mut t = good.clone();
@@ -344,9 +346,9 @@ fn large_chunks_stream_and_agree_with_the_full_path() {
             (seed >> 33) as u8 & 0x3f
         })
         .collect();
-    for compression in [Compression::Zstd(1), Compression::None] {
+    for compression in [FoldCompression::Zstd(1), FoldCompression::None] {
         let mut b = FoldBuilder::new();
-        b.add_chunk("big", "F32R", &payload, ChunkOptions { compression, ecc: None })
+        b.add_chunk("big", "F32R", &payload, FoldChunkOptions { compression, ecc: None })
             .unwrap();
         let good = b.to_bytes().unwrap();
         assert!(good.len() > 5 << 20);
@@ -377,8 +379,8 @@ fn large_chunks_stream_and_agree_with_the_full_path() {
         "cut",
         "F32R",
         &frame[..frame.len() - 1000],
-        ChunkOptions {
-            compression: Compression::None,
+        FoldChunkOptions {
+            compression: FoldCompression::None,
             ecc: None,
         },
     )
@@ -408,8 +410,8 @@ fn damaged_parity_is_reported_and_rewritten() {
         "d",
         "BLOB",
         b"some payload bytes",
-        ChunkOptions {
-            compression: Compression::None,
+        FoldChunkOptions {
+            compression: FoldCompression::None,
             ecc: Some(16),
         },
     )
@@ -461,12 +463,13 @@ fn large_json_and_npz_chunks_validate_streamed() {
         .collect();
     let arr = NdArray::new(DType::F32, vec![(6 << 20) / 4], floats).unwrap();
     let mut b = FoldBuilder::new();
-    b.add_chunk("big_json", "JSON", text.as_bytes(), ChunkOptions::default())
+    b.add_chunk("big_json", "JSON", text.as_bytes(), FoldChunkOptions::default())
         .unwrap();
-    b.add_npz("big_npz", &[("f", &arr)], ChunkOptions::default()).unwrap();
+    b.add_npz("big_npz", &[("f", &arr)], FoldChunkOptions::default())
+        .unwrap();
     let bytes = b.to_bytes().unwrap();
     let input = Input::from_bytes("big", bytes.clone());
-    let a = analyze(&input, &AnalyzeOptions::default()).unwrap();
+    let a = analyze(&input, &FoldAnalyzeOptions::default()).unwrap();
     assert!(
         a.chunks.iter().all(|c| c.entry.comp_len >= 4 << 20),
         "chunks too small to stream"

@@ -37,7 +37,15 @@ fn inspect_sample() {
     assert_eq!(names, ["llm_manifest", "metrics", "nuclear_arrays"]);
     assert_eq!(chunks[1]["json"]["loss_curve"][3], "NaN");
     assert_eq!(chunks[2]["arrays"][0]["name"], "grid");
-    assert_eq!(chunks[2]["arrays"][0]["dtype"], "<f4");
+    assert_eq!(chunks[2]["arrays"][0]["dtype"], "float32");
+    assert_eq!(chunks[2]["arrays"][0]["descr"], "<f4");
+    assert_eq!(
+        s["arrays"],
+        serde_json::json!([
+            {"name": "nuclear_arrays/grid", "dtype": "float32", "shape": [3, 4]},
+            {"name": "nuclear_arrays/counts", "dtype": "int32", "shape": [4]}
+        ])
+    );
     assert_eq!(chunks[2]["arrays"][0]["shape"], serde_json::json!([3, 4]));
     assert!(r
         .sections
@@ -54,4 +62,16 @@ fn inspect_sample() {
         .unwrap();
     assert_eq!(grid.dtype, DType::F32);
     assert_eq!(grid.to_f64()[..4], [-1.0, -0.5, 0.0, 0.5]);
+}
+
+#[test]
+fn validate_summary_lists_the_arrays() {
+    let r = FoldFormat.validate(&open("sample.fold"), &Default::default());
+    assert_eq!(
+        r.summary["arrays"],
+        serde_json::json!([
+            {"name": "nuclear_arrays/grid", "dtype": "float32", "shape": [3, 4]},
+            {"name": "nuclear_arrays/counts", "dtype": "int32", "shape": [4]}
+        ])
+    );
 }

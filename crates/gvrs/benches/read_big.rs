@@ -12,8 +12,7 @@
 
 use std::time::Instant;
 
-use rasterpack_common::{Input, Limits};
-use rasterpack_gvrs::GvrsFile;
+use rasterpack_gvrs::{ArrayRequest, GvrsFile, Input, Limits};
 
 /// Process CPU time (user + system) in seconds, from /proc (Linux; 0 elsewhere).
 fn cpu_seconds() -> f64 {
@@ -65,24 +64,28 @@ fn main() {
 
 fn bench_file(input: Input) {
     println!("file: {}", input.name());
-    let f = GvrsFile::open(input.clone(), Limits::default()).expect("open");
+    let f = GvrsFile::from_input(input.clone(), Limits::default()).expect("open");
+    // The public read: the element by name into memory (decoded in place, bands in parallel).
+    let values = ArrayRequest::for_element(f.elements[0].name());
+    let codes_req = values.clone().with_codes(true);
+    let read = |req: &ArrayRequest| f.read(req).expect("decode");
     if std::env::var_os("GVRS_BENCH_ONCE").is_some() {
         // One whole-element decode on one thread and nothing else: for instruction counts
         // (`valgrind --tool=callgrind`), which do not depend on the machine's load.
         let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
-        let a = pool.install(|| f.read_element(0, false).expect("decode"));
+        let a = pool.install(|| read(&values));
         println!("decoded {} bytes once on one thread", a.data.len());
         return;
     }
     let cells = f.geometry.cells() as f64;
     let mb = cells * 4.0 / 1e6;
     let threads = rayon::current_num_threads();
-    let all = best_of(5, || f.read_element(0, false).expect("decode"));
-    let codes = best_of(5, || f.read_element(0, true).expect("decode"));
+    let all = best_of(5, || read(&values));
+    let codes = best_of(5, || read(&codes_req));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
-    let one = pool.install(|| best_of(3, || f.read_element(0, false).expect("decode")));
-    let val = best_of(5, || rasterpack_gvrs::validate::validate(&input, &Limits::default()));
-    let val1 = pool.install(|| best_of(3, || rasterpack_gvrs::validate::validate(&input, &Limits::default())));
+    let one = pool.install(|| best_of(3, || read(&values)));
+    let val = best_of(5, || rasterpack_gvrs::validate::validate(&input, &Default::default()));
+    let val1 = pool.install(|| best_of(3, || rasterpack_gvrs::validate::validate(&input, &Default::default())));
     println!("{cells} cells, {mb:.1} MB decoded (4 bytes per cell); wall = best run, cpu = mean CPU time per run");
     let line = |what: &str, (wall, cpu): (f64, f64)| {
         println!(
@@ -93,9 +96,9 @@ fn bench_file(input: Input) {
             if cpu > 0.0 { mb / cpu } else { 0.0 }
         )
     };
-    line(&format!("read_element values, {threads} threads"), all);
-    line(&format!("read_element codes,  {threads} threads"), codes);
-    line("read_element values, 1 thread ", one);
+    line(&format!("read values, {threads} threads"), all);
+    line(&format!("read codes,  {threads} threads"), codes);
+    line("read values, 1 thread ", one);
     line(&format!("validate (all tiles), {threads} threads"), val);
     line("validate (all tiles), 1 thread ", val1);
 }

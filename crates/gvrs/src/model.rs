@@ -4,10 +4,13 @@
 //! used tiles for cell and rectangle access, so memory depends on the cache, not on the grid.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use rasterpack_common::{DType, Error, ErrorKind, Input, Limits, NdArray, Result};
-use rayon::prelude::*;
+use rasterpack_common::{
+    ArrayFile, ArrayInfo, ArrayRequest, ArraySink, DType, Error, ErrorKind, Input, Limits, MemorySink, NdArray, Report,
+    Result, ValidateOptions,
+};
 use serde_json::{json, Map, Value};
 
 use crate::codec::{self, Codec};
@@ -19,18 +22,24 @@ pub const DEFAULT_CACHE_BYTES: usize = 16 << 20;
 
 /// Grid and tile geometry, all positive (checked at open).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Geometry {
+pub struct GvrsGeometry {
+    /// Rows of the grid.
     pub rows: u32,
+    /// Columns of the grid.
     pub cols: u32,
+    /// Rows of a tile.
     pub tile_rows: u32,
+    /// Columns of a tile.
     pub tile_cols: u32,
-    /// Tiles per column / row of the tile grid: ceil(rows / tile_rows), ceil(cols / tile_cols).
+    /// Rows of the tile grid: ceil(rows / tile_rows).
     pub grid_rows: u32,
+    /// Columns of the tile grid: ceil(cols / tile_cols).
     pub grid_cols: u32,
 }
 
-impl Geometry {
-    pub fn from_header(h: &Header) -> Result<Geometry> {
+impl GvrsGeometry {
+    /// The geometry a header declares; an error when a size is below 1.
+    pub fn from_header(h: &Header) -> Result<GvrsGeometry> {
         let dims = [
             (h.rows, "rows", 104),
             (h.cols, "columns", 108),
@@ -47,7 +56,7 @@ impl Geometry {
             }
         }
         let (rows, cols, tr, tc) = (h.rows as u32, h.cols as u32, h.tile_rows as u32, h.tile_cols as u32);
-        Ok(Geometry {
+        Ok(GvrsGeometry {
             rows,
             cols,
             tile_rows: tr,
@@ -56,12 +65,15 @@ impl Geometry {
             grid_cols: cols.div_ceil(tc),
         })
     }
+    /// Cells of one tile (edge tiles are stored full size too).
     pub fn cells_per_tile(&self) -> u64 {
         self.tile_rows as u64 * self.tile_cols as u64
     }
+    /// Tiles of the tile grid.
     pub fn tile_count(&self) -> u64 {
         self.grid_rows as u64 * self.grid_cols as u64
     }
+    /// Cells of the grid.
     pub fn cells(&self) -> u64 {
         self.rows as u64 * self.cols as u64
     }
@@ -70,47 +82,69 @@ impl Geometry {
 /// What a decoded element of one tile holds: i32 for Integer, Short (sign-extended) and the
 /// codes of integer-coded floats; f32 for Float.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Plane {
+pub enum GvrsPlane {
+    /// Integer, Short (sign-extended) and integer-coded float (codes) cells.
     Int(Vec<i32>),
+    /// Float cells.
     Float(Vec<f32>),
 }
 
-impl Plane {
+impl GvrsPlane {
     fn bytes(&self) -> usize {
+        self.len() * 4
+    }
+
+    /// Number of cells.
+    pub fn len(&self) -> usize {
         match self {
-            Plane::Int(v) => v.len() * 4,
-            Plane::Float(v) => v.len() * 4,
+            GvrsPlane::Int(v) => v.len(),
+            GvrsPlane::Float(v) => v.len(),
         }
+    }
+
+    /// True when the plane holds no cell.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
 /// One cell value, typed as the element is.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum CellValue {
+pub enum GvrsCellValue {
+    /// A cell of an Integer element.
     Integer(i32),
+    /// A cell of a Short element.
     Short(i16),
+    /// A cell of a Float element.
     Float(f32),
-    /// Decoded value and the stored code.
+    /// A cell of an integer-coded float element.
     IntCodedFloat {
+        /// The value: the fill value for the fill code, else `code / scale + offset` in f32.
         value: f32,
+        /// The stored code.
         code: i32,
     },
 }
 
-/// An element with its friendly accessors.
+/// One element of a grid (a named variable with a value per cell), as its header entry
+/// declares it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Element {
+pub struct GvrsElement {
+    /// The specification as stored.
     pub spec: ElementSpec,
 }
 
-impl Element {
+impl GvrsElement {
+    /// The element's name, what reads address it by.
     pub fn name(&self) -> String {
         self.spec.name.lossy()
     }
+    /// Integer, Short, Float or integer-coded float.
     pub fn element_type(&self) -> ElementType {
         self.spec.element_type
     }
-    /// The dtype `read_array` produces (`codes`: ICF stored codes as int32).
+    /// The dtype reads produce: int32, int16, float32; integer-coded floats as float32 values
+    /// or, with `codes`, their stored int32 codes.
     pub fn dtype(&self, codes: bool) -> DType {
         match self.spec.element_type {
             ElementType::Integer => DType::I32,
@@ -126,7 +160,7 @@ impl Element {
         }
     }
     /// The plane value of a cell no tile covers.
-    fn fill_plane(&self) -> Plane0 {
+    pub(crate) fn fill_plane(&self) -> Plane0 {
         match self.spec.range {
             ElementRange::Integer { fill, .. } => Plane0::Int(fill),
             ElementRange::Short { fill, .. } => Plane0::Int(fill as i32),
@@ -154,16 +188,16 @@ impl Element {
             _ => code as f32,
         }
     }
-    fn value_of(&self, p: Plane0) -> CellValue {
+    fn value_of(&self, p: Plane0) -> GvrsCellValue {
         match (self.spec.element_type, p) {
-            (ElementType::Integer, Plane0::Int(v)) => CellValue::Integer(v),
-            (ElementType::Short, Plane0::Int(v)) => CellValue::Short(v as i16),
-            (ElementType::IntCodedFloat, Plane0::Int(v)) => CellValue::IntCodedFloat {
+            (ElementType::Integer, Plane0::Int(v)) => GvrsCellValue::Integer(v),
+            (ElementType::Short, Plane0::Int(v)) => GvrsCellValue::Short(v as i16),
+            (ElementType::IntCodedFloat, Plane0::Int(v)) => GvrsCellValue::IntCodedFloat {
                 value: self.icf_value(v),
                 code: v,
             },
-            (_, Plane0::Float(v)) => CellValue::Float(v),
-            (_, Plane0::Int(v)) => CellValue::Integer(v),
+            (_, Plane0::Float(v)) => GvrsCellValue::Float(v),
+            (_, Plane0::Int(v)) => GvrsCellValue::Integer(v),
         }
     }
     /// The element's facts as JSON (sidecar-like keys).
@@ -226,7 +260,7 @@ impl Element {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Plane0 {
+pub(crate) enum Plane0 {
     Int(i32),
     Float(f32),
 }
@@ -237,11 +271,11 @@ struct TileCache {
     capacity: usize,
     used: usize,
     clock: u64,
-    map: HashMap<(u64, usize), (Arc<Plane>, u64)>,
+    map: HashMap<(u64, usize), (Arc<GvrsPlane>, u64)>,
 }
 
 impl TileCache {
-    fn get(&mut self, key: (u64, usize)) -> Option<Arc<Plane>> {
+    fn get(&mut self, key: (u64, usize)) -> Option<Arc<GvrsPlane>> {
         self.clock += 1;
         let clock = self.clock;
         self.map.get_mut(&key).map(|(p, stamp)| {
@@ -249,7 +283,7 @@ impl TileCache {
             Arc::clone(p)
         })
     }
-    fn put(&mut self, key: (u64, usize), plane: Arc<Plane>) {
+    fn put(&mut self, key: (u64, usize), plane: Arc<GvrsPlane>) {
         let size = plane.bytes();
         if size > self.capacity {
             return;
@@ -270,21 +304,24 @@ impl TileCache {
     }
 }
 
-/// An open GVRS file.
+/// An open GVRS file: its header and tile directory parsed, its tiles read (with positioned
+/// reads) only when cells are asked for. See the [crate documentation](crate) for an example.
 #[derive(Debug)]
 pub struct GvrsFile {
     input: Input,
+    /// The header record as parsed.
     pub header: Header,
-    pub geometry: Geometry,
-    pub elements: Vec<Element>,
+    /// Grid and tile sizes.
+    pub geometry: GvrsGeometry,
+    /// The elements, in header order.
+    pub elements: Vec<GvrsElement>,
     /// The header's codec list mapped to implemented codecs (`None`: unknown name).
     pub codecs: Vec<Option<Codec>>,
     /// The tile directory as parsed; kept when only a check on it failed (its CRC, format or
     /// window: see `tile_directory_error`) so that `validate` can still look at the tiles.
     pub tile_directory: Option<TileDirectory>,
     /// Why the tile directory cannot be trusted (unreadable, CRC mismatch, unknown format,
-    /// window outside the tile grid). [`GvrsFile::open`] fails with it; reads of a leniently
-    /// opened file refuse to use the directory.
+    /// window outside the tile grid): every read of cell values fails with it.
     pub tile_directory_error: Option<Error>,
     /// The header's CRC mismatch (checksums on): [`GvrsFile::open`] fails with it.
     pub header_error: Option<Error>,
@@ -293,17 +330,27 @@ pub struct GvrsFile {
 }
 
 impl GvrsFile {
-    /// Open for reading: refuses files still opened for writing (as Gridfour does), a header
-    /// whose CRC does not match (checksums on), and a tile directory that cannot be trusted.
-    pub fn open(input: Input, limits: Limits) -> Result<GvrsFile> {
-        let f = Self::open_lenient(input, limits)?;
-        f.read_error()?;
-        Ok(f)
+    /// Open the GVRS file at `path` with default [`Limits`]: the header and the tile directory
+    /// are read and checked; the cells stay on disk until they are read (positioned reads, the
+    /// file is never loaded whole).
+    ///
+    /// Opening succeeds whenever the header parses, so that [`GvrsFile::validate`] can report
+    /// on a damaged file; every read of cell values then makes the checks of
+    /// [`GvrsFile::read_error`] and fails with the same finding `validate` reports.
+    pub fn open(path: impl AsRef<Path>) -> Result<GvrsFile> {
+        GvrsFile::from_input(Input::open(path.as_ref())?, Limits::default())
     }
 
-    /// Why data cannot be read from this file (the checks [`GvrsFile::open`] makes), if any:
-    /// every data read of a leniently opened file makes them too, so a damaged file never
-    /// hands out values.
+    /// Read a GVRS file held in memory, with default [`Limits`] (see [`GvrsFile::open`]).
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<GvrsFile> {
+        GvrsFile::from_input(Input::from_bytes("<memory>", bytes), Limits::default())
+    }
+
+    /// Why cell values cannot be read from this file, if anything: a file still opened for
+    /// writing (as Gridfour refuses it), a header whose CRC does not match (checksums on), or a
+    /// tile directory that cannot be trusted (unreadable, CRC mismatch, format other than 0,
+    /// window outside the tile grid, missing in a closed file). Every read of cell values makes
+    /// these checks first, so a damaged file never hands out values.
     pub fn read_error(&self) -> Result<()> {
         if self.header.time_opened_for_writing != 0 {
             return Err(Error::invalid(
@@ -318,10 +365,11 @@ impl GvrsFile {
         Ok(())
     }
 
-    /// Open without refusing an opened-for-writing file (for inspect and validate).
-    pub fn open_lenient(input: Input, limits: Limits) -> Result<GvrsFile> {
+    /// Open `input` with `limits` (see [`GvrsFile::open`]). Fails only when the header cannot be
+    /// parsed, declares no element, or declares a tile larger than [`Limits::max_alloc`].
+    pub fn from_input(input: Input, limits: Limits) -> Result<GvrsFile> {
         let header = parse::read_header(&input, &limits)?;
-        let geometry = Geometry::from_header(&header)?;
+        let geometry = GvrsGeometry::from_header(&header)?;
         // Decoding a tile allocates its cells: a declared tile size is checked before any read.
         let tile_bytes = geometry.cells_per_tile().saturating_mul(4);
         if tile_bytes > limits.max_alloc {
@@ -334,7 +382,12 @@ impl GvrsFile {
                 ),
             ));
         }
-        let elements: Vec<Element> = header.elements.iter().cloned().map(|spec| Element { spec }).collect();
+        let elements: Vec<GvrsElement> = header
+            .elements
+            .iter()
+            .cloned()
+            .map(|spec| GvrsElement { spec })
+            .collect();
         if elements.is_empty() {
             return Err(Error::invalid(
                 "gvrs.header.element_count",
@@ -388,10 +441,12 @@ impl GvrsFile {
         verify_crc(&bytes, 16, RecordType::Header)
     }
 
+    /// Where the file's bytes come from.
     pub fn input(&self) -> &Input {
         &self.input
     }
 
+    /// The limits the file was opened with.
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
@@ -482,6 +537,7 @@ impl GvrsFile {
         body.saturating_add(4).saturating_add(7) & !7
     }
 
+    /// The index of the element named `name`.
     pub fn element_index(&self, name: &str) -> Option<usize> {
         self.elements.iter().position(|e| e.spec.name.bytes == name.as_bytes())
     }
@@ -553,21 +609,21 @@ impl GvrsFile {
     }
 
     /// Decode one element's block (`block` = the stored bytes, `at` = its absolute offset).
-    pub fn decode_block(&self, element: usize, block: &[u8], at: u64) -> Result<Plane> {
-        let mut plane = Plane::Int(Vec::new());
+    pub fn decode_block(&self, element: usize, block: &[u8], at: u64) -> Result<GvrsPlane> {
+        let mut plane = GvrsPlane::Int(Vec::new());
         self.decode_block_into(element, block, at, &mut plane)?;
         Ok(plane)
     }
 
     /// As [`GvrsFile::decode_block`], into `plane`, whose buffer is reused (not re-zeroed) when
     /// it already has the element's kind: every decoder writes every cell of the tile.
-    pub fn decode_block_into(&self, element: usize, block: &[u8], at: u64, plane: &mut Plane) -> Result<()> {
+    pub fn decode_block_into(&self, element: usize, block: &[u8], at: u64, plane: &mut GvrsPlane) -> Result<()> {
         self.decode_block_counting(element, block, at, plane).map(|_| ())
     }
 
     /// As [`GvrsFile::decode_block_into`]; returns how many cells of a compressed Short block
     /// held Gridfour's null code (`i32::MIN`, read as `i16::MIN`).
-    pub fn decode_block_counting(&self, element: usize, block: &[u8], at: u64, plane: &mut Plane) -> Result<u64> {
+    pub fn decode_block_counting(&self, element: usize, block: &[u8], at: u64, plane: &mut GvrsPlane) -> Result<u64> {
         let mut nulls = 0u64;
         let el = self.check_element(element)?;
         let cells = self.geometry.cells_per_tile() as usize;
@@ -575,20 +631,20 @@ impl GvrsFile {
         let (tr, tc) = (self.geometry.tile_rows as usize, self.geometry.tile_cols as usize);
         if block.len() as u64 == unc {
             *plane = match el.spec.element_type {
-                ElementType::Float => Plane::Float(
+                ElementType::Float => GvrsPlane::Float(
                     block
                         .chunks_exact(4)
                         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                         .collect(),
                 ),
-                ElementType::Short => Plane::Int(
+                ElementType::Short => GvrsPlane::Int(
                     block
                         .chunks_exact(2)
                         .take(cells)
                         .map(|c| i16::from_le_bytes([c[0], c[1]]) as i32)
                         .collect(),
                 ),
-                _ => Plane::Int(
+                _ => GvrsPlane::Int(
                     block
                         .chunks_exact(4)
                         .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -633,19 +689,19 @@ impl GvrsFile {
         };
         match el.spec.element_type {
             ElementType::Float => {
-                let mut out = match std::mem::replace(plane, Plane::Int(Vec::new())) {
-                    Plane::Float(v) => v,
-                    Plane::Int(_) => Vec::new(),
+                let mut out = match std::mem::replace(plane, GvrsPlane::Int(Vec::new())) {
+                    GvrsPlane::Float(v) => v,
+                    GvrsPlane::Int(_) => Vec::new(),
                 };
                 out.resize(cells, 0.0);
                 let r = codec::decode_float(codec, block, tr, tc, &mut out).map_err(shift);
-                *plane = Plane::Float(out);
+                *plane = GvrsPlane::Float(out);
                 r.map(|_| 0)
             }
             t => {
-                let mut out = match std::mem::replace(plane, Plane::Int(Vec::new())) {
-                    Plane::Int(v) => v,
-                    Plane::Float(_) => Vec::new(),
+                let mut out = match std::mem::replace(plane, GvrsPlane::Int(Vec::new())) {
+                    GvrsPlane::Int(v) => v,
+                    GvrsPlane::Float(_) => Vec::new(),
                 };
                 out.resize(cells, 0);
                 let r = codec::decode_int(codec, block, tr, tc, &mut out).map_err(shift);
@@ -662,7 +718,7 @@ impl GvrsFile {
                         };
                     }
                 }
-                *plane = Plane::Int(out);
+                *plane = GvrsPlane::Int(out);
                 r.map(|_| nulls)
             }
         }
@@ -670,7 +726,7 @@ impl GvrsFile {
 
     /// Decode one element of stored tile `tile_index` (no cache), with the checks of
     /// [`GvrsFile::read_tile_checked`].
-    pub fn decode_tile(&self, content_offset: i64, tile_index: u64, element: usize) -> Result<Plane> {
+    pub fn decode_tile(&self, content_offset: i64, tile_index: u64, element: usize) -> Result<GvrsPlane> {
         self.check_element(element)?;
         let (tr, bytes) = self.read_tile_checked(content_offset, tile_index)?;
         let (rel, n) = tr.blocks[element];
@@ -678,7 +734,7 @@ impl GvrsFile {
     }
 
     /// One element of a tile through the cache; `None` when the tile is not stored (all fill).
-    pub fn tile_plane(&self, tile_row: u32, tile_col: u32, element: usize) -> Result<Option<Arc<Plane>>> {
+    pub fn tile_plane(&self, tile_row: u32, tile_col: u32, element: usize) -> Result<Option<Arc<GvrsPlane>>> {
         self.read_error()?;
         let Some(off) = self.tile_offset(tile_row, tile_col) else {
             return Ok(None);
@@ -697,14 +753,27 @@ impl GvrsFile {
         Ok(Some(plane))
     }
 
-    fn check_element(&self, element: usize) -> Result<&Element> {
+    pub(crate) fn check_element(&self, element: usize) -> Result<&GvrsElement> {
         self.elements
             .get(element)
             .ok_or_else(|| Error::usage(format!("element index {element} out of range")))
     }
 
-    /// The value of one cell.
-    pub fn cell(&self, element: usize, row: u32, col: u32) -> Result<CellValue> {
+    /// The index of the element named `name`, or a usage error listing the elements.
+    pub(crate) fn element_index_or_err(&self, name: &str) -> Result<usize> {
+        self.element_index(name).ok_or_else(|| {
+            let names: Vec<String> = self.elements.iter().map(|e| e.name()).collect();
+            Error::usage(format!(
+                "no element {name:?} in this GVRS file; its elements are: {}",
+                names.join(", ")
+            ))
+        })
+    }
+
+    /// The value of one cell of the element named `element` (through the tile cache, see
+    /// [`GvrsFile::set_cache_bytes`]).
+    pub fn cell(&self, element: &str, row: u32, col: u32) -> Result<GvrsCellValue> {
+        let element = self.element_index_or_err(element)?;
         let el = self.check_element(element)?;
         let g = self.geometry;
         if row >= g.rows || col >= g.cols {
@@ -718,119 +787,70 @@ impl GvrsFile {
         let v = match self.tile_plane(tr, tc, element)? {
             None => el.fill_plane(),
             Some(p) => match &*p {
-                Plane::Int(v) => Plane0::Int(v[k]),
-                Plane::Float(v) => Plane0::Float(v[k]),
+                GvrsPlane::Int(v) => Plane0::Int(v[k]),
+                GvrsPlane::Float(v) => Plane0::Float(v[k]),
             },
         };
         Ok(el.value_of(v))
     }
 
-    /// A rectangle of one element as an array of shape `[nrows, ncols]` (dtype as `read_array`).
-    pub fn block(&self, element: usize, row0: u32, col0: u32, nrows: u32, ncols: u32, codes: bool) -> Result<NdArray> {
-        let el = self.check_element(element)?;
-        let g = self.geometry;
-        let (r1, c1) = (row0 as u64 + nrows as u64, col0 as u64 + ncols as u64);
-        if r1 > g.rows as u64 || c1 > g.cols as u64 {
-            return Err(Error::usage(format!(
-                "rectangle rows {row0}..{r1}, columns {col0}..{c1} is outside the {} x {} grid",
-                g.rows, g.cols
-            )));
-        }
-        let dtype = el.dtype(codes);
-        let bytes = nrows as u64 * ncols as u64 * dtype.size() as u64;
-        if bytes > self.limits.max_array_bytes {
-            return Err(Error::limit(
-                "limit.array",
-                None,
-                format!("a {nrows} x {ncols} block needs {bytes} bytes"),
-            ));
-        }
-        let mut out = vec![0u8; bytes as usize];
-        let row_bytes = ncols as usize * dtype.size();
-        if nrows > 0 && ncols > 0 {
-            for tr in row0 / g.tile_rows..=(r1 as u32 - 1) / g.tile_rows {
-                for tc in col0 / g.tile_cols..=(c1 as u32 - 1) / g.tile_cols {
-                    let plane = self.tile_plane(tr, tc, element)?;
-                    let rr0 = (tr * g.tile_rows).max(row0);
-                    let rr1 = ((tr + 1) as u64 * g.tile_rows as u64).min(r1) as u32;
-                    let cc0 = (tc * g.tile_cols).max(col0);
-                    let cc1 = ((tc + 1) as u64 * g.tile_cols as u64).min(c1) as u32;
-                    for r in rr0..rr1 {
-                        let o = (r - row0) as usize * row_bytes + (cc0 - col0) as usize * dtype.size();
-                        let dst = &mut out[o..o + (cc1 - cc0) as usize * dtype.size()];
-                        let k0 = ((r - tr * g.tile_rows) as u64 * g.tile_cols as u64 + (cc0 - tc * g.tile_cols) as u64)
-                            as usize;
-                        put_row(el, plane.as_deref(), k0, dst, codes);
-                    }
-                }
-            }
-        }
-        let mut a = NdArray::new(dtype, vec![nrows as u64, ncols as u64], out)?;
-        a.name = Some(el.name());
-        Ok(a)
+    /// One array per element, as reads produce them: `[rows, cols]`, the element's dtype
+    /// (integer-coded floats as their float32 values), its name and attributes.
+    pub fn arrays(&self) -> Vec<ArrayInfo> {
+        let shape = vec![self.geometry.rows as u64, self.geometry.cols as u64];
+        self.elements
+            .iter()
+            .enumerate()
+            .map(|(i, e)| ArrayInfo {
+                dtype: e.dtype(false),
+                shape: shape.clone(),
+                name: Some(e.name()),
+                attrs: self.element_attrs(i),
+            })
+            .collect()
     }
 
-    /// One whole element as `[rows, cols]`, tiles decoded in parallel (one band of tile rows
-    /// per task, no cache: memory is the output plus one tile per thread).
-    pub fn read_element(&self, element: usize, codes: bool) -> Result<NdArray> {
-        let el = self.check_element(element)?;
-        self.read_error()?;
-        let g = self.geometry;
-        let dtype = el.dtype(codes);
-        let bytes = g.cells().saturating_mul(dtype.size() as u64);
-        if bytes > self.limits.max_array_bytes {
-            return Err(Error::limit(
-                "limit.array",
-                None,
-                format!(
-                    "element {:?} needs {bytes} bytes, above the limit of {}",
-                    el.name(),
-                    self.limits.max_array_bytes
-                ),
-            ));
-        }
-        let bytes = usize::try_from(bytes)
-            .map_err(|_| Error::limit("limit.array", None, "the element does not fit in memory"))?;
-        let mut out = vec![0u8; bytes];
-        let row_bytes = g.cols as usize * dtype.size();
-        let band = g.tile_rows as usize * row_bytes;
-        out.par_chunks_mut(band)
-            .enumerate()
-            .try_for_each(|(tr, dst)| -> Result<()> {
-                let tr = tr as u32;
-                // One tile buffer per band, reused for each of its tiles.
-                let mut buf = Plane::Int(Vec::new());
-                for tc in 0..g.grid_cols {
-                    let plane = match self.tile_offset(tr, tc) {
-                        None => None,
-                        Some(off) => {
-                            let index = tr as u64 * g.grid_cols as u64 + tc as u64;
-                            let (rec, bytes) = self.read_tile_checked(off, index)?;
-                            let (rel, n) = rec.blocks[element];
-                            self.decode_block_into(
-                                element,
-                                &bytes[rel..rel + n],
-                                rec.record.start + rel as u64,
-                                &mut buf,
-                            )?;
-                            Some(&buf)
-                        }
-                    };
-                    let c0 = tc * g.tile_cols;
-                    let c1 = (c0 + g.tile_cols).min(g.cols);
-                    let nr = dst.len() / row_bytes;
-                    for r in 0..nr {
-                        let o = r * row_bytes + c0 as usize * dtype.size();
-                        let d = &mut dst[o..o + (c1 - c0) as usize * dtype.size()];
-                        put_row(el, plane, r * g.tile_cols as usize, d, codes);
-                    }
-                }
-                Ok(())
-            })?;
-        let mut a = NdArray::new(dtype, vec![g.rows as u64, g.cols as u64], out)?;
-        a.name = Some(el.name());
-        a.attrs = self.element_attrs(element);
-        Ok(a)
+    /// Every finding about the file (see [`crate::validate`]): the header, the directories,
+    /// every record's CRC, and every tile decoded, with memory bounded by the working set.
+    pub fn validate(&self) -> Report {
+        crate::validate::validate(
+            &self.input,
+            &ValidateOptions {
+                limits: self.limits,
+                ..Default::default()
+            },
+        )
+    }
+
+    /// What `req` asks for, in memory (bounded by `req.limits.max_array_bytes`): the element
+    /// `req.element` (optional when the file has one element), whole or the window
+    /// `req.region` (`[rows, cols]` in grid order), its values or, with `req.codes`, the stored
+    /// codes of an integer-coded float. Only the tiles the window meets are read.
+    ///
+    /// With `req.target == Some("volp")` (what `rasterpack convert` sets towards VOLP) the
+    /// elements become the levels of one `[levels, rows, cols]` array when they share one
+    /// dtype; a region of two axes is then a window of every level, one of three axes also
+    /// picks the levels.
+    pub fn read(&self, req: &ArrayRequest) -> Result<NdArray> {
+        let mut sink = MemorySink::new(req.limits);
+        self.stream(req, &mut sink)?;
+        sink.finish()?;
+        sink.into_array()
+    }
+
+    /// The whole element named `name`, values decoded (as [`GvrsFile::read`]).
+    pub fn read_element(&self, name: &str) -> Result<NdArray> {
+        self.read(&ArrayRequest::for_element(name))
+    }
+
+    /// Stream what `req` asks for (see [`GvrsFile::read`]) into `sink`, following the protocol
+    /// of [`rasterpack_common::stream`]: `begin`, then every byte once; the caller calls
+    /// `finish`. Memory stays within `req.limits.working_set` (bands of tile rows decoded in
+    /// parallel, two groups in flight); a sink that is not random-access is refused with
+    /// `limit.working_set` before anything is decoded when one band of the window cannot fit.
+    /// Untouched tiles arrive as [`ArraySink::fill_at`] runs of the fill value.
+    pub fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        self.stream_selection(req, sink)
     }
 
     /// Attributes carried with an element's array into other formats.
@@ -989,79 +1009,7 @@ pub fn uuid_text(stored: &[u8; 16]) -> String {
     )
 }
 
-/// Write `dst.len() / size` cells of a plane (starting at cell `k0`) or of the fill value.
-fn put_row(el: &Element, plane: Option<&Plane>, k0: usize, dst: &mut [u8], codes: bool) {
-    let t = el.spec.element_type;
-    let n = dst.len() / el.dtype(codes).size();
-    match (t, plane) {
-        (ElementType::Short, _) => {
-            let fill = match el.fill_plane() {
-                Plane0::Int(v) => v,
-                Plane0::Float(_) => 0,
-            };
-            for (i, d) in dst.chunks_exact_mut(2).enumerate() {
-                let v = match plane {
-                    Some(Plane::Int(p)) => p.get(k0 + i).copied().unwrap_or(fill),
-                    _ => fill,
-                };
-                d.copy_from_slice(&(v as i16).to_le_bytes());
-            }
-        }
-        (ElementType::IntCodedFloat, _) if !codes => {
-            let ElementRange::IntCodedFloat {
-                fill,
-                scale,
-                offset,
-                fill_int,
-                ..
-            } = el.spec.range
-            else {
-                return;
-            };
-            // Same arithmetic as `Element::icf_value`, hoisted out of the cell loop.
-            let decode = |code: i32| {
-                if code == fill_int {
-                    fill
-                } else {
-                    code as f32 / scale + offset
-                }
-            };
-            match plane {
-                Some(Plane::Int(p)) => {
-                    for (d, &code) in dst.chunks_exact_mut(4).zip(p[k0..k0 + n].iter()) {
-                        d.copy_from_slice(&decode(code).to_le_bytes());
-                    }
-                }
-                _ => {
-                    for d in dst.chunks_exact_mut(4) {
-                        d.copy_from_slice(&fill.to_le_bytes());
-                    }
-                }
-            }
-        }
-        (_, Some(Plane::Int(p))) => {
-            for (d, v) in dst.chunks_exact_mut(4).zip(p[k0..k0 + n].iter()) {
-                d.copy_from_slice(&v.to_le_bytes());
-            }
-        }
-        (_, Some(Plane::Float(p))) => {
-            for (d, v) in dst.chunks_exact_mut(4).zip(p[k0..k0 + n].iter()) {
-                d.copy_from_slice(&v.to_le_bytes());
-            }
-        }
-        (_, None) => {
-            let fill = match el.fill_plane() {
-                Plane0::Int(v) => v.to_le_bytes(),
-                Plane0::Float(v) => v.to_le_bytes(),
-            };
-            for d in dst.chunks_exact_mut(4) {
-                d.copy_from_slice(&fill);
-            }
-        }
-    }
-}
-
-/// Decode a metadata record's content the way Gridfour's API does (errata 7).
+/// Decode a metadata record's content the way Gridfour's API does.
 pub fn metadata_value(data_type: u8, content: &[u8]) -> Value {
     let le4 = |c: &[u8]| [c[0], c[1], c[2], c[3]];
     match data_type {
@@ -1124,4 +1072,22 @@ pub fn metadata_text(content: &[u8]) -> Option<String> {
         return None;
     }
     Some(String::from_utf8_lossy(&content[4..4 + n as usize]).into_owned())
+}
+
+impl ArrayFile for GvrsFile {
+    fn format_name(&self) -> &'static str {
+        "gvrs"
+    }
+
+    fn arrays(&self) -> Result<Vec<ArrayInfo>> {
+        Ok(GvrsFile::arrays(self))
+    }
+
+    fn validate(&self) -> Report {
+        GvrsFile::validate(self)
+    }
+
+    fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        GvrsFile::stream(self, req, sink)
+    }
 }

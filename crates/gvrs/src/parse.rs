@@ -504,7 +504,7 @@ pub fn parse_metadata_record(rec: RecordHeader, bytes: &[u8]) -> Result<Metadata
     }
     let content_offset = r.offset();
     let content = r.bytes(content_length as usize, "metadata content")?.to_vec();
-    // Gridfour sizes records with empty content 4 bytes short (errata 19): the description's
+    // Gridfour sizes records with empty content 4 bytes short: the description's
     // tail may be lost to the CRC. Keep what fits instead of refusing the record.
     let desc_offset = r.offset();
     let (description, description_truncated) = if content_length == 0 && r.remaining() < 2 {

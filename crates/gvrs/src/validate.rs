@@ -1,4 +1,4 @@
-//! Every rule of GVRS 1.4 (as corrected by `gvrs-errata.md` and the ERRATA decisions), checked
+//! Every rule of GVRS 1.4 (as the files Gridfour writes follow it; `docs/formats/gvrs.md`), checked
 //! and reported as findings with stable codes `gvrs.<area>.<rule>` and byte offsets. Validation
 //! never stops at the first problem. Tiles are streamed (read, checked, decoded, dropped) in
 //! parallel batches, so peak memory stays bounded whatever the grid size.
@@ -7,9 +7,10 @@
 //! (`gvrs.header.opened_for_writing` <-> `OPENED_FOR_WRITING`, `gvrs.tile.crc_mismatch` <->
 //! `CRC_MISMATCH`); see [`sidecar_code`].
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
-use rasterpack_common::{ErrorKind, Finding, Findings, Input, Limits, Report, Severity};
+use rasterpack_common::{ErrorKind, Finding, Findings, Input, Limits, Report, Severity, ValidateOptions};
 use rayon::prelude::*;
 use serde_json::json;
 
@@ -38,7 +39,7 @@ pub fn is_identifier(bytes: &[u8], max: usize) -> bool {
 struct Extent {
     start: u64,
     end: u64,
-    what: String,
+    what: Cow<'static, str>,
 }
 
 struct Ctx {
@@ -169,8 +170,11 @@ fn check_ident(ctx: &mut Ctx, area: &str, s: &RawString, what: &str) {
     }
 }
 
-/// Validate a GVRS input completely.
-pub fn validate(input: &Input, limits: &Limits) -> Report {
+/// Validate a GVRS input completely: every finding, never stopping at the first. Tiles are
+/// read, checked and decoded as they stream, at most a working set's worth at once
+/// ([`Limits::working_set`]), and `opts.report_progress` hears how many bytes of tile records
+/// are checked.
+pub fn validate(input: &Input, opts: &ValidateOptions) -> Report {
     let mut report = Report::new("gvrs");
     let mut ctx = Ctx {
         f: Findings::new(),
@@ -178,7 +182,7 @@ pub fn validate(input: &Input, limits: &Limits) -> Report {
         extents: Vec::new(),
         unsupported: BTreeMap::new(),
     };
-    run(input, limits, &mut ctx, &mut report);
+    run(input, opts, &mut ctx, &mut report);
     for (code, (count, at, msg)) in std::mem::take(&mut ctx.unsupported) {
         report.unsupported = true;
         let msg = if count > 1 {
@@ -189,10 +193,12 @@ pub fn validate(input: &Input, limits: &Limits) -> Report {
         ctx.f.info(code, at, msg);
     }
     report.findings = ctx.f;
+    opts.report_progress(input.len(), input.len());
     report
 }
 
-fn run(input: &Input, limits: &Limits, ctx: &mut Ctx, report: &mut Report) {
+fn run(input: &Input, opts: &ValidateOptions, ctx: &mut Ctx, report: &mut Report) {
+    let limits = &opts.limits;
     let header = match parse::read_header(input, limits) {
         Ok(h) => h,
         Err(e) => {
@@ -224,41 +230,73 @@ fn run(input: &Input, limits: &Limits, ctx: &mut Ctx, report: &mut Report) {
     }
     ctx.checksums = header.checksums != 0;
     check_header(ctx, input, &header, limits);
-    // The model re-reads what it needs; open leniently so an opened-for-writing file still
-    // gets its structure checked.
-    let file = match GvrsFile::open_lenient(input.clone(), *limits) {
+    // The model re-reads what it needs; opening never refuses an opened-for-writing file or a
+    // damaged directory, so their structure still gets checked.
+    let file = match GvrsFile::from_input(input.clone(), *limits) {
         Ok(f) => f,
         Err(e) => {
             ctx.error(&e);
             return;
         }
     };
-    report.summary.insert("rows".into(), json!(file.geometry.rows));
-    report.summary.insert("cols".into(), json!(file.geometry.cols));
-    report.summary.insert(
-        "elements".into(),
-        json!(file.elements.iter().map(|e| e.name()).collect::<Vec<_>>()),
-    );
-    report.summary.insert(
-        "codecs".into(),
-        json!(file.header.codecs.iter().map(|c| c.lossy()).collect::<Vec<_>>()),
-    );
+    summarize(&file, report);
     let tiles = check_tile_directory(ctx, &file);
     report.summary.insert("populated_tiles".into(), json!(tiles.len()));
-    check_tiles(ctx, &file, &tiles);
+    check_tiles(ctx, &file, tiles, opts);
     let java_codecs = check_metadata(ctx, &file);
     check_codec_compat(ctx, &file, java_codecs.as_deref());
     check_file_space(ctx, &file);
     check_extents(ctx, input.len());
 }
 
+/// The facts `validate` reports besides its findings (the keys `inspect` uses for them).
+fn summarize(file: &GvrsFile, report: &mut Report) {
+    report.summary.insert("rows".into(), json!(file.geometry.rows));
+    report.summary.insert("cols".into(), json!(file.geometry.cols));
+    report
+        .summary
+        .insert("arrays".into(), crate::inspect::arrays_summary(file));
+    report.summary.insert(
+        "elements".into(),
+        serde_json::Value::Array(file.elements.iter().enumerate().map(|(i, e)| e.to_json(i)).collect()),
+    );
+    report.summary.insert(
+        "codecs".into(),
+        json!(file.header.codecs.iter().map(|c| c.lossy()).collect::<Vec<_>>()),
+    );
+}
+
+/// Every rule of the header record, by group.
 fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
-    let len = h.record.length as u64;
     ctx.extents.push(Extent {
         start: 16,
-        end: 16 + len,
+        end: 16 + h.record.length as u64,
         what: "header record".into(),
     });
+    check_header_record(ctx, input, h, limits);
+    check_header_fields(ctx, h);
+    check_grid(ctx, h);
+    if h.elements.is_empty() {
+        ctx.err("gvrs.header.element_count", Some(280), "the file declares no elements");
+    }
+    let mut names: HashMap<&[u8], u64> = HashMap::new();
+    for e in &h.elements {
+        if names.insert(&e.name.bytes, e.offset).is_some() {
+            ctx.err(
+                "gvrs.element.duplicate_name",
+                Some(e.name.offset),
+                format!("element name {:?} is used twice", e.name.lossy()),
+            );
+        }
+        check_element(ctx, e);
+    }
+    check_codec_names(ctx, h);
+    check_header_tail(ctx, h);
+}
+
+/// The record framing: type, length, reserved bytes, CRC, and the flags that say whether the
+/// file was closed and carries checksums.
+fn check_header_record(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
     if h.record.record_type != RecordType::Header as u8 {
         ctx.err(
             "gvrs.header.record_type",
@@ -297,29 +335,32 @@ fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
             format!("checksum flag is {}, expected 0 or 1", h.checksums),
         );
     }
-    // CRC over [16, 16 + length - 4). A file never closed has a zero or stale header CRC
-    // (errata 17): the opened-for-writing finding already says so.
-    let bytes = if h.time_opened_for_writing == 0 {
-        input.read_vec(16, len, "header record", limits).ok()
-    } else {
-        None
+    // CRC over [16, 16 + length - 4). A file never closed has a zero or stale header CRC: the
+    // opened-for-writing finding already says so.
+    if h.time_opened_for_writing != 0 {
+        return;
+    }
+    let Ok(bytes) = input.read_vec(16, h.record.length as u64, "header record", limits) else {
+        return;
     };
-    if let Some(bytes) = bytes {
-        let rec = RecordHeader { start: 16, ..h.record };
-        // Alignment of the header start is fixed (16): check only length/CRC here.
-        let mut tmp = Ctx {
-            f: Findings::new(),
-            checksums: ctx.checksums,
-            extents: Vec::new(),
-            unsupported: BTreeMap::new(),
-        };
-        check_record(&mut tmp, &rec, &bytes, "header", None);
-        for f in tmp.f.0 {
-            if f.code.ends_with("crc_mismatch") || f.code.ends_with("crc_nonzero") {
-                ctx.f.0.push(f);
-            }
+    let rec = RecordHeader { start: 16, ..h.record };
+    // The header's start is fixed (16) and its framing checked above: only the CRC here.
+    let mut tmp = Ctx {
+        f: Findings::new(),
+        checksums: ctx.checksums,
+        extents: Vec::new(),
+        unsupported: BTreeMap::new(),
+    };
+    check_record(&mut tmp, &rec, &bytes, "header", None);
+    for f in tmp.f.0 {
+        if f.code.ends_with("crc_mismatch") || f.code.ends_with("crc_nonzero") {
+            ctx.f.0.push(f);
         }
     }
+}
+
+/// Levels, reserved fields and the raster-space and coordinate-system codes.
+fn check_header_fields(ctx: &mut Ctx, h: &Header) {
     if h.levels != 1 {
         ctx.warn(
             "gvrs.header.levels",
@@ -354,6 +395,10 @@ fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
             format!("unknown coordinate system code {}", h.coordinate_system),
         );
     }
+}
+
+/// Grid and tile sizes.
+fn check_grid(ctx: &mut Ctx, h: &Header) {
     for (v, what, at) in [
         (h.rows, "rows", 104u64),
         (h.cols, "columns", 108),
@@ -375,77 +420,77 @@ fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
             "a tile of more than 2^28 cells is refused",
         );
     }
-    if h.elements.is_empty() {
-        ctx.err("gvrs.header.element_count", Some(280), "the file declares no elements");
+}
+
+/// One element specification: its name, flags, padding, texts and value range.
+fn check_element(ctx: &mut Ctx, e: &ElementSpec) {
+    check_ident(ctx, "element", &e.name, "element name");
+    if e.continuous > 1 {
+        ctx.warn(
+            "gvrs.element.flag_value",
+            Some(e.offset + 1),
+            format!("continuous flag is {}, expected 0 or 1", e.continuous),
+        );
     }
-    let mut names: HashMap<&[u8], u64> = HashMap::new();
-    for e in &h.elements {
-        check_ident(ctx, "element", &e.name, "element name");
-        if names.insert(&e.name.bytes, e.offset).is_some() {
-            ctx.err(
-                "gvrs.element.duplicate_name",
-                Some(e.name.offset),
-                format!("element name {:?} is used twice", e.name.lossy()),
-            );
-        }
-        if e.continuous > 1 {
-            ctx.warn(
-                "gvrs.element.flag_value",
-                Some(e.offset + 1),
-                format!("continuous flag is {}, expected 0 or 1", e.continuous),
-            );
-        }
-        check_zero(
-            ctx,
-            "gvrs.element.reserved_nonzero",
-            &(e.offset + 2, e.reserved.to_vec()),
-            "reserved element bytes",
-        );
-        check_zero(
-            ctx,
-            "gvrs.element.padding_nonzero",
-            &e.pad_before_range,
-            "element padding",
-        );
-        check_zero(ctx, "gvrs.element.padding_nonzero", &e.pad_after, "element padding");
-        for (s, what) in [
-            (&e.label, "element label"),
-            (&e.description, "element description"),
-            (&e.unit, "element unit"),
-        ] {
-            check_text(ctx, "element", s, what);
-        }
-        let bad_range = match e.range {
-            ElementRange::Integer { min, max, .. } => min > max,
-            ElementRange::Short { min, max, .. } => min > max,
-            ElementRange::Float { min, max, .. } => min > max,
-            ElementRange::IntCodedFloat {
-                min,
-                max,
-                scale,
-                offset,
-                min_int,
-                max_int,
-                ..
-            } => {
-                if !(scale.is_finite() && scale != 0.0 && offset.is_finite()) {
-                    ctx.err(
-                        "gvrs.element.scale",
-                        Some(e.range_offset + 12),
-                        format!("integer-coded float scale {scale} / offset {offset} must be finite, scale non-zero"),
-                    );
-                }
-                min > max || min_int > max_int
+    check_zero(
+        ctx,
+        "gvrs.element.reserved_nonzero",
+        &(e.offset + 2, e.reserved.to_vec()),
+        "reserved element bytes",
+    );
+    check_zero(
+        ctx,
+        "gvrs.element.padding_nonzero",
+        &e.pad_before_range,
+        "element padding",
+    );
+    check_zero(ctx, "gvrs.element.padding_nonzero", &e.pad_after, "element padding");
+    for (s, what) in [
+        (&e.label, "element label"),
+        (&e.description, "element description"),
+        (&e.unit, "element unit"),
+    ] {
+        check_text(ctx, "element", s, what);
+    }
+    check_element_range(ctx, e);
+}
+
+/// Minimum not above maximum; an integer-coded float's scale and offset usable.
+fn check_element_range(ctx: &mut Ctx, e: &ElementSpec) {
+    let bad_range = match e.range {
+        ElementRange::Integer { min, max, .. } => min > max,
+        ElementRange::Short { min, max, .. } => min > max,
+        ElementRange::Float { min, max, .. } => min > max,
+        ElementRange::IntCodedFloat {
+            min,
+            max,
+            scale,
+            offset,
+            min_int,
+            max_int,
+            ..
+        } => {
+            if !(scale.is_finite() && scale != 0.0 && offset.is_finite()) {
+                ctx.err(
+                    "gvrs.element.scale",
+                    Some(e.range_offset + 12),
+                    format!("integer-coded float scale {scale} / offset {offset} must be finite, scale non-zero"),
+                );
             }
-        };
-        if bad_range {
-            ctx.warn(
-                "gvrs.element.range",
-                Some(e.range_offset),
-                "element minimum exceeds its maximum",
-            );
+            min > max || min_int > max_int
         }
+    };
+    if bad_range {
+        ctx.warn(
+            "gvrs.element.range",
+            Some(e.range_offset),
+            "element minimum exceeds its maximum",
+        );
     }
+}
+
+/// Codec names: identifiers, and whether rasterpack implements them.
+fn check_codec_names(ctx: &mut Ctx, h: &Header) {
     for c in &h.codecs {
         check_ident(ctx, "header", c, "codec name");
         if crate::codec::Codec::from_name(&c.lossy()).is_none() {
@@ -459,6 +504,10 @@ fn check_header(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits) {
             );
         }
     }
+}
+
+/// The product label and what follows it: 8 reserved bytes, then padding.
+fn check_header_tail(ctx: &mut Ctx, h: &Header) {
     check_text(ctx, "header", &h.product_label, "product label");
     if h.tail.1.len() < 8 {
         ctx.err(
@@ -629,7 +678,7 @@ fn check_one_tile(file: &GvrsFile, checksums: bool, tile: u64, off: i64, entry_a
                 );
             }
         }
-        let mut plane = crate::Plane::Int(Vec::new());
+        let mut plane = crate::GvrsPlane::Int(Vec::new());
         match file.decode_block_counting(e, block, at, &mut plane) {
             Ok(nulls) => {
                 res.short_nulls.resize(tr.blocks.len(), 0);
@@ -654,26 +703,52 @@ fn check_one_tile(file: &GvrsFile, checksums: bool, tile: u64, off: i64, entry_a
     res
 }
 
-fn check_tiles(ctx: &mut Ctx, file: &GvrsFile, tiles: &[(u64, i64, u64)]) {
-    let mut seen: HashMap<i64, u64> = HashMap::new();
-    for &(tile, off, at) in tiles {
-        if let Some(first) = seen.insert(off, tile) {
-            ctx.err(
-                "gvrs.tile_directory.duplicate_reference",
-                Some(at),
-                format!("tiles {first} and {tile} point at the same record (content offset {off})"),
-            );
+/// How many tiles may be checked at once: each holds its record and its decoded cells, and
+/// together they stay within half the working set (at least one, at most one per thread).
+fn tile_decoders(file: &GvrsFile, limits: &Limits) -> usize {
+    let per_tile = file
+        .max_tile_record_len()
+        .saturating_add(file.geometry.cells_per_tile().saturating_mul(4));
+    let fit = (limits.working_set / 2 / per_tile.max(1)).max(1);
+    (rayon::current_num_threads() as u64).min(fit).max(1) as usize
+}
+
+/// Check every stored tile once (two directory entries naming one record are an error), in
+/// file order, in batches decoded in parallel by at most as many decoders as the working set
+/// holds; progress is reported in bytes of tile records checked.
+fn check_tiles(ctx: &mut Ctx, file: &GvrsFile, mut tiles: Vec<(u64, i64, u64)>, opts: &ValidateOptions) {
+    tiles.sort_unstable_by_key(|&(tile, off, _)| (off, tile));
+    let mut previous: Option<(u64, i64)> = None;
+    tiles.retain(|&(tile, off, at)| {
+        if let Some((first, prev_off)) = previous {
+            if prev_off == off {
+                ctx.err(
+                    "gvrs.tile_directory.duplicate_reference",
+                    Some(at),
+                    format!("tiles {first} and {tile} point at the same record (content offset {off})"),
+                );
+                return false;
+            }
         }
-    }
-    let mut checked: std::collections::HashSet<i64> = std::collections::HashSet::new();
-    let unique: Vec<(u64, i64, u64)> = tiles.iter().copied().filter(|t| checked.insert(t.1)).collect();
+        previous = Some((tile, off));
+        true
+    });
     let checksums = ctx.checksums;
+    let decoders = tile_decoders(file, &opts.limits);
+    let total = file.input().len();
+    let mut done = 0u64;
     let mut short_nulls = vec![0u64; file.elements.len()];
-    for batch in unique.chunks(TILE_BATCH) {
-        let results: Vec<TileResult> = batch
-            .par_iter()
-            .map(|&(tile, off, at)| check_one_tile(file, checksums, tile, off, at))
-            .collect();
+    for batch in tiles.chunks(TILE_BATCH) {
+        let check = |&(tile, off, at): &(u64, i64, u64)| check_one_tile(file, checksums, tile, off, at);
+        let results: Vec<TileResult> = if decoders >= rayon::current_num_threads() {
+            batch.par_iter().map(check).collect()
+        } else {
+            // Large tiles: fewer decoders than threads, each taking its share of the batch.
+            batch
+                .par_chunks(batch.len().div_ceil(decoders))
+                .flat_map_iter(|share| share.iter().map(check).collect::<Vec<_>>())
+                .collect()
+        };
         for r in results {
             for (n, k) in short_nulls.iter_mut().zip(&r.short_nulls) {
                 *n += k;
@@ -683,6 +758,7 @@ fn check_tiles(ctx: &mut Ctx, file: &GvrsFile, tiles: &[(u64, i64, u64)]) {
                 ctx.error(e);
             }
             if let Some((s, e)) = r.extent {
+                done = done.saturating_add(e - s);
                 ctx.extents.push(Extent {
                     start: s,
                     end: e,
@@ -690,6 +766,7 @@ fn check_tiles(ctx: &mut Ctx, file: &GvrsFile, tiles: &[(u64, i64, u64)]) {
                 });
             }
         }
+        opts.report_progress(done.min(total), total);
     }
     // Gridfour 2026 codes a Short element's fill cells as its null (i32::MIN) in compressed
     // blocks and reads them back as -32768, whatever the element's fill; e2e5824 reads them as 0.
@@ -792,7 +869,7 @@ fn check_metadata(ctx: &mut Ctx, file: &GvrsFile) -> Option<String> {
         ctx.extents.push(Extent {
             start,
             end: start + rec.record.length as u64,
-            what: format!("metadata record {:?}", rec.name.lossy()),
+            what: format!("metadata record {:?}", rec.name.lossy()).into(),
         });
         if rec.name.bytes != e.name.bytes || rec.record_id != e.record_id || rec.data_type != e.data_type {
             ctx.err(
@@ -845,7 +922,7 @@ const GRIDFOUR_DEFAULTS: [(&str, &[&str]); 2] = [
     ),
 ];
 
-/// Compatibility with Gridfour's reader (ERRATA: a warning, `gvrs.compat.codec_list`): Gridfour
+/// Compatibility with Gridfour's reader (a warning, `gvrs.compat.codec_list`): Gridfour
 /// resolves the header's codec names through the `GvrsJavaCodecs` record when the file has one,
 /// and otherwise maps each tile's codec index through its *own* default list; a name neither
 /// the record nor its defaults know is dropped, which shifts the later indexes. A file whose
@@ -896,7 +973,7 @@ fn check_codec_compat(ctx: &mut Ctx, file: &GvrsFile, java_codecs: Option<&str>)
     }
 }
 
-/// Content layout per type (Gridfour's, errata 7).
+/// Content layout per type (Gridfour's).
 fn check_content(ctx: &mut Ctx, rec: &MetadataRecord) {
     let n = rec.content.len();
     let at = Some(rec.content_offset);

@@ -1,26 +1,31 @@
-//! GVRS 1.4 writer: files Gridfour reads, laid out as the errata describe.
+//! GVRS 1.4 writer: files Gridfour reads, laid out as Gridfour lays them out.
 //!
 //! File layout written here (records reached only through the header's directory references,
 //! so their order is free): identification, header record, metadata records, metadata
-//! directory, tile directory, tile records. Every record is a multiple of 8 bytes and starts at
-//! a multiple of 8; its CRC32C (or 0 with checksums off) is its last 4 bytes. The header's
-//! time-opened-for-writing is 0 (a closed file) and no file-space directory is needed (the
-//! file has no free space). Tiles whose cells all equal the fill value (bitwise for floats) are
-//! not stored. Each element of a tile is stored compressed only when the block is strictly
-//! smaller than the uncompressed one, so a reader can tell them apart by length.
+//! directory, tile records (in tile order), tile directory. Every record is a multiple of 8
+//! bytes and starts at a multiple of 8; its CRC32C (or 0 with checksums off) is its last 4
+//! bytes. A finished file's time-opened-for-writing is 0 (closed) and no file-space directory
+//! is needed (the file has no free space). Tiles whose cells all equal the fill value (bitwise
+//! for floats) are not stored. Each element of a tile is stored compressed only when the block
+//! is strictly smaller than the uncompressed one, so a reader can tell them apart by length.
 //!
-//! The whole file is assembled before the first byte is written: tile blocks are encoded (in
-//! parallel with rayon) and kept in memory, then offsets are known and the output needs no
-//! seeking.
+//! [`GvrsWriter`] writes one array as its rows arrive, a group of tile rows at a time (tiles
+//! encoded in parallel with rayon); on a file, tiles go out as they are encoded and the header
+//! (marked opened for writing until then) and tile directory at the end. [`to_bytes`] and
+//! [`write_gvrs`] write several elements from values held in memory, in the same layout.
 
+use std::fs::File;
 use std::io::Write;
+use std::ops::Range;
 
+use rasterpack_common::output::write_all_at;
+use rasterpack_common::stream::SequentialCursor;
+use rasterpack_common::{ArrayInfo, ArraySink, DType, Error, Limits, NdArray, Output, Result, WriteOptions};
 use rayon::prelude::*;
 
 use crate::codec::{self, Codec, EncodeOptions};
-use rasterpack_common::{DType, Error, NdArray, Result, WriteOptions};
 
-/// Record type codes (spec Table 1).
+/// Record type codes (the type byte of every record).
 const REC_METADATA: u8 = 1;
 const REC_TILE: u8 = 2;
 const REC_METADATA_DIRECTORY: u8 = 4;
@@ -57,7 +62,7 @@ impl ElementRange {
         }
     }
 
-    /// Gridfour's defaults for a type: full range, fill = the type's minimum (NaN for floats).
+    /// Gridfour's defaults for an Integer element: full range, fill = i32::MIN.
     pub fn integer() -> Self {
         ElementRange::Integer {
             min: i32::MIN + 1,
@@ -65,6 +70,7 @@ impl ElementRange {
             fill: i32::MIN,
         }
     }
+    /// Gridfour's defaults for a Short element: full range, fill = i16::MIN.
     pub fn short() -> Self {
         ElementRange::Short {
             min: i16::MIN + 1,
@@ -72,6 +78,7 @@ impl ElementRange {
             fill: i16::MIN,
         }
     }
+    /// Gridfour's defaults for a Float element: any value, fill = NaN.
     pub fn float() -> Self {
         ElementRange::Float {
             min: f32::NEG_INFINITY,
@@ -101,14 +108,21 @@ impl ElementRange {
 pub struct ElementSpec {
     /// Identifier: ASCII letter first, then letters, digits or `_`; at most 32 characters.
     pub name: String,
+    /// Type, range and fill value (see the [`ElementRange`] constructors for Gridfour's
+    /// defaults).
     pub kind: ElementRange,
+    /// Values vary smoothly and may be interpolated (default true).
     pub continuous: bool,
+    /// Short label for people.
     pub label: String,
+    /// Longer description.
     pub description: String,
+    /// Unit of measure.
     pub unit: String,
 }
 
 impl ElementSpec {
+    /// An element named `name` (continuous, no texts).
     pub fn new(name: &str, kind: ElementRange) -> Self {
         ElementSpec {
             name: name.to_string(),
@@ -126,30 +140,48 @@ impl ElementSpec {
 pub enum Coordinates {
     /// Raster coordinates only (Gridfour stores x0 = y0 = 0, x1 = cols - 1, y1 = rows - 1).
     Unspecified,
+    /// Cartesian coordinates of the first and last cell centres.
     Cartesian {
+        /// x of cell (0, 0).
         x0: f64,
+        /// y of cell (0, 0).
         y0: f64,
+        /// x of the last column.
         x1: f64,
+        /// y of the last row.
         y1: f64,
     },
+    /// Geographic coordinates (degrees) of the first and last cell centres.
     Geographic {
+        /// Longitude of cell (0, 0).
         lon0: f64,
+        /// Latitude of cell (0, 0).
         lat0: f64,
+        /// Longitude of the last column.
         lon1: f64,
+        /// Latitude of the last row.
         lat1: f64,
     },
     /// Cartesian from the first cell centre and the cell spacing (x1 = x0 + dx * (cols - 1)).
     CartesianSpacing {
+        /// x of cell (0, 0).
         x0: f64,
+        /// y of cell (0, 0).
         y0: f64,
+        /// Spacing along x (per column).
         dx: f64,
+        /// Spacing along y (per row).
         dy: f64,
     },
     /// Geographic from the first cell centre and the cell spacing in degrees.
     GeographicSpacing {
+        /// Longitude of cell (0, 0).
         lon0: f64,
+        /// Latitude of cell (0, 0).
         lat0: f64,
+        /// Spacing in longitude (per column).
         dlon: f64,
+        /// Spacing in latitude (per row).
         dlat: f64,
     },
 }
@@ -157,34 +189,51 @@ pub enum Coordinates {
 /// Raster space code (header byte 129).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RasterSpace {
+    /// Not said.
     Unspecified = 0,
+    /// A cell's value is the value at its centre point.
     Point = 1,
+    /// A cell's value stands for its whole area.
     Area = 2,
 }
 
-/// Metadata content types (spec Table 20).
+/// Metadata content types (the type byte of a metadata record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MetadataType {
+    /// Bytes of no declared type.
     Unspecified = 0,
+    /// Signed bytes.
     Byte = 1,
+    /// i16 values, 4 bytes each as Gridfour stores them (the values, then zeros).
     Short = 2,
+    /// u16 values, stored like `Short`.
     UnsignedShort = 3,
+    /// i32 values.
     Integer = 4,
+    /// u32 values.
     UnsignedInteger = 5,
+    /// f32 values.
     Float = 6,
+    /// f64 values.
     Double = 7,
+    /// UTF-8 text: i32 byte count, then the bytes.
     String = 8,
+    /// ASCII text, stored like `String`.
     Ascii = 9,
 }
 
 /// A metadata record. Use the constructors for Gridfour's content layouts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Metadata {
+    /// The record's name (an identifier).
     pub name: String,
+    /// The record's id (records may share a name, not a name and an id).
     pub record_id: i32,
+    /// The content's type.
     pub kind: MetadataType,
     /// Content bytes exactly as stored.
     pub content: Vec<u8>,
+    /// Description for people.
     pub description: String,
 }
 
@@ -206,6 +255,7 @@ impl Metadata {
             description: String::new(),
         }
     }
+    /// INTEGER: i32 values.
     pub fn integers(name: &str, record_id: i32, values: &[i32]) -> Self {
         let content = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         Metadata {
@@ -216,6 +266,7 @@ impl Metadata {
             description: String::new(),
         }
     }
+    /// DOUBLE: f64 values.
     pub fn doubles(name: &str, record_id: i32, values: &[f64]) -> Self {
         let content = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         Metadata {
@@ -238,6 +289,7 @@ impl Metadata {
             description: String::new(),
         }
     }
+    /// The same record with a description.
     pub fn with_description(mut self, d: &str) -> Self {
         self.description = d.into();
         self
@@ -247,18 +299,28 @@ impl Metadata {
 /// Everything about a file except the cell values.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GvrsSpec {
+    /// Rows of the grid (1 to i32::MAX).
     pub rows: u32,
+    /// Columns of the grid (1 to i32::MAX).
     pub cols: u32,
+    /// Rows of a tile (at most `rows`).
     pub tile_rows: u32,
+    /// Columns of a tile (at most `cols`).
     pub tile_cols: u32,
+    /// The elements, in order (at least one, names unique).
     pub elements: Vec<ElementSpec>,
     /// The header's codec list; empty = compression off. Block byte 0 indexes this list.
     /// With LSOP12 listed, integer tiles of at least 6 x 6 may be stored as LSOP12.
     pub codecs: Vec<Codec>,
+    /// End every record with its CRC32C (default true).
     pub checksums: bool,
+    /// What a cell's value stands for.
     pub raster_space: RasterSpace,
+    /// Model coordinates of the grid.
     pub coordinates: Coordinates,
+    /// Product label for people.
     pub product_label: String,
+    /// Metadata records.
     pub metadata: Vec<Metadata>,
     /// Write Gridfour's `GvrsJavaCodecs` / `GvrsCompressionCodecs` ASCII records (for the codec
     /// list, or Gridfour's default list when compression is off), as Gridfour itself does. They
@@ -299,12 +361,15 @@ impl GvrsSpec {
 /// The cell values of one element, `rows * cols` in row-major order.
 #[derive(Debug, Clone, Copy)]
 pub enum ElementValues<'a> {
+    /// Values of an Integer element.
     Int(&'a [i32]),
+    /// Values of a Short element.
     Short(&'a [i16]),
+    /// Values of a Float element.
     Float(&'a [f32]),
     /// Integer-coded float given as the stored integer codes.
     Codes(&'a [i32]),
-    /// Integer-coded float given as values, coded with Gridfour's rounding (errata 5).
+    /// Integer-coded float given as values, coded with Gridfour's rounding.
     IcfValues(&'a [f32]),
 }
 
@@ -449,8 +514,16 @@ fn java_codec_text(codecs: &[Codec]) -> (String, String) {
     (java, names.join("|"))
 }
 
-/// The header record (starting at file offset 16) with the given directory offsets.
-fn header_record(spec: &GvrsSpec, uuid: &[u8; 16], time_ms: i64, metadata_dir: i64, tile_dir: i64) -> Result<Vec<u8>> {
+/// The header record (starting at file offset 16) with the given directory offsets;
+/// `opened_ms` is the time-opened-for-writing field (0 for a closed file).
+fn header_record(
+    spec: &GvrsSpec,
+    uuid: &[u8; 16],
+    time_ms: i64,
+    opened_ms: i64,
+    metadata_dir: i64,
+    tile_dir: i64,
+) -> Result<Vec<u8>> {
     let mut b = Buf(Vec::with_capacity(512));
     // Offsets below are absolute; the buffer starts at 16.
     b.i32(0); // 16 length, patched
@@ -458,7 +531,7 @@ fn header_record(spec: &GvrsSpec, uuid: &[u8; 16], time_ms: i64, metadata_dir: i
     b.zeros(3);
     b.0.extend_from_slice(uuid); // 24
     b.i64(time_ms); // 40
-    b.i64(0); // 48 time opened for writing: 0 = closed
+    b.i64(opened_ms); // 48 time opened for writing: 0 = closed
     b.i64(0); // 56 file-space directory: none
     b.i64(metadata_dir); // 64
     b.i16(1); // 72 number of levels
@@ -536,7 +609,7 @@ fn header_record(spec: &GvrsSpec, uuid: &[u8; 16], time_ms: i64, metadata_dir: i
                 b.i32(max_int);
                 b.i32(fill_int);
             }
-            // Short ranges are aligned too, but the label follows them immediately (errata 5).
+            // Short ranges are aligned too, but the label follows them immediately.
             ElementRange::Short { min, max, fill } => {
                 b.align(16, 4);
                 b.i16(min);
@@ -586,7 +659,8 @@ enum TileCells {
     Float(Vec<f32>),
 }
 
-fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
+/// Check everything about `spec` that does not depend on the cell values; the tile's cell count.
+fn validate_spec(spec: &GvrsSpec) -> Result<usize> {
     if spec.rows == 0 || spec.cols == 0 || spec.tile_rows == 0 || spec.tile_cols == 0 {
         return Err(usage("rows, columns and tile sizes must be positive"));
     }
@@ -607,13 +681,6 @@ fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
     if spec.elements.is_empty() {
         return Err(usage("a GVRS file needs at least one element"));
     }
-    if spec.elements.len() != values.len() {
-        return Err(usage(format!(
-            "{} element specs but {} value arrays",
-            spec.elements.len(),
-            values.len()
-        )));
-    }
     for (i, c) in spec.codecs.iter().enumerate() {
         if spec.codecs[..i].contains(c) {
             return Err(usage(format!("codec {} listed twice", c.name())));
@@ -631,7 +698,7 @@ fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
             names.join(", ")
         )));
     }
-    let cells = (spec.rows as usize)
+    (spec.rows as usize)
         .checked_mul(spec.cols as usize)
         .ok_or_else(|| usage("grid too large"))?;
     let tiles =
@@ -666,8 +733,28 @@ fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
             )));
         }
     }
-    for (e, v) in spec.elements.iter().zip(values) {
+    for e in &spec.elements {
         check_identifier(&e.name, "element name")?;
+    }
+    for m in &spec.metadata {
+        check_identifier(&m.name, "metadata name")?;
+    }
+    Ok(tile_cells)
+}
+
+/// Check that `values` hold `rows` full rows of every element of `spec`, typed as the elements.
+fn check_values(spec: &GvrsSpec, values: &[ElementValues], rows: usize) -> Result<()> {
+    if spec.elements.len() != values.len() {
+        return Err(usage(format!(
+            "{} element specs but {} value arrays",
+            spec.elements.len(),
+            values.len()
+        )));
+    }
+    let cells = rows
+        .checked_mul(spec.cols as usize)
+        .ok_or_else(|| usage("grid too large"))?;
+    for (e, v) in spec.elements.iter().zip(values) {
         let (ok, len) = match (&e.kind, v) {
             (ElementRange::Integer { .. }, ElementValues::Int(x)) => (true, x.len()),
             (ElementRange::Short { .. }, ElementValues::Short(x)) => (true, x.len()),
@@ -686,10 +773,7 @@ fn validate(spec: &GvrsSpec, values: &[ElementValues]) -> Result<usize> {
             )));
         }
     }
-    for m in &spec.metadata {
-        check_identifier(&m.name, "metadata name")?;
-    }
-    Ok(tile_cells)
+    Ok(())
 }
 
 /// Encode one element of one tile: compressed when strictly smaller, else uncompressed.
@@ -728,12 +812,20 @@ fn encode_tile(spec: &GvrsSpec, cells: &TileCells, codecs: &[(u8, Codec)]) -> Ve
     }
 }
 
-/// Gather tile `(trow, tcol)` of every element; `None` when all cells of all elements are fill.
-fn gather(spec: &GvrsSpec, values: &[ElementValues], trow: usize, tcol: usize) -> Option<Vec<TileCells>> {
+/// Gather tile `(trow, tcol)` of every element from `values`, which hold grid rows from
+/// `first_row` on; `None` when all cells of all elements are fill.
+fn gather(
+    spec: &GvrsSpec,
+    values: &[ElementValues],
+    first_row: usize,
+    trow: usize,
+    tcol: usize,
+) -> Option<Vec<TileCells>> {
     let (rows, cols) = (spec.rows as usize, spec.cols as usize);
     let (tr, tc) = (spec.tile_rows as usize, spec.tile_cols as usize);
     let (r0, c0) = (trow * tr, tcol * tc);
     let h = tr.min(rows - r0);
+    let rel0 = r0 - first_row;
     let w = tc.min(cols - c0);
     let mut any = false;
     let mut out = Vec::with_capacity(values.len());
@@ -760,22 +852,22 @@ fn gather(spec: &GvrsSpec, values: &[ElementValues], trow: usize, tcol: usize) -
     for (e, v) in spec.elements.iter().zip(values) {
         let cells = match (&e.kind, v) {
             (ElementRange::Integer { fill, .. }, ElementValues::Int(x)) => {
-                let t = cut(x, *fill, |a| a, (r0, h), (c0, w), cols, tc, tr);
+                let t = cut(x, *fill, |a| a, (rel0, h), (c0, w), cols, tc, tr);
                 any |= t.iter().any(|a| a != fill);
                 TileCells::Int(t)
             }
             (ElementRange::Short { fill, .. }, ElementValues::Short(x)) => {
-                let t = cut(x, *fill, |a| a, (r0, h), (c0, w), cols, tc, tr);
+                let t = cut(x, *fill, |a| a, (rel0, h), (c0, w), cols, tc, tr);
                 any |= t.iter().any(|a| a != fill);
                 TileCells::Short(t)
             }
             (ElementRange::Float { fill, .. }, ElementValues::Float(x)) => {
-                let t = cut(x, *fill, |a| a, (r0, h), (c0, w), cols, tc, tr);
+                let t = cut(x, *fill, |a| a, (rel0, h), (c0, w), cols, tc, tr);
                 any |= t.iter().any(|a| a.to_bits() != fill.to_bits());
                 TileCells::Float(t)
             }
             (ElementRange::IntCodedFloat { fill_int, .. }, ElementValues::Codes(x)) => {
-                let t = cut(x, *fill_int, |a| a, (r0, h), (c0, w), cols, tc, tr);
+                let t = cut(x, *fill_int, |a| a, (rel0, h), (c0, w), cols, tc, tr);
                 any |= t.iter().any(|a| a != fill_int);
                 TileCells::Int(t)
             }
@@ -794,7 +886,7 @@ fn gather(spec: &GvrsSpec, values: &[ElementValues], trow: usize, tcol: usize) -
                     x,
                     fill_int,
                     |a| icf_encode(a, scale, offset, fill, fill_int),
-                    (r0, h),
+                    (rel0, h),
                     (c0, w),
                     cols,
                     tc,
@@ -811,30 +903,33 @@ fn gather(spec: &GvrsSpec, values: &[ElementValues], trow: usize, tcol: usize) -
     any.then_some(out)
 }
 
-/// Encode every stored tile: (tile index, tile record content).
-fn encode_tiles(spec: &GvrsSpec, values: &[ElementValues]) -> Vec<(usize, Vec<u8>)> {
-    let grid_rows = (spec.rows as usize).div_ceil(spec.tile_rows as usize);
+/// Codecs with their index in the header's list.
+type IndexedCodecs = Vec<(u8, Codec)>;
+
+/// The codecs of `spec` for integer elements and for float elements (GvrsFloat only).
+fn codec_lists(spec: &GvrsSpec) -> (IndexedCodecs, IndexedCodecs) {
+    let indexed = spec.codecs.iter().enumerate().map(|(i, c)| (i as u8, *c));
+    let int = indexed.clone().filter(|(_, c)| c.is_integer()).collect();
+    let float = indexed.filter(|(_, c)| *c == Codec::Float).collect();
+    (int, float)
+}
+
+/// Encode the stored tiles of tile rows `tile_rows` (in parallel): (tile index, tile record
+/// content), in tile-index order. `values` hold the grid rows from `first_row` on, at least up
+/// to the end of the last tile row (or of the grid).
+fn encode_band(
+    spec: &GvrsSpec,
+    values: &[ElementValues],
+    first_row: usize,
+    tile_rows: Range<usize>,
+) -> Vec<(usize, Vec<u8>)> {
     let grid_cols = (spec.cols as usize).div_ceil(spec.tile_cols as usize);
-    // Integer codecs for integer elements, GvrsFloat for float elements (errata 11).
-    let int_codecs: Vec<(u8, Codec)> = spec
-        .codecs
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.is_integer())
-        .map(|(i, c)| (i as u8, *c))
-        .collect();
-    let float_codecs: Vec<(u8, Codec)> = spec
-        .codecs
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| **c == Codec::Float)
-        .map(|(i, c)| (i as u8, *c))
-        .collect();
-    (0..grid_rows * grid_cols)
+    let (int_codecs, float_codecs) = codec_lists(spec);
+    (tile_rows.start * grid_cols..tile_rows.end * grid_cols)
         .into_par_iter()
         .with_min_len(4)
         .filter_map(|index| {
-            let cells = gather(spec, values, index / grid_cols, index % grid_cols)?;
+            let cells = gather(spec, values, first_row, index / grid_cols, index % grid_cols)?;
             let mut content = Vec::new();
             content.extend_from_slice(&(index as i32).to_le_bytes());
             for c in &cells {
@@ -852,36 +947,197 @@ fn encode_tiles(spec: &GvrsSpec, values: &[ElementValues]) -> Vec<(usize, Vec<u8
         .collect()
 }
 
-/// Write a complete GVRS file.
-pub fn write_gvrs(spec: &GvrsSpec, values: &[ElementValues], out: &mut dyn Write) -> Result<()> {
-    let (pieces, _) = assemble(spec, values)?;
-    for p in &pieces {
-        out.write_all(p).map_err(|e| Error::io("writing GVRS output", &e))?;
-    }
-    Ok(())
+/// Where the records of a file being written go.
+enum Records<'a> {
+    /// A seekable file: records are written at their position as soon as they are known; the
+    /// header is written first (marked opened for writing) and again at the end.
+    File(&'a File),
+    /// Memory, for a forward-only output: the file's pieces in order (the header, known last,
+    /// is piece 0), at most `limit` bytes.
+    Memory {
+        pieces: Vec<Vec<u8>>,
+        held: u64,
+        limit: u64,
+    },
 }
 
-/// Build a complete GVRS file in memory.
-pub fn to_bytes(spec: &GvrsSpec, values: &[ElementValues]) -> Result<Vec<u8>> {
-    let (pieces, len) = assemble(spec, values)?;
-    let mut file = Vec::with_capacity(len);
-    for p in &pieces {
-        file.extend_from_slice(p);
+impl Records<'_> {
+    /// Put `bytes` at file offset `at` (in memory: after the pieces so far, which end there).
+    fn put(&mut self, at: u64, bytes: Vec<u8>) -> Result<()> {
+        match self {
+            Records::File(file) => write_all_at(file, &bytes, at),
+            Records::Memory { pieces, held, limit } => {
+                *held += bytes.len() as u64;
+                if *held > *limit {
+                    return Err(Error::limit(
+                        "limit.array",
+                        None,
+                        format!(
+                            "a GVRS file written to a stream is held in memory until its header is known, and this \
+                             one passes {limit} bytes: write to a file instead"
+                        ),
+                    ));
+                }
+                pieces.push(bytes);
+                Ok(())
+            }
+        }
     }
-    Ok(file)
 }
 
-/// The file as consecutive pieces (identification + header, records...) and its total length.
-fn assemble(spec: &GvrsSpec, values: &[ElementValues]) -> Result<(Vec<Vec<u8>>, usize)> {
-    validate(spec, values)?;
-    let uuid = spec.uuid.unwrap_or_else(random_uuid);
-    let time_ms = spec.time_modified_ms.unwrap_or_else(|| {
-        std::time::SystemTime::now()
+/// A GVRS file being written: identification and header, metadata records and directory, then
+/// tile records as they are encoded, then the tile directory; the header is completed last.
+struct FileBuilder {
+    spec: GvrsSpec,
+    uuid: [u8; 16],
+    time_ms: i64,
+    metadata_dir_offset: u64,
+    /// Where the next record starts.
+    pos: u64,
+    /// Stored tiles: (tile index, compact reference = content offset / 8).
+    stored: Vec<(usize, u32)>,
+}
+
+impl FileBuilder {
+    /// Check `spec` and lay out (and put) everything that precedes the tiles.
+    fn start(spec: &GvrsSpec, out: &mut Records) -> Result<FileBuilder> {
+        validate_spec(spec)?;
+        let uuid = spec.uuid.unwrap_or_else(random_uuid);
+        let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
-            .unwrap_or(0)
-    });
+            .unwrap_or(0);
+        let time_ms = spec.time_modified_ms.unwrap_or(now);
+        let metadata = metadata_with_codec_records(spec);
+        let header_len = 16 + header_record(spec, &uuid, time_ms, 0, 0, 0)?.len() as u64;
+        let mut pos = header_len;
+        let mut records = Vec::with_capacity(metadata.len() + 1);
+        let mut dir = Buf(Vec::new());
+        dir.i32(metadata.len() as i32);
+        for m in &metadata {
+            let r = record(REC_METADATA, &metadata_content(m)?, spec.checksums)?;
+            dir.i64((pos + 8) as i64);
+            dir.string(&m.name)?;
+            dir.i32(m.record_id);
+            dir.u8(m.kind as u8);
+            pos += r.len() as u64;
+            records.push(r);
+        }
+        let dir = record(REC_METADATA_DIRECTORY, &dir.0, spec.checksums)?;
+        let metadata_dir_offset = pos + 8;
+        pos += dir.len() as u64;
+        records.push(dir);
+        let builder = FileBuilder {
+            spec: spec.clone(),
+            uuid,
+            time_ms,
+            metadata_dir_offset,
+            pos,
+            stored: Vec::new(),
+        };
+        // On a file, the header goes first, marked opened for writing until `finish`.
+        let head = match out {
+            Records::File(_) => builder.head(now.max(1), 0)?,
+            Records::Memory { .. } => Vec::new(),
+        };
+        out.put(0, head)?;
+        let mut at = header_len;
+        for r in records {
+            let n = r.len() as u64;
+            out.put(at, r)?;
+            at += n;
+        }
+        Ok(builder)
+    }
 
+    /// Identification block and header record.
+    fn head(&self, opened_ms: i64, tile_dir: u64) -> Result<Vec<u8>> {
+        let mut head = b"gvrs raster\0\x01\x04\0\0".to_vec();
+        head.extend_from_slice(&header_record(
+            &self.spec,
+            &self.uuid,
+            self.time_ms,
+            opened_ms,
+            self.metadata_dir_offset as i64,
+            tile_dir as i64,
+        )?);
+        Ok(head)
+    }
+
+    /// Frame encoded tiles (in tile-index order) as records and put them, in one piece.
+    fn add_tiles(&mut self, tiles: Vec<(usize, Vec<u8>)>, out: &mut Records) -> Result<()> {
+        let start = self.pos;
+        let mut piece = Vec::new();
+        for (index, content) in tiles {
+            let r = record(REC_TILE, &content, self.spec.checksums)?;
+            let compact = (self.pos + 8) / 8;
+            let compact = u32::try_from(compact).map_err(|_| {
+                Error::unsupported(
+                    "gvrs.write.too_large",
+                    None,
+                    "files beyond 32 GiB (standard tile references) are not written",
+                )
+            })?;
+            self.stored.push((index, compact));
+            self.pos += r.len() as u64;
+            piece.extend_from_slice(&r);
+        }
+        if !piece.is_empty() {
+            out.put(start, piece)?;
+        }
+        Ok(())
+    }
+
+    /// Put the tile directory (the smallest window holding every stored tile) and the final
+    /// header (closed, with the directory's offset).
+    fn finish(self, out: &mut Records) -> Result<()> {
+        let grid_cols = (self.spec.cols as usize).div_ceil(self.spec.tile_cols as usize);
+        let (mut rmin, mut rmax, mut cmin, mut cmax) = (usize::MAX, 0, usize::MAX, 0);
+        for &(index, _) in &self.stored {
+            let (r, c) = (index / grid_cols, index % grid_cols);
+            rmin = rmin.min(r);
+            rmax = rmax.max(r);
+            cmin = cmin.min(c);
+            cmax = cmax.max(c);
+        }
+        let (row0, col0, n_rows, n_cols) = if self.stored.is_empty() {
+            (0, 0, 0, 0)
+        } else {
+            (rmin, cmin, rmax - rmin + 1, cmax - cmin + 1)
+        };
+        let mut entries = vec![0u32; n_rows * n_cols];
+        for &(index, compact) in &self.stored {
+            entries[(index / grid_cols - row0) * n_cols + index % grid_cols - col0] = compact;
+        }
+        let mut dir = Buf(Vec::with_capacity(24 + 4 * entries.len()));
+        dir.u8(0); // format
+        dir.u8(0); // compact references
+        dir.zeros(6);
+        dir.i32(row0 as i32);
+        dir.i32(col0 as i32);
+        dir.i32(n_rows as i32);
+        dir.i32(n_cols as i32);
+        for e in &entries {
+            dir.0.extend_from_slice(&e.to_le_bytes());
+        }
+        drop(entries);
+        let tile_dir = record(REC_TILE_DIRECTORY, &dir.0, self.spec.checksums)?;
+        let tile_dir_offset = self.pos + 8;
+        out.put(self.pos, tile_dir)?;
+        let head = self.head(0, tile_dir_offset)?;
+        match out {
+            Records::File(file) => write_all_at(file, &head, 0),
+            Records::Memory { pieces, .. } => {
+                pieces[0] = head;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The metadata records a file gets: Gridfour's two codec records first (when asked for),
+/// then the spec's.
+fn metadata_with_codec_records(spec: &GvrsSpec) -> Vec<Metadata> {
     let mut metadata = spec.metadata.clone();
     if spec.java_codec_records {
         let list: &[Codec] = if spec.codecs.is_empty() {
@@ -899,100 +1155,40 @@ fn assemble(spec: &GvrsSpec, values: &[ElementValues]) -> Result<(Vec<Vec<u8>>, 
             Metadata::text("GvrsCompressionCodecs", 0, &names, true).with_description("Compession codecs"),
         );
     }
+    metadata
+}
 
-    let header_len = header_record(spec, &uuid, time_ms, 0, 0)?.len();
-    let mut pos = 16 + header_len;
-    // Metadata records.
-    let mut meta_records = Vec::with_capacity(metadata.len());
-    let mut meta_dir = Buf(Vec::new());
-    meta_dir.i32(metadata.len() as i32);
-    for m in &metadata {
-        let r = record(REC_METADATA, &metadata_content(m)?, spec.checksums)?;
-        meta_dir.i64((pos + 8) as i64);
-        meta_dir.string(&m.name)?;
-        meta_dir.i32(m.record_id);
-        meta_dir.u8(m.kind as u8);
-        pos += r.len();
-        meta_records.push(r);
-    }
-    let meta_dir = record(REC_METADATA_DIRECTORY, &meta_dir.0, spec.checksums)?;
-    let meta_dir_offset = pos + 8;
-    pos += meta_dir.len();
-
-    // Tiles, laid out after the tile directory, whose size depends only on the tile count.
-    let tiles = encode_tiles(spec, values);
-    let grid_cols = (spec.cols as usize).div_ceil(spec.tile_cols as usize);
-    let (mut rmin, mut rmax, mut cmin, mut cmax) = (usize::MAX, 0, usize::MAX, 0);
-    for (index, _) in &tiles {
-        let (r, c) = (index / grid_cols, index % grid_cols);
-        rmin = rmin.min(r);
-        rmax = rmax.max(r);
-        cmin = cmin.min(c);
-        cmax = cmax.max(c);
-    }
-    let (row0, col0, n_rows, n_cols) = if tiles.is_empty() {
-        (0, 0, 0, 0)
-    } else {
-        (rmin, cmin, rmax - rmin + 1, cmax - cmin + 1)
+/// The whole file as consecutive pieces, from values of every element held in memory.
+fn assemble(spec: &GvrsSpec, values: &[ElementValues]) -> Result<Vec<Vec<u8>>> {
+    validate_spec(spec)?;
+    check_values(spec, values, spec.rows as usize)?;
+    let mut out = Records::Memory {
+        pieces: Vec::new(),
+        held: 0,
+        limit: u64::MAX,
     };
-    let dir_content_len = 24 + 4 * n_rows * n_cols;
-    let tile_dir_len = (8 + dir_content_len + 4).div_ceil(8) * 8;
-    let tile_dir_offset = pos + 8;
-    pos += tile_dir_len;
-    let mut entries = vec![0u32; n_rows * n_cols];
-    let mut tile_records = Vec::with_capacity(tiles.len());
-    let mut large = false;
-    for (index, content) in tiles {
-        // Frame each tile and drop its unframed content at once: peak memory stays near the
-        // compressed size.
-        let r = record(REC_TILE, &content, spec.checksums)?;
-        drop(content);
-        let compact = (pos + 8) / 8;
-        if compact > u32::MAX as usize {
-            large = true;
-        }
-        let (tr, tc) = (index / grid_cols - row0, index % grid_cols - col0);
-        entries[tr * n_cols + tc] = compact as u32;
-        pos += r.len();
-        tile_records.push(r);
+    let mut builder = FileBuilder::start(spec, &mut out)?;
+    let grid_rows = (spec.rows as usize).div_ceil(spec.tile_rows as usize);
+    builder.add_tiles(encode_band(spec, values, 0, 0..grid_rows), &mut out)?;
+    builder.finish(&mut out)?;
+    match out {
+        Records::Memory { pieces, .. } => Ok(pieces),
+        Records::File(_) => Err(usage("internal: an in-memory GVRS file went to a file")),
     }
-    if large {
-        return Err(Error::unsupported(
-            "gvrs.write.too_large",
-            None,
-            "files beyond 32 GiB (standard tile references) are not written",
-        ));
-    }
-    let mut dir = Buf(Vec::with_capacity(dir_content_len));
-    dir.u8(0); // format
-    dir.u8(0); // compact references
-    dir.zeros(6);
-    dir.i32(row0 as i32);
-    dir.i32(col0 as i32);
-    dir.i32(n_rows as i32);
-    dir.i32(n_cols as i32);
-    for e in &entries {
-        dir.0.extend_from_slice(&e.to_le_bytes());
-    }
-    let tile_dir = record(REC_TILE_DIRECTORY, &dir.0, spec.checksums)?;
-    debug_assert_eq!(tile_dir.len(), tile_dir_len);
+}
 
-    let mut head = b"gvrs raster\0\x01\x04\0\0".to_vec();
-    head.extend_from_slice(&header_record(
-        spec,
-        &uuid,
-        time_ms,
-        meta_dir_offset as i64,
-        tile_dir_offset as i64,
-    )?);
-    let mut pieces = Vec::with_capacity(3 + meta_records.len() + tile_records.len());
-    pieces.push(head);
-    pieces.extend(meta_records);
-    pieces.push(meta_dir);
-    pieces.push(tile_dir);
-    pieces.extend(tile_records);
-    debug_assert_eq!(pieces.iter().map(Vec::len).sum::<usize>(), pos);
-    Ok((pieces, pos))
+/// Write a complete GVRS file with the elements of `spec`, whose values (every cell of every
+/// element, row by row) are in `values`. The file is assembled in memory, then written.
+pub fn write_gvrs(spec: &GvrsSpec, values: &[ElementValues], out: &mut dyn Write) -> Result<()> {
+    for p in assemble(spec, values)? {
+        out.write_all(&p).map_err(|e| Error::io("writing GVRS output", &e))?;
+    }
+    Ok(())
+}
+
+/// Build a complete GVRS file in memory (see [`write_gvrs`]).
+pub fn to_bytes(spec: &GvrsSpec, values: &[ElementValues]) -> Result<Vec<u8>> {
+    Ok(assemble(spec, values)?.concat())
 }
 
 /// Identification block plus header record for `spec` (directory offsets 0): what [`to_bytes`]
@@ -1000,7 +1196,14 @@ fn assemble(spec: &GvrsSpec, values: &[ElementValues]) -> Result<(Vec<Vec<u8>>, 
 pub fn header_bytes(spec: &GvrsSpec) -> Result<Vec<u8>> {
     let uuid = spec.uuid.unwrap_or([0; 16]);
     let mut file = b"gvrs raster\0\x01\x04\0\0".to_vec();
-    file.extend_from_slice(&header_record(spec, &uuid, spec.time_modified_ms.unwrap_or(0), 0, 0)?);
+    file.extend_from_slice(&header_record(
+        spec,
+        &uuid,
+        spec.time_modified_ms.unwrap_or(0),
+        0,
+        0,
+        0,
+    )?);
     Ok(file)
 }
 
@@ -1049,8 +1252,159 @@ pub fn codecs_for(compress: Option<&str>) -> Result<Vec<Codec>> {
     Ok(out)
 }
 
+/// The codec list of a file being written (the header's list; block byte 0 indexes it). An
+/// empty list writes every tile uncompressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GvrsCompression {
+    codecs: Vec<Codec>,
+}
+
+impl Default for GvrsCompression {
+    /// [`GvrsCompression::classic`].
+    fn default() -> Self {
+        GvrsCompression::classic()
+    }
+}
+
+impl GvrsCompression {
+    /// No compression: every tile stored raw.
+    pub fn none() -> Self {
+        GvrsCompression { codecs: Vec::new() }
+    }
+
+    /// Gridfour's classic list (GvrsHuffman, GvrsDeflate, GvrsFloat): what every Gridfour
+    /// version reads, and rasterpack's default.
+    pub fn classic() -> Self {
+        GvrsCompression {
+            codecs: DEFAULT_CODECS.to_vec(),
+        }
+    }
+
+    /// Gridfour 2026's default list: the classic one plus GvrsCanonicalHuffman (files that use
+    /// it need Gridfour 2026 to be read).
+    pub fn gridfour_2026() -> Self {
+        GvrsCompression {
+            codecs: MASTER_DEFAULT_CODECS.to_vec(),
+        }
+    }
+
+    /// The classic list plus LSOP12: smaller files for smooth integer data, slower to write.
+    pub fn lsop() -> Self {
+        GvrsCompression {
+            codecs: vec![Codec::Huffman, Codec::Deflate, Codec::Float, Codec::Lsop12],
+        }
+    }
+
+    /// An explicit codec list, in header order (a codec listed twice is a usage error when
+    /// the file is written).
+    pub fn from_codecs(codecs: Vec<Codec>) -> Self {
+        GvrsCompression { codecs }
+    }
+
+    /// A `--compress` value: presets and codec names, comma-separated (see [`codecs_for`]).
+    pub fn parse(text: &str) -> Result<Self> {
+        Ok(GvrsCompression {
+            codecs: codecs_for(Some(text))?,
+        })
+    }
+
+    /// The codecs, in header order.
+    pub fn codecs(&self) -> &[Codec] {
+        &self.codecs
+    }
+}
+
+/// How [`GvrsWriter`] (and [`write_ndarray`]) write one 2-D array as a one-element file.
+#[derive(Debug, Clone, Default)]
+pub struct GvrsWriterOptions {
+    /// Tile size `(rows, cols)`; `None`: [`DEFAULT_TILE`] x [`DEFAULT_TILE`], clipped to the grid.
+    pub tile: Option<(u32, u32)>,
+    /// The codec list (default: [`GvrsCompression::classic`]).
+    pub compression: GvrsCompression,
+    /// Name of the element (an identifier: ASCII letter, then letters, digits, `_`, at most 32);
+    /// `None`: the array's name made an identifier, or `z`.
+    pub element_name: Option<String>,
+    /// Bounds: the band of rows held while encoding stays within `limits.working_set`, and a
+    /// file written to a stream (held until its header is known) within
+    /// `limits.max_array_bytes`.
+    pub limits: Limits,
+}
+
+impl GvrsWriterOptions {
+    /// The options `rasterpack convert` passes (`--tile`, `--compress`).
+    pub fn from_write_options(opts: &WriteOptions) -> Result<Self> {
+        Ok(GvrsWriterOptions {
+            tile: opts.tile,
+            compression: GvrsCompression::from_codecs(codecs_for(opts.compress.as_deref())?),
+            element_name: None,
+            limits: opts.limits,
+        })
+    }
+
+    /// The same options with tiles of `rows x cols` cells.
+    pub fn with_tile(mut self, rows: u32, cols: u32) -> Self {
+        self.tile = Some((rows, cols));
+        self
+    }
+
+    /// The same options with another codec list.
+    pub fn with_compression(mut self, compression: GvrsCompression) -> Self {
+        self.compression = compression;
+        self
+    }
+
+    /// The same options with the element named `name`.
+    pub fn with_element_name(mut self, name: impl Into<String>) -> Self {
+        self.element_name = Some(name.into());
+        self
+    }
+
+    /// The same options with other limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The spec of a one-element file holding a `rows x cols` array of `dtype` named `name`.
+    fn spec(&self, dtype: DType, shape: &[u64], name: Option<&str>) -> Result<GvrsSpec> {
+        let (rows, cols) = match shape {
+            [r, c] => (*r, *c),
+            s => return Err(usage(format!("GVRS holds 2-D grids; the array has shape {s:?}"))),
+        };
+        let rows = u32::try_from(rows)
+            .ok()
+            .filter(|&r| r > 0 && r <= i32::MAX as u32)
+            .ok_or_else(|| usage(format!("{rows} rows: GVRS grids have 1 to {} rows", i32::MAX)))?;
+        let cols = u32::try_from(cols)
+            .ok()
+            .filter(|&c| c > 0 && c <= i32::MAX as u32)
+            .ok_or_else(|| usage(format!("{cols} columns: GVRS grids have 1 to {} columns", i32::MAX)))?;
+        let kind = match dtype {
+            DType::I32 => ElementRange::integer(),
+            DType::I16 => ElementRange::short(),
+            DType::F32 => ElementRange::float(),
+            d => {
+                return Err(usage(format!(
+                    "GVRS stores int32, int16 or float32 grids, not {}",
+                    d.name()
+                )))
+            }
+        };
+        let (tr, tc) = self.tile.unwrap_or((DEFAULT_TILE.min(rows), DEFAULT_TILE.min(cols)));
+        let name = match &self.element_name {
+            Some(n) => n.clone(),
+            None => element_name(name),
+        };
+        let mut spec = GvrsSpec::new(rows, cols, tr, tc, ElementSpec::new(&name, kind));
+        spec.codecs = self.compression.codecs.clone();
+        validate_spec(&spec)?;
+        Ok(spec)
+    }
+}
+
 /// Write `array` (2-D `[rows, cols]`, int32 / int16 / float32) as a one-element GVRS file,
-/// honouring `opts.tile` and `opts.compress` (see [`codecs_for`]).
+/// honouring `opts.tile` and `opts.compress` (see [`codecs_for`]); the file is assembled in
+/// memory (the array is there already), then written.
 ///
 /// int32 -> Integer, int16 -> Short, float32 -> Float; fill values are Gridfour's defaults
 /// (i32::MIN, i16::MIN, NaN). Default compression = Gridfour's classic codec list GvrsHuffman,
@@ -1059,61 +1413,263 @@ pub fn codecs_for(compress: Option<&str>) -> Result<Vec<Codec>> {
 /// to write); checksums are on and the `GvrsJavaCodecs` records are always written. The
 /// element is named after the array (`name`, made an identifier) or `z`.
 pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) -> Result<()> {
-    let (rows, cols) = match array.shape.as_slice() {
-        [r, c] => (*r, *c),
-        s => return Err(usage(format!("GVRS holds 2-D grids; the array has shape {s:?}"))),
-    };
-    let rows = u32::try_from(rows)
-        .ok()
-        .filter(|&r| r > 0 && r <= i32::MAX as u32)
-        .ok_or_else(|| usage("row count out of range for GVRS"))?;
-    let cols = u32::try_from(cols)
-        .ok()
-        .filter(|&c| c > 0 && c <= i32::MAX as u32)
-        .ok_or_else(|| usage("column count out of range for GVRS"))?;
-    let (tr, tc) = opts.tile.unwrap_or((DEFAULT_TILE.min(rows), DEFAULT_TILE.min(cols)));
-    let codecs = codecs_for(opts.compress.as_deref())?;
-    let name = element_name(array.name.as_deref());
-    let expected = (rows as usize)
-        .checked_mul(cols as usize)
+    let spec = GvrsWriterOptions::from_write_options(opts)?.spec(array.dtype, &array.shape, array.name.as_deref())?;
+    let expected = (spec.rows as usize)
+        .checked_mul(spec.cols as usize)
         .and_then(|n| n.checked_mul(array.dtype.size()));
     if expected != Some(array.data.len()) {
         return Err(usage("array data length does not match its shape"));
     }
-    let build = |kind: ElementRange| {
-        let mut s = GvrsSpec::new(rows, cols, tr, tc, ElementSpec::new(&name, kind));
-        s.codecs = codecs.clone();
-        s
-    };
-    match array.dtype {
-        DType::I32 => {
-            let v: Vec<i32> = array
-                .data
-                .chunks_exact(4)
-                .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
-            write_gvrs(&build(ElementRange::integer()), &[ElementValues::Int(&v)], out)
+    let mut band = Band::new(array.dtype);
+    band.push_le(&array.data);
+    write_gvrs(&spec, &[band.values()], out)
+}
+
+/// Cell values of a band of rows, typed as the element.
+enum Band {
+    Int(Vec<i32>),
+    Short(Vec<i16>),
+    Float(Vec<f32>),
+}
+
+impl Band {
+    fn new(dtype: DType) -> Band {
+        match dtype {
+            DType::I16 => Band::Short(Vec::new()),
+            DType::F32 => Band::Float(Vec::new()),
+            _ => Band::Int(Vec::new()),
         }
-        DType::I16 => {
-            let v: Vec<i16> = array
-                .data
-                .chunks_exact(2)
-                .map(|b| i16::from_le_bytes([b[0], b[1]]))
-                .collect();
-            write_gvrs(&build(ElementRange::short()), &[ElementValues::Short(&v)], out)
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Band::Int(v) => v.len(),
+            Band::Short(v) => v.len(),
+            Band::Float(v) => v.len(),
         }
-        DType::F32 => {
-            let v: Vec<f32> = array
-                .data
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
-            write_gvrs(&build(ElementRange::float()), &[ElementValues::Float(&v)], out)
+    }
+
+    fn clear(&mut self) {
+        match self {
+            Band::Int(v) => v.clear(),
+            Band::Short(v) => v.clear(),
+            Band::Float(v) => v.clear(),
         }
-        d => Err(usage(format!(
-            "GVRS stores int32, int16 or float32 grids, not {}",
-            d.name()
-        ))),
+    }
+
+    /// Append whole little-endian values.
+    fn push_le(&mut self, bytes: &[u8]) {
+        match self {
+            Band::Int(v) => v.extend(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            ),
+            Band::Short(v) => v.extend(bytes.chunks_exact(2).map(|b| i16::from_le_bytes([b[0], b[1]]))),
+            Band::Float(v) => v.extend(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            ),
+        }
+    }
+
+    fn values(&self) -> ElementValues<'_> {
+        match self {
+            Band::Int(v) => ElementValues::Int(v),
+            Band::Short(v) => ElementValues::Short(v),
+            Band::Float(v) => ElementValues::Float(v),
+        }
+    }
+}
+
+/// Writes one 2-D array (int32, int16 or float32, `[rows, cols]`) as a one-element GVRS file
+/// as its rows arrive: an [`ArraySink`] taking the array in C order (row by row), encoding one
+/// group of tile rows at a time in parallel. On [`Output::File`] the tile records are written
+/// as they are encoded and the header (marked opened for writing until then) and the tile
+/// directory at [`ArraySink::finish`]; on [`Output::Stream`] the encoded file is held in memory
+/// until `finish` (the header comes first and names the directory's offset). Refuses at
+/// [`ArraySink::begin`], before any value arrives, an array GVRS cannot hold and a band of tile
+/// rows larger than the working set.
+pub struct GvrsWriter<'a> {
+    out: Output<'a>,
+    options: GvrsWriterOptions,
+    writing: Option<Writing<'a>>,
+}
+
+/// A file between `begin` and `finish`.
+struct Writing<'a> {
+    records: Records<'a>,
+    builder: FileBuilder,
+    /// Rows received and not yet encoded, from grid row `band_row`.
+    band: Band,
+    band_row: usize,
+    /// Rows encoded together (a multiple of the tile rows).
+    group_rows: usize,
+    cols: usize,
+    value_size: usize,
+    total_bytes: u64,
+    cursor: SequentialCursor,
+    /// The first bytes of a value split between two writes.
+    partial: Vec<u8>,
+}
+
+impl<'a> GvrsWriter<'a> {
+    /// A writer onto `out`.
+    pub fn new(out: Output<'a>, options: GvrsWriterOptions) -> GvrsWriter<'a> {
+        GvrsWriter {
+            out,
+            options,
+            writing: None,
+        }
+    }
+
+    /// Write a whole array held in memory: [`ArraySink::begin`], one [`ArraySink::write_at`],
+    /// [`ArraySink::finish`].
+    pub fn write_array(mut self, array: &NdArray) -> Result<()> {
+        self.begin(&ArrayInfo::of(array))?;
+        self.write_at(0, &array.data)?;
+        self.finish()
+    }
+
+    fn writing(&mut self) -> Result<&mut Writing<'a>> {
+        self.writing
+            .as_mut()
+            .ok_or_else(|| usage("internal: the GVRS writer got data before begin"))
+    }
+}
+
+impl Writing<'_> {
+    /// Encode the rows held (whole tile rows, or the grid's last rows) and put their tiles.
+    fn encode_band(&mut self) -> Result<()> {
+        let rows = self.band.len() / self.cols;
+        if rows == 0 {
+            return Ok(());
+        }
+        let tr = self.builder.spec.tile_rows as usize;
+        let tiles = self.band_row / tr..(self.band_row + rows).div_ceil(tr);
+        let encoded = encode_band(&self.builder.spec, &[self.band.values()], self.band_row, tiles);
+        self.builder.add_tiles(encoded, &mut self.records)?;
+        self.band.clear();
+        self.band_row += rows;
+        Ok(())
+    }
+
+    /// Take whole values from `data` into the band, encoding each full group.
+    fn push(&mut self, mut data: &[u8]) -> Result<()> {
+        let size = self.value_size;
+        if !self.partial.is_empty() {
+            let take = (size - self.partial.len()).min(data.len());
+            self.partial.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if self.partial.len() < size {
+                return Ok(());
+            }
+            let value = std::mem::take(&mut self.partial);
+            self.band.push_le(&value);
+        }
+        let group = self.group_rows * self.cols;
+        loop {
+            if self.band.len() >= group {
+                self.encode_band()?;
+            }
+            let take = (group - self.band.len()).min(data.len() / size);
+            if take == 0 {
+                break;
+            }
+            self.band.push_le(&data[..take * size]);
+            data = &data[take * size..];
+        }
+        self.partial.extend_from_slice(data);
+        Ok(())
+    }
+}
+
+impl ArraySink for GvrsWriter<'_> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        let spec = self.options.spec(info.dtype, &info.shape, info.name.as_deref())?;
+        let (cols, tile_rows) = (spec.cols as u64, spec.tile_rows as u64);
+        let size = info.dtype.size() as u64;
+        // Held at once: the band's values and their encoded tiles, beside each thread's tile
+        // being encoded (its cells and a few candidate encodings).
+        let scratch = (rayon::current_num_threads() as u64)
+            .saturating_mul(spec.tile_rows as u64 * spec.tile_cols as u64)
+            .saturating_mul(16);
+        let budget = self.options.limits.working_set.saturating_sub(scratch) / 2;
+        let band = tile_rows.saturating_mul(cols).saturating_mul(size);
+        let bands = budget / band.max(1);
+        if bands == 0 {
+            return Err(Error::limit(
+                "limit.working_set",
+                None,
+                format!(
+                    "the GVRS writer encodes a band of {tile_rows} tile rows x {cols} columns at a time: {band} bytes, \
+                     above the {budget} bytes the working set of {} bytes allows (use smaller tiles, or raise it)",
+                    self.options.limits.working_set
+                ),
+            ));
+        }
+        let group_rows = (bands.saturating_mul(tile_rows)).min(spec.rows as u64) as usize;
+        let mut records = match &self.out {
+            Output::File(file) => Records::File(file),
+            Output::Stream(_) => Records::Memory {
+                pieces: Vec::new(),
+                held: 0,
+                limit: self.options.limits.max_array_bytes,
+            },
+        };
+        let builder = FileBuilder::start(&spec, &mut records)?;
+        self.writing = Some(Writing {
+            records,
+            builder,
+            band: Band::new(info.dtype),
+            band_row: 0,
+            group_rows,
+            cols: cols as usize,
+            value_size: size as usize,
+            total_bytes: info.byte_len()?,
+            cursor: SequentialCursor::default(),
+            partial: Vec::new(),
+        });
+        Ok(())
+    }
+
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        let w = self.writing()?;
+        if offset
+            .checked_add(data.len() as u64)
+            .is_none_or(|end| end > w.total_bytes)
+        {
+            return Err(usage(format!(
+                "internal: a write of {} bytes at {offset} falls outside the {}-byte array",
+                data.len(),
+                w.total_bytes
+            )));
+        }
+        w.cursor.advance(offset, data.len())?;
+        w.push(data)
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let mut w = self
+            .writing
+            .take()
+            .ok_or_else(|| usage("internal: the GVRS writer finished before begin"))?;
+        if w.cursor.position != w.total_bytes || !w.partial.is_empty() {
+            return Err(usage(format!(
+                "internal: the GVRS writer got {} of {} bytes",
+                w.cursor.position, w.total_bytes
+            )));
+        }
+        w.encode_band()?;
+        w.builder.finish(&mut w.records)?;
+        if let (Records::Memory { pieces, .. }, Output::Stream(out)) = (&w.records, &mut self.out) {
+            for p in pieces {
+                out.write_all(p).map_err(|e| Error::io("writing GVRS output", &e))?;
+            }
+            out.flush().map_err(|e| Error::io("writing GVRS output", &e))?;
+        }
+        Ok(())
     }
 }
 

@@ -2,10 +2,12 @@
 //! header fields, elements, codecs, metadata, tile directory facts, and bit-exact decoded grids
 //! (compared by SHA-256 with the sidecars and byte for byte with the `.raw` dumps).
 
+mod util;
 use std::path::{Path, PathBuf};
+use util::*;
 
 use rasterpack_common::{ArrayRequest, Format, Input, Limits, ValidateOptions};
-use rasterpack_gvrs::{tile_stats, validate::sidecar_code, CellValue, GvrsFile, GvrsFormat};
+use rasterpack_gvrs::{tile_stats, validate::sidecar_code, GvrsCellValue, GvrsFile, GvrsFormat};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -101,8 +103,16 @@ fn verdicts_and_codes() {
 fn opened_for_writing_is_refused_for_reading() {
     let Some(dir) = corpus() else { return };
     let input = Input::open(&dir.join("neg_opened_for_writing.gvrs")).unwrap();
-    let err = GvrsFile::open(input.clone(), Limits::default()).unwrap_err();
+    // Opening shows the header (and validate() reports); every read of values refuses.
+    let f = GvrsFile::from_input(input.clone(), Limits::default()).unwrap();
+    let err = f.read_element("v").unwrap_err();
     assert_eq!(sidecar_code(&err.code), "OPENED_FOR_WRITING");
+    assert_eq!(sidecar_code(&f.read_error().unwrap_err().code), "OPENED_FOR_WRITING");
+    assert!(f
+        .validate()
+        .findings
+        .iter()
+        .any(|x| x.code == "gvrs.header.opened_for_writing"));
     // inspect still shows what it can, with the finding.
     let rep = GvrsFormat.inspect(&input, &Default::default()).unwrap();
     assert!(rep.findings.iter().any(|f| f.code == "gvrs.header.opened_for_writing"));
@@ -315,7 +325,7 @@ fn check_tiles(name: &str, f: &GvrsFile, t: &Value) {
 
 /// The raw dump form: Integer/Short as int32le, Float/ICF as float32le (ICF codes as int32le).
 fn dump(f: &GvrsFile, i: usize, codes: bool) -> Vec<u8> {
-    let a = f.read_element(i, codes).unwrap();
+    let a = read_el(f, i, codes).unwrap();
     if a.dtype == rasterpack_common::DType::I16 {
         a.data
             .chunks_exact(2)
@@ -352,8 +362,8 @@ fn check_values(name: &str, dir: &Path, f: &GvrsFile, t: &Value) {
         if let Some(samples) = te["samples"].as_array() {
             for s in samples {
                 let (r, c) = (s[0].as_u64().unwrap() as u32, s[1].as_u64().unwrap() as u32);
-                match f.cell(i, r, c).unwrap() {
-                    CellValue::IntCodedFloat { value, code } => {
+                match cell(f, i, r, c).unwrap() {
+                    GvrsCellValue::IntCodedFloat { value, code } => {
                         assert_eq!(value.to_bits(), bits32(&s[3]), "{name} sample ({r},{c})");
                         assert_eq!(code as i64, s[4].as_i64().unwrap(), "{name} sample ({r},{c}) code");
                     }
@@ -425,7 +435,7 @@ fn valid_files_match_their_sidecars() {
             continue;
         }
         let name = name_of(&path);
-        let f = GvrsFile::open(Input::open(&path).unwrap(), Limits::default()).unwrap();
+        let f = GvrsFile::from_input(Input::open(&path).unwrap(), Limits::default()).unwrap();
         check_header(&name, &f, &truth);
         check_elements(&name, &f, &truth);
         check_metadata(&name, &f, &truth);
@@ -442,7 +452,7 @@ fn valid_files_decode_bit_exactly() {
             continue;
         }
         let name = name_of(&path);
-        let f = GvrsFile::open(Input::open(&path).unwrap(), Limits::default()).unwrap();
+        let f = GvrsFile::from_input(Input::open(&path).unwrap(), Limits::default()).unwrap();
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_values(&name, &dir, &f, &truth)));
         if let Err(e) = r {
             let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
@@ -538,12 +548,12 @@ fn rectangles_and_cells_agree_with_whole_reads() {
         "real_gridfour_SamplePartialTileCover.gvrs",
         "int_plain.gvrs",
     ] {
-        let f = GvrsFile::open(Input::open(&dir.join(file)).unwrap(), Limits::default()).unwrap();
-        let whole = f.read_element(0, false).unwrap();
+        let f = GvrsFile::from_input(Input::open(&dir.join(file)).unwrap(), Limits::default()).unwrap();
+        let whole = read_el(&f, 0, false).unwrap();
         let g = f.geometry;
         let size = whole.dtype.size();
         let (r0, c0, nr, nc) = (g.rows / 3, g.cols / 4, g.rows - g.rows / 3, g.cols / 2);
-        let b = f.block(0, r0, c0, nr, nc, false).unwrap();
+        let b = read_window(&f, 0, r0, c0, nr, nc, false).unwrap();
         for r in 0..nr as usize {
             let src = ((r0 as usize + r) * g.cols as usize + c0 as usize) * size;
             assert_eq!(
@@ -554,14 +564,14 @@ fn rectangles_and_cells_agree_with_whole_reads() {
         }
         f.set_cache_bytes(64 << 10);
         for (r, c) in [(0, 0), (g.rows - 1, g.cols - 1), (g.rows / 2, g.cols / 3)] {
-            let v = f.cell(0, r, c).unwrap();
+            let v = cell(&f, 0, r, c).unwrap();
             let k = (r as usize * g.cols as usize + c as usize) * size;
             let bytes = &whole.data[k..k + size];
             let got: Vec<u8> = match v {
-                CellValue::Integer(x) => x.to_le_bytes().to_vec(),
-                CellValue::Short(x) => x.to_le_bytes().to_vec(),
-                CellValue::Float(x) => x.to_le_bytes().to_vec(),
-                CellValue::IntCodedFloat { value, .. } => value.to_le_bytes().to_vec(),
+                GvrsCellValue::Integer(x) => x.to_le_bytes().to_vec(),
+                GvrsCellValue::Short(x) => x.to_le_bytes().to_vec(),
+                GvrsCellValue::Float(x) => x.to_le_bytes().to_vec(),
+                GvrsCellValue::IntCodedFloat { value, .. } => value.to_le_bytes().to_vec(),
             };
             assert_eq!(got, bytes, "{file} cell ({r},{c})");
             assert!(f.cache_bytes() <= 64 << 10);

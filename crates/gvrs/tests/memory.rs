@@ -1,6 +1,8 @@
 //! A counting global allocator shows that validation streams tiles (peak memory independent of
 //! the grid size) and that cell access is bounded by the tile cache.
 
+mod util;
+use util::*;
 mod craft;
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -60,7 +62,7 @@ fn validation_streams_tiles() {
     let input = Input::open(&path).unwrap();
     // Warm rayon's pool outside the measurement.
     rayon::join(|| (), || ());
-    let (report, peak) = peak_during(|| rasterpack_gvrs::validate::validate(&input, &Limits::default()));
+    let (report, peak) = peak_during(|| rasterpack_gvrs::validate::validate(&input, &Default::default()));
     assert!(report.is_valid(false), "{:#?}", report.findings);
     assert_eq!(report.summary["populated_tiles"], 1600);
     // The decoded grid is 2.56 MB; validation must stay far below it.
@@ -68,17 +70,79 @@ fn validation_streams_tiles() {
     std::fs::remove_file(&path).ok();
 }
 
+/// An in-order sink that drops what it gets (a pipe, say).
+struct Drain(u64);
+
+impl rasterpack_common::ArraySink for Drain {
+    fn begin(&mut self, _: &rasterpack_common::ArrayInfo) -> rasterpack_common::Result<()> {
+        Ok(())
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> rasterpack_common::Result<()> {
+        assert_eq!(offset, self.0, "in order");
+        self.0 += data.len() as u64;
+        Ok(())
+    }
+    fn fill_at(&mut self, offset: u64, len: u64, _: &[u8]) -> rasterpack_common::Result<()> {
+        assert_eq!(offset, self.0, "in order");
+        self.0 += len;
+        Ok(())
+    }
+    fn finish(&mut self) -> rasterpack_common::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn streaming_reads_stay_within_the_working_set() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let path = big_crafted_file();
+    let f = GvrsFile::open(&path).unwrap();
+    rayon::join(|| (), || ());
+    // 2.56 MB of cells through a 256 KiB working set.
+    let req = rasterpack_common::ArrayRequest::for_element("v").with_limits(Limits {
+        working_set: 256 << 10,
+        ..Limits::default()
+    });
+    let mut sink = Drain(0);
+    let ((), peak) = peak_during(|| f.stream(&req, &mut sink).unwrap());
+    assert_eq!(sink.0, 800 * 800 * 4);
+    assert!(peak < 300 << 10, "streaming peaked at {peak} bytes");
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn validation_reports_progress() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let path = big_crafted_file();
+    let input = Input::open(&path).unwrap();
+    let calls = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&calls);
+    let opts = rasterpack_common::ValidateOptions {
+        progress: Some(rasterpack_common::Progress(std::sync::Arc::new(move |done, total| {
+            seen.lock().unwrap().push((done, total))
+        }))),
+        ..Default::default()
+    };
+    assert!(rasterpack_gvrs::validate::validate(&input, &opts).is_valid(true));
+    let calls = calls.lock().unwrap();
+    // One call per batch of tiles (1600 tiles, 256 a batch) and a last one at the end.
+    assert!(calls.len() >= 7, "{calls:?}");
+    assert!(calls.windows(2).all(|w| w[0].0 <= w[1].0), "monotonic: {calls:?}");
+    assert_eq!(*calls.last().unwrap(), (input.len(), input.len()));
+    std::fs::remove_file(&path).ok();
+}
+
 #[test]
 fn cell_access_is_bounded_by_the_cache() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let path = big_crafted_file();
-    let f = GvrsFile::open(Input::open(&path).unwrap(), Limits::default()).unwrap();
+    let f = GvrsFile::from_input(Input::open(&path).unwrap(), Limits::default()).unwrap();
     f.set_cache_bytes(16 << 10);
     let (sum, peak) = peak_during(|| {
         let mut sum = 0i64;
         for r in (0..800).step_by(7) {
             for c in (0..800).step_by(13) {
-                if let rasterpack_gvrs::CellValue::Integer(v) = f.cell(0, r, c).unwrap() {
+                if let rasterpack_gvrs::GvrsCellValue::Integer(v) = cell(&f, 0, r, c).unwrap() {
                     assert_eq!(v, (r * 800 + c) as i32);
                     sum += v as i64;
                 }
@@ -101,7 +165,7 @@ fn big_corpus_file_validates_in_bounded_memory() {
     };
     let input = Input::open(&std::path::Path::new(&root).join("gvrs/big_terrain_4000.gvrs")).unwrap();
     rayon::join(|| (), || ());
-    let (report, peak) = peak_during(|| rasterpack_gvrs::validate::validate(&input, &Limits::default()));
+    let (report, peak) = peak_during(|| rasterpack_gvrs::validate::validate(&input, &Default::default()));
     assert!(report.is_valid(false) && !report.unsupported, "{:#?}", report.findings);
     // 16M cells (64 MB decoded); the target is < 64 MiB peak for the whole process.
     assert!(peak < 8 << 20, "validating big_terrain_4000 peaked at {peak} bytes");

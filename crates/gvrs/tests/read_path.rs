@@ -4,6 +4,8 @@
 //! fail with the finding validate reports (an invalid error, exit 1), or, for what the read does
 //! not touch, succeed with the right values.
 
+mod util;
+use util::*;
 mod craft;
 
 use craft::{sample, Craft, El};
@@ -81,20 +83,20 @@ fn reads_fail(b: &[u8], code: &str) {
             "read_array element {e}"
         );
     }
-    match GvrsFile::open(inp.clone(), Limits::default()) {
+    match GvrsFile::from_input(inp.clone(), Limits::default()) {
         Err(e) => assert_eq!(e.code, code),
         Ok(f) => {
             for e in 0..4 {
-                assert_eq!(invalid_code(f.read_element(e, false)), code);
+                assert_eq!(invalid_code(read_el(&f, e, false)), code);
             }
         }
     }
     // A lenient open (what inspect and validate use) must not hand out values either.
-    match GvrsFile::open_lenient(inp, Limits::default()) {
+    match GvrsFile::from_input(inp, Limits::default()) {
         Err(e) => assert_eq!(e.code, code),
         Ok(f) => {
-            assert_eq!(invalid_code(f.read_element(0, false)), code);
-            assert_eq!(invalid_code(f.block(0, 0, 0, 7, 9, false)), code);
+            assert_eq!(invalid_code(read_el(&f, 0, false)), code);
+            assert_eq!(invalid_code(read_window(&f, 0, 0, 0, 7, 9, false)), code);
         }
     }
 }
@@ -155,13 +157,16 @@ fn damaged_tile_fails_its_reads_only() {
         let r = validate(&b);
         assert!(has_error(&r, "gvrs.tile.crc_mismatch"), "byte {at}: {:#?}", r.findings);
         reads_fail(&b, "gvrs.tile.crc_mismatch");
-        let f = GvrsFile::open(input(&b), Limits::default()).unwrap();
+        let f = GvrsFile::from_input(input(&b), Limits::default()).unwrap();
         // Tile 0 covers rows 0..4, columns 0..5: any cell there fails, every other tile reads.
-        assert_eq!(invalid_code(f.cell(0, 1, 1)), "gvrs.tile.crc_mismatch");
-        assert_eq!(invalid_code(f.block(1, 0, 0, 2, 9, false)), "gvrs.tile.crc_mismatch");
+        assert_eq!(invalid_code(cell(&f, 0, 1, 1)), "gvrs.tile.crc_mismatch");
+        assert_eq!(
+            invalid_code(read_window(&f, 1, 0, 0, 2, 9, false)),
+            "gvrs.tile.crc_mismatch"
+        );
         let cols = c.cols as i64;
-        match f.cell(0, 1, 7).unwrap() {
-            rasterpack_gvrs::CellValue::Integer(v) => assert_eq!(v as i64, cols + 7),
+        match cell(&f, 0, 1, 7).unwrap() {
+            rasterpack_gvrs::GvrsCellValue::Integer(v) => assert_eq!(v as i64, cols + 7),
             v => panic!("{v:?}"),
         }
         let rep = GvrsFormat.inspect(&input(&b), &InspectOptions::default()).unwrap();
@@ -178,7 +183,7 @@ fn damaged_metadata_is_never_shown() {
     let md = first_metadata(&good);
     let b = damage(&good, md + 12);
     assert!(has_error(&validate(&b), "gvrs.metadata.crc_mismatch"));
-    let f = GvrsFile::open(input(&b), Limits::default()).unwrap();
+    let f = GvrsFile::from_input(input(&b), Limits::default()).unwrap();
     let recs = f.metadata().unwrap();
     assert_eq!(recs.len(), 2);
     assert_eq!(recs[0].as_ref().unwrap_err().code, "gvrs.metadata.crc_mismatch");
@@ -191,12 +196,12 @@ fn damaged_metadata_is_never_shown() {
         "only the intact record"
     );
     // The grid does not depend on metadata: values still read.
-    assert!(f.read_element(0, false).is_ok());
+    assert!(read_el(&f, 0, false).is_ok());
 
     let mdd = u64_at(&good, 64) - 8;
     let b = damage(&good, mdd + 22);
     assert!(has_error(&validate(&b), "gvrs.metadata_directory.crc_mismatch"));
-    let f = GvrsFile::open(input(&b), Limits::default()).unwrap();
+    let f = GvrsFile::from_input(input(&b), Limits::default()).unwrap();
     assert_eq!(
         invalid_code(f.metadata()).as_str(),
         "gvrs.metadata_directory.crc_mismatch"
@@ -209,13 +214,13 @@ fn damaged_file_space_records() {
     let fsd = u64_at(&good, 56) - 8;
     let b = damage(&good, fsd + 12);
     assert!(has_error(&validate(&b), "gvrs.file_space_directory.crc_mismatch"));
-    let f = GvrsFile::open(input(&b), Limits::default()).unwrap();
+    let f = GvrsFile::from_input(input(&b), Limits::default()).unwrap();
     assert_eq!(
         invalid_code(f.file_space_directory()),
         "gvrs.file_space_directory.crc_mismatch"
     );
     // Reading cells does not touch free space: it still works.
-    assert!(f.read_element(0, false).is_ok());
+    assert!(read_el(&f, 0, false).is_ok());
     // A free-space record's CRC covers its first 8 bytes (its length).
     let free = u64_at(&good, fsd + 12);
     let len = i32_at(&good, free);
@@ -227,10 +232,7 @@ fn damaged_file_space_records() {
         "{len}: {:#?}",
         r.findings
     );
-    assert!(GvrsFile::open(input(&b), Limits::default())
-        .unwrap()
-        .read_element(1, false)
-        .is_ok());
+    assert!(read_el(&GvrsFile::from_input(input(&b), Limits::default()).unwrap(), 1, false).is_ok());
 }
 
 /// Without checksums, the index consistency still protects the reads: a tile directory whose
@@ -288,9 +290,39 @@ fn hostile_index_mismatch_file_is_not_read() {
         &GvrsFormat.validate(&inp, &ValidateOptions::default()),
         "gvrs.tile.index_mismatch"
     ));
-    let e = GvrsFormat.read_array(&inp, &ArrayRequest::default()).unwrap_err();
+    // Streamed (as convert reads it): the first band holding a misplaced tile stops the read.
+    let mut sink = Discard(0);
+    let e = GvrsFormat
+        .stream_array(&inp, &ArrayRequest::default(), &mut sink)
+        .unwrap_err();
     assert_eq!(
         (e.kind, e.code.as_ref()),
         (ErrorKind::Invalid, "gvrs.tile.index_mismatch")
     );
+    // In memory, the 3.6 GB array is refused before anything is decoded.
+    let e = GvrsFormat.read_array(&inp, &ArrayRequest::default()).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::LimitExceeded, "{e}");
+}
+
+/// A random-access sink that counts and drops what it gets.
+struct Discard(u64);
+
+impl rasterpack_common::ArraySink for Discard {
+    fn begin(&mut self, _: &rasterpack_common::ArrayInfo) -> rasterpack_common::Result<()> {
+        Ok(())
+    }
+    fn random_access(&self) -> bool {
+        true
+    }
+    fn write_at(&mut self, _: u64, data: &[u8]) -> rasterpack_common::Result<()> {
+        self.0 += data.len() as u64;
+        Ok(())
+    }
+    fn fill_at(&mut self, _: u64, len: u64, _: &[u8]) -> rasterpack_common::Result<()> {
+        self.0 += len;
+        Ok(())
+    }
+    fn finish(&mut self) -> rasterpack_common::Result<()> {
+        Ok(())
+    }
 }

@@ -1,13 +1,15 @@
 //! Crafted files: valid samples of every element type decode exactly; each kind of damage gives
 //! its finding (never a panic); truncation and byte-flip sweeps over small files.
 
+mod util;
+use util::*;
 mod craft;
 
 use craft::{reseal, sample, text, Craft, El, Meta};
 use rasterpack_common::{
     ArrayRequest, DType, ErrorKind, Format, Input, InspectOptions, Limits, Report, Severity, ValidateOptions,
 };
-use rasterpack_gvrs::{CellValue, GvrsFile, GvrsFormat};
+use rasterpack_gvrs::{GvrsCellValue, GvrsFile, GvrsFormat};
 
 fn validate(bytes: &[u8]) -> Report {
     GvrsFormat.validate(
@@ -36,7 +38,7 @@ fn has_error(r: &Report, code: &str) -> bool {
 }
 
 fn open(bytes: &[u8]) -> GvrsFile {
-    GvrsFile::open(Input::from_bytes("t.gvrs", bytes.to_vec()), Limits::default()).unwrap()
+    GvrsFile::from_input(Input::from_bytes("t.gvrs", bytes.to_vec()), Limits::default()).unwrap()
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -60,7 +62,7 @@ fn crafted_sample_is_valid_and_decodes_exactly() {
         assert_eq!(f.metadata().unwrap().len(), 2);
         let cols = c.cols as u32;
         for e in 0..4 {
-            let a = f.read_element(e, false).unwrap();
+            let a = read_el(&f, e, false).unwrap();
             assert_eq!(a.shape, vec![7, 9]);
             for r in 0..7u32 {
                 for col in 0..9u32 {
@@ -91,8 +93,8 @@ fn crafted_sample_is_valid_and_decodes_exactly() {
                             });
                             if !absent {
                                 assert_eq!(
-                                    f.cell(3, r, col).unwrap(),
-                                    CellValue::IntCodedFloat {
+                                    cell(&f, 3, r, col).unwrap(),
+                                    GvrsCellValue::IntCodedFloat {
                                         value: want,
                                         code: v as i32
                                     }
@@ -292,7 +294,7 @@ fn header_rules() {
     c.fill_tiles(|_, r, col| (r * 3 + col) as i64);
     let b = c.build();
     assert_clean(&validate(&b));
-    assert_eq!(open(&b).cell(0, 2, 2).unwrap(), CellValue::Integer(8));
+    assert_eq!(cell(&open(&b), 0, 2, 2).unwrap(), GvrsCellValue::Integer(8));
 }
 
 #[test]
@@ -389,11 +391,11 @@ fn exercise(bytes: &[u8]) {
         },
     );
     let _ = GvrsFormat.inspect(&input, &InspectOptions { all: false, limits });
-    if let Ok(f) = GvrsFile::open(input.clone(), limits) {
+    if let Ok(f) = GvrsFile::from_input(input.clone(), limits) {
         for e in 0..f.elements.len() {
-            let _ = f.read_element(e, e % 2 == 0);
-            let _ = f.cell(e, 0, 0);
-            let _ = f.block(e, 0, 0, 1, 1, false);
+            let _ = read_el(&f, e, e % 2 == 0);
+            let _ = cell(&f, e, 0, 0);
+            let _ = read_window(&f, e, 0, 0, 1, 1, false);
         }
         let _ = f.metadata();
         let _ = f.file_space_directory();
@@ -413,7 +415,7 @@ fn compressed_sample() -> Vec<u8> {
     c.tiles.push((0, vec![ib, fb]));
     let b = c.build();
     let f = open(&b);
-    let a = f.read_element(0, false).unwrap();
+    let a = read_el(&f, 0, false).unwrap();
     let want: Vec<u8> = ints.iter().flat_map(|v| v.to_le_bytes()).collect();
     assert_eq!(a.data, want, "compressed crafted sample decodes");
     b
@@ -452,9 +454,9 @@ fn hostile_sizes_are_refused_before_allocating() {
         max_array_bytes: 1 << 20,
         ..Limits::default()
     };
-    let f2 = GvrsFile::open(f.input().clone(), lim).unwrap();
-    assert_eq!(f2.read_element(0, false).unwrap_err().kind, ErrorKind::LimitExceeded);
-    assert_eq!(f.cell(0, 1 << 30, 1 << 30).unwrap(), CellValue::Integer(0));
+    let f2 = GvrsFile::from_input(f.input().clone(), lim).unwrap();
+    assert_eq!(read_el(&f2, 0, false).unwrap_err().kind, ErrorKind::LimitExceeded);
+    assert_eq!(cell(&f, 0, 1 << 30, 1 << 30).unwrap(), GvrsCellValue::Integer(0));
     let r = validate(&b);
     assert!(!r.is_valid(false) || r.findings.iter().all(|f| f.severity != Severity::Error));
     // Header length beyond the file.
@@ -485,7 +487,7 @@ fn regression_huge_tile_with_small_grid() {
         ..Limits::default()
     };
     let input = Input::from_bytes("t", b.clone());
-    let err = GvrsFile::open(input.clone(), limits).unwrap_err();
+    let err = GvrsFile::from_input(input.clone(), limits).unwrap_err();
     assert_eq!(err.kind, ErrorKind::LimitExceeded);
     assert!(!GvrsFormat
         .validate(
@@ -536,5 +538,11 @@ fn damaged_tile_directory_does_not_hide_other_findings() {
     let r = validate(&b);
     assert!(has_error(&r, "gvrs.tile_directory.record_type"), "{:#?}", r.findings);
     assert!(has_error(&r, "gvrs.metadata.crc_mismatch"), "{:#?}", r.findings);
-    assert!(GvrsFile::open(Input::from_bytes("t", b), Limits::default()).is_err());
+    // Opening shows the header; reads refuse with the directory's finding.
+    let f = GvrsFile::from_input(Input::from_bytes("t", b), Limits::default()).unwrap();
+    assert_eq!(f.read_error().unwrap_err().code, "gvrs.tile_directory.record_type");
+    assert_eq!(
+        read_el(&f, 0, false).unwrap_err().code,
+        "gvrs.tile_directory.record_type"
+    );
 }

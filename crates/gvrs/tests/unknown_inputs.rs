@@ -4,6 +4,8 @@
 //! residual coding and coefficient count, a predictor code, the canonical Huffman reserved bit,
 //! and the Short fill convention of Gridfour 2026; plus the codec-list compatibility warning.
 
+mod util;
+use util::*;
 mod craft;
 
 use craft::{text, Craft, El, Meta};
@@ -58,8 +60,8 @@ fn assert_unsupported(b: &[u8], code: &str, what: &str) {
     let e = GvrsFormat.read_array(&input(b), &ArrayRequest::default()).unwrap_err();
     assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::Unsupported, code), "{e:?}");
     assert!(e.message.contains(what), "{}", e.message);
-    let f = GvrsFile::open(input(b), Limits::default()).unwrap();
-    assert_eq!(f.cell(0, 0, 0).unwrap_err().kind, ErrorKind::Unsupported);
+    let f = GvrsFile::from_input(input(b), Limits::default()).unwrap();
+    assert_eq!(cell(&f, 0, 0, 0).unwrap_err().kind, ErrorKind::Unsupported);
 }
 
 #[test]
@@ -91,10 +93,7 @@ fn known_lsop_headers_decode_exactly() {
     for canonical in [false, true] {
         let b = file_with(&["LSOP12"], lsop_block(canonical));
         assert!(validate(&b).is_valid(false));
-        let a = GvrsFile::open(input(&b), Limits::default())
-            .unwrap()
-            .read_element(0, false)
-            .unwrap();
+        let a = read_el(&GvrsFile::from_input(input(&b), Limits::default()).unwrap(), 0, false).unwrap();
         let got: Vec<i32> = a
             .data
             .chunks_exact(4)

@@ -2,18 +2,20 @@
 //! (`GvrsFile`, which decodes with the codecs) and validate; every element type and codec list,
 //! edge tiles, fill tiles, extreme values, NaN payloads and -0.0.
 
+mod util;
 use rasterpack_common::{DType, Format, Input, Limits, NdArray, ValidateOptions, WriteOptions};
 use rasterpack_gvrs::codec::Codec;
 use rasterpack_gvrs::write::{
     self, Coordinates, ElementRange, ElementSpec, ElementValues, GvrsSpec, Metadata, RasterSpace,
 };
 use rasterpack_gvrs::{GvrsFile, GvrsFormat};
+use util::*;
 
 const ROWS: u32 = 37;
 const COLS: u32 = 53;
 
 fn open(bytes: &[u8]) -> GvrsFile {
-    GvrsFile::open(Input::from_bytes("mem.gvrs", bytes.to_vec()), Limits::default())
+    GvrsFile::from_input(Input::from_bytes("mem.gvrs", bytes.to_vec()), Limits::default())
         .expect("reader opens the written file")
 }
 
@@ -117,7 +119,7 @@ fn every_type_and_codec_round_trips() {
         )
         .unwrap();
         assert_valid(&b, &format!("int {codecs:?}"));
-        let a = open(&b).read_element(0, false).unwrap();
+        let a = read_el(&open(&b), 0, false).unwrap();
         assert_eq!((a.dtype, &a.shape), (DType::I32, &vec![ROWS as u64, COLS as u64]));
         assert_eq!(i32s(&a), v, "int {codecs:?}");
         // Integer with a non-minimum fill and INT_MIN as data (DifferencingWithNulls).
@@ -130,7 +132,7 @@ fn every_type_and_codec_round_trips() {
         };
         let b = write::to_bytes(&spec(kind, codecs, checksums), &[ElementValues::Int(&v2)]).unwrap();
         assert_valid(&b, &format!("int fill {codecs:?}"));
-        assert_eq!(i32s(&open(&b).read_element(0, false).unwrap()), v2);
+        assert_eq!(i32s(&read_el(&open(&b), 0, false).unwrap()), v2);
         // Short.
         let s: Vec<i16> = ints(i16::MIN as i32, i16::MIN as i32 + 1, i16::MAX as i32)
             .iter()
@@ -142,7 +144,7 @@ fn every_type_and_codec_round_trips() {
         )
         .unwrap();
         assert_valid(&b, &format!("short {codecs:?}"));
-        let a = open(&b).read_element(0, false).unwrap();
+        let a = read_el(&open(&b), 0, false).unwrap();
         assert_eq!(a.dtype, DType::I16);
         let got: Vec<i16> = a
             .data
@@ -158,7 +160,7 @@ fn every_type_and_codec_round_trips() {
         )
         .unwrap();
         assert_valid(&b, &format!("float {codecs:?}"));
-        let a = open(&b).read_element(0, false).unwrap();
+        let a = read_el(&open(&b), 0, false).unwrap();
         assert_eq!(a.dtype, DType::F32);
         let got: Vec<u32> = a
             .data
@@ -173,7 +175,7 @@ fn every_type_and_codec_round_trips() {
         let b = write::to_bytes(&spec(kind, codecs, checksums), &[ElementValues::Codes(&codes)]).unwrap();
         assert_valid(&b, &format!("icf {codecs:?}"));
         assert_eq!(
-            i32s(&open(&b).read_element(0, true).unwrap()),
+            i32s(&read_el(&open(&b), 0, true).unwrap()),
             codes,
             "icf codes {codecs:?}"
         );
@@ -187,13 +189,13 @@ fn every_type_and_codec_round_trips() {
             })
             .collect();
         let b = write::to_bytes(&spec(kind, codecs, checksums), &[ElementValues::IcfValues(&vals)]).unwrap();
-        let a = open(&b).read_element(0, true).unwrap();
+        let a = read_el(&open(&b), 0, true).unwrap();
         let want: Vec<i32> = vals
             .iter()
             .map(|&x| write::icf_encode(x, 100.0, -50.0, f32::NAN, i32::MIN))
             .collect();
         assert_eq!(i32s(&a), want);
-        let dec = open(&b).read_element(0, false).unwrap();
+        let dec = read_el(&open(&b), 0, false).unwrap();
         for (i, ch) in dec.data.chunks_exact(4).enumerate() {
             let got = f32::from_le_bytes(ch.try_into().unwrap());
             let exp = write::icf_decode(want[i], 100.0, -50.0, f32::NAN, i32::MIN);
@@ -268,24 +270,22 @@ fn several_elements_metadata_and_coordinates() {
     let b = write::to_bytes(&s, &values).unwrap();
     assert_valid(&b, "four elements");
     let file = open(&b);
-    assert_eq!(i32s(&file.read_element(0, false).unwrap()), i);
-    let got: Vec<i16> = file
-        .read_element(1, false)
+    assert_eq!(i32s(&read_el(&file, 0, false).unwrap()), i);
+    let got: Vec<i16> = read_el(&file, 1, false)
         .unwrap()
         .data
         .chunks_exact(2)
         .map(|b| i16::from_le_bytes([b[0], b[1]]))
         .collect();
     assert_eq!(got, sh);
-    let got: Vec<u32> = file
-        .read_element(2, false)
+    let got: Vec<u32> = read_el(&file, 2, false)
         .unwrap()
         .data
         .chunks_exact(4)
         .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
         .collect();
     assert_eq!(got, f.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
-    assert_eq!(i32s(&file.read_element(3, true).unwrap()), c);
+    assert_eq!(i32s(&read_el(&file, 3, true).unwrap()), c);
     let meta: Vec<_> = file.metadata().unwrap().into_iter().map(|m| m.unwrap()).collect();
     let names: Vec<String> = meta
         .iter()
@@ -353,7 +353,7 @@ fn all_fill_grid_stores_no_tiles() {
     assert_valid(&b, "all fill");
     let file = open(&b);
     assert!(file.stored_tiles().is_empty());
-    let a = file.read_element(0, false).unwrap();
+    let a = read_el(&file, 0, false).unwrap();
     assert!(a
         .data
         .chunks_exact(2)
@@ -372,7 +372,7 @@ fn one_by_one_and_single_tile_grids() {
             };
             let b = write::to_bytes(&s, &[ElementValues::Int(&v)]).unwrap();
             assert_valid(&b, &format!("{rows}x{cols} {codecs:?}"));
-            assert_eq!(i32s(&open(&b).read_element(0, false).unwrap()), v);
+            assert_eq!(i32s(&read_el(&open(&b), 0, false).unwrap()), v);
         }
     }
 }
@@ -403,7 +403,7 @@ fn write_ndarray_maps_dtypes() {
         write::write_ndarray(&arr, &opts, &mut out).unwrap();
         assert_valid(&out, &format!("{compress:?}"));
         let f = open(&out);
-        assert_eq!(i32s(&f.read_element(0, false).unwrap()), i);
+        assert_eq!(i32s(&read_el(&f, 0, false).unwrap()), i);
         assert_eq!(f.stored_tiles().len(), 6, "128x128 default tiles");
     }
     let opts = WriteOptions {
@@ -417,7 +417,7 @@ fn write_ndarray_maps_dtypes() {
     );
     let mut out = Vec::new();
     write::write_ndarray(&sh, &WriteOptions::default(), &mut out).unwrap();
-    assert_eq!(open(&out).read_element(0, false).unwrap().data, sh.data);
+    assert_eq!(read_el(&open(&out), 0, false).unwrap().data, sh.data);
     let fl = mk(
         DType::F32,
         vec![60, 50],
@@ -425,7 +425,7 @@ fn write_ndarray_maps_dtypes() {
     );
     let mut out = Vec::new();
     write::write_ndarray(&fl, &opts, &mut out).unwrap();
-    assert_eq!(open(&out).read_element(0, false).unwrap().data, fl.data);
+    assert_eq!(read_el(&open(&out), 0, false).unwrap().data, fl.data);
     // Refusals are usage errors.
     let bad = [
         (mk(DType::F64, vec![2, 2], vec![0; 32]), WriteOptions::default()),
@@ -626,7 +626,7 @@ fn lsop12_tiles_round_trip_through_the_reader() {
     let b = write::to_bytes(&s, &[ElementValues::Int(&v)]).unwrap();
     assert_valid(&b, "lsop");
     let f = open(&b);
-    assert_eq!(i32s(&f.read_element(0, false).unwrap()), v);
+    assert_eq!(i32s(&read_el(&f, 0, false).unwrap()), v);
     let tiles = f.stored_tiles();
     assert_eq!(tiles.len(), 6);
     for (_, off) in tiles {
@@ -758,7 +758,7 @@ fn canonical_blocks_in_every_form_round_trip() {
         let b = write::to_bytes(&s, &[ElementValues::Int(&v)]).unwrap();
         assert_valid(&b, &format!("{codecs:?}"));
         let f = open(&b);
-        assert_eq!(i32s(&f.read_element(0, false).unwrap()), v, "{codecs:?}");
+        assert_eq!(i32s(&read_el(&f, 0, false).unwrap()), v, "{codecs:?}");
         let st = rasterpack_gvrs::tile_stats(&f, usize::MAX);
         seen.extend(st.encodings[0].keys().cloned());
         // Short elements through the same codec (values fit i16 after truncation of the noise).
@@ -776,7 +776,7 @@ fn canonical_blocks_in_every_form_round_trip() {
         s2.codecs = codecs.clone();
         let b = write::to_bytes(&s2, &[ElementValues::Short(&sv)]).unwrap();
         assert_valid(&b, &format!("short {codecs:?}"));
-        let a = open(&b).read_element(0, false).unwrap();
+        let a = read_el(&open(&b), 0, false).unwrap();
         let got: Vec<i16> = a
             .data
             .chunks_exact(2)
@@ -803,7 +803,7 @@ fn canonical_blocks_in_every_form_round_trip() {
     let b = write::to_bytes(&s, &[ElementValues::Int(&t)]).unwrap();
     assert_valid(&b, "terrain");
     let f = open(&b);
-    assert_eq!(i32s(&f.read_element(0, false).unwrap()), t);
+    assert_eq!(i32s(&read_el(&f, 0, false).unwrap()), t);
     seen.extend(rasterpack_gvrs::tile_stats(&f, usize::MAX).encodings[0].keys().cloned());
     for want in [
         "GvrsCanonicalHuffman/uniform",

@@ -48,8 +48,158 @@ fn sign_extend(v: u32, bits: u32) -> i32 {
 /// A decode failure: the stream offset of the opcode at fault and what went wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodeError {
+    /// Offset of the opcode at fault from the start of the stream.
     pub offset: u64,
+    /// What went wrong.
     pub message: String,
+}
+
+/// Total length in bytes of the opcode whose first byte is `op` (1 to 65).
+pub fn opcode_len(op: u8) -> usize {
+    match op >> 4 {
+        0b1100 => 3,
+        0b1101 => 4,
+        0b1111 => 1 + 4 * ((op & 0x0F) as usize + 1),
+        _ if op >> 6 == 0b01 => 2,
+        _ => 1,
+    }
+}
+
+/// A scheme-17 decoder that takes the stream in pieces of any size and produces the words in
+/// pieces, so neither the stream nor its output has to be held whole. Its state is the
+/// previous word and the 64-word table: a few hundred bytes.
+#[derive(Debug, Clone)]
+pub struct SimpleU32Decoder {
+    table: [u32; 64],
+    last: u32,
+    produced: u64,
+    want: u64,
+    consumed: u64,
+}
+
+impl SimpleU32Decoder {
+    /// A decoder for a stream that must produce exactly `want` words (`u64::MAX`: no bound,
+    /// for prefix decodes).
+    pub fn new(want: u64) -> SimpleU32Decoder {
+        SimpleU32Decoder {
+            table: [0; 64],
+            last: 0,
+            produced: 0,
+            want,
+            consumed: 0,
+        }
+    }
+
+    /// Words produced so far.
+    pub fn produced(&self) -> u64 {
+        self.produced
+    }
+
+    /// Stream bytes consumed so far (the offset of the next opcode).
+    pub fn consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    /// Decode the whole opcodes at the start of `input`, appending their words (little-endian)
+    /// to `out`, until `out` holds at least `out_limit` bytes or no whole opcode is left.
+    /// Returns how many bytes of `input` were consumed: the caller passes the rest again, with
+    /// more of the stream after it (an opcode is at most 65 bytes).
+    pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>, out_limit: usize) -> Result<usize, DecodeError> {
+        let mut pos = 0usize;
+        let mut words = [0u32; 16];
+        while out.len() < out_limit {
+            let Some(&op) = input.get(pos) else { break };
+            let Some(opcode) = input.get(pos..pos + opcode_len(op)) else {
+                break;
+            };
+            let count = self.opcode(opcode, &mut words);
+            for &w in &words[..count] {
+                if self.produced >= self.want {
+                    return Err(DecodeError {
+                        offset: self.consumed + pos as u64,
+                        message: format!("the stream holds more than the {} values of the shape", self.want),
+                    });
+                }
+                out.extend_from_slice(&w.to_le_bytes());
+                self.produced += 1;
+            }
+            pos += opcode.len();
+        }
+        self.consumed += pos as u64;
+        Ok(pos)
+    }
+
+    /// The words of one whole opcode into `words`; returns how many.
+    fn opcode(&mut self, opcode: &[u8], words: &mut [u32; 16]) -> usize {
+        let op = opcode[0];
+        let be = |bytes: &[u8]| bytes.iter().fold(0u32, |acc, &b| (acc << 8) | b as u32);
+        let delta = match op >> 6 {
+            0b00 => sign_extend((op & 0x3F) as u32, 6),
+            0b01 => sign_extend(((op & 0x3F) as u32) << 8 | be(&opcode[1..]), 14),
+            0b10 => {
+                // An index only sets `last`; the table is not updated.
+                let v = self.table[(op & 0x3F) as usize];
+                self.last = v;
+                words[0] = v;
+                return 1;
+            }
+            _ => match op >> 4 {
+                0b1100 => sign_extend(((op & 0x0F) as u32) << 16 | be(&opcode[1..]), 20),
+                0b1101 => sign_extend(((op & 0x0F) as u32) << 24 | be(&opcode[1..]), 28),
+                0b1110 => {
+                    let count = (op & 0x0F) as usize + 1;
+                    words[..count].fill(self.last);
+                    if count != 16 {
+                        self.last = self.last.wrapping_add(1);
+                    }
+                    return count;
+                }
+                _ => {
+                    let count = (op & 0x0F) as usize + 1;
+                    for (k, word) in opcode[1..].chunks_exact(4).enumerate() {
+                        let v = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+                        self.remember(v);
+                        words[k] = v;
+                    }
+                    return count;
+                }
+            },
+        };
+        let d = if delta >= 0 { delta + 1 } else { delta };
+        let v = self.last.wrapping_add(d as u32);
+        self.remember(v);
+        words[0] = v;
+        1
+    }
+
+    fn remember(&mut self, v: u32) {
+        self.last = v;
+        self.table[(word_hash(v) % 64) as usize] = v;
+    }
+
+    /// The stream ended with `rest` (the bytes [`SimpleU32Decoder::decode`] left, which do not
+    /// make a whole opcode): an error unless it is empty and exactly the words wanted came out.
+    pub fn finish(&self, rest: &[u8]) -> Result<(), DecodeError> {
+        if let Some(&op) = rest.first() {
+            return Err(DecodeError {
+                offset: self.consumed,
+                message: format!(
+                    "opcode {op:#04x} needs {} more byte(s); the stream ends",
+                    opcode_len(op) - rest.len()
+                ),
+            });
+        }
+        if self.produced != self.want {
+            return Err(DecodeError {
+                offset: self.consumed,
+                message: format!(
+                    "the stream ends after {} of the {} values of the shape",
+                    self.produced, self.want
+                ),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Decode a scheme-17 stream into `out` (4 bytes per word, little-endian).
@@ -57,100 +207,26 @@ pub struct DecodeError {
 /// `whole`: the stream must produce exactly `out.len() / 4` words and end there (the read
 /// path and `validate`). Otherwise decoding stops once `out` is full (previews).
 pub fn decode_simple_u32(stream: &[u8], out: &mut [u8], whole: bool) -> Result<(), DecodeError> {
-    let want = out.len() / 4;
-    let mut table = [0u32; 64];
-    let mut last = 0u32;
-    let mut n = 0usize;
+    let want = (out.len() / 4) as u64;
+    let mut decoder = SimpleU32Decoder::new(if whole { want } else { u64::MAX });
+    let mut words = Vec::with_capacity(out.len().min(1 << 20));
     let mut pos = 0usize;
-    let fail = |offset: usize, message: String| DecodeError {
-        offset: offset as u64,
-        message,
-    };
-    let mut emit = |n: &mut usize, v: u32, at: usize| -> Result<(), DecodeError> {
-        match out.get_mut(*n * 4..*n * 4 + 4) {
-            Some(slot) => {
-                slot.copy_from_slice(&v.to_le_bytes());
-                *n += 1;
-                Ok(())
-            }
-            None => Err(fail(
-                at,
-                format!("the stream holds more than the {want} values of the shape"),
-            )),
-        }
-    };
-    while pos < stream.len() {
-        if !whole && n == want {
+    let mut filled = 0usize;
+    loop {
+        words.clear();
+        let n = decoder.decode(&stream[pos..], &mut words, 1 << 20)?;
+        pos += n;
+        let take = words.len().min(out.len() - filled);
+        out[filled..filled + take].copy_from_slice(&words[..take]);
+        filled += take;
+        if !whole && filled == out.len() {
             return Ok(());
         }
-        let at = pos;
-        let op = stream[pos];
-        pos += 1;
-        let mut extra = |count: usize| -> Result<u32, DecodeError> {
-            let bytes = stream.get(pos..pos + count).ok_or_else(|| {
-                fail(
-                    at,
-                    format!("opcode {op:#04x} needs {count} more byte(s); the stream ends"),
-                )
-            })?;
-            pos += count;
-            Ok(bytes.iter().fold(0u32, |acc, &b| (acc << 8) | b as u32))
-        };
-        let delta = match op >> 6 {
-            0b00 => Some(sign_extend((op & 0x3F) as u32, 6)),
-            0b01 => Some(sign_extend(((op & 0x3F) as u32) << 8 | extra(1)?, 14)),
-            0b10 => {
-                let v = table[(op & 0x3F) as usize];
-                emit(&mut n, v, at)?;
-                last = v;
-                None
-            }
-            _ => match op >> 4 {
-                0b1100 => Some(sign_extend(((op & 0x0F) as u32) << 16 | extra(2)?, 20)),
-                0b1101 => Some(sign_extend(((op & 0x0F) as u32) << 24 | extra(3)?, 28)),
-                0b1110 => {
-                    let count = (op & 0x0F) as usize + 1;
-                    for _ in 0..count {
-                        emit(&mut n, last, at)?;
-                        if !whole && n == want {
-                            return Ok(());
-                        }
-                    }
-                    if count != 16 {
-                        last = last.wrapping_add(1);
-                    }
-                    None
-                }
-                _ => {
-                    let count = (op & 0x0F) as usize + 1;
-                    for _ in 0..count {
-                        let v = extra(4)?.swap_bytes();
-                        emit(&mut n, v, at)?;
-                        last = v;
-                        table[(word_hash(v) % 64) as usize] = v;
-                        if !whole && n == want {
-                            return Ok(());
-                        }
-                    }
-                    None
-                }
-            },
-        };
-        if let Some(d) = delta {
-            let d = if d >= 0 { d + 1 } else { d };
-            let v = last.wrapping_add(d as u32);
-            emit(&mut n, v, at)?;
-            last = v;
-            table[(word_hash(v) % 64) as usize] = v;
+        if n == 0 {
+            break;
         }
     }
-    if n != want {
-        return Err(fail(
-            stream.len(),
-            format!("the stream ends after {n} of the {want} values of the shape"),
-        ));
-    }
-    Ok(())
+    decoder.finish(&stream[pos..])
 }
 
 #[cfg(test)]

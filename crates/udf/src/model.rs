@@ -1,386 +1,212 @@
-//! The friendly API: a UDF file opened from an [`Input`], its dataset graph, and typed access
-//! to every datatable (values, text, JSON, dataset links).
+//! The friendly API: a UDF file opened from a path, bytes or an [`Input`], its dataset graph,
+//! and typed access to every datatable (values, text, JSON, dataset links, arrays and regions
+//! of them, streamed or in memory).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::OnceLock;
 
-use rasterpack_common::{DType, Error, ErrorKind, Finding, Findings, Input, Limits, NdArray, Result, Severity};
+use rasterpack_common::{
+    ArrayInfo, ArrayRequest, ArraySink, Element, Error, ErrorKind, Finding, Findings, Input, Limits, MemorySink,
+    NdArray, Result, Severity,
+};
 use serde_json::Value;
 
 use crate::codes;
-use crate::parse::Shape;
-use crate::raw::{DatasetHeader, Descriptor, FileHeader, FileOffset, Hint, Prim};
-use crate::validate;
-
-/// Everything the structural walk learned about a file, with the findings it made.
-#[derive(Debug, Clone, Default)]
-pub struct Document {
-    pub file_len: u64,
-    /// `None` when the file is too short or its magic is wrong.
-    pub header: Option<FileHeader>,
-    /// Datasets reachable from the root, in breadth-first order (the root first).
-    pub datasets: Vec<Dataset>,
-    pub findings: Findings,
-}
-
-/// One string lookup entry with its resolved string.
-#[derive(Debug, Clone)]
-pub struct Lookup {
-    pub hash: u32,
-    pub offset: u16,
-    pub len: u16,
-    /// The string when the entry is in bounds and UTF-8.
-    pub string: Option<String>,
-    /// Absolute file offset of the entry.
-    pub entry_offset: u64,
-}
-
-/// A link from a DATASET table entry to a dataset.
-#[derive(Debug, Clone)]
-pub struct ChildLink {
-    pub table: usize,
-    pub entry: u64,
-    pub location: FileOffset,
-    /// Absolute offset of the entry's 16 bytes.
-    pub entry_offset: u64,
-    /// Index into [`Document::datasets`]; `None` for null or invalid entries.
-    pub target: Option<usize>,
-    /// Non-null and passes the file-offset rules (only these are followed).
-    pub valid: bool,
-}
-
-/// A dataset: header, lookup, tables.
-#[derive(Debug, Clone)]
-pub struct Dataset {
-    pub location: FileOffset,
-    /// `root`, then `/TABLE` or `/TABLE[i]` per DATASET link followed (first discovery).
-    pub path: String,
-    /// The dataset this one was first reached from.
-    pub parent: Option<usize>,
-    pub depth: u32,
-    pub header: DatasetHeader,
-    /// False when the check value is wrong (nothing else is read).
-    pub check_ok: bool,
-    /// Absolute offset where table data starts, when `header_size` is usable.
-    pub data_base: Option<u64>,
-    pub lookups: Vec<Lookup>,
-    pub tables: Vec<Table>,
-    pub children: Vec<ChildLink>,
-    /// Errors of this dataset's header that make all its tables unreadable (an unusable
-    /// `header_size`: where the data starts is unknown).
-    pub faults: Vec<Finding>,
-}
-
-impl Dataset {
-    /// The printable part of the id (NUL padding dropped).
-    pub fn id(&self) -> String {
-        id_string(&self.header.id)
-    }
-
-    pub fn table(&self, name: &str) -> Option<&Table> {
-        self.tables.iter().find(|t| t.name.as_deref() == Some(name))
-    }
-}
-
-pub(crate) fn id_string(id: &[u8; 4]) -> String {
-    let end = id.iter().position(|&b| b == 0).unwrap_or(4);
-    id[..end]
-        .iter()
-        .map(|&b| {
-            if b.is_ascii_graphic() || b == b' ' {
-                b as char
-            } else {
-                '?'
-            }
-        })
-        .collect()
-}
-
-/// One datatable descriptor, decoded and resolved.
-#[derive(Debug, Clone)]
-pub struct Table {
-    /// Index of the dataset holding the table in [`Document::datasets`].
-    pub dataset: usize,
-    pub index: usize,
-    /// Absolute offset of the descriptor.
-    pub desc_offset: u64,
-    pub desc: Descriptor,
-    pub name: Option<String>,
-    pub index_name: Option<String>,
-    pub related_name: Option<String>,
-    pub type_name: Option<String>,
-    pub prim: Prim,
-    pub hint: Hint,
-    pub shape: Shape,
-    pub compressed: bool,
-    /// Absolute offset of the data (when the dataset header is usable).
-    pub data_offset: Option<u64>,
-    pub data_size: u64,
-    /// Memory range valid and inside the dataset.
-    pub layout_ok: bool,
-    /// `data_size` agrees with shape x primitive size (always true for custom).
-    pub size_ok: bool,
-    /// The primitive and ghost-axis rules of the hint hold.
-    pub hint_ok: bool,
-    /// `(dataset, table)` an INDEX / RANGE table points into.
-    pub index_target: Option<(usize, usize)>,
-    /// The structural errors that concern this table itself (its descriptor, names, memory
-    /// range, hint rules, references, DATASET entries): any of them makes it unreadable. Errors
-    /// elsewhere in the file do not (ERRATA: an intact table is readable whatever the verdict
-    /// on the rest of the file). Content errors (text, JSON, index values) are found when the
-    /// data is read.
-    pub faults: Vec<Finding>,
-}
-
-/// How a table's data is stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
-    None,
-    /// Scheme 17 of the reference crate, on a 4-byte primitive: decoded (see [`crate::compress`]).
-    SimpleU32,
-    /// Any other scheme (or scheme 17 on another primitive): not decodable, reads are unsupported.
-    Unsupported(u16),
-}
-
-impl Table {
-    pub fn compression(&self) -> Compression {
-        match self.desc.compress_info {
-            0 => Compression::None,
-            crate::compress::SIMPLE_U32 if self.prim.size() == Some(4) => Compression::SimpleU32,
-            c => Compression::Unsupported(c),
-        }
-    }
-
-    /// The data can be read (as stored, or decoded from a supported compression). Says
-    /// nothing about [`Table::faults`].
-    pub fn readable(&self) -> bool {
-        self.layout_ok
-            && self.size_ok
-            && self.data_offset.is_some()
-            && !matches!(self.compression(), Compression::Unsupported(_))
-    }
-
-    /// Length of the data once decoded: `data_size`, or the shape's words for compressed tables.
-    pub fn decoded_len(&self) -> u64 {
-        match self.compression() {
-            Compression::SimpleU32 => self.shape.elements().saturating_mul(4),
-            _ => self.data_size,
-        }
-    }
-
-    pub fn display_name(&self) -> String {
-        match &self.name {
-            Some(n) => n.clone(),
-            None => format!("#{}", self.index),
-        }
-    }
-
-    /// The `DType` of the primitive (custom and reserved have none).
-    pub fn dtype(&self) -> Option<DType> {
-        prim_dtype(self.prim)
-    }
-}
-
-pub fn prim_dtype(p: Prim) -> Option<DType> {
-    Some(match p {
-        Prim::U8 => DType::U8,
-        Prim::I8 => DType::I8,
-        Prim::U16 => DType::U16,
-        Prim::I16 => DType::I16,
-        Prim::U32 => DType::U32,
-        Prim::I32 => DType::I32,
-        Prim::U64 => DType::U64,
-        Prim::I64 => DType::I64,
-        Prim::F32 => DType::F32,
-        Prim::F64 => DType::F64,
-        Prim::Custom | Prim::Reserved(_) => return None,
-    })
-}
-
-/// Decoded text of a TEXT table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Text {
-    /// A scalar string, kept verbatim (NULs included).
-    Scalar(String),
-    /// One string per record (C order over the real axes), trailing NUL padding removed.
-    List(Vec<String>),
-}
-
-impl Text {
-    pub fn to_json(&self) -> Value {
-        match self {
-            Text::Scalar(s) => Value::from(s.as_str()),
-            Text::List(v) => Value::from(v.clone()),
-        }
-    }
-}
+use crate::document::{dtype_prim, UdfCompression, UdfDataset, UdfDocument, UdfTable, UdfText};
+use crate::raw::{FileHeader, FileOffset, Hint, Prim};
+use crate::read::TableSource;
+use crate::validate::{self, Position};
 
 /// The values of a table, typed by primitive (little-endian decoded).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Values {
+pub enum UdfValues {
+    /// `u8` values.
     U8(Vec<u8>),
+    /// `i8` values.
     I8(Vec<i8>),
+    /// `u16` values.
     U16(Vec<u16>),
+    /// `i16` values.
     I16(Vec<i16>),
+    /// `u32` values.
     U32(Vec<u32>),
+    /// `i32` values.
     I32(Vec<i32>),
+    /// `u64` values.
     U64(Vec<u64>),
+    /// `i64` values.
     I64(Vec<i64>),
+    /// `f32` values.
     F32(Vec<f32>),
+    /// `f64` values.
     F64(Vec<f64>),
     /// Custom primitive: the raw bytes.
     Custom(Vec<u8>),
 }
 
-/// A primitive element type with a UDF primitive code.
-pub trait Element: Copy + Sized {
-    const PRIM: Prim;
-    fn from_le(b: &[u8]) -> Self;
-    fn put_le(self, out: &mut Vec<u8>);
-}
-
-macro_rules! element {
-    ($t:ty, $p:expr, $n:expr) => {
-        impl Element for $t {
-            const PRIM: Prim = $p;
-            fn from_le(b: &[u8]) -> Self {
-                let mut a = [0u8; $n];
-                a.copy_from_slice(&b[..$n]);
-                <$t>::from_le_bytes(a)
-            }
-            fn put_le(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
-        }
-    };
-}
-element!(u8, Prim::U8, 1);
-element!(i8, Prim::I8, 1);
-element!(u16, Prim::U16, 2);
-element!(i16, Prim::I16, 2);
-element!(u32, Prim::U32, 4);
-element!(i32, Prim::I32, 4);
-element!(u64, Prim::U64, 8);
-element!(i64, Prim::I64, 8);
-element!(f32, Prim::F32, 4);
-element!(f64, Prim::F64, 8);
-
-/// An opened UDF file: the structural walk is done, table data is read on demand.
+/// A UDF file opened for reading: the structure is walked when it is opened, table data is
+/// read on demand (streamed from disk for files).
+///
+/// Opening is lenient, as every rasterpack reader is: a file with errors opens, every table
+/// that is intact reads, and a table that `validate` would reject is refused with the finding
+/// (see [`UdfFile::validate`] for all findings).
 #[derive(Debug, Clone)]
 pub struct UdfFile {
     input: Input,
     limits: Limits,
-    pub doc: Document,
+    /// What the structural walk found (datasets, tables, findings).
+    pub doc: UdfDocument,
+    names: OnceLock<NameIndex>,
+}
+
+/// Tables by `DATASET_PATH/TABLE` and by bare name (built on the first lookup).
+#[derive(Debug, Clone, Default)]
+struct NameIndex {
+    by_path: HashMap<String, (usize, usize)>,
+    by_name: HashMap<String, Vec<(usize, usize)>>,
 }
 
 impl UdfFile {
-    /// Walk the structure. Fails when the file has any error finding (run
-    /// [`crate::validate::validate`] to see them all).
-    pub fn open(input: &Input, limits: &Limits) -> Result<UdfFile> {
-        let doc = validate::walk(input, limits);
-        if let Some(f) = doc
-            .findings
-            .iter()
-            .find(|f| f.severity == rasterpack_common::Severity::Error)
-        {
-            let kind = if f.code == codes::TRUNCATED {
-                ErrorKind::Truncated
-            } else {
-                ErrorKind::Invalid
-            };
-            return Err(Error::new(kind, f.code.clone(), f.offset, f.message.clone()));
-        }
-        Ok(UdfFile {
-            input: input.clone(),
-            limits: *limits,
-            doc,
-        })
+    /// Open the file at `path` with default [`Limits`]. Fails when it is not a UDF0 file (or
+    /// its header is cut short) or when nothing of it could be walked; a file with errors
+    /// elsewhere opens, and its intact tables read.
+    pub fn open(path: impl AsRef<Path>) -> Result<UdfFile> {
+        UdfFile::from_input(Input::open(path.as_ref())?, Limits::default())
     }
 
-    /// Walk the structure and keep whatever could be read, errors or not.
+    /// A UDF file held in memory, with default [`Limits`].
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<UdfFile> {
+        UdfFile::from_input(Input::from_bytes("<memory>", bytes), Limits::default())
+    }
+
+    /// Open `input` with `limits` (see [`UdfFile::open`]).
+    pub fn from_input(input: Input, limits: Limits) -> Result<UdfFile> {
+        let file = UdfFile::open_lenient(&input, &limits);
+        if file.doc.header.is_none() || file.doc.datasets.iter().all(|d| d.tables.is_empty()) {
+            if let Some(e) = file.first_error() {
+                return Err(e);
+            }
+        }
+        Ok(file)
+    }
+
+    /// Walk the structure and keep whatever could be read, errors or not (never fails).
     pub fn open_lenient(input: &Input, limits: &Limits) -> UdfFile {
-        UdfFile {
-            input: input.clone(),
-            limits: *limits,
-            doc: validate::walk(input, limits),
+        UdfFile::from_document(input, limits, validate::walk(input, limits))
+    }
+
+    /// Walk the structure; fails with the first error finding when there is one (the strict
+    /// open: run [`UdfFile::validate`] on a lenient open to see them all).
+    pub fn open_strict(input: &Input, limits: &Limits) -> Result<UdfFile> {
+        let file = UdfFile::open_lenient(input, limits);
+        match file.first_error() {
+            Some(e) => Err(e),
+            None => Ok(file),
         }
     }
 
     /// Wrap a document already walked (e.g. by [`crate::validate::validate`]).
-    pub fn from_document(input: &Input, limits: &Limits, doc: Document) -> UdfFile {
+    pub fn from_document(input: &Input, limits: &Limits, doc: UdfDocument) -> UdfFile {
         UdfFile {
             input: input.clone(),
             limits: *limits,
             doc,
+            names: OnceLock::new(),
         }
     }
 
-    /// The first `n` bytes of a table's (decoded) data, for previews: the table's own
-    /// structural faults are checked, its content is not.
-    pub fn bytes_prefix(&self, t: &Table, n: u64) -> Result<Vec<u8>> {
-        let off = self.require_intact(t)?;
-        let n = n.min(t.decoded_len());
-        match t.compression() {
-            Compression::SimpleU32 => {
-                let stream = self.input.read_vec(off, t.data_size, "table data", &self.limits)?;
-                let mut out = vec![0u8; self.limits.check_alloc(n - n % 4, "preview", Some(off))?];
-                crate::compress::decode_simple_u32(&stream, &mut out, false)
-                    .map_err(|e| Error::invalid(codes::COMPRESS_CORRUPT, off + e.offset, e.message))?;
-                Ok(out)
-            }
-            _ => self.input.read_vec(off, n, "table data", &self.limits),
-        }
+    /// The input the file is read from.
+    pub fn input(&self) -> &Input {
+        &self.input
     }
 
+    /// The limits reads are held to.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The first error finding of the walk, as an error.
+    pub(crate) fn first_error(&self) -> Option<Error> {
+        let f = self.doc.findings.iter().find(|f| f.severity == Severity::Error)?;
+        let kind = if f.code == codes::TRUNCATED {
+            ErrorKind::Truncated
+        } else {
+            ErrorKind::Invalid
+        };
+        Some(Error::new(kind, f.code.clone(), f.offset, f.message.clone()))
+    }
+
+    /// The file header, when it could be read.
     pub fn header(&self) -> Option<&FileHeader> {
         self.doc.header.as_ref()
     }
 
-    pub fn datasets(&self) -> &[Dataset] {
+    /// The datasets reachable from the root, breadth first (the root first).
+    pub fn datasets(&self) -> &[UdfDataset] {
         &self.doc.datasets
     }
 
-    pub fn root(&self) -> Option<&Dataset> {
+    /// The root dataset.
+    pub fn root(&self) -> Option<&UdfDataset> {
         self.doc.datasets.first()
     }
 
     /// Every `(dataset, table)` as `DATASET_PATH/TABLE` element names.
     pub fn table_paths(&self) -> Vec<String> {
-        let mut v = Vec::new();
-        for ds in &self.doc.datasets {
-            for t in &ds.tables {
-                v.push(format!("{}/{}", ds.path, t.display_name()));
+        self.tables()
+            .map(|(ds, t)| format!("{}/{}", ds.path, t.display_name()))
+            .collect()
+    }
+
+    /// Every table with its dataset, datasets breadth first, tables in descriptor order.
+    pub fn tables(&self) -> impl Iterator<Item = (&UdfDataset, &UdfTable)> {
+        self.doc
+            .datasets
+            .iter()
+            .flat_map(|ds| ds.tables.iter().map(move |t| (ds, t)))
+    }
+
+    fn names(&self) -> &NameIndex {
+        self.names.get_or_init(|| {
+            let mut index = NameIndex::default();
+            for (di, ds) in self.doc.datasets.iter().enumerate() {
+                for (ti, t) in ds.tables.iter().enumerate() {
+                    let path = format!("{}/{}", ds.path, t.display_name());
+                    // The first dataset (breadth first) and first table win, as a scan would.
+                    index.by_path.entry(path).or_insert((di, ti));
+                    if let Some(n) = &t.name {
+                        index.by_name.entry(n.clone()).or_default().push((di, ti));
+                    }
+                }
             }
-        }
-        v
+            index
+        })
+    }
+
+    fn at(&self, (di, ti): (usize, usize)) -> (&UdfDataset, &UdfTable) {
+        let ds = &self.doc.datasets[di];
+        (ds, &ds.tables[ti])
     }
 
     /// Find a table by `DATASET_PATH/TABLE` (e.g. `root/children[1]/values`) or by a bare table
     /// name when only one table in the file has it.
-    pub fn find(&self, element: &str) -> Result<(&Dataset, &Table)> {
-        for ds in &self.doc.datasets {
-            if let Some(rest) = element.strip_prefix(ds.path.as_str()).and_then(|r| r.strip_prefix('/')) {
-                if let Some(t) = ds.tables.iter().find(|t| t.display_name() == rest) {
-                    return Ok((ds, t));
-                }
-            }
+    pub fn find(&self, element: &str) -> Result<(&UdfDataset, &UdfTable)> {
+        let names = self.names();
+        if let Some(&hit) = names.by_path.get(element) {
+            return Ok(self.at(hit));
         }
-        let hits: Vec<(&Dataset, &Table)> = self
-            .doc
-            .datasets
-            .iter()
-            .flat_map(|ds| ds.tables.iter().map(move |t| (ds, t)))
-            .filter(|(_, t)| t.name.as_deref() == Some(element))
-            .collect();
-        match hits.len() {
-            1 => Ok(hits[0]),
-            0 => Err(Error::usage(format!(
+        match names.by_name.get(element).map(Vec::as_slice).unwrap_or(&[]) {
+            [one] => Ok(self.at(*one)),
+            [] => Err(Error::usage(format!(
                 "no datatable {element:?} in this UDF file; choose one of: {}",
                 self.table_paths().join(", ")
             ))),
-            _ => Err(Error::usage(format!(
+            hits => Err(Error::usage(format!(
                 "datatable name {element:?} is ambiguous; choose one of: {}",
                 hits.iter()
-                    .map(|(d, t)| format!("{}/{}", d.path, t.display_name()))
+                    .map(|&h| self.path_of(self.at(h).1))
                     .collect::<Vec<_>>()
                     .join(", ")
             ))),
@@ -388,17 +214,47 @@ impl UdfFile {
     }
 
     /// The `DATASET_PATH/TABLE` name of a table.
-    pub fn path_of(&self, t: &Table) -> String {
+    pub fn path_of(&self, t: &UdfTable) -> String {
         match self.doc.datasets.get(t.dataset) {
             Some(ds) => format!("{}/{}", ds.path, t.display_name()),
             None => t.display_name(),
         }
     }
 
-    /// The table's own checks (ERRATA: an intact table is readable whatever the verdict on
-    /// the rest of the file): no fault of its dataset header or of itself, a supported
-    /// compression, a usable data range. Returns where its data starts.
-    fn require_intact(&self, t: &Table) -> Result<u64> {
+    /// The table a request names, or the file's only numeric table when it names none. A name
+    /// not found in a file with errors says so (the walk may have stopped before the table).
+    pub(crate) fn select(&self, element: Option<&str>) -> Result<(&UdfDataset, &UdfTable)> {
+        if self.doc.datasets.iter().all(|d| d.tables.is_empty()) {
+            if let Some(e) = self.first_error() {
+                return Err(e);
+            }
+        }
+        if let Some(e) = element {
+            return self.find(e).map_err(|err| match self.first_error() {
+                Some(first) => Error::new(
+                    first.kind,
+                    first.code,
+                    first.offset,
+                    format!("{}; the file has errors, the first: {}", err.message, first.message),
+                ),
+                None => err,
+            });
+        }
+        let mut numeric = self.tables().filter(|(_, t)| t.is_value_array());
+        match (numeric.next(), numeric.next()) {
+            (Some(only), None) => Ok(only),
+            _ => Err(Error::usage(format!(
+                "this UDF file holds {} datatables; choose one with --element DATASET_PATH/TABLE: {}",
+                self.table_paths().len(),
+                self.table_paths().join(", ")
+            ))),
+        }
+    }
+
+    /// The table's own checks (rasterpack's rule: an intact table is readable whatever the
+    /// verdict on the rest of the file): no fault of its dataset header or of itself, a
+    /// supported compression, a usable data range. Returns where its data starts.
+    fn require_intact(&self, t: &UdfTable) -> Result<u64> {
         let ds_faults = self
             .doc
             .datasets
@@ -407,7 +263,7 @@ impl UdfFile {
         if let Some(f) = ds_faults.iter().chain(&t.faults).next() {
             return Err(finding_error(f, &self.path_of(t)));
         }
-        if let Compression::Unsupported(c) = t.compression() {
+        if let UdfCompression::Unsupported(c) = t.compression() {
             return Err(Error::unsupported(
                 codes::TABLE_COMPRESSED,
                 Some(t.desc_offset + 6),
@@ -428,12 +284,59 @@ impl UdfFile {
         }
     }
 
-    /// The table's data after its own structural checks, decoded when compressed; content
-    /// rules are not checked here.
-    fn data(&self, t: &Table) -> Result<Cow<'_, [u8]>> {
+    /// The first `n` bytes of a table's (decoded) data, for previews: the table's own
+    /// structural faults are checked, its content is not. Reads only what the prefix needs.
+    pub fn bytes_prefix(&self, t: &UdfTable, n: u64) -> Result<Vec<u8>> {
         let off = self.require_intact(t)?;
-        if t.compression() == Compression::SimpleU32 {
-            return validate::decompress(&self.input, t, off, &self.limits).map(Cow::Owned);
+        let n = n.min(t.decoded_len());
+        let n = self.limits.check_alloc(n, "preview", Some(off))?;
+        if t.compression() != UdfCompression::SimpleU32 {
+            return self.input.read_vec(off, n as u64, "table data", &self.limits);
+        }
+        let mut out = Vec::with_capacity(n);
+        validate::for_each_decoded(
+            &self.input,
+            t,
+            off,
+            n as u64,
+            |_, words| {
+                let take = (n - out.len()).min(words.len());
+                out.extend_from_slice(&words[..take]);
+                Ok(out.len() < n)
+            },
+            |_| {},
+        )?;
+        Ok(out)
+    }
+
+    /// The table's data after its own structural checks, decoded when compressed (within the
+    /// limits); content rules are not checked here.
+    fn data(&self, t: &UdfTable) -> Result<Cow<'_, [u8]>> {
+        let off = self.require_intact(t)?;
+        if t.compression() == UdfCompression::SimpleU32 {
+            let len = t.decoded_len();
+            if len > self.limits.max_array_bytes {
+                return Err(Error::limit(
+                    "limit.array",
+                    Some(off),
+                    format!("decoded table of {len} bytes"),
+                ));
+            }
+            let mut out = Vec::new();
+            validate::for_each_decoded(
+                &self.input,
+                t,
+                off,
+                u64::MAX,
+                |_, words| {
+                    self.limits
+                        .check_alloc(out.len() as u64 + words.len() as u64, "decoded table", Some(off))?;
+                    out.extend_from_slice(words);
+                    Ok(true)
+                },
+                |_| {},
+            )?;
+            return Ok(Cow::Owned(out));
         }
         if let Some(all) = self.input.as_bytes() {
             let s = rasterpack_common::slice_at(all, off, t.data_size, "table data")?;
@@ -447,16 +350,16 @@ impl UdfFile {
         )?))
     }
 
-    /// The content rules of a table (text, JSON, INDEX / RANGE values) on its data.
-    fn check_content(&self, t: &Table, b: &[u8]) -> Result<()> {
+    /// The content rules of a table (text, JSON, INDEX / RANGE values) on its data in memory.
+    fn check_content(&self, t: &UdfTable, b: &[u8]) -> Result<()> {
         let off = t.data_offset.unwrap_or(0);
-        let data = validate::TableData::Mem {
-            bytes: b,
-            at: off,
-            exact: t.compression() == Compression::None,
+        let position = if t.compression() == UdfCompression::None {
+            Position::stored(off)
+        } else {
+            Position::decoded(off)
         };
         let mut f = Findings::new();
-        validate::check_table(&data, &self.doc, t, &self.limits, &self.path_of(t), &mut f)?;
+        validate::check_table_bytes(&self.doc, t, b, position, &self.limits, &self.path_of(t), &mut f);
         let first = f.iter().find(|x| x.severity == Severity::Error).cloned();
         match first {
             Some(x) => Err(finding_error(&x, &self.path_of(t))),
@@ -467,41 +370,46 @@ impl UdfFile {
     /// The stored bytes of a table (decoded when compressed), once the table's own structure
     /// and content rules hold: borrowed from memory inputs, read otherwise. A table that
     /// `validate` would reject is never handed out; errors elsewhere in the file do not matter.
-    pub fn bytes(&self, t: &Table) -> Result<Cow<'_, [u8]>> {
+    pub fn bytes(&self, t: &UdfTable) -> Result<Cow<'_, [u8]>> {
         let b = self.data(t)?;
         self.check_content(t, &b)?;
         Ok(b)
     }
 
     /// The values as `T` (which must match the table's primitive), in C order over all axes.
-    pub fn values<T: Element>(&self, t: &Table) -> Result<Vec<T>> {
-        if t.prim != T::PRIM {
-            return Err(Error::usage(format!(
-                "table {} holds {}, not {}",
-                t.display_name(),
-                t.prim.name(),
-                T::PRIM.name()
-            )));
+    pub fn values<T: Element>(&self, t: &UdfTable) -> Result<Vec<T>> {
+        let want = dtype_prim(T::DTYPE);
+        if t.prim != want {
+            return Err(Error::new(
+                ErrorKind::Usage,
+                "array.dtype_mismatch",
+                None,
+                format!(
+                    "table {} holds {}, not {}",
+                    t.display_name(),
+                    t.prim.name(),
+                    want.name()
+                ),
+            ));
         }
         let b = self.bytes(t)?;
-        let n = T::PRIM.size().unwrap_or(1) as usize;
-        Ok(b.chunks_exact(n).map(T::from_le).collect())
+        Ok(b.chunks_exact(T::DTYPE.size()).map(T::from_le_slice).collect())
     }
 
     /// The values typed by the table's primitive.
-    pub fn typed_values(&self, t: &Table) -> Result<Values> {
+    pub fn typed_values(&self, t: &UdfTable) -> Result<UdfValues> {
         Ok(match t.prim {
-            Prim::U8 => Values::U8(self.values(t)?),
-            Prim::I8 => Values::I8(self.values(t)?),
-            Prim::U16 => Values::U16(self.values(t)?),
-            Prim::I16 => Values::I16(self.values(t)?),
-            Prim::U32 => Values::U32(self.values(t)?),
-            Prim::I32 => Values::I32(self.values(t)?),
-            Prim::U64 => Values::U64(self.values(t)?),
-            Prim::I64 => Values::I64(self.values(t)?),
-            Prim::F32 => Values::F32(self.values(t)?),
-            Prim::F64 => Values::F64(self.values(t)?),
-            Prim::Custom => Values::Custom(self.bytes(t)?.into_owned()),
+            Prim::U8 => UdfValues::U8(self.values(t)?),
+            Prim::I8 => UdfValues::I8(self.values(t)?),
+            Prim::U16 => UdfValues::U16(self.values(t)?),
+            Prim::I16 => UdfValues::I16(self.values(t)?),
+            Prim::U32 => UdfValues::U32(self.values(t)?),
+            Prim::I32 => UdfValues::I32(self.values(t)?),
+            Prim::U64 => UdfValues::U64(self.values(t)?),
+            Prim::I64 => UdfValues::I64(self.values(t)?),
+            Prim::F32 => UdfValues::F32(self.values(t)?),
+            Prim::F64 => UdfValues::F64(self.values(t)?),
+            Prim::Custom => UdfValues::Custom(self.bytes(t)?.into_owned()),
             Prim::Reserved(b) => {
                 return Err(Error::invalid(
                     codes::TABLE_RESERVED_PRIM,
@@ -512,7 +420,7 @@ impl UdfFile {
         })
     }
 
-    fn check_text_size(&self, t: &Table) -> Result<()> {
+    fn check_text_size(&self, t: &UdfTable) -> Result<()> {
         if t.data_size > self.limits.max_text {
             return Err(Error::limit(
                 "limit.text",
@@ -523,8 +431,8 @@ impl UdfFile {
         Ok(())
     }
 
-    /// Decode a TEXT table.
-    pub fn text(&self, t: &Table) -> Result<Text> {
+    /// Decode a TEXT table (within `Limits::max_text`).
+    pub fn text(&self, t: &UdfTable) -> Result<UdfText> {
         if t.hint != Hint::Text || !t.hint_ok {
             return Err(Error::usage(format!(
                 "table {} is not a valid TEXT table",
@@ -536,13 +444,13 @@ impl UdfFile {
         let b = self.data(t)?;
         let base = t.data_offset.unwrap_or(0);
         let at = |rel: u64| {
-            if t.compression() == Compression::None {
+            if t.compression() == UdfCompression::None {
                 base + rel
             } else {
                 base
             }
         };
-        crate::validate::decode_text(t, &b).map_err(|(rel, msg)| {
+        validate::decode_text(t, &b).map_err(|(rel, msg)| {
             Error::invalid(
                 codes::TEXT_INVALID,
                 at(rel),
@@ -551,8 +459,8 @@ impl UdfFile {
         })
     }
 
-    /// Parse a JSON table.
-    pub fn json(&self, t: &Table) -> Result<Value> {
+    /// Parse a JSON table (within `Limits::max_text`).
+    pub fn json(&self, t: &UdfTable) -> Result<Value> {
         if t.hint != Hint::Json || !t.hint_ok {
             return Err(Error::usage(format!(
                 "table {} is not a valid JSON table",
@@ -569,13 +477,13 @@ impl UdfFile {
                 format!("JSON of table {}: {e}", self.path_of(t)),
             )
         })?;
-        crate::validate::json_shape(&v, t.shape.real())
+        validate::json_shape(&v, t.shape.real())
             .map_err(|m| Error::invalid(codes::JSON_SHAPE, at, format!("JSON of table {}: {m}", self.path_of(t))))?;
         Ok(v)
     }
 
     /// The file offsets of a DATASET table.
-    pub fn file_offsets(&self, t: &Table) -> Result<Vec<FileOffset>> {
+    pub fn file_offsets(&self, t: &UdfTable) -> Result<Vec<FileOffset>> {
         if t.hint != Hint::Dataset || !t.hint_ok {
             return Err(Error::usage(format!(
                 "table {} is not a valid DATASET table",
@@ -591,9 +499,10 @@ impl UdfFile {
             .collect())
     }
 
-    /// The table as an array: its primitive dtype, shape = real axes then ghost axes, C order
-    /// (the last axis fastest, as stored).
-    pub fn array(&self, ds: &Dataset, t: &Table) -> Result<NdArray> {
+    /// What reading table `t` of `ds` as an array gives: its dtype and full shape (real axes
+    /// then ghost axes, or the `ndarray:` type name's shape), its name, and as attributes the
+    /// sibling JSON object `attrs` (what `write_array` stores) plus the table's UDF facts.
+    pub fn array_info(&self, ds: &UdfDataset, t: &UdfTable) -> Result<ArrayInfo> {
         let dtype = t.dtype().ok_or_else(|| {
             Error::unsupported(
                 "udf.table.custom_prim",
@@ -605,29 +514,12 @@ impl UdfFile {
                 ),
             )
         })?;
-        if t.decoded_len() > self.limits.max_array_bytes {
-            return Err(Error::limit(
-                "limit.array",
-                Some(t.desc_offset),
-                format!("table of {} bytes", t.decoded_len()),
-            ));
-        }
-        let data = self.bytes(t)?.into_owned();
-        let mut shape: Vec<u64> = t.shape.axes.iter().map(|&a| a as u64).collect();
-        // Arrays written by `write_array` whose shape did not fit the packed encoding carry it
-        // in type_name as `ndarray:AxBxC`.
-        if let Some(full) = t.type_name.as_deref().and_then(parse_ndarray_type_name) {
-            if rasterpack_common::byte_len(dtype, &full) == Some(data.len() as u64) {
-                shape = full;
-            }
-        }
-        let mut arr = NdArray::new(dtype, shape, data)?;
-        arr.name = t.name.clone();
-        // attrs: a sibling JSON object named `attrs` (what write_array stores), then our facts.
+        let mut info = ArrayInfo::new(dtype, t.array_shape());
+        info.name = t.name.clone();
         if let Some(at) = ds.table(crate::ATTRS_TABLE) {
             if at.hint == Hint::Json && at.index != t.index && at.faults.is_empty() {
                 if let Ok(Value::Object(m)) = self.json(at) {
-                    arr.attrs = m;
+                    info.attrs = m;
                 }
             }
         }
@@ -639,18 +531,61 @@ impl UdfFile {
         if let Some(n) = &t.type_name {
             udf.insert("type_name".into(), Value::from(n.as_str()));
         }
-        arr.attrs.entry("udf").or_insert(Value::Object(udf));
-        Ok(arr)
+        info.attrs.entry("udf").or_insert(Value::Object(udf));
+        Ok(info)
     }
-}
 
-/// `ndarray:10x180x360` -> `[10, 180, 360]`.
-pub fn parse_ndarray_type_name(s: &str) -> Option<Vec<u64>> {
-    let rest = s.strip_prefix("ndarray:")?;
-    if rest.is_empty() {
-        return Some(Vec::new());
+    /// Stream table `t` of `ds`, or `req.region` of it (C axis order, as
+    /// [`UdfFile::array_info`]'s shape), into `sink`: `begin`, then the bytes as they are read
+    /// (see [`rasterpack_common::stream`]); the caller calls `finish`. Only the bytes the
+    /// region needs are read; the content rules of the values read are checked on the way.
+    pub fn stream_table(
+        &self,
+        ds: &UdfDataset,
+        t: &UdfTable,
+        req: &ArrayRequest,
+        sink: &mut dyn ArraySink,
+    ) -> Result<()> {
+        let full = self.array_info(ds, t)?;
+        let base = self.require_intact(t)?;
+        let region = req.region_of(&full.shape)?;
+        let info = ArrayInfo {
+            shape: region.shape(),
+            ..full.clone()
+        };
+        sink.begin(&info)?;
+        let path = self.path_of(t);
+        TableSource {
+            input: &self.input,
+            doc: &self.doc,
+            table: t,
+            base,
+            dtype: full.dtype,
+            shape: &full.shape,
+            path: &path,
+        }
+        .stream(&region, sink)
     }
-    rest.split('x').map(|p| p.parse::<u64>().ok()).collect()
+
+    /// The table as an array in memory (bounded by `Limits::max_array_bytes`): its primitive
+    /// dtype, shape = real axes then ghost axes, C order (the last axis fastest, as stored).
+    pub fn array(&self, ds: &UdfDataset, t: &UdfTable) -> Result<NdArray> {
+        let mut sink = MemorySink::new(self.limits);
+        self.stream_table(ds, t, &ArrayRequest::default(), &mut sink)?;
+        sink.into_array()
+    }
+
+    /// The arrays of the file, one per table with a dtype, named `DATASET_PATH/TABLE`.
+    pub fn array_list(&self) -> Vec<ArrayInfo> {
+        self.tables()
+            .filter_map(|(ds, t)| {
+                let dtype = t.dtype()?;
+                let mut info = ArrayInfo::new(dtype, t.array_shape());
+                info.name = Some(format!("{}/{}", ds.path, t.display_name()));
+                Some(info)
+            })
+            .collect()
+    }
 }
 
 /// A finding as the error of a read: its code and offset, the table named.

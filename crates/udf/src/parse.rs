@@ -96,14 +96,17 @@ pub fn lookup(b: &[u8]) -> LookupEntry {
 /// `type_info` split into its fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TypeInfo {
+    /// The primitive.
     pub prim: Prim,
     /// Number of real dimensions, 0..=3.
     pub dims: u8,
+    /// The type hint.
     pub hint: Hint,
     /// Bits that must be zero (bit 6, bits 14-15) that are set.
     pub reserved_bits: u16,
 }
 
+/// Split a `type_info` into its fields.
 pub fn type_info(t: u16) -> TypeInfo {
     TypeInfo {
         prim: Prim::from_bits((t & type_bits::PRIM_MASK) as u8, t & type_bits::EXT_BIT != 0),
@@ -119,7 +122,7 @@ pub fn encode_type_info(prim: Prim, dims: u8, hint: Hint) -> u16 {
 }
 
 /// The axes of a datatable: the type's dimension count extended to the last non-zero of the
-/// packed `x, y, z` (ERRATA: the extra axes are "ghost" axes).
+/// packed `x, y, z`: the extra axes are "ghost" axes (the inner sizes of fixed-size records).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shape {
     /// Real dimension count from `type_info`.
@@ -131,6 +134,7 @@ pub struct Shape {
 }
 
 impl Shape {
+    /// The axes of a descriptor: `dims` real axes from `type_info`, the packed `data_shape`.
     pub fn decode(dims: u8, raw: [u32; 2]) -> Shape {
         let v = [raw[0], raw[1] & 0x00FF_FFFF, raw[1] >> 24];
         let last = v.iter().rposition(|&a| a != 0).map_or(0, |p| p + 1);
@@ -158,10 +162,12 @@ impl Shape {
         Some([x, y | (z << 24)])
     }
 
+    /// The real axes.
     pub fn real(&self) -> &[u32] {
         &self.axes[..(self.dims as usize).min(self.axes.len())]
     }
 
+    /// The ghost axes.
     pub fn ghost(&self) -> &[u32] {
         &self.axes[(self.dims as usize).min(self.axes.len())..]
     }

@@ -34,11 +34,14 @@ pub struct FileHeader {
 /// A dataset location: `offset` then `size`, both `u64`, both multiples of 16; `(0, 0)` is null.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
 pub struct FileOffset {
+    /// Absolute offset of the dataset.
     pub offset: u64,
+    /// Size of the dataset in bytes.
     pub size: u64,
 }
 
 impl FileOffset {
+    /// `(0, 0)`: no dataset.
     pub fn is_null(&self) -> bool {
         self.offset == 0 && self.size == 0
     }
@@ -70,7 +73,7 @@ pub struct DatasetHeader {
 pub struct Descriptor {
     /// `0x00`: lookup key of the table's name (0 is null, invalid here).
     pub key_name: u32,
-    /// `0x04`: primitive, dimension count and hint, see [`TypeInfo`].
+    /// `0x04`: primitive, dimension count and hint, see [`crate::parse::TypeInfo`].
     pub type_info: u16,
     /// `0x06`: compression scheme, 0 = none.
     pub compress_info: u16,
@@ -96,17 +99,29 @@ pub struct Descriptor {
 
 /// Offsets of descriptor fields, for findings.
 pub mod desc_field {
+    /// Offset of `key_name` in a descriptor.
     pub const KEY_NAME: u64 = 0x00;
+    /// Offset of `type_info` in a descriptor.
     pub const TYPE_INFO: u64 = 0x04;
+    /// Offset of `compress_info` in a descriptor.
     pub const COMPRESS_INFO: u64 = 0x06;
+    /// Offset of `mem_start` in a descriptor.
     pub const MEM_START: u64 = 0x08;
+    /// Offset of `mem_end` in a descriptor.
     pub const MEM_END: u64 = 0x0C;
+    /// Offset of `data_size` in a descriptor.
     pub const DATA_SIZE: u64 = 0x10;
+    /// Offset of `data_shape` in a descriptor.
     pub const DATA_SHAPE: u64 = 0x14;
+    /// Offset of `index_name` in a descriptor.
     pub const INDEX_NAME: u64 = 0x1C;
+    /// Offset of `related_name` in a descriptor.
     pub const RELATED_NAME: u64 = 0x20;
+    /// Offset of `type_name` in a descriptor.
     pub const TYPE_NAME: u64 = 0x24;
+    /// Offset of `checksum` in a descriptor.
     pub const CHECKSUM: u64 = 0x28;
+    /// Offset of `reserved` in a descriptor.
     pub const RESERVED: u64 = 0x2C;
 }
 
@@ -123,27 +138,44 @@ pub struct LookupEntry {
 
 /// `type_info` bit fields: byte 0 = `x | reserved | dim(2) | prim(4)`, byte 1 = `reserved(2) | hint(6)`.
 pub mod type_bits {
+    /// The primitive (bits 0..3).
     pub const PRIM_MASK: u16 = 0x000F;
+    /// The dimension count (bits 4..5).
     pub const DIM_MASK: u16 = 0x0030;
+    /// Reserved bit 6 (must be zero).
     pub const RESERVED_BIT6: u16 = 0x0040;
+    /// The primitive extension bit 7 (reserved primitives).
     pub const EXT_BIT: u16 = 0x0080;
+    /// The hint (bits 8..13).
     pub const HINT_MASK: u16 = 0x3F00;
+    /// Reserved bits 14..15 (must be zero).
     pub const RESERVED_HIGH: u16 = 0xC000;
 }
 
 /// Primitive element type (`type_info` bits 0..3 plus the extension bit 7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Prim {
+    /// `0x00`: custom interpretation (bytes; JSON tables).
     Custom,
+    /// `0x02`: unsigned byte.
     U8,
+    /// `0x03`: signed byte.
     I8,
+    /// `0x04`: unsigned 16-bit integer.
     U16,
+    /// `0x05`: signed 16-bit integer.
     I16,
+    /// `0x06`: unsigned 32-bit integer.
     U32,
+    /// `0x07`: signed 32-bit integer.
     I32,
+    /// `0x08`: unsigned 64-bit integer.
     U64,
+    /// `0x09`: signed 64-bit integer.
     I64,
+    /// `0x0A`: 32-bit float.
     F32,
+    /// `0x0B`: 64-bit float.
     F64,
     /// `0x01`, `0x0C..=0x0F`, or any value with the extension bit.
     Reserved(u8),
@@ -171,6 +203,7 @@ impl Prim {
         }
     }
 
+    /// The primitive's bits in `type_info` (prim bits and extension bit).
     pub fn bits(self) -> u16 {
         match self {
             Prim::Custom => 0x00,
@@ -199,6 +232,7 @@ impl Prim {
         })
     }
 
+    /// Short name (`u8`, `f32`, `custom`, `reserved(0x1)`), as the spec's `TYPE_PRIM_*` names.
     pub fn name(self) -> String {
         match self {
             Prim::Custom => "custom".into(),
@@ -216,6 +250,7 @@ impl Prim {
         }
     }
 
+    /// Every defined primitive.
     pub const ALL: [Prim; 11] = [
         Prim::Custom,
         Prim::U8,
@@ -234,15 +269,25 @@ impl Prim {
 /// Type hint (`type_info` bits 8..13).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Hint {
+    /// 0: plain values.
     None,
+    /// 1: text (UTF-8, UTF-16LE or UTF-32LE by primitive).
     Text,
+    /// 2: a JSON document (custom primitive).
     Json,
+    /// 3: links to datasets (`u64` offset and size pairs).
     Dataset,
+    /// 4: indices into a 1-D table (`index_name`).
     Index,
+    /// 5: start and end pairs into a 1-D table (`index_name`).
     Range,
+    /// 6: coordinates (one ghost axis: the components).
     Coord,
+    /// 7: lines (the spec leaves it TODO).
     Line,
+    /// 8: transformation matrices (two ghost axes).
     Transform,
+    /// 9: colours (ghost axis of 3 or 4).
     Rgb,
     /// 10..=31: reserved for future revisions.
     Reserved(u8),
@@ -251,6 +296,7 @@ pub enum Hint {
 }
 
 impl Hint {
+    /// The hint of `type_info` bits 8..13.
     pub fn from_value(v: u8) -> Hint {
         match v {
             0 => Hint::None,
@@ -268,6 +314,7 @@ impl Hint {
         }
     }
 
+    /// The hint's value in `type_info` bits 8..13.
     pub fn value(self) -> u8 {
         match self {
             Hint::None => 0,
@@ -284,6 +331,7 @@ impl Hint {
         }
     }
 
+    /// Short name (`none`, `text`, ..., `reserved(12)`, `custom(40)`).
     pub fn name(self) -> String {
         match self {
             Hint::None => "none".into(),

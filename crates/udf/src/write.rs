@@ -1,14 +1,18 @@
-//! Writing: a builder of datasets and datatables. The writer hashes names (DJB2-xor, seed
-//! 3581), sorts the lookups by hash, pads strings and data to 8 bytes and datasets to 16,
-//! computes every offset, and refuses anything that would not validate.
+//! Writing: a builder of datasets and datatables ([`UdfWriter`]), and a sink that writes one
+//! array as a UDF file as its bytes arrive ([`UdfArrayWriter`]). The writer hashes names
+//! (DJB2-xor, seed 3581), sorts the lookups by hash, pads strings and data to 8 bytes and
+//! datasets to 16, computes every offset, and refuses anything that would not validate.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 
-use rasterpack_common::{Error, Input, Limits, Result};
+use rasterpack_common::output::write_all_at;
+use rasterpack_common::stream::SequentialCursor;
+use rasterpack_common::{ArrayInfo, ArraySink, DType, Element, Error, Input, Limits, NdArray, Output, Result};
 use serde_json::Value;
 
-use crate::model::Element;
+use crate::document::{dtype_prim, UdfTable};
 use crate::parse::{encode_type_info, Shape};
 use crate::raw::{
     name_hash, Hint, Prim, DATASET_CHECK, DATASET_STATIC_SIZE, DESCRIPTOR_SIZE, FILE_HEADER_SIZE, LOOKUP_SIZE, MAGIC,
@@ -16,11 +20,11 @@ use crate::raw::{
 
 /// Handle of a dataset inside a [`UdfWriter`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct DatasetId(usize);
+pub struct UdfDatasetId(usize);
 
 /// Text encodings of TEXT tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
+pub enum UdfEncoding {
     /// `u8` code units.
     Utf8,
     /// `i8` code units (also UTF-8).
@@ -31,24 +35,24 @@ pub enum Encoding {
     Utf32,
 }
 
-impl Encoding {
+impl UdfEncoding {
     fn prim(self) -> Prim {
         match self {
-            Encoding::Utf8 => Prim::U8,
-            Encoding::Utf8Signed => Prim::I8,
-            Encoding::Utf16 => Prim::U16,
-            Encoding::Utf32 => Prim::U32,
+            UdfEncoding::Utf8 => Prim::U8,
+            UdfEncoding::Utf8Signed => Prim::I8,
+            UdfEncoding::Utf16 => Prim::U16,
+            UdfEncoding::Utf32 => Prim::U32,
         }
     }
 
     fn units(self, s: &str) -> (Vec<u8>, usize) {
         let mut out = Vec::new();
         let n = match self {
-            Encoding::Utf8 | Encoding::Utf8Signed => {
+            UdfEncoding::Utf8 | UdfEncoding::Utf8Signed => {
                 out.extend_from_slice(s.as_bytes());
                 s.len()
             }
-            Encoding::Utf16 => {
+            UdfEncoding::Utf16 => {
                 let mut n = 0;
                 for u in s.encode_utf16() {
                     out.extend_from_slice(&u.to_le_bytes());
@@ -56,7 +60,7 @@ impl Encoding {
                 }
                 n
             }
-            Encoding::Utf32 => {
+            UdfEncoding::Utf32 => {
                 for c in s.chars() {
                     out.extend_from_slice(&(c as u32).to_le_bytes());
                 }
@@ -71,21 +75,29 @@ impl Encoding {
 enum Payload {
     Bytes(Vec<u8>),
     /// DATASET table entries, resolved to file offsets at layout time.
-    Links(Vec<Option<DatasetId>>),
+    Links(Vec<Option<UdfDatasetId>>),
+    /// Data of this many bytes given later, as it arrives ([`UdfArrayWriter`]).
+    Deferred(u64),
 }
 
 /// One datatable to write.
 #[derive(Debug, Clone)]
 pub struct TableSpec {
+    /// The table's name (unique in its dataset).
     pub name: String,
+    /// The primitive element type.
     pub prim: Prim,
+    /// The type hint.
     pub hint: Hint,
     /// Real axes (their count is the dimension, 0..=3).
     pub real: Vec<u32>,
     /// Ghost axes (e.g. `[3]` for RGB, `[len]` for text).
     pub ghost: Vec<u32>,
+    /// The INDEX / RANGE target's name.
     pub index_name: Option<String>,
+    /// A struct-of-arrays sibling's name.
     pub related_name: Option<String>,
+    /// A free-form type name.
     pub type_name: Option<String>,
     payload: Payload,
     /// Why the table cannot be written faithfully (found when it was built; `add` refuses it).
@@ -111,11 +123,11 @@ impl TableSpec {
 
     /// A scalar / 1-D / 2-D / 3-D array of `T` (C order, last axis fastest), hint NONE.
     pub fn array<T: Element>(name: &str, real: &[u32], values: &[T]) -> TableSpec {
-        let mut b = Vec::with_capacity(values.len() * T::PRIM.size().unwrap_or(1) as usize);
+        let mut b = Vec::with_capacity(std::mem::size_of_val(values));
         for &v in values {
-            v.put_le(&mut b);
+            v.extend_le(&mut b);
         }
-        Self::raw(name, T::PRIM, Hint::None, real, &[], b)
+        Self::raw(name, dtype_prim(T::DTYPE), Hint::None, real, &[], b)
     }
 
     /// A single value.
@@ -131,14 +143,14 @@ impl TableSpec {
     }
 
     /// A scalar text (kept verbatim).
-    pub fn text(name: &str, s: &str, enc: Encoding) -> TableSpec {
+    pub fn text(name: &str, s: &str, enc: UdfEncoding) -> TableSpec {
         let (b, n) = enc.units(s);
         Self::raw(name, enc.prim(), Hint::Text, &[], &[n as u32], b)
     }
 
     /// A 1-D list of strings, NUL padded to the longest (at least one code unit wide, since
     /// a ghost axis may not be 0).
-    pub fn text_list(name: &str, items: &[&str], enc: Encoding) -> TableSpec {
+    pub fn text_list(name: &str, items: &[&str], enc: UdfEncoding) -> TableSpec {
         let enc_items: Vec<(Vec<u8>, usize)> = items.iter().map(|s| enc.units(s)).collect();
         // Readers strip the NUL padding of list items, so an item's own trailing NUL is lost.
         let unwritable = items
@@ -176,14 +188,14 @@ impl TableSpec {
     }
 
     /// A scalar DATASET link.
-    pub fn link(name: &str, child: Option<DatasetId>) -> TableSpec {
+    pub fn link(name: &str, child: Option<UdfDatasetId>) -> TableSpec {
         let mut t = Self::raw(name, Prim::U64, Hint::Dataset, &[], &[2], Vec::new());
         t.payload = Payload::Links(vec![child]);
         t
     }
 
     /// A 1-D DATASET table (`None` entries are null links).
-    pub fn links(name: &str, children: &[Option<DatasetId>]) -> TableSpec {
+    pub fn links(name: &str, children: &[Option<UdfDatasetId>]) -> TableSpec {
         let mut t = Self::raw(
             name,
             Prim::U64,
@@ -208,6 +220,7 @@ impl TableSpec {
         self
     }
 
+    /// A free-form type name.
     pub fn type_name(mut self, name: &str) -> TableSpec {
         self.type_name = Some(name.into());
         self
@@ -217,6 +230,7 @@ impl TableSpec {
         match &self.payload {
             Payload::Bytes(b) => b.len() as u64,
             Payload::Links(l) => 16 * l.len() as u64,
+            Payload::Deferred(n) => *n,
         }
     }
 
@@ -231,12 +245,15 @@ struct DatasetSpec {
     tables: Vec<TableSpec>,
 }
 
-/// Builds a UDF file.
+/// Builds a UDF file: datasets of tables, written whole with [`UdfWriter::to_bytes`] (checked
+/// by `validate` first) or [`UdfWriter::write_to`].
 #[derive(Debug, Clone)]
 pub struct UdfWriter {
     id: [u8; 4],
     datasets: Vec<DatasetSpec>,
-    root: Option<DatasetId>,
+    /// The table names of each dataset: the duplicate check is a lookup, not a scan.
+    names: Vec<HashSet<String>>,
+    root: Option<UdfDatasetId>,
 }
 
 fn usage(m: String) -> Error {
@@ -261,24 +278,28 @@ impl UdfWriter {
         Ok(UdfWriter {
             id: make_id(id)?,
             datasets: Vec::new(),
+            names: Vec::new(),
             root: None,
         })
     }
 
-    pub fn add_dataset(&mut self, id: &str) -> Result<DatasetId> {
+    /// A new dataset with the given id (up to 4 printable ASCII characters).
+    pub fn add_dataset(&mut self, id: &str) -> Result<UdfDatasetId> {
         self.datasets.push(DatasetSpec {
             id: make_id(id)?,
             tables: Vec::new(),
         });
-        Ok(DatasetId(self.datasets.len() - 1))
+        self.names.push(HashSet::new());
+        Ok(UdfDatasetId(self.datasets.len() - 1))
     }
 
-    pub fn set_root(&mut self, ds: DatasetId) {
+    /// The dataset the file header points at.
+    pub fn set_root(&mut self, ds: UdfDatasetId) {
         self.root = Some(ds);
     }
 
     /// Add a table after checking every rule that concerns it alone.
-    pub fn add(&mut self, ds: DatasetId, t: TableSpec) -> Result<()> {
+    pub fn add(&mut self, ds: UdfDatasetId, t: TableSpec) -> Result<()> {
         check_spec(&t)?;
         let n = self.datasets.len();
         if let Payload::Links(l) = &t.payload {
@@ -286,11 +307,10 @@ impl UdfWriter {
                 return Err(usage(format!("table {}: link to an unknown dataset", t.name)));
             }
         }
-        let d = self
-            .datasets
-            .get_mut(ds.0)
-            .ok_or_else(|| usage("unknown dataset".into()))?;
-        if d.tables.iter().any(|o| o.name == t.name) {
+        let (Some(d), Some(names)) = (self.datasets.get_mut(ds.0), self.names.get_mut(ds.0)) else {
+            return Err(usage("unknown dataset".into()));
+        };
+        if !names.insert(t.name.clone()) {
             return Err(usage(format!("table name {:?} used twice in one dataset", t.name)));
         }
         d.tables.push(t);
@@ -320,8 +340,24 @@ impl UdfWriter {
         }
     }
 
-    /// Stream the file to `out` (data is written straight from the table buffers).
+    /// Stream the file to `out` (data is written straight from the table buffers). Returns
+    /// the number of bytes written.
     pub fn write_to(&self, out: &mut dyn Write) -> Result<u64> {
+        let (pieces, total) = self.pieces()?;
+        for piece in &pieces {
+            let r = match piece {
+                Piece::Bytes(b) => out.write_all(b),
+                Piece::Zeros(n) => out.write_all(&vec![0u8; *n as usize]),
+                Piece::Deferred => return Err(usage("internal: a table's data was never given".into())),
+            };
+            r.map_err(|e| Error::io("writing UDF", &e))?;
+        }
+        Ok(total)
+    }
+
+    /// The file in order, as pieces (the bytes of headers and tables, padding, and the place
+    /// of deferred table data), and its total length.
+    fn pieces(&self) -> Result<(Vec<Piece<'_>>, u64)> {
         self.check_graph()?;
         let layouts: Vec<Layout> = self.datasets.iter().map(layout).collect::<Result<_>>()?;
         let mut offsets = Vec::with_capacity(layouts.len());
@@ -330,7 +366,6 @@ impl UdfWriter {
             offsets.push(pos);
             pos = pos.checked_add(l.size).ok_or_else(|| usage("file too large".into()))?;
         }
-        let io = |e: std::io::Error| Error::io("writing UDF", &e);
         let mut h = Vec::with_capacity(FILE_HEADER_SIZE);
         h.extend_from_slice(&MAGIC);
         h.extend_from_slice(&self.id);
@@ -342,62 +377,74 @@ impl UdfWriter {
         h.extend_from_slice(&ro.to_le_bytes());
         h.extend_from_slice(&rs.to_le_bytes());
         h.resize(FILE_HEADER_SIZE, 0);
-        out.write_all(&h).map_err(io)?;
-        for (k, (d, l)) in self.datasets.iter().zip(&layouts).enumerate() {
-            out.write_all(&l.header).map_err(io)?;
-            let mut written = l.header.len() as u64;
+        let sizes: Vec<u64> = layouts.iter().map(|l| l.size).collect();
+        let mut pieces = vec![Piece::Bytes(Cow::Owned(h))];
+        for (d, l) in self.datasets.iter().zip(layouts) {
+            let header_len = l.header.len() as u64;
+            pieces.push(Piece::Bytes(Cow::Owned(l.header)));
+            let mut written = header_len;
             for (t, &(start, _)) in d.tables.iter().zip(&l.mem) {
-                let at = l.header.len() as u64 + start as u64 * 8;
+                let at = header_len + start as u64 * 8;
                 if t.len() == 0 {
                     continue;
                 }
-                let pad = at - written;
-                out.write_all(&vec![0u8; pad as usize]).map_err(io)?;
-                match &t.payload {
-                    Payload::Bytes(b) => out.write_all(b).map_err(io)?,
+                if at > written {
+                    pieces.push(Piece::Zeros(at - written));
+                }
+                pieces.push(match &t.payload {
+                    Payload::Bytes(b) => Piece::Bytes(Cow::Borrowed(b)),
+                    Payload::Deferred(_) => Piece::Deferred,
                     Payload::Links(links) => {
                         let mut b = Vec::with_capacity(16 * links.len());
                         for c in links {
                             let (o, s) = match c {
-                                Some(c) => (offsets[c.0], layouts[c.0].size),
+                                Some(c) => (offsets[c.0], sizes[c.0]),
                                 None => (0, 0),
                             };
                             b.extend_from_slice(&o.to_le_bytes());
                             b.extend_from_slice(&s.to_le_bytes());
                         }
-                        out.write_all(&b).map_err(io)?;
+                        Piece::Bytes(Cow::Owned(b))
                     }
-                }
+                });
                 written = at + t.len();
             }
-            out.write_all(&vec![0u8; (l.size - written) as usize]).map_err(io)?;
-            let _ = k;
+            if l.size > written {
+                pieces.push(Piece::Zeros(l.size - written));
+            }
         }
-        Ok(pos)
+        Ok((pieces, pos))
     }
 
     /// No cycles; INDEX / RANGE targets exist (same dataset, then parents) and are 1-D, and
     /// their values are in range; related tables exist and share the real shape.
     fn check_graph(&self) -> Result<()> {
+        self.check_no_cycle()?;
+        self.check_references(&self.parents())
+    }
+
+    /// The datasets `d` links to.
+    fn kids(&self, d: usize) -> Vec<usize> {
+        self.datasets[d]
+            .tables
+            .iter()
+            .filter_map(|t| match &t.payload {
+                Payload::Links(l) => Some(l.iter().flatten().map(|c| c.0).collect::<Vec<_>>()),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    }
+
+    /// Depth-first over every dataset: a link back to a dataset on the stack is a cycle.
+    fn check_no_cycle(&self) -> Result<()> {
         let n = self.datasets.len();
-        let kids = |d: usize| -> Vec<usize> {
-            self.datasets[d]
-                .tables
-                .iter()
-                .filter_map(|t| match &t.payload {
-                    Payload::Links(l) => Some(l.iter().flatten().map(|c| c.0).collect::<Vec<_>>()),
-                    _ => None,
-                })
-                .flatten()
-                .collect()
-        };
-        // Cycle check over every dataset.
         let mut state = vec![0u8; n];
         for s in 0..n {
             if state[s] != 0 {
                 continue;
             }
-            let mut stack = vec![(s, kids(s), 0usize)];
+            let mut stack = vec![(s, self.kids(s), 0usize)];
             state[s] = 1;
             while let Some((node, ks, i)) = stack.last_mut() {
                 if *i < ks.len() {
@@ -406,7 +453,7 @@ impl UdfWriter {
                     match state[c] {
                         0 => {
                             state[c] = 1;
-                            let kc = kids(c);
+                            let kc = self.kids(c);
                             stack.push((c, kc, 0));
                         }
                         1 => return Err(usage("dataset links form a cycle".into())),
@@ -418,13 +465,17 @@ impl UdfWriter {
                 }
             }
         }
-        // Parents by breadth-first discovery from the root (what the validator uses).
-        let mut parent: Vec<Option<usize>> = vec![None; n];
+        Ok(())
+    }
+
+    /// Parents by breadth-first discovery from the root (what the validator uses).
+    fn parents(&self) -> Vec<Option<usize>> {
+        let mut parent: Vec<Option<usize>> = vec![None; self.datasets.len()];
         if let Some(r) = self.root {
             let mut seen = HashSet::from([r.0]);
             let mut q = std::collections::VecDeque::from([r.0]);
             while let Some(d) = q.pop_front() {
-                for c in kids(d) {
+                for c in self.kids(d) {
                     if seen.insert(c) {
                         parent[c] = Some(d);
                         q.push_back(c);
@@ -432,13 +483,22 @@ impl UdfWriter {
                 }
             }
         }
+        parent
+    }
+
+    /// `related_name` and `index_name` targets, and INDEX / RANGE values against them.
+    fn check_references(&self, parent: &[Option<usize>]) -> Result<()> {
+        // Tables by name per dataset: each reference is one lookup.
+        let by_name: Vec<HashMap<&str, &TableSpec>> = self
+            .datasets
+            .iter()
+            .map(|d| d.tables.iter().map(|t| (t.name.as_str(), t)).collect())
+            .collect();
         for (di, d) in self.datasets.iter().enumerate() {
             for t in &d.tables {
                 if let Some(r) = &t.related_name {
-                    let o = d
-                        .tables
-                        .iter()
-                        .find(|o| &o.name == r)
+                    let o = by_name[di]
+                        .get(r.as_str())
                         .ok_or_else(|| usage(format!("table {}: related {r:?} missing", t.name)))?;
                     if o.real != t.real {
                         return Err(usage(format!("table {}: related {r:?} has another real shape", t.name)));
@@ -448,8 +508,8 @@ impl UdfWriter {
                     let mut cur = Some(di);
                     let mut found = None;
                     while let Some(c) = cur {
-                        if let Some(o) = self.datasets[c].tables.iter().find(|o| &o.name == target) {
-                            found = Some(o);
+                        if let Some(o) = by_name[c].get(target.as_str()) {
+                            found = Some(*o);
                             break;
                         }
                         cur = parent[c];
@@ -459,37 +519,41 @@ impl UdfWriter {
                     if o.real.len() != 1 {
                         return Err(usage(format!("table {}: index target {target:?} must be 1-D", t.name)));
                     }
-                    let len = o.real[0] as u64;
-                    if let Payload::Bytes(b) = &t.payload {
-                        let sz = t.prim.size().unwrap_or(1) as usize;
-                        let vals: Vec<u64> = b
-                            .chunks_exact(sz)
-                            .map(|c| {
-                                let mut a = [0u8; 8];
-                                a[..sz].copy_from_slice(c);
-                                u64::from_le_bytes(a)
-                            })
-                            .collect();
-                        if t.hint == Hint::Index {
-                            if let Some(v) = vals.iter().find(|&&v| v >= len) {
-                                return Err(usage(format!("table {}: index {v} >= target length {len}", t.name)));
-                            }
-                        } else {
-                            for p in vals.chunks_exact(2) {
-                                if p[0] > p[1] || p[1] > len {
-                                    return Err(usage(format!(
-                                        "table {}: range ({},{}) invalid for target length {len}",
-                                        t.name, p[0], p[1]
-                                    )));
-                                }
-                            }
-                        }
-                    }
+                    check_index_values(t, o.real[0] as u64)?;
                 }
             }
         }
         Ok(())
     }
+}
+
+/// The values of an INDEX / RANGE table against its target's length.
+fn check_index_values(t: &TableSpec, len: u64) -> Result<()> {
+    let Payload::Bytes(b) = &t.payload else {
+        return Ok(());
+    };
+    let sz = t.prim.size().unwrap_or(1) as usize;
+    let value = |c: &[u8]| {
+        let mut a = [0u8; 8];
+        a[..sz].copy_from_slice(c);
+        u64::from_le_bytes(a)
+    };
+    if t.hint == Hint::Index {
+        if let Some(v) = b.chunks_exact(sz).map(value).find(|&v| v >= len) {
+            return Err(usage(format!("table {}: index {v} >= target length {len}", t.name)));
+        }
+        return Ok(());
+    }
+    for p in b.chunks_exact(2 * sz) {
+        let (s, e) = (value(&p[..sz]), value(&p[sz..]));
+        if s > e || e > len {
+            return Err(usage(format!(
+                "table {}: range ({s},{e}) invalid for target length {len}",
+                t.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Rules that concern one table alone: names, shape encoding, data length, hint rules, text
@@ -561,6 +625,13 @@ fn check_spec(t: &TableSpec) -> Result<()> {
     if t.hint == Hint::Transform && t.ghost.len() != 2 {
         return bad("TRANSFORM needs two ghost axes".into());
     }
+    let checked = matches!(
+        t.hint,
+        Hint::Json | Hint::Text | Hint::Dataset | Hint::Index | Hint::Range
+    );
+    if checked && matches!(t.payload, Payload::Deferred(_)) {
+        return bad("the data of a table with content rules cannot be given later".into());
+    }
     if let Payload::Bytes(b) = &t.payload {
         match t.hint {
             Hint::Json => {
@@ -580,8 +651,8 @@ fn check_spec(t: &TableSpec) -> Result<()> {
     Ok(())
 }
 
-fn dummy_table(prim: Prim, shape: Shape) -> crate::model::Table {
-    crate::model::Table {
+fn dummy_table(prim: Prim, shape: Shape) -> UdfTable {
+    UdfTable {
         dataset: 0,
         index: 0,
         desc_offset: 0,
@@ -611,8 +682,11 @@ struct Layout {
     size: u64,
 }
 
-fn layout(d: &DatasetSpec) -> Result<Layout> {
-    // Unique strings, each with a unique non-zero key (the hash, bumped on a collision).
+/// The unique strings of a dataset's tables, each with a unique non-zero key (its hash,
+/// bumped on a collision): by string, and by key in key order (the lookup's order).
+type StringKeys<'a> = (HashMap<&'a str, u32>, BTreeMap<u32, &'a str>);
+
+fn string_keys(d: &DatasetSpec) -> StringKeys<'_> {
     let mut keys: HashMap<&str, u32> = HashMap::new();
     let mut used: BTreeMap<u32, &str> = BTreeMap::new();
     for t in &d.tables {
@@ -636,6 +710,13 @@ fn layout(d: &DatasetSpec) -> Result<Layout> {
             used.insert(h, n);
         }
     }
+    (keys, used)
+}
+
+/// The dataset header (static part, descriptors, lookups, strings) and where each table's data
+/// goes.
+fn layout(d: &DatasetSpec) -> Result<Layout> {
+    let (keys, used) = string_keys(d);
     let mut strings = Vec::new();
     let mut lookups = Vec::new();
     for (&h, &s) in &used {
@@ -703,4 +784,231 @@ fn layout(d: &DatasetSpec) -> Result<Layout> {
     }
     h.extend_from_slice(&strings);
     Ok(Layout { header: h, mem, size })
+}
+
+/// A piece of a file about to be written, in order.
+enum Piece<'a> {
+    Bytes(Cow<'a, [u8]>),
+    Zeros(u64),
+    /// The data of a deferred table, given later.
+    Deferred,
+}
+
+/// Name of the JSON table `write_array` stores the array's `attrs` in.
+pub const ATTRS_TABLE: &str = "attrs";
+
+/// The writer of one array (what `write_array` and [`UdfArrayWriter`] write): one dataset
+/// `ROOT` (file id `RPAK`) holding the array as one hint-NONE table (named after the array,
+/// else `data`) and its `attrs` as a JSON table named `attrs`. Shapes the packed encoding
+/// cannot hold (more than 3 axes, `y >= 2^24`, `z >= 256`) are stored flat with the shape in
+/// `type_name` as `ndarray:AxBxC`; `bool` is stored as `u8` with `type_name` `bool`.
+pub fn writer_for_array(array: &NdArray) -> Result<UdfWriter> {
+    writer_for(&ArrayInfo::of(array), Payload::Bytes(array.data.clone()))
+}
+
+fn writer_for(info: &ArrayInfo, payload: Payload) -> Result<UdfWriter> {
+    let bytes = info.byte_len()?;
+    if bytes > u32::MAX as u64 {
+        return Err(Error::usage(format!(
+            "a UDF datatable holds at most 4 GiB; this array has {bytes} bytes"
+        )));
+    }
+    let mut w = UdfWriter::new("RPAK")?;
+    let root = w.add_dataset("ROOT")?;
+    w.set_root(root);
+    let prim = dtype_prim(info.dtype);
+    let name = match info.name.as_deref() {
+        Some(n) if !n.is_empty() && n != ATTRS_TABLE && !n.contains('/') && n.len() < 256 => n.to_string(),
+        _ => "data".to_string(),
+    };
+    let fits = info.shape.len() <= 3 && info.shape.iter().all(|&a| a <= u32::MAX as u64) && {
+        let axes: Vec<u32> = info.shape.iter().map(|&a| a as u32).collect();
+        Shape::encode(&axes).is_some_and(|p| Shape::decode(axes.len() as u8, p).axes == axes)
+    };
+    let mut spec = if fits {
+        let axes: Vec<u32> = info.shape.iter().map(|&a| a as u32).collect();
+        TableSpec::raw(&name, prim, Hint::None, &axes, &[], Vec::new())
+    } else {
+        // The packed shape cannot hold it (z < 256, y < 2^24, <= 3 axes): store it flat and
+        // keep the real shape in type_name, which read_array honours.
+        let n = info.len();
+        if n > u32::MAX as u64 {
+            return Err(Error::usage("array has more than 2^32 elements".to_string()));
+        }
+        let shape: Vec<String> = info.shape.iter().map(|a| a.to_string()).collect();
+        TableSpec::raw(&name, prim, Hint::None, &[n as u32], &[], Vec::new())
+            .type_name(&format!("ndarray:{}", shape.join("x")))
+    };
+    spec.payload = payload;
+    if info.dtype == DType::Bool && spec.type_name.is_none() {
+        spec = spec.type_name("bool");
+    }
+    w.add(root, spec)?;
+    if !info.attrs.is_empty() {
+        w.add(root, TableSpec::json(ATTRS_TABLE, &Value::Object(info.attrs.clone())))?;
+    }
+    Ok(w)
+}
+
+/// Writes one array as a UDF file as its bytes arrive (the layout of
+/// [`writer_for_array`]): the sizes are known at [`ArraySink::begin`], so the file header, the
+/// dataset header and its lookup and strings go out first, then the data, then the `attrs`
+/// table and the padding at [`ArraySink::finish`]. Nothing is back-patched: on a
+/// [`Output::Stream`] the data must come in order; on a [`Output::File`] in any order
+/// (neighbouring writes are combined, runs of zeros are left as holes).
+pub struct UdfArrayWriter<'a> {
+    out: Output<'a>,
+    plan: Option<Plan>,
+    cursor: SequentialCursor,
+    /// Combined pending bytes for a file: `pending` goes at data offset `pending_at`.
+    pending: Vec<u8>,
+    pending_at: u64,
+    written: u64,
+}
+
+/// Where the data goes and what follows it.
+struct Plan {
+    data_start: u64,
+    data_len: u64,
+    suffix: Vec<u8>,
+    total: u64,
+}
+
+/// Pending bytes are written once they reach this size.
+const COMBINE: usize = 4 << 20;
+
+impl<'a> UdfArrayWriter<'a> {
+    /// A writer onto `out`.
+    pub fn new(out: Output<'a>) -> UdfArrayWriter<'a> {
+        UdfArrayWriter {
+            out,
+            plan: None,
+            cursor: SequentialCursor::default(),
+            pending: Vec::new(),
+            pending_at: 0,
+            written: 0,
+        }
+    }
+
+    fn plan(&self) -> Result<&Plan> {
+        self.plan
+            .as_ref()
+            .ok_or_else(|| Error::usage("internal: UDF writer used before begin"))
+    }
+
+    /// Write `bytes` at absolute file offset `at` (files), or next (streams).
+    fn emit(&mut self, at: u64, bytes: &[u8]) -> Result<()> {
+        match &mut self.out {
+            Output::File(file) => write_all_at(file, bytes, at),
+            Output::Stream(w) => w.write_all(bytes).map_err(|e| Error::io("writing UDF", &e)),
+        }
+    }
+
+    fn flush_pending(&mut self) -> Result<()> {
+        if !self.pending.is_empty() {
+            let at = self.plan()?.data_start + self.pending_at;
+            let pending = std::mem::take(&mut self.pending);
+            self.emit(at, &pending)?;
+            self.pending = pending;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+
+    fn check_range(&self, offset: u64, len: u64) -> Result<()> {
+        let data_len = self.plan()?.data_len;
+        if offset.checked_add(len).is_none_or(|end| end > data_len) {
+            return Err(Error::usage(format!(
+                "internal: a write of {len} bytes at {offset} falls outside the {data_len}-byte UDF table"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl ArraySink for UdfArrayWriter<'_> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        let data_len = info.byte_len()?;
+        let writer = writer_for(info, Payload::Deferred(data_len))?;
+        let (pieces, total) = writer.pieces()?;
+        let mut prefix = Vec::new();
+        let mut suffix = Vec::new();
+        let mut seen_data = false;
+        for piece in pieces {
+            let part = if seen_data { &mut suffix } else { &mut prefix };
+            match piece {
+                Piece::Bytes(b) => part.extend_from_slice(&b),
+                Piece::Zeros(n) => part.resize(part.len() + n as usize, 0),
+                Piece::Deferred => seen_data = true,
+            }
+        }
+        self.emit(0, &prefix)?;
+        self.plan = Some(Plan {
+            data_start: prefix.len() as u64,
+            data_len,
+            suffix,
+            total,
+        });
+        Ok(())
+    }
+
+    fn random_access(&self) -> bool {
+        self.out.is_seekable()
+    }
+
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        self.check_range(offset, data.len() as u64)?;
+        self.written += data.len() as u64;
+        if let Output::Stream(w) = &mut self.out {
+            self.cursor.advance(offset, data.len())?;
+            return w.write_all(data).map_err(|e| Error::io("writing UDF", &e));
+        }
+        let contiguous = !self.pending.is_empty() && self.pending_at + self.pending.len() as u64 == offset;
+        if !contiguous {
+            self.flush_pending()?;
+            if data.len() >= COMBINE {
+                let at = self.plan()?.data_start + offset;
+                return self.emit(at, data);
+            }
+            self.pending_at = offset;
+        }
+        self.pending.extend_from_slice(data);
+        if self.pending.len() >= COMBINE {
+            self.flush_pending()?;
+        }
+        Ok(())
+    }
+
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
+        // A file starts empty: runs of zeros need no writing (the length is set at finish).
+        if self.out.is_seekable() && pattern.iter().all(|&b| b == 0) && !pattern.is_empty() {
+            self.check_range(offset, len)?;
+            self.flush_pending()?;
+            self.written += len;
+            return Ok(());
+        }
+        rasterpack_common::stream::fill_by_chunks(self, offset, len, pattern)
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.flush_pending()?;
+        let plan = self
+            .plan
+            .take()
+            .ok_or_else(|| Error::usage("internal: UDF writer finished before begin"))?;
+        if self.written != plan.data_len {
+            return Err(Error::usage(format!(
+                "internal: the source delivered {} of {} UDF table bytes",
+                self.written, plan.data_len
+            )));
+        }
+        let at = plan.data_start + plan.data_len;
+        self.emit(at, &plan.suffix)?;
+        match &mut self.out {
+            Output::File(file) => file
+                .set_len(plan.total)
+                .map_err(|e| Error::io("setting the length of the UDF file", &e)),
+            Output::Stream(w) => w.flush().map_err(|e| Error::io("writing UDF", &e)),
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! Rules the corpus does not exercise, on writer output patched byte by byte.
 
 use rasterpack_common::{Input, Limits, Severity};
-use rasterpack_udf::{codes, validate, Encoding, Hint, Prim, TableSpec, UdfFile, UdfWriter};
+use rasterpack_udf::{codes, validate, Hint, Prim, TableSpec, UdfEncoding, UdfFile, UdfWriter};
 use serde_json::json;
 
 fn build(tables: Vec<TableSpec>) -> Vec<u8> {
@@ -15,12 +15,12 @@ fn build(tables: Vec<TableSpec>) -> Vec<u8> {
 }
 
 fn desc(bytes: &[u8], name: &str) -> usize {
-    let f = UdfFile::open(&Input::from_bytes("x", bytes.to_vec()), &Limits::default()).unwrap();
+    let f = UdfFile::open_strict(&Input::from_bytes("x", bytes.to_vec()), &Limits::default()).unwrap();
     f.find(name).unwrap().1.desc_offset as usize
 }
 
 fn data(bytes: &[u8], name: &str) -> usize {
-    let f = UdfFile::open(&Input::from_bytes("x", bytes.to_vec()), &Limits::default()).unwrap();
+    let f = UdfFile::open_strict(&Input::from_bytes("x", bytes.to_vec()), &Limits::default()).unwrap();
     f.find(name).unwrap().1.data_offset.unwrap() as usize
 }
 
@@ -113,9 +113,9 @@ fn json_shape_duplicates_compression_checksums() {
 #[test]
 fn text_encodings_are_strict() {
     let base = build(vec![
-        TableSpec::text("u16", "ab", Encoding::Utf16),
-        TableSpec::text("u32", "ab", Encoding::Utf32),
-        TableSpec::text_list("l8", &["ab", "c"], Encoding::Utf8),
+        TableSpec::text("u16", "ab", UdfEncoding::Utf16),
+        TableSpec::text("u32", "ab", UdfEncoding::Utf32),
+        TableSpec::text_list("l8", &["ab", "c"], UdfEncoding::Utf8),
     ]);
     let mut b = base.clone();
     set_u16(&mut b, data(&base, "u16"), 0xD800); // unpaired high surrogate
@@ -138,7 +138,7 @@ fn text_encodings_are_strict() {
 fn big_scalar_text_streams_across_chunks() {
     // 5 MiB of 3-byte characters: chunk boundaries split characters; still valid.
     let s: String = "\u{2713}".repeat((5 << 20) / 3);
-    let bytes = build(vec![TableSpec::text("t", &s, Encoding::Utf8)]);
+    let bytes = build(vec![TableSpec::text("t", &s, UdfEncoding::Utf8)]);
     let path = std::env::temp_dir().join(format!("udf-bigtext-{}.udf", std::process::id()));
     std::fs::write(&path, &bytes).unwrap();
     let doc = validate::validate(&Input::open(&path).unwrap(), &Limits::default());
@@ -184,4 +184,33 @@ fn index_target_must_be_1d_and_found_in_parents() {
     // Its hash in the child lookup need not be the string hash.
     let _ = kg;
     assert_eq!(codes_of(b), vec![(codes::INDEX_TARGET_DIM.into(), Severity::Error)]);
+}
+
+#[test]
+fn a_flood_of_one_finding_is_listed_up_to_a_count() {
+    // 300 tables with a reserved type bit: 256 findings listed, the other 44 counted in one;
+    // every table is still refused with the code.
+    let tables = (0..300)
+        .map(|i| TableSpec::array(&format!("t{i}"), &[1], &[i as u8]))
+        .collect();
+    let mut b = build(tables);
+    let first = desc(&b, "t0");
+    for k in 0..300 {
+        b[first + 0x30 * k + 4] |= 0x40;
+    }
+    let doc = validate::validate(&Input::from_bytes("x", b.clone()), &Limits::default());
+    let flood: Vec<_> = doc
+        .findings
+        .iter()
+        .filter(|f| f.code == codes::TABLE_RESERVED_BITS)
+        .collect();
+    assert_eq!(flood.len(), validate::LISTED_PER_CODE + 1);
+    let last = flood.last().unwrap();
+    assert_eq!((last.severity, last.offset), (Severity::Error, None));
+    assert!(last.message.starts_with("44 more "), "{}", last.message);
+    let f = UdfFile::open_lenient(&Input::from_bytes("x", b), &Limits::default());
+    for name in ["t0", "t299"] {
+        let (ds, t) = f.find(name).unwrap();
+        assert_eq!(f.array(ds, t).unwrap_err().code, codes::TABLE_RESERVED_BITS, "{name}");
+    }
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use rasterpack_common::{ArrayRequest, DType, ErrorKind, Format, Input, Limits, Severity, ValidateOptions};
-use rasterpack_udf::{codes, validate, Hint, Prim, Text, UdfFile, UdfFormat, Values};
+use rasterpack_udf::{codes, validate, Hint, Prim, UdfFile, UdfFormat, UdfText, UdfValues};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -26,20 +26,20 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn values_json(v: &Values) -> Vec<Value> {
+fn values_json(v: &UdfValues) -> Vec<Value> {
     match v {
-        Values::U8(x) => x.iter().map(|&a| Value::from(a)).collect(),
-        Values::I8(x) => x.iter().map(|&a| Value::from(a)).collect(),
-        Values::U16(x) => x.iter().map(|&a| Value::from(a)).collect(),
-        Values::I16(x) => x.iter().map(|&a| Value::from(a)).collect(),
-        Values::U32(x) => x.iter().map(|&a| Value::from(a)).collect(),
-        Values::I32(x) => x.iter().map(|&a| Value::from(a)).collect(),
-        Values::U64(x) => x.iter().map(|&a| Value::from(a)).collect(),
-        Values::I64(x) => x.iter().map(|&a| Value::from(a)).collect(),
+        UdfValues::U8(x) => x.iter().map(|&a| Value::from(a)).collect(),
+        UdfValues::I8(x) => x.iter().map(|&a| Value::from(a)).collect(),
+        UdfValues::U16(x) => x.iter().map(|&a| Value::from(a)).collect(),
+        UdfValues::I16(x) => x.iter().map(|&a| Value::from(a)).collect(),
+        UdfValues::U32(x) => x.iter().map(|&a| Value::from(a)).collect(),
+        UdfValues::I32(x) => x.iter().map(|&a| Value::from(a)).collect(),
+        UdfValues::U64(x) => x.iter().map(|&a| Value::from(a)).collect(),
+        UdfValues::I64(x) => x.iter().map(|&a| Value::from(a)).collect(),
         // Floats are compared bit for bit below.
-        Values::F32(x) => x.iter().map(|&a| Value::from((a as f64).to_bits())).collect(),
-        Values::F64(x) => x.iter().map(|&a| Value::from(a.to_bits())).collect(),
-        Values::Custom(_) => Vec::new(),
+        UdfValues::F32(x) => x.iter().map(|&a| Value::from((a as f64).to_bits())).collect(),
+        UdfValues::F64(x) => x.iter().map(|&a| Value::from(a.to_bits())).collect(),
+        UdfValues::Custom(_) => Vec::new(),
     }
 }
 
@@ -157,7 +157,7 @@ fn corpus_verdicts_codes_and_values() {
 
 fn check_values(name: &str, path: &std::path::Path, truth: &Value) {
     let input = Input::open(path).unwrap();
-    let file = UdfFile::open(&input, &Limits::default()).unwrap();
+    let file = UdfFile::open_strict(&input, &Limits::default()).unwrap();
     let h = file.header().unwrap();
     let fh = &truth["file_header"];
     assert_eq!(hex(&h.id), fh["id_hex"].as_str().unwrap(), "{name}");
@@ -226,8 +226,8 @@ fn check_values(name: &str, path: &std::path::Path, truth: &Value) {
             if let Some(text) = st.get("text") {
                 let got = file.text(t).unwrap();
                 match (&got, text) {
-                    (Text::Scalar(s), Value::String(w)) => assert_eq!(s, w, "{tn}"),
-                    (Text::List(v), Value::Array(w)) => {
+                    (UdfText::Scalar(s), Value::String(w)) => assert_eq!(s, w, "{tn}"),
+                    (UdfText::List(v), Value::Array(w)) => {
                         assert_eq!(v.len(), w.len());
                         for (a, b) in v.iter().zip(w) {
                             assert_eq!(a, b.as_str().unwrap(), "{tn}");
@@ -336,9 +336,9 @@ fn reference_written_edge_cases() {
     assert!(errors.is_empty());
     assert_eq!(warnings, vec![codes::TEXT_EMPTY_LIST_NO_GHOST.to_string()]);
     assert!(!strict_ok);
-    let file = UdfFile::open(&Input::open(&f).unwrap(), &Limits::default()).unwrap();
+    let file = UdfFile::open_strict(&Input::open(&f).unwrap(), &Limits::default()).unwrap();
     let (_, t) = file.find("root/l").unwrap();
-    assert_eq!(file.text(t).unwrap(), Text::List(Vec::new()));
+    assert_eq!(file.text(t).unwrap(), UdfText::List(Vec::new()));
     assert_eq!(read(&f, "root/l").unwrap().shape, vec![0]);
 
     // An INDEX value out of range: invalid; the index table is refused with that code, the

@@ -5,7 +5,7 @@
 use rasterpack_common::{ArrayRequest, ErrorKind, Format, Input, Limits, NdArray, Result, Severity};
 use rasterpack_udf::compress::word_hash;
 use rasterpack_udf::raw::name_hash;
-use rasterpack_udf::{codes, parse, validate, Encoding, Hint, Prim, TableSpec, UdfFile, UdfFormat, UdfWriter};
+use rasterpack_udf::{codes, parse, validate, Hint, Prim, TableSpec, UdfEncoding, UdfFile, UdfFormat, UdfWriter};
 use serde_json::json;
 
 /// The values of the SimpleU32 table `cz`, and its stream assembled by hand from the opcode
@@ -30,7 +30,8 @@ fn base() -> Vec<u8> {
     w.set_root(root);
     w.add(root, TableSpec::array("good", &[3], &[1.5f32, 2.5, -3.0]))
         .unwrap();
-    w.add(root, TableSpec::text("title", "hello", Encoding::Utf8)).unwrap();
+    w.add(root, TableSpec::text("title", "hello", UdfEncoding::Utf8))
+        .unwrap();
     w.add(root, TableSpec::json("meta", &json!({"a": 1}))).unwrap();
     w.add(root, TableSpec::json_shaped("jarr", &json!([1, 2]), &[2]))
         .unwrap();
@@ -389,4 +390,44 @@ fn every_byte_flipped_reads_only_what_validates() {
             }
         }
     }
+}
+
+/// The library's open is lenient like the CLI's reads: it fails only when nothing can be
+/// walked; a file with errors elsewhere opens, its intact tables read, the damaged one is
+/// refused, and `validate` reports the errors. `open_strict` refuses any structural error.
+#[test]
+fn the_library_opens_leniently() {
+    use rasterpack_common::ArrayFile;
+    let b = base();
+    let mut junk = b"not a UDF file".to_vec();
+    junk.resize(100, b'.');
+    assert_eq!(UdfFile::from_bytes(junk).unwrap_err().code, codes::BAD_MAGIC);
+    assert_eq!(
+        UdfFile::from_bytes(b[..40].to_vec()).unwrap_err().code,
+        codes::TRUNCATED
+    );
+    let mut m = b.clone();
+    m[0x10] += 8;
+    assert_eq!(UdfFile::from_bytes(m).unwrap_err().code, codes::OFFSET_MISALIGNED);
+    // An INDEX value out of range (content) and a broken descriptor (structure).
+    let mut m = b.clone();
+    m[data(&b, "root/idx") + 2] = 9;
+    set_u32(&mut m, desc(&b, "root/good") + 0x14, 4);
+    let f = UdfFile::from_bytes(m.clone()).unwrap();
+    let names: Vec<String> = f.arrays().unwrap().into_iter().filter_map(|a| a.name).collect();
+    assert!(names.contains(&"root/child/v".to_string()), "{names:?}");
+    assert_eq!(f.read(&ArrayRequest::for_element("root/child/v")).unwrap().data, [7, 9]);
+    assert_eq!(
+        f.read(&ArrayRequest::for_element("root/idx")).unwrap_err().code,
+        codes::INDEX_OUT_OF_RANGE
+    );
+    assert_eq!(
+        f.read(&ArrayRequest::for_element("root/good")).unwrap_err().code,
+        codes::TABLE_SHAPE_SIZE
+    );
+    let report = f.validate();
+    assert!(report.findings.has_code(codes::INDEX_OUT_OF_RANGE) && report.findings.has_code(codes::TABLE_SHAPE_SIZE));
+    assert!(!report.is_valid(false));
+    let e = UdfFile::open_strict(&Input::from_bytes("t", m), &Limits::default()).unwrap_err();
+    assert_eq!(e.code, codes::TABLE_SHAPE_SIZE);
 }

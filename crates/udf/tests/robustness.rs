@@ -2,7 +2,7 @@
 //! declared sizes. Parsing, validation, inspection and reading must return normally.
 
 use rasterpack_common::{Format, Input, InspectOptions, Limits, ValidateOptions};
-use rasterpack_udf::{codes, validate, Encoding, Hint, TableSpec, UdfFile, UdfFormat, UdfWriter};
+use rasterpack_udf::{codes, validate, Hint, TableSpec, UdfEncoding, UdfFile, UdfFormat, UdfWriter};
 use serde_json::json;
 
 fn rich() -> Vec<u8> {
@@ -10,11 +10,14 @@ fn rich() -> Vec<u8> {
     let root = w.add_dataset("ROOT").unwrap();
     let a = w.add_dataset("A").unwrap();
     w.set_root(root);
-    w.add(root, TableSpec::text("t8", "h\u{e9}llo \u{1F642}", Encoding::Utf8))
+    w.add(root, TableSpec::text("t8", "h\u{e9}llo \u{1F642}", UdfEncoding::Utf8))
         .unwrap();
-    w.add(root, TableSpec::text_list("l16", &["ab", "\u{1F642}"], Encoding::Utf16))
-        .unwrap();
-    w.add(root, TableSpec::text("t32", "x\u{1F642}", Encoding::Utf32))
+    w.add(
+        root,
+        TableSpec::text_list("l16", &["ab", "\u{1F642}"], UdfEncoding::Utf16),
+    )
+    .unwrap();
+    w.add(root, TableSpec::text("t32", "x\u{1F642}", UdfEncoding::Utf32))
         .unwrap();
     w.add(root, TableSpec::json_shaped("grid", &json!([[1, 2], [3, 4]]), &[2, 2]))
         .unwrap();
@@ -113,7 +116,7 @@ fn cycles_are_found_and_walks_stop() {
         u64::from_le_bytes(bytes[16..24].try_into().unwrap()),
         u64::from_le_bytes(bytes[24..32].try_into().unwrap()),
     );
-    let f = UdfFile::open(&Input::from_bytes("c", bytes.clone()), &Limits::default()).unwrap();
+    let f = UdfFile::open_strict(&Input::from_bytes("c", bytes.clone()), &Limits::default()).unwrap();
     let e = f.find("back").unwrap().1.data_offset.unwrap() as usize;
     assert_eq!(&bytes[e..e + 32], &[0u8; 32]);
     bytes[e..e + 8].copy_from_slice(&root_loc.0.to_le_bytes());
@@ -174,7 +177,7 @@ fn overlapping_datasets_stay_within_the_work_budget() {
     w.add(root, TableSpec::array("big", &[1 << 20], &vec![7u8; 1 << 20]))
         .unwrap();
     let mut bytes = w.to_bytes().unwrap();
-    let f = UdfFile::open(&Input::from_bytes("d", bytes.clone()), &Limits::default()).unwrap();
+    let f = UdfFile::open_strict(&Input::from_bytes("d", bytes.clone()), &Limits::default()).unwrap();
     let loc = f.root().unwrap().location;
     let base = f.find("l").unwrap().1.data_offset.unwrap() as usize;
     for k in 0..4096usize {

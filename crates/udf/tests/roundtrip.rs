@@ -2,8 +2,8 @@
 //! validates without a single finding; the writer refuses what would not validate.
 
 use rasterpack_common::{DType, Format, Input, Limits, NdArray, WriteOptions};
-use rasterpack_udf::model::Element;
-use rasterpack_udf::{validate, Encoding, Hint, Prim, TableSpec, Text, UdfFile, UdfFormat, UdfWriter, Values};
+use rasterpack_udf::Element;
+use rasterpack_udf::{validate, Hint, Prim, TableSpec, UdfEncoding, UdfFile, UdfFormat, UdfText, UdfValues, UdfWriter};
 use serde_json::json;
 
 fn open(bytes: Vec<u8>) -> UdfFile {
@@ -14,7 +14,7 @@ fn open(bytes: Vec<u8>) -> UdfFile {
         "writer output has findings: {:?}",
         doc.findings
     );
-    UdfFile::open(&input, &Limits::default()).unwrap()
+    UdfFile::open_strict(&input, &Limits::default()).unwrap()
 }
 
 fn round<T: Element + std::fmt::Debug>(vals: &[T], bits: impl Fn(&T) -> u64) {
@@ -33,7 +33,7 @@ fn round<T: Element + std::fmt::Debug>(vals: &[T], bits: impl Fn(&T) -> u64) {
         let f = open(w.to_bytes().unwrap());
         let ds = f.root().unwrap();
         let t = ds.table("v").unwrap();
-        assert_eq!(t.prim, T::PRIM);
+        assert_eq!(t.dtype(), Some(T::DTYPE));
         assert_eq!(t.shape.real(), shape);
         let got: Vec<T> = f.values(t).unwrap();
         assert_eq!(
@@ -111,7 +111,7 @@ fn three_d_with_full_z_and_empty_tables() {
     assert_eq!(ds.table("empty2d").unwrap().shape.axes, vec![3, 0]);
     assert_eq!(
         f.typed_values(ds.table("blob").unwrap()).unwrap(),
-        Values::Custom(vec![1, 2, 3, 4, 5])
+        UdfValues::Custom(vec![1, 2, 3, 4, 5])
     );
     assert_eq!(ds.table("custom_hint").unwrap().hint, Hint::Custom(40));
     assert_eq!(ds.table("typed").unwrap().type_name.as_deref(), Some("my.Type<u8>"));
@@ -127,10 +127,10 @@ fn every_hint() {
     w.set_root(root);
     let s = "Hello, UDF! \u{2713} \u{fc}n\u{ef}c\u{f6}d\u{e9} \u{1F642}";
     for (n, e) in [
-        ("t8", Encoding::Utf8),
-        ("ti8", Encoding::Utf8Signed),
-        ("t16", Encoding::Utf16),
-        ("t32", Encoding::Utf32),
+        ("t8", UdfEncoding::Utf8),
+        ("ti8", UdfEncoding::Utf8Signed),
+        ("t16", UdfEncoding::Utf16),
+        ("t32", UdfEncoding::Utf32),
     ] {
         w.add(root, TableSpec::text(n, s, e)).unwrap();
         w.add(
@@ -139,7 +139,8 @@ fn every_hint() {
         )
         .unwrap();
     }
-    w.add(root, TableSpec::text("nul", "a\0b\0", Encoding::Utf8)).unwrap();
+    w.add(root, TableSpec::text("nul", "a\0b\0", UdfEncoding::Utf8))
+        .unwrap();
     w.add(
         root,
         TableSpec::json(
@@ -226,10 +227,10 @@ fn every_hint() {
     assert_eq!(f.datasets().len(), 4);
     let ds = f.root().unwrap();
     for n in ["t8", "ti8", "t16", "t32"] {
-        assert_eq!(f.text(ds.table(n).unwrap()).unwrap(), Text::Scalar(s.into()));
+        assert_eq!(f.text(ds.table(n).unwrap()).unwrap(), UdfText::Scalar(s.into()));
         assert_eq!(
             f.text(ds.table(&format!("l{n}")).unwrap()).unwrap(),
-            Text::List(vec![
+            UdfText::List(vec![
                 "alpha".into(),
                 "\u{3b2}eta".into(),
                 "".into(),
@@ -237,7 +238,10 @@ fn every_hint() {
             ])
         );
     }
-    assert_eq!(f.text(ds.table("nul").unwrap()).unwrap(), Text::Scalar("a\0b\0".into()));
+    assert_eq!(
+        f.text(ds.table("nul").unwrap()).unwrap(),
+        UdfText::Scalar("a\0b\0".into())
+    );
     assert_eq!(f.json(ds.table("meta").unwrap()).unwrap()["nested"]["a"][1], json!(2.5));
     assert_eq!(f.json(ds.table("grid").unwrap()).unwrap(), json!([[1, 2], [3, 4]]));
     assert_eq!(f.values::<f32>(ds.table("vertices").unwrap()).unwrap(), verts);
@@ -407,4 +411,33 @@ fn inspect_of_the_sample() {
     assert_eq!(r.sections.len(), 3);
     let v = UdfFormat.validate(&input, &Default::default());
     assert!(v.is_valid(true));
+}
+
+#[test]
+fn validate_tells_its_progress() {
+    use std::sync::{Arc, Mutex};
+    // A table of 10 MiB: checked in 4 MiB pieces, each told.
+    let mut w = UdfWriter::new("PROG").unwrap();
+    let r = w.add_dataset("ROOT").unwrap();
+    w.set_root(r);
+    w.add(r, TableSpec::array("v", &[10 << 20], &vec![3u8; 10 << 20]))
+        .unwrap();
+    w.add(r, TableSpec::text("t", "small", UdfEncoding::Utf8)).unwrap();
+    let input = Input::from_bytes("p", w.to_bytes().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let opts = rasterpack_common::ValidateOptions {
+        progress: Some(rasterpack_common::Progress(Arc::new(move |done, total| {
+            log.lock().unwrap().push((done, total))
+        }))),
+        ..Default::default()
+    };
+    let report = UdfFormat.validate(&input, &opts);
+    assert!(report.is_valid(true));
+    let seen = seen.lock().unwrap();
+    let total = (10 << 20) + 5;
+    assert!(seen.len() >= 4, "{seen:?}");
+    assert!(seen.iter().all(|&(_, t)| t == total));
+    assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{seen:?}");
+    assert_eq!(seen.last().unwrap().0, total);
 }

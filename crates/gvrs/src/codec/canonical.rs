@@ -44,7 +44,12 @@ pub enum CanonError {
     /// A code whose lengths do not form a complete prefix code (Kraft sum != 1).
     Incomplete,
     /// The text holds more or fewer values than the tile needs.
-    Count { expected: usize, got: usize },
+    Count {
+        /// Values the tile needs.
+        expected: usize,
+        /// Values the text holds.
+        got: usize,
+    },
     /// An escape symbol before any value.
     Escape,
     /// The reserved bit is set (a later revision of the format).
@@ -52,6 +57,7 @@ pub enum CanonError {
 }
 
 impl CanonError {
+    /// The finding code (`gvrs.codec.canonical_*`).
     pub fn code(self) -> &'static str {
         match self {
             CanonError::Truncated => "gvrs.codec.canonical_truncated",
@@ -68,6 +74,7 @@ impl CanonError {
         self == CanonError::Reserved
     }
 
+    /// What went wrong, in words.
     pub fn message(self) -> String {
         match self {
             CanonError::Truncated => "canonical Huffman data ends before its end-of-text code".into(),

@@ -1,15 +1,18 @@
-//! GvrsFloat (errata 15): `[codec index][0]`, then five sections (i32 length + zlib stream):
+//! GvrsFloat: `[codec index][0]`, then five sections (i32 length + zlib stream):
 //! sign bits (LSB first), exponent bytes, and the three mantissa bytes (bits 16..22, 8..15,
 //! 0..7), the mantissa bytes differenced mod 256 (first cell from 0, each row's first cell from
 //! the previous row's first cell).
 
 use super::zlib;
 
+/// Why a GvrsFloat block does not decode.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FloatError {
+    /// The finding code (`gvrs.codec.*`).
     pub code: &'static str,
     /// Offset in the block.
     pub offset: usize,
+    /// What went wrong, in words.
     pub message: String,
 }
 

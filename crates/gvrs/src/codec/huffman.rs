@@ -1,4 +1,4 @@
-//! Gridfour's (pre-canonical) Huffman coding of byte symbols (errata 14).
+//! Gridfour's (pre-canonical) Huffman coding of byte symbols.
 //!
 //! Bit stream packed least-significant bit first. Layout: 8 bits `N - 1` (N = leaf count); one
 //! bit: 1 = a single symbol follows (8 bits) and every code is zero bits long; 0 = the root is a
@@ -16,6 +16,7 @@ pub enum HuffmanError {
 }
 
 impl HuffmanError {
+    /// The finding code (`gvrs.codec.huffman_*`).
     pub fn code(self) -> &'static str {
         match self {
             HuffmanError::BadTree => "gvrs.codec.huffman_tree",
@@ -32,6 +33,7 @@ pub struct BitReader<'a> {
 }
 
 impl<'a> BitReader<'a> {
+    /// A reader at the first bit of `data`.
     pub fn new(data: &'a [u8]) -> Self {
         BitReader { data, pos: 0 }
     }
@@ -326,12 +328,14 @@ impl<'a> FastBits<'a> {
 
 /// LSB-first bit writer.
 pub struct BitWriter {
+    /// The whole bytes written so far (the last partial word is held back until `finish`).
     pub bytes: Vec<u8>,
     acc: u64,
     n: u32,
 }
 
 impl BitWriter {
+    /// A writer appending to `bytes`.
     pub fn new(bytes: Vec<u8>) -> Self {
         BitWriter { bytes, acc: 0, n: 0 }
     }
@@ -348,6 +352,7 @@ impl BitWriter {
         }
     }
 
+    /// The bytes, the last one padded with zero bits.
     pub fn finish(mut self) -> Vec<u8> {
         while self.n > 0 {
             self.bytes.push(self.acc as u8);

@@ -1,4 +1,4 @@
-//! LSOP12 (errata 16, 18): Gridfour's least-squares optimal predictor with 12 neighbours.
+//! LSOP12: Gridfour's least-squares optimal predictor with 12 neighbours.
 //!
 //! Two header layouts exist. Legacy (63 bytes): `[codec index][12][i32 seed][12 x f32 u1..u12]
 //! [i32 nInit][i32 nInterior][u8 method]`, method low nibble = residual coding, bit 0x80 = an
@@ -22,10 +22,14 @@ pub const REVISED_CANONICAL_HEADER_LEN: usize = 55;
 const REVISED: u8 = 0x40;
 const CHECKSUM: u8 = 0x80;
 
+/// Why an LSOP12 block does not decode.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LsopError {
+    /// The finding code (`gvrs.codec.*`).
     pub code: &'static str,
+    /// Offset in the block.
     pub offset: usize,
+    /// What went wrong, in words.
     pub message: String,
     /// A header value rasterpack does not know (exit 3), rather than damage.
     pub unsupported: bool,
@@ -65,14 +69,20 @@ pub enum ResidualCoding {
 /// A parsed LSOP12 header.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LsopHeader {
+    /// Gridfour 2026's revised header (flag 0x40 of byte 1).
     pub revised: bool,
+    /// How the residuals are coded.
     pub coding: ResidualCoding,
+    /// The first cell's value, from which the predictions start.
     pub seed: i32,
+    /// The 12 predictor coefficients.
     pub u: [f32; 12],
     /// M32 stream lengths in bytes (absent from revised canonical headers, ignored for
     /// canonical residuals).
     pub n_init: i32,
+    /// Bytes of the interior residuals' M32 stream.
     pub n_interior: i32,
+    /// The checksum of the decoded values, when the header carries one.
     pub checksum: Option<u32>,
     /// Bytes before the residual data (checksum included).
     pub len: usize,

@@ -1,4 +1,4 @@
-//! M32: Gridfour's variable-length signed integer code for predictor residuals (errata 13).
+//! M32: Gridfour's variable-length signed integer code for predictor residuals.
 //!
 //! -126..=126 is one signed byte; 0x80 is `i32::MIN`; otherwise a 0x7F (positive) or 0x81
 //! (negative) introducer is followed by 1..=5 big-endian base-128 groups (continuation bit 0x80
@@ -19,6 +19,7 @@ pub enum M32Error {
 }
 
 impl M32Error {
+    /// The finding code (`gvrs.codec.*`).
     pub fn code(self) -> &'static str {
         match self {
             M32Error::Truncated => "gvrs.codec.m32_truncated",
@@ -35,6 +36,7 @@ pub struct M32Reader<'a> {
 }
 
 impl<'a> M32Reader<'a> {
+    /// A reader at the start of `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
         M32Reader { buf, pos: 0 }
     }
@@ -53,6 +55,7 @@ impl<'a> M32Reader<'a> {
         }
     }
 
+    /// The next value of the stream.
     #[inline(always)]
     pub fn next_value(&mut self) -> Result<i32, M32Error> {
         let Some(&b) = self.buf.get(self.pos) else {

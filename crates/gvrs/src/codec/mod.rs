@@ -1,6 +1,6 @@
 //! GVRS compression codecs: GvrsHuffman, GvrsDeflate (each with the four predictors and M32),
 //! GvrsFloat, LSOP12 (legacy and revised headers) and GvrsCanonicalHuffman (Gridfour 2026),
-//! bit-exact with Gridfour (see `docs/formats/gvrs-codecs.md` and the errata sections 12 to 18).
+//! bit-exact with Gridfour (the repository's `docs/formats/gvrs-codecs.md` describes each).
 //!
 //! Every decoder is bounded: the M32 stream length in a block header is checked against the
 //! largest length the tile could need (6 bytes per cell) before anything is allocated, and zlib
@@ -21,10 +21,15 @@ pub use predictor::Predictor;
 /// A codec named in the header's codec list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Codec {
+    /// `GvrsHuffman`: a predictor's residuals as M32 bytes, coded with Gridfour's Huffman code.
     Huffman,
+    /// `GvrsDeflate`: a predictor's residuals as M32 bytes, zlib-compressed.
     Deflate,
+    /// `GvrsFloat`: float bits split into sign, exponent and mantissa bytes, each zlib-compressed.
     Float,
+    /// `LSOP12`: Gridfour's least-squares optimal predictor over 12 neighbours.
     Lsop12,
+    /// `GvrsCanonicalHuffman` (Gridfour 2026): residuals as i32 symbols, canonical Huffman code.
     CanonicalHuffman,
 }
 
@@ -41,6 +46,7 @@ impl Codec {
         }
     }
 
+    /// The name the header's codec list spells it with (`GvrsHuffman`).
     pub fn name(self) -> &'static str {
         match self {
             Codec::Huffman => "GvrsHuffman",

@@ -1,4 +1,4 @@
-//! The four Gridfour predictors (errata 12): residual order and wrapping 32-bit arithmetic.
+//! The four Gridfour predictors: residual order and wrapping 32-bit arithmetic.
 //!
 //! Decoders read residuals from a [`Residuals`] source (an M32 stream for GvrsHuffman and
 //! GvrsDeflate, an i32 slice for GvrsCanonicalHuffman) and must consume it exactly; encoders
@@ -9,13 +9,18 @@ use super::m32::{self, M32Error, M32Reader};
 /// Predictor codes as stored in byte 1 of a Deflate/Huffman block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Predictor {
+    /// Each cell from its left neighbour (the first column from the cell above).
     Differencing = 1,
+    /// Each cell from a linear extrapolation of its two left neighbours.
     Linear = 2,
+    /// Each cell from the plane through its left, upper and upper-left neighbours.
     Triangle = 3,
+    /// Differencing that carries null cells (Gridfour's null code) through unchanged.
     DifferencingWithNulls = 4,
 }
 
 impl Predictor {
+    /// The predictor of a code byte, `None` for an unknown one.
     pub fn from_code(code: u8) -> Option<Predictor> {
         match code {
             1 => Some(Predictor::Differencing),
@@ -26,6 +31,7 @@ impl Predictor {
         }
     }
 
+    /// The predictor's name, as Gridfour spells it.
     pub fn name(self) -> &'static str {
         match self {
             Predictor::Differencing => "Differencing",
@@ -39,6 +45,7 @@ impl Predictor {
 /// Why a predictor could not reconstruct a tile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PredictError {
+    /// The residual stream is damaged.
     M32(M32Error),
     /// The tile shape is one Gridfour cannot use with this predictor (e.g. Linear, 1 column).
     Shape,
@@ -54,6 +61,7 @@ const NULL: i32 = i32::MIN;
 
 /// Where a predictor decoder takes its residuals from, in order.
 pub trait Residuals {
+    /// The next residual.
     fn next_value(&mut self) -> Result<i32, M32Error>;
     /// Error unless every residual was consumed.
     fn finish(&self) -> Result<(), M32Error>;
@@ -76,6 +84,7 @@ pub struct IntResiduals<'a> {
 }
 
 impl<'a> IntResiduals<'a> {
+    /// Residuals taken from `values`, in order.
     pub fn new(values: &'a [i32]) -> Self {
         IntResiduals { values, pos: 0 }
     }
@@ -271,6 +280,7 @@ fn decode_nulls<R: Residuals>(seed: i32, rows: usize, cols: usize, m: &mut R, ou
 
 /// Where a predictor encoder puts its residuals.
 pub trait ResidualSink {
+    /// Append one residual.
     fn push(&mut self, v: i32);
 }
 

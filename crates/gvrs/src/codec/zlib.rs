@@ -24,6 +24,7 @@ pub enum ZlibError {
 }
 
 impl ZlibError {
+    /// The finding code (`gvrs.codec.zlib_*`).
     pub fn code(self) -> &'static str {
         match self {
             ZlibError::TooLong => "gvrs.codec.zlib_too_long",
@@ -33,6 +34,7 @@ impl ZlibError {
         }
     }
 
+    /// What went wrong, in words (`expected`: the decoded length the tile needs).
     pub fn message(self, expected: usize) -> String {
         match self {
             ZlibError::TooLong => format!("zlib stream inflates to more than the expected {expected} bytes"),

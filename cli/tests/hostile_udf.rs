@@ -1,0 +1,220 @@
+//! UDF files whose declared sizes are large, run through every command as a user would (issue
+//! 12): each command's verdict, and its peak RSS (measured by GNU time; the bound is skipped,
+//! with a message, where /usr/bin/time is missing) at most 256 MiB whatever the file declares:
+//! a 512 MiB table (a sparse file), a SimpleU32 stream of 8 MiB that decodes to 512 MiB, a
+//! 64 MiB JSON document, and a 4 MiB file whose overlapping datasets declare 65535 descriptors
+//! each.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use rasterpack_common::{ArrayInfo, ArraySink, DType, Input, Limits, Output as Out};
+use rasterpack_udf::{parse, Hint, Prim, TableSpec, UdfArrayWriter, UdfFile, UdfWriter};
+
+const MIB: u64 = 1 << 20;
+const RSS_LIMIT_KIB: u64 = 256 * 1024;
+
+struct Run {
+    out: Output,
+    /// Peak resident set of the command in KiB, when it could be measured.
+    peak_kib: Option<u64>,
+}
+
+/// Run rasterpack with `args`, under GNU time when it is there.
+fn run(args: &[&str]) -> Run {
+    let bin = env!("CARGO_BIN_EXE_rasterpack");
+    let time = Path::new("/usr/bin/time");
+    if !time.exists() {
+        let out = Command::new(bin).args(args).output().expect("run rasterpack");
+        return Run { out, peak_kib: None };
+    }
+    let out = Command::new(time)
+        .args(["-f", "RASTERPACK_PEAK_KIB=%M", bin])
+        .args(args)
+        .output()
+        .expect("run rasterpack under /usr/bin/time");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let peak_kib = stderr
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("RASTERPACK_PEAK_KIB="))
+        .and_then(|v| v.trim().parse().ok());
+    Run { out, peak_kib }
+}
+
+/// The command exits with `code` within the memory bound.
+#[track_caller]
+fn check(args: &[&str], code: i32) -> Run {
+    let r = run(args);
+    let got = r.out.status.code();
+    assert_eq!(
+        got,
+        Some(code),
+        "{args:?}: exit {got:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&r.out.stdout)
+            .chars()
+            .take(2000)
+            .collect::<String>(),
+        String::from_utf8_lossy(&r.out.stderr)
+    );
+    match r.peak_kib {
+        Some(kib) => {
+            eprintln!("{args:?}: peak RSS {} MiB", kib / 1024);
+            assert!(kib <= RSS_LIMIT_KIB, "{args:?}: peak RSS {} MiB > 256 MiB", kib / 1024);
+        }
+        None => eprintln!("{args:?}: peak RSS not measured (no /usr/bin/time)"),
+    }
+    r
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rasterpack-hostile-udf-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A 512 MiB float32 table [131072, 1024], all zeros but the first value: a sparse file.
+fn big_table(path: &Path) {
+    let f = std::fs::File::create(path).unwrap();
+    let mut w = UdfArrayWriter::new(Out::File(&f));
+    let values = 128 * MIB;
+    w.begin(&ArrayInfo::new(DType::F32, vec![values / 1024, 1024])).unwrap();
+    w.write_at(0, &1.5f32.to_le_bytes()).unwrap();
+    w.fill_at(4, values * 4 - 4, &[0; 4]).unwrap();
+    w.finish().unwrap();
+}
+
+/// Patch descriptor `path` of `bytes` to a u32 table of `shape` compressed with SimpleU32.
+fn make_simple_u32(bytes: &mut [u8], path: &str, shape: [u32; 2]) {
+    let d = UdfFile::from_bytes(bytes.to_vec())
+        .unwrap()
+        .find(path)
+        .unwrap()
+        .1
+        .desc_offset as usize;
+    bytes[d + 4..d + 6].copy_from_slice(&parse::encode_type_info(Prim::U32, 2, Hint::None).to_le_bytes());
+    bytes[d + 6..d + 8].copy_from_slice(&17u16.to_le_bytes());
+    bytes[d + 0x14..d + 0x18].copy_from_slice(&shape[0].to_le_bytes());
+    bytes[d + 0x18..d + 0x1C].copy_from_slice(&shape[1].to_le_bytes());
+}
+
+/// 8 MiB of SimpleU32 "repeat 16" opcodes: 128 Mi words (512 MiB) of zeros.
+fn bomb(path: &Path) {
+    let stream = vec![0xEFu8; 8 << 20];
+    let mut w = UdfWriter::new("BOMB").unwrap();
+    let root = w.add_dataset("ROOT").unwrap();
+    w.set_root(root);
+    w.add(root, TableSpec::array("cz", &[stream.len() as u32], &stream))
+        .unwrap();
+    let mut b = w.to_bytes().unwrap();
+    make_simple_u32(&mut b, "root/cz", [131_072, 1024]);
+    std::fs::write(path, b).unwrap();
+}
+
+/// A JSON table holding an array of 32 Mi zeros (64 MiB).
+fn json(path: &Path) {
+    let n = 32 << 20;
+    let doc = format!("[{}0]", "0,".repeat(n - 1));
+    let mut w = UdfWriter::new("JSON").unwrap();
+    let root = w.add_dataset("ROOT").unwrap();
+    w.set_root(root);
+    let spec = TableSpec::raw("doc", Prim::Custom, Hint::Json, &[n as u32], &[], doc.into_bytes());
+    w.add(root, spec).unwrap();
+    std::fs::write(path, w.to_bytes().unwrap()).unwrap();
+}
+
+/// A root linking 64 times to one 4 MiB dataset with 64 different sizes, whose header
+/// declares 65535 descriptors: without a budget, each size is a dataset of its own and each
+/// decodes 65535 broken descriptors.
+fn overlapping_headers(path: &Path) {
+    let n = 64usize;
+    let mut w = UdfWriter::new("DOS").unwrap();
+    let root = w.add_dataset("ROOT").unwrap();
+    let x = w.add_dataset("X").unwrap();
+    w.set_root(root);
+    w.add(root, TableSpec::links("l", &vec![Some(x); n])).unwrap();
+    w.add(x, TableSpec::array("big", &[4 << 20], &vec![0u8; 4 << 20]))
+        .unwrap();
+    let mut bytes = w.to_bytes().unwrap();
+    let f = UdfFile::open_strict(&Input::from_bytes("d", bytes.clone()), &Limits::default()).unwrap();
+    let loc = f.datasets()[1].location;
+    let base = f.find("l").unwrap().1.data_offset.unwrap() as usize;
+    for k in 0..n {
+        let e = base + 16 * k + 8;
+        bytes[e..e + 8].copy_from_slice(&(loc.size - 16 * k as u64).to_le_bytes());
+    }
+    let d = loc.offset as usize;
+    bytes[d + 0xE..d + 0x10].copy_from_slice(&65535u16.to_le_bytes());
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn a_512_mib_table_validates_and_converts_in_bounded_memory() {
+    let dir = scratch("big");
+    let big = dir.join("big.udf");
+    big_table(&big);
+    check(&["validate", s(&big)], 0);
+    check(&["inspect", s(&big)], 0);
+    let npy = dir.join("big.npy");
+    check(&["convert", s(&big), s(&npy)], 0);
+    let data = std::fs::read(&npy).unwrap_or_default();
+    assert_eq!(data.len() as u64, 128 + 512 * MIB);
+    assert_eq!(data[128..132], 1.5f32.to_le_bytes());
+    assert!(data[132..].iter().all(|&b| b == 0));
+    drop(data);
+    std::fs::remove_file(&npy).unwrap();
+    // UDF to UDF through the streaming writer: the same table (plus the source's facts as
+    // an `attrs` table).
+    let copy = dir.join("copy.udf");
+    check(&["convert", s(&big), s(&copy)], 0);
+    check(&["validate", s(&copy)], 0);
+    let copied = UdfFile::open(&copy).unwrap();
+    let (_, t) = copied.find("root/data").unwrap();
+    assert_eq!((t.data_size, t.shape.axes.clone()), (512 * MIB, vec![131_072, 1024]));
+    assert_eq!(copied.bytes_prefix(t, 4).unwrap(), 1.5f32.to_le_bytes());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_compressed_stream_that_decodes_to_512_mib_streams() {
+    let dir = scratch("bomb");
+    let path = dir.join("bomb.udf");
+    bomb(&path);
+    check(&["validate", s(&path)], 0);
+    check(&["inspect", s(&path)], 0);
+    let npy = dir.join("bomb.npy");
+    check(&["convert", s(&path), s(&npy)], 0);
+    assert_eq!(std::fs::metadata(&npy).unwrap().len(), 128 + 512 * MIB);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn big_json_and_overlapping_headers_stay_bounded() {
+    let dir = scratch("meta");
+    let doc = dir.join("json.udf");
+    json(&doc);
+    check(&["validate", s(&doc)], 0);
+    check(&["inspect", s(&doc)], 0);
+    let headers = dir.join("headers.udf");
+    overlapping_headers(&headers);
+    let r = check(&["validate", "--json", s(&headers)], 1);
+    let report: serde_json::Value = serde_json::from_slice(&r.out.stdout).unwrap();
+    let codes: Vec<&str> = report["files"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"udf.limit.work"), "the entry budget stops the walk");
+    let r = run(&["inspect", s(&headers)]);
+    assert!(matches!(r.out.status.code(), Some(0 | 1)), "{:?}", r.out.status);
+    if let Some(kib) = r.peak_kib {
+        assert!(kib <= RSS_LIMIT_KIB, "inspect: {} MiB", kib / 1024);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,154 @@
+//! [`FoldFile`]: a FOLD file opened for reading, the one type a library user needs.
+
+use std::path::Path;
+
+use rasterpack_common::{
+    ArrayFile, ArrayInfo, ArrayRequest, ArraySink, Error, Findings, Input, Limits, NdArray, Report, Result,
+    ValidateOptions,
+};
+
+use crate::element::{element_labels, npz_chunks};
+use crate::parse::{self, FoldContainer, FoldEntry};
+use crate::pjson::Value;
+use crate::validate::{analyze, FoldAnalysis, FoldAnalyzeOptions};
+use crate::FoldFormat;
+
+/// A FOLD (`.fold` / `.mind`) file opened for reading: its header and JSON index are read and
+/// checked; chunks stay on disk until they are read, and every read runs the checks that
+/// protect the bytes it returns (see the crate docs).
+///
+/// Arrays are the `.npy` members of NPZ0 chunks, named as [`ArrayRequest::for_element`] takes
+/// them: `CHUNK/ARRAY`, or `["CHUNK","ARRAY"]` when a name holds a `/` that makes the short
+/// form ambiguous.
+#[derive(Debug, Clone)]
+pub struct FoldFile {
+    input: Input,
+    limits: Limits,
+    container: FoldContainer,
+    findings: Findings,
+}
+
+impl FoldFile {
+    /// Open the file at `path` with default [`Limits`].
+    pub fn open(path: impl AsRef<Path>) -> Result<FoldFile> {
+        FoldFile::from_input(Input::open(path.as_ref())?, Limits::default())
+    }
+
+    /// Read a FOLD file held in memory, with default [`Limits`].
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<FoldFile> {
+        FoldFile::from_input(Input::from_bytes("<memory>", bytes), Limits::default())
+    }
+
+    /// Read from an [`Input`] with the given limits. Fails (with the finding's code and
+    /// offset) when the file header or the index cannot be read.
+    pub fn from_input(input: Input, limits: Limits) -> Result<FoldFile> {
+        let mut findings = Findings::new();
+        let Some(container) = parse::open(&input, &limits, &mut findings)? else {
+            let f = findings.iter().next();
+            return Err(Error::invalid_at(
+                f.map(|f| f.code.clone()).unwrap_or_else(|| "fold.invalid".into()),
+                f.and_then(|f| f.offset),
+                f.map(|f| f.message.clone())
+                    .unwrap_or_else(|| "not a readable FOLD file".into()),
+            ));
+        };
+        Ok(FoldFile {
+            input,
+            limits,
+            container,
+            findings,
+        })
+    }
+
+    /// The file header and the parsed index.
+    pub fn container(&self) -> &FoldContainer {
+        &self.container
+    }
+
+    /// The index entries, one per chunk, in index order.
+    pub fn chunks(&self) -> &[FoldEntry] {
+        &self.container.index.entries
+    }
+
+    /// The index's `metadata` object, as Python's `json` module reads it.
+    pub fn metadata(&self) -> &Value {
+        &self.container.index.metadata
+    }
+
+    /// Findings about the header and index found while opening (e.g. an unknown version).
+    pub fn open_findings(&self) -> &Findings {
+        &self.findings
+    }
+
+    /// Every check of every layer (see [`crate::validate`]), as a report: findings and summary.
+    pub fn validate(&self) -> Report {
+        FoldFormat.validate_input(
+            &self.input,
+            &ValidateOptions {
+                limits: self.limits,
+                ..Default::default()
+            },
+        )
+    }
+
+    /// The full analysis (per-chunk status, content when `opts.content`).
+    pub fn analyze(&self, opts: &FoldAnalyzeOptions) -> Result<FoldAnalysis> {
+        analyze(&self.input, opts)
+    }
+
+    /// The decoded payload of chunk `name`, after every check that protects it (bounded by the
+    /// limits: for JSON and small chunks; arrays stream with [`ArrayFile::stream`]).
+    pub fn read_chunk(&self, name: &str) -> Result<Vec<u8>> {
+        crate::validate::read_chunk(&self.input, &self.container, name, &self.limits)
+    }
+
+    /// The JSON document of a `JSON` chunk.
+    pub fn read_json(&self, name: &str) -> Result<Value> {
+        let bytes = self.read_chunk(name)?;
+        crate::pjson::parse(&bytes, crate::parse::JSON_MAX_DEPTH).map_err(|e| {
+            Error::invalid_at(
+                "fold.payload.bad_json",
+                None,
+                format!(
+                    "chunk {name:?}: JSON payload invalid at decoded byte {}: {}",
+                    e.offset, e.message
+                ),
+            )
+        })
+    }
+
+    /// One array (or a region of it) in memory: shorthand for [`ArrayFile::read`].
+    pub fn read_array(&self, req: &ArrayRequest) -> Result<NdArray> {
+        ArrayFile::read(self, req)
+    }
+}
+
+impl ArrayFile for FoldFile {
+    fn format_name(&self) -> &'static str {
+        "fold"
+    }
+
+    /// The readable arrays of every NPZ0 chunk that passes its checks (each such chunk is
+    /// verified, as a read would). Damaged chunks and members, and dtypes rasterpack does not
+    /// decode, are left out: [`FoldFile::validate`] reports them.
+    fn arrays(&self) -> Result<Vec<ArrayInfo>> {
+        let (statuses, _) = crate::read::verify_candidates(&self.input, &self.container, None, &self.limits)?;
+        let chunks = npz_chunks(&statuses);
+        Ok(element_labels(&chunks)
+            .into_iter()
+            .filter_map(|(label, info)| {
+                let mut out = ArrayInfo::new(info.dtype?, info.shape.clone());
+                out.name = Some(label);
+                Some(out)
+            })
+            .collect())
+    }
+
+    fn validate(&self) -> Report {
+        FoldFile::validate(self)
+    }
+
+    fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        crate::read::stream_array(&self.input, &self.container, req, sink)
+    }
+}

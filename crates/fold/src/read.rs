@@ -1,0 +1,597 @@
+//! Reading one array: the NPZ0 chunks `--element` may mean are checked as `validate` checks
+//! them (index entry, chunk header, bounds, CRC32C, SHA-256, `chunk_hashes`, ECC repair,
+//! decoded length, the members' local headers and extents; for zstd chunks every member
+//! whole), the element is resolved, then the member is decoded again and its array (or a
+//! region of it) streams into the sink: only as far as the region reaches, from the repaired
+//! payload when ECC repaired the chunk. The member's own CRC-32 and length are checked when it
+//! is decoded to its end.
+//!
+//! Memory is a working set (a zstd window, inflate and read buffers), whatever the array's
+//! size. Chunks the element cannot mean are not read.
+
+use rasterpack_common::npy::NpyHeader;
+use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, Error, Input, Limits, Region, Result};
+
+use crate::element::{npz_chunks, pick_array};
+use crate::npz::{self, array_name, ArrayTarget, CdWalk, WalkMode};
+use crate::parse::{FoldContainer, FoldEntry};
+use crate::raw::{CHUNK_HEADER_LEN, FLAG_NONE};
+use crate::scan::{scan_local, Flow, Stored};
+use crate::validate::{
+    check_chunk, chunk_hashes, duplicate_name_error, name_counts, ChunkContext, FoldAnalyzeOptions, FoldChunkStatus,
+    FoldContent, Layers,
+};
+
+/// Chunks `element` may name: with the explicit `["CHUNK","ARRAY"]` form only chunks of that
+/// name; otherwise every NPZ0 chunk (a bare array name may be in any of them).
+fn candidates<'c>(c: &'c FoldContainer, element: Option<&str>) -> Vec<&'c FoldEntry> {
+    let explicit = element
+        .filter(|e| e.starts_with('['))
+        .and_then(|e| serde_json::from_str::<[String; 2]>(e).ok());
+    c.index
+        .entries
+        .iter()
+        .filter(|e| e.ctype == "NPZ0")
+        .filter(|e| explicit.as_ref().is_none_or(|[chunk, _]| &e.name == chunk))
+        .collect()
+}
+
+/// Verify chunk `e` as `validate` does; its status (errors, arrays, directory) and the
+/// repaired payload when ECC repaired it.
+fn verify_chunk(
+    input: &Input,
+    c: &FoldContainer,
+    e: &FoldEntry,
+    limits: &Limits,
+) -> Result<(FoldChunkStatus, Option<Vec<u8>>)> {
+    let mut l = Layers::default();
+    let hashes = chunk_hashes(c, &mut l);
+    let mut errors = l.errors_since([0; 6]);
+    errors.extend(duplicate_name_error(c, e, &name_counts(c)));
+    let opts = FoldAnalyzeOptions {
+        limits: *limits,
+        content: true,
+        keep_repairs: true,
+        ..Default::default()
+    };
+    let ctx = ChunkContext {
+        input,
+        container: c,
+        hashes: &hashes,
+        opts: &opts,
+        // The member read is checked by the read itself (below): the others need only be
+        // listed. zstd chunks are checked wholly all the same (their directory is at the end).
+        members: WalkMode::List,
+    };
+    let before = l.counts();
+    let mut repairs = Vec::new();
+    let mut st = check_chunk(&ctx, e, &mut l, &mut Vec::new(), &mut repairs)?;
+    errors.extend(l.errors_since(before));
+    st.errors = errors;
+    let payload_off = e.offset + CHUNK_HEADER_LEN;
+    let repaired = repairs.into_iter().find(|(off, _)| *off == payload_off).map(|(_, b)| b);
+    Ok((st, repaired))
+}
+
+/// The NPZ0 chunks `element` may name, each verified: statuses, and repaired payloads.
+pub(crate) type Verified = (Vec<FoldChunkStatus>, Vec<Option<Vec<u8>>>);
+
+/// Verify every NPZ0 chunk `element` may name (see [`candidates`]).
+pub(crate) fn verify_candidates(
+    input: &Input,
+    c: &FoldContainer,
+    element: Option<&str>,
+    limits: &Limits,
+) -> Result<Verified> {
+    let mut statuses = Vec::new();
+    let mut repaired = Vec::new();
+    for e in candidates(c, element) {
+        let (st, rep) = verify_chunk(input, c, e, limits)?;
+        statuses.push(st);
+        repaired.push(rep);
+    }
+    Ok((statuses, repaired))
+}
+
+/// Stream the array `req` names (or `req.region` of it) into `sink`.
+pub(crate) fn stream_array(
+    input: &Input,
+    c: &FoldContainer,
+    req: &ArrayRequest,
+    sink: &mut dyn ArraySink,
+) -> Result<()> {
+    let (statuses, repaired) = verify_candidates(input, c, req.element.as_deref(), &req.limits)?;
+    let chunks = npz_chunks(&statuses);
+    let (chunk, name) = pick_array(&chunks, req.element.as_deref())?;
+    let at = statuses
+        .iter()
+        .position(|s| std::ptr::eq(s, chunk.status))
+        .ok_or_else(|| Error::usage("internal: the chosen chunk is not among those verified"))?;
+    let st = &statuses[at];
+    let e = &st.entry;
+    let payload_off = e.offset + CHUNK_HEADER_LEN;
+    let (Some(h), Some(dir), FoldContent::Npz(arrays)) = (st.header, st.directory.clone(), &st.content) else {
+        return Err(Error::invalid_at(
+            "fold.payload.unreadable",
+            Some(e.offset),
+            format!("chunk {:?} could not be decoded", e.name),
+        ));
+    };
+    let idx = dir
+        .members
+        .iter()
+        .position(|m| array_name(&m.name) == name)
+        .ok_or_else(|| Error::usage(format!("no array {name:?} in chunk {:?}", e.name)))?;
+    if let Some(err) = arrays.get(idx).and_then(|info| info.read_error(&dir.members[idx])) {
+        return Err(Error::new(
+            err.kind,
+            err.code,
+            Some(payload_off),
+            format!("chunk {:?}: {}", e.name, err.message),
+        ));
+    }
+    let stored = match &repaired[at] {
+        Some(bytes) => Stored::Memory(bytes),
+        None => Stored::File {
+            input,
+            offset: payload_off,
+            len: h.comp_len,
+        },
+    };
+    let mut target = RegionTarget {
+        sink,
+        spec: req,
+        name: name.clone(),
+        plan: None,
+    };
+    let mut walk = CdWalk::new(
+        dir,
+        h.uncomp_len,
+        &req.limits,
+        WalkMode::Verify,
+        Some((idx, &mut target)),
+    );
+    // Only the chunk was verified above (its members were listed): the member read is decoded
+    // to its end, so its own CRC-32 is checked even when the region ends early. numpy refuses
+    // a member whose CRC-32 is wrong, and a read never returns what the reference refuses.
+    walk.verify_target(true);
+    match (h.flags, stored) {
+        (FLAG_NONE, Stored::File { input, offset, len }) => {
+            // Stored as is: read only the ranges the walk needs.
+            let mut buf = vec![0u8; npz_piece(len)];
+            while let Some(at) = walk.wants_from() {
+                let n = (len - at).min(buf.len() as u64) as usize;
+                input.read_at(offset + at, &mut buf[..n], "chunk payload")?;
+                if walk.feed_at(at, &buf[..n]) == Flow::Stop {
+                    break;
+                }
+            }
+        }
+        (FLAG_NONE, Stored::Memory(m)) => npz::feed_all(&mut walk, m),
+        (flags, stored) => {
+            let scanned = scan_local(stored, flags, h.uncomp_len, &mut |p| walk.feed(p))?;
+            if let Err((code, msg)) = scanned.decode {
+                return Err(Error::invalid_at(
+                    code,
+                    Some(payload_off),
+                    format!("chunk {:?}: {msg}", e.name),
+                ));
+            }
+        }
+    }
+    let (result, _) = walk.finish_with_target();
+    result.map_err(|err| {
+        Error::new(
+            err.kind,
+            err.code,
+            Some(payload_off),
+            format!("chunk {:?}: {}", e.name, err.message),
+        )
+    })?;
+    target.complete()
+}
+
+fn npz_piece(len: u64) -> usize {
+    len.clamp(1, 4 << 20) as usize
+}
+
+/// Runs of a region in a C-order array: `(source byte offset, length)` in ascending order,
+/// each following the last in the output.
+struct Runs {
+    shape: Vec<u64>,
+    region: Region,
+    elem: u64,
+    /// Bytes per step of the run axis (the axes after it, covered whole), and the run length.
+    inner: u64,
+    run_len: u64,
+    run_axis: usize,
+    idx: Vec<u64>,
+    done: bool,
+}
+
+impl Runs {
+    fn new(shape: &[u64], region: Region, elem: u64) -> Runs {
+        let ndim = shape.len();
+        if ndim == 0 {
+            return Runs {
+                shape: Vec::new(),
+                region,
+                elem,
+                inner: elem,
+                run_len: elem,
+                run_axis: 0,
+                idx: Vec::new(),
+                done: false,
+            };
+        }
+        // Trailing axes the region covers whole merge into one run.
+        let mut split = ndim;
+        while split > 1 && region.ranges[split - 1].start == 0 && region.ranges[split - 1].end == shape[split - 1] {
+            split -= 1;
+        }
+        let inner: u64 = shape[split..].iter().product::<u64>() * elem;
+        let run_axis = split - 1;
+        let run_len = (region.ranges[run_axis].end - region.ranges[run_axis].start) * inner;
+        let idx = region.ranges[..run_axis].iter().map(|r| r.start).collect();
+        let done = shape.contains(&0) || run_len == 0;
+        Runs {
+            shape: shape.to_vec(),
+            region,
+            elem,
+            inner,
+            run_len,
+            run_axis,
+            idx,
+            done,
+        }
+    }
+
+    /// The current run's source offset.
+    fn start(&self) -> u64 {
+        if self.shape.is_empty() {
+            return 0;
+        }
+        let mut linear = 0u64;
+        for axis in 0..=self.run_axis {
+            let pos = if axis == self.run_axis {
+                self.region.ranges[axis].start
+            } else {
+                self.idx[axis]
+            };
+            linear = linear * self.shape[axis] + pos;
+        }
+        linear * (self.inner / self.elem) * self.elem
+    }
+
+    fn advance(&mut self) {
+        if self.shape.is_empty() {
+            self.done = true;
+            return;
+        }
+        let mut axis = self.run_axis;
+        loop {
+            if axis == 0 {
+                self.done = true;
+                return;
+            }
+            axis -= 1;
+            self.idx[axis] += 1;
+            if self.idx[axis] < self.region.ranges[axis].end {
+                return;
+            }
+            self.idx[axis] = self.region.ranges[axis].start;
+        }
+    }
+}
+
+/// What the region target does once the `.npy` header is known.
+struct Plan {
+    runs: Runs,
+    /// Bytes of the current run already delivered.
+    in_run: u64,
+    /// Output offset of the next byte.
+    out: u64,
+    total: u64,
+    elem: usize,
+    swap: bool,
+    /// A value cut by the end of a piece (byte-swapped dtypes only).
+    partial: Vec<u8>,
+}
+
+/// Delivers a member's array, or the requested region of it, to the caller's sink.
+struct RegionTarget<'s, 'r> {
+    sink: &'s mut dyn ArraySink,
+    spec: &'r ArrayRequest,
+    name: String,
+    plan: Option<Plan>,
+}
+
+impl RegionTarget<'_, '_> {
+    /// Every byte of the region was delivered.
+    fn complete(&self) -> Result<()> {
+        match &self.plan {
+            Some(p) if p.out == p.total => Ok(()),
+            Some(p) => Err(Error::invalid_at(
+                npz::MEMBER_DAMAGED,
+                None,
+                format!("array {:?}: {} of {} bytes could be read", self.name, p.out, p.total),
+            )),
+            None => Err(Error::invalid_at(
+                npz::MEMBER_DAMAGED,
+                None,
+                format!("array {:?}: its .npy header could not be read", self.name),
+            )),
+        }
+    }
+
+    fn emit(sink: &mut dyn ArraySink, p: &mut Plan, bytes: &[u8]) -> Result<()> {
+        if !p.swap {
+            sink.write_at(p.out, bytes)?;
+            p.out += bytes.len() as u64;
+            return Ok(());
+        }
+        // Whole values only, swapped to little-endian.
+        let mut buf = std::mem::take(&mut p.partial);
+        buf.extend_from_slice(bytes);
+        let whole = buf.len() / p.elem * p.elem;
+        let (values, rest) = buf.split_at_mut(whole);
+        values.chunks_exact_mut(p.elem).for_each(|v| v.reverse());
+        if !values.is_empty() {
+            sink.write_at(p.out, values)?;
+            p.out += values.len() as u64;
+        }
+        p.partial = rest.to_vec();
+        Ok(())
+    }
+}
+
+impl ArrayTarget for RegionTarget<'_, '_> {
+    fn header(&mut self, h: &NpyHeader) -> Result<()> {
+        let region = self.spec.region_of(&h.shape)?;
+        let mut info = ArrayInfo::new(h.dtype, region.shape());
+        info.name = Some(self.name.clone());
+        let total = info.byte_len()?;
+        self.sink.begin(&info)?;
+        let elem = h.dtype.size();
+        self.plan = Some(Plan {
+            runs: Runs::new(&h.shape, region, elem as u64),
+            in_run: 0,
+            out: 0,
+            total,
+            elem,
+            swap: h.big_endian && elem > 1,
+            partial: Vec::new(),
+        });
+        Ok(())
+    }
+
+    fn data(&mut self, at: u64, bytes: &[u8]) -> Result<Flow> {
+        let Some(p) = self.plan.as_mut() else {
+            return Err(Error::usage("internal: array data before its header"));
+        };
+        let end = at + bytes.len() as u64;
+        while !p.runs.done {
+            let run_start = p.runs.start() + p.in_run;
+            let run_end = p.runs.start() + p.runs.run_len;
+            if run_start >= end {
+                return Ok(Flow::More);
+            }
+            if run_start < at {
+                return Err(Error::usage("internal: array data arrived out of order"));
+            }
+            let upto = run_end.min(end);
+            let piece = &bytes[(run_start - at) as usize..(upto - at) as usize];
+            Self::emit(self.sink, p, piece)?;
+            p.in_run += piece.len() as u64;
+            if p.in_run == p.runs.run_len {
+                p.in_run = 0;
+                p.runs.advance();
+            }
+        }
+        Ok(Flow::Stop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rasterpack_common::{ArrayFile, DType, MemorySink, NdArray, RegionSpec};
+
+    use crate::npz::crc32;
+    use crate::write::{FoldBuilder, FoldChunkOptions, FoldCompression};
+    use crate::FoldFile;
+
+    /// A zip of one member `name.npy` holding `content`, stored or deflated.
+    fn zip_one(name: &str, content: &[u8], deflate: bool) -> Vec<u8> {
+        let data = if deflate {
+            miniz_oxide::deflate::compress_to_vec(content, 6)
+        } else {
+            content.to_vec()
+        };
+        let fname = format!("{name}.npy");
+        let method: u16 = if deflate { 8 } else { 0 };
+        let mut z = Vec::new();
+        z.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+        z.extend_from_slice(&20u16.to_le_bytes());
+        z.extend_from_slice(&0u16.to_le_bytes());
+        z.extend_from_slice(&method.to_le_bytes());
+        z.extend_from_slice(&[0, 0, 0x21, 0]);
+        z.extend_from_slice(&crc32(content).to_le_bytes());
+        z.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        z.extend_from_slice(&(content.len() as u32).to_le_bytes());
+        z.extend_from_slice(&(fname.len() as u16).to_le_bytes());
+        z.extend_from_slice(&0u16.to_le_bytes());
+        z.extend_from_slice(fname.as_bytes());
+        z.extend_from_slice(&data);
+        let cd = z.len() as u32;
+        let mut c = Vec::new();
+        c.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
+        c.extend_from_slice(&[20, 3, 20, 0, 0, 0]);
+        c.extend_from_slice(&method.to_le_bytes());
+        c.extend_from_slice(&[0, 0, 0x21, 0]);
+        c.extend_from_slice(&crc32(content).to_le_bytes());
+        c.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        c.extend_from_slice(&(content.len() as u32).to_le_bytes());
+        c.extend_from_slice(&(fname.len() as u16).to_le_bytes());
+        c.extend_from_slice(&[0; 12]);
+        c.extend_from_slice(&0u32.to_le_bytes());
+        c.extend_from_slice(fname.as_bytes());
+        z.extend_from_slice(&c);
+        z.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+        z.extend_from_slice(&[0, 0, 0, 0, 1, 0, 1, 0]);
+        z.extend_from_slice(&(c.len() as u32).to_le_bytes());
+        z.extend_from_slice(&cd.to_le_bytes());
+        z.extend_from_slice(&0u16.to_le_bytes());
+        z
+    }
+
+    /// A `.npy` member of u16 values `0..n` in shape `shape`, little- or big-endian.
+    fn member(shape: &[u64], big_endian: bool) -> (Vec<u8>, NdArray) {
+        let n: u64 = shape.iter().product();
+        let values: Vec<u16> = (0..n).map(|v| (v * 7 % 65521) as u16).collect();
+        let array = NdArray::from_vec(shape.to_vec(), values.clone()).unwrap();
+        let mut content = rasterpack_common::npy::header_bytes(DType::U16, shape);
+        if big_endian {
+            let at = content.windows(5).position(|w| w == b"'<u2'").unwrap();
+            content[at + 1] = b'>';
+            values.iter().for_each(|v| content.extend_from_slice(&v.to_be_bytes()));
+        } else {
+            content.extend_from_slice(&array.data);
+        }
+        (content, array)
+    }
+
+    /// Every region of every member layout reads what the whole array holds there.
+    #[test]
+    fn regions_read_what_the_array_holds_there() {
+        let shape = [6u64, 5, 4];
+        let specs = ["", "0", "5", "1:3", "2:6,1:4", ":,:,3", "1:2,4,0:2", ":,2:3,:", "5,4,3"];
+        for deflate in [false, true] {
+            for big_endian in [false, true] {
+                for compression in [FoldCompression::None, FoldCompression::Zstd(1)] {
+                    let (content, array) = member(&shape, big_endian);
+                    let zip = zip_one("v", &content, deflate);
+                    let mut b = FoldBuilder::new();
+                    b.add_chunk("c", "NPZ0", &zip, FoldChunkOptions { compression, ecc: None })
+                        .unwrap();
+                    let file = FoldFile::from_bytes(b.to_bytes().unwrap()).unwrap();
+                    assert!(file.validate().is_valid(true));
+                    for spec in specs {
+                        let what = format!("deflate {deflate} big-endian {big_endian} {compression:?} {spec:?}");
+                        let mut req = rasterpack_common::ArrayRequest::for_element("c/v");
+                        let region = if spec.is_empty() {
+                            rasterpack_common::Region::full(&shape)
+                        } else {
+                            rasterpack_common::Region::parse(spec, &shape).unwrap()
+                        };
+                        if !spec.is_empty() {
+                            req = req.with_region(RegionSpec::parse(spec).unwrap());
+                        }
+                        let got = file.read(&req).unwrap_or_else(|e| panic!("{what}: {e}"));
+                        let want = array.region(&region).unwrap();
+                        assert_eq!(got.shape, want.shape, "{what}");
+                        assert_eq!(got.data, want.data, "{what}");
+                        // A sequential sink gets the same bytes in order.
+                        let mut seq = SequentialSink::default();
+                        file.stream(&req, &mut seq).unwrap();
+                        assert_eq!(seq.data, want.data, "{what}: sequential");
+                    }
+                }
+            }
+        }
+    }
+
+    /// A sink that accepts only ascending, gapless writes.
+    #[derive(Default)]
+    struct SequentialSink {
+        data: Vec<u8>,
+    }
+
+    impl rasterpack_common::ArraySink for SequentialSink {
+        fn begin(&mut self, _: &rasterpack_common::ArrayInfo) -> rasterpack_common::Result<()> {
+            Ok(())
+        }
+        fn write_at(&mut self, offset: u64, data: &[u8]) -> rasterpack_common::Result<()> {
+            assert_eq!(offset, self.data.len() as u64, "out of order");
+            self.data.extend_from_slice(data);
+            Ok(())
+        }
+        fn finish(&mut self) -> rasterpack_common::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A damaged chunk delivers nothing: it is verified before the first byte goes out.
+    #[test]
+    fn a_damaged_chunk_delivers_nothing() {
+        let (content, _) = member(&[64, 64], false);
+        let mut b = FoldBuilder::new();
+        b.add_chunk("c", "NPZ0", &zip_one("v", &content, true), FoldChunkOptions::default())
+            .unwrap();
+        let mut bytes = b.to_bytes().unwrap();
+        let last = 28 + 32 + 100;
+        bytes[last] ^= 0x40;
+        let file = FoldFile::from_bytes(bytes).unwrap();
+        let mut seq = SequentialSink::default();
+        let err = file
+            .stream(&rasterpack_common::ArrayRequest::for_element("c/v"), &mut seq)
+            .unwrap_err();
+        assert_eq!(err.code, "fold.integrity.crc_mismatch", "{err}");
+        assert!(seq.data.is_empty());
+        let mut mem = MemorySink::new(Default::default());
+        assert!(file
+            .stream(&rasterpack_common::ArrayRequest::for_element("c/v"), &mut mem)
+            .is_err());
+    }
+
+    /// A region read of a deflated member of a stored chunk delivers only the region, but the
+    /// member is decoded to its end so damage written into its deflate stream after the region
+    /// still fails the read, as it fails numpy's read of the member (and validate).
+    #[test]
+    fn a_region_read_checks_the_whole_member() {
+        // Values deflate cannot squeeze much, so the end of the stream holds the last rows.
+        let mut seed = 5u64;
+        let values: Vec<u16> = (0..2048 * 64)
+            .map(|_| {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (seed >> 48) as u16
+            })
+            .collect();
+        let array = NdArray::from_vec(vec![2048, 64], values).unwrap();
+        let mut content = rasterpack_common::npy::header_bytes(DType::U16, &array.shape);
+        content.extend_from_slice(&array.data);
+        let mut zip = zip_one("v", &content, true);
+        // The deflate data runs from 30 + 5 ("v.npy") to the central directory; damage its
+        // last bytes (the chunk's hashes are computed over the damaged archive).
+        let cd = zip.windows(4).rposition(|w| w == 0x0201_4b50u32.to_le_bytes()).unwrap();
+        for b in &mut zip[cd - 40..cd - 8] {
+            *b ^= 0x5a;
+        }
+        let mut b = FoldBuilder::new();
+        b.add_raw_chunk(
+            "c",
+            "NPZ0",
+            &zip,
+            FoldChunkOptions {
+                compression: FoldCompression::None,
+                ecc: None,
+            },
+        )
+        .unwrap();
+        let file = FoldFile::from_bytes(b.to_bytes().unwrap()).unwrap();
+        let report = file.validate();
+        assert!(
+            report.findings.has_code(crate::npz::MEMBER_DAMAGED),
+            "{:?}",
+            report.findings
+        );
+        let head = rasterpack_common::Region::from_start_size(&[0, 0], &[8, 64]).unwrap();
+        let err = file
+            .read(&rasterpack_common::ArrayRequest::for_element("c/v").with_region(head))
+            .unwrap_err();
+        assert_eq!(err.code, crate::npz::MEMBER_DAMAGED, "{err}");
+        let err = file
+            .read(&rasterpack_common::ArrayRequest::for_element("c/v"))
+            .unwrap_err();
+        assert_eq!(err.code, crate::npz::MEMBER_DAMAGED, "{err}");
+    }
+}
