@@ -9,7 +9,7 @@ use std::time::Instant;
 use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, Input, Limits, Result};
 use rasterpack_vds_meta::layout::VdsCompression;
 use rasterpack_vds_meta::testsupport::{sample_data, write_container, Spec};
-use rasterpack_vds_meta::{ArrayFile, VdsDataset};
+use rasterpack_vds_meta::VdsDataset;
 
 /// A random-access sink into a caller's buffer, reused between reads (as OpenVDS requests fill
 /// a caller's buffer).

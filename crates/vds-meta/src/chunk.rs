@@ -1,5 +1,5 @@
-//! Chunk metadata (hashes, wavelet adaptive levels) and chunk serialization (vds-storage.md
-//! section 5): the DataBlockDescriptor, None / RLE / Zip payloads decoded into buffers of exactly
+//! Chunk metadata (hashes, wavelet adaptive levels) and chunk serialization (a 24-byte
+//! header, the `DataBlockDescriptor`, then the payload): the DataBlockDescriptor, None / RLE / Zip payloads decoded into buffers of exactly
 //! the size the geometry gives (never more: zlib bombs stop at the expected size), wavelet
 //! chunks through [`crate::wavelet`], and value conversions (U8/U16 dequantization, NoValue,
 //! constants).
@@ -24,6 +24,7 @@ pub enum VdsChunkStatus {
 }
 
 impl VdsChunkStatus {
+    /// The status a chunk hash stands for.
     pub fn from_hash(h: u64) -> Self {
         if h == HASH_UNWRITTEN {
             Self::Unwritten
@@ -35,6 +36,7 @@ impl VdsChunkStatus {
             Self::Data
         }
     }
+    /// The status's name in summaries and findings (`unwritten`, `no_value`, ...).
     pub fn name(&self) -> &'static str {
         match self {
             Self::Unwritten => "unwritten",
@@ -63,15 +65,20 @@ pub fn adaptive_level_sizes(total: u64, levels: &[u8; 16]) -> Vec<u64> {
 /// What the geometry says a chunk must look like.
 #[derive(Debug, Clone, Copy)]
 pub struct ChunkSpec {
+    /// Sample format of the channel.
     pub format: VdsSampleFormat,
+    /// Components per voxel (1, 2 or 4).
     pub components: u32,
     /// Number of chunk dims (descriptor dimensionality).
     pub dims: usize,
+    /// Voxels along each chunk dim (stored size, margins included; 1 past `dims`).
     pub size: [u64; 3],
+    /// The layer's compression method.
     pub compression: VdsCompression,
 }
 
 impl ChunkSpec {
+    /// Voxels in the chunk.
     pub fn voxels(&self) -> u64 {
         self.size.iter().product()
     }
@@ -530,7 +537,7 @@ pub fn parse_wavelet_header(b: &[u8]) -> Result<WaveletHeader> {
     })
 }
 
-/// The native value of a constant chunk (vds-storage.md section 5), little-endian bytes.
+/// The native value of a constant chunk (its hash is `0x01010101` in the high 32 bits, the f32 value in the low 32), little-endian bytes.
 pub fn constant_native(ch: &VdsChannel, v: f32) -> Vec<u8> {
     let one = match ch.format {
         VdsSampleFormat::Bit1 => vec![u8::from(v >= 0.5)],
@@ -563,7 +570,7 @@ pub fn constant_native(ch: &VdsChannel, v: f32) -> Vec<u8> {
 }
 
 /// The element an unwritten chunk reads as: the NoValue code/value in `useNoValue` channels,
-/// else the code that quantizes 0.0 in U8/U16 channels (OpenVDS 3.4.9, ERRATA) and 0 in other
+/// else the code that quantizes 0.0 in U8/U16 channels (what OpenVDS 3.4.9 returns) and 0 in other
 /// formats; physical values read 0.0 (`noValue` with NoValue).
 pub fn unwritten_element(ch: &VdsChannel, physical: bool) -> Vec<u8> {
     match (physical, ch.use_no_value) {

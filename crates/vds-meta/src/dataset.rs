@@ -1,5 +1,5 @@
 //! An open dataset: either storage kind, its layout and layers with their geometry and chunk
-//! metadata, and brick decoding (what [`crate::read`] assembles into arrays and regions).
+//! metadata, and brick decoding (what the reads assemble into arrays and regions).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! The JSON documents: `VolumeDataLayout` (axes, channels, layout descriptor, metadata) and
-//! `LayerStatus` (vds-storage.md section 4), parsed into checked model types.
+//! `LayerStatus` (per-layer chunk counts, compression and page tables), parsed into checked model types.
 //!
 //! Parsing is strict about what the rest of the reader depends on (types, enums, sizes) and
 //! returns an error for those; softer departures become findings.
@@ -11,16 +11,24 @@ use serde_json::{Map, Value};
 /// Channel sample formats (`Format_*`), with the code used in chunk descriptors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub enum VdsSampleFormat {
+    /// 1 bit per sample.
     Bit1,
+    /// Unsigned 8-bit integer.
     U8,
+    /// Unsigned 16-bit integer.
     U16,
+    /// 32-bit float.
     R32,
+    /// Unsigned 32-bit integer.
     U32,
+    /// 64-bit float.
     R64,
+    /// Unsigned 64-bit integer.
     U64,
 }
 
 impl VdsSampleFormat {
+    /// The format named `Format_*` in a layout document.
     pub fn from_name(s: &str) -> Option<Self> {
         Some(match s {
             "Format_1Bit" => Self::Bit1,
@@ -33,6 +41,7 @@ impl VdsSampleFormat {
             _ => return None,
         })
     }
+    /// The `Format_*` name.
     pub fn name(self) -> &'static str {
         match self {
             Self::Bit1 => "Format_1Bit",
@@ -68,41 +77,65 @@ impl VdsSampleFormat {
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// One axis of the volume (dim 0 is the fastest-varying).
 pub struct VdsAxis {
+    /// Axis name (`Sample`, `Crossline`, `Inline`, ...).
     pub name: String,
+    /// Unit of the axis coordinates.
     pub unit: String,
+    /// Samples along the axis.
     pub num_samples: u64,
     #[serde(serialize_with = "ser_f64")]
+    /// Coordinate of the first sample.
     pub coordinate_min: f64,
     #[serde(serialize_with = "ser_f64")]
+    /// Coordinate of the last sample.
     pub coordinate_max: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// How a channel's values map onto the volume.
 pub enum VdsChannelMapping {
+    /// One value (of `components`) per voxel.
     Direct,
+    /// `mapped_values` values per trace (dim 0 replaced by the mapped values).
     PerTrace,
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// One channel (a named array over the volume).
 pub struct VdsChannel {
+    /// Channel name (`Amplitude`, ...).
     pub name: String,
+    /// Unit of the values.
     pub unit: String,
+    /// Stored sample format.
     pub format: VdsSampleFormat,
+    /// Components per voxel (1, 2 or 4).
     pub components: u32,
     #[serde(serialize_with = "ser_f64_2")]
+    /// Declared value range `[min, max]`.
     pub value_range: [f64; 2],
+    /// How values map onto the volume.
     pub mapping: VdsChannelMapping,
+    /// Values per trace for per-trace channels.
     pub mapped_values: u64,
+    /// Whether values are discrete (classes, not measurements).
     pub discrete: bool,
+    /// Whether the channel is meant to be displayed.
     pub renderable: bool,
+    /// Whether the writer allowed lossy compression.
     pub allow_lossy_compression: bool,
+    /// Whether `no_value` marks missing samples.
     pub use_no_value: bool,
     #[serde(serialize_with = "ser_f64")]
+    /// The value that marks missing samples (when `use_no_value`).
     pub no_value: f64,
     #[serde(serialize_with = "ser_f64")]
+    /// Scale from integer codes to physical values (`code * scale + offset`).
     pub integer_scale: f64,
     #[serde(serialize_with = "ser_f64")]
+    /// Offset from integer codes to physical values.
     pub integer_offset: f64,
 }
 
@@ -114,38 +147,54 @@ impl VdsChannel {
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// How the volume is cut into bricks and levels of detail.
 pub struct VdsLayoutDescriptor {
     /// `BrickSize_N` as written.
     pub brick_size_enum: String,
     /// Brick edge in voxels (32..4096).
     pub brick_size: u32,
+    /// Margin voxels before each brick.
     pub negative_margin: u32,
+    /// Margin voxels after each brick.
     pub positive_margin: u32,
+    /// Brick size multiplier for 2-D dimension groups.
     pub brick_size_2d_multiplier: u32,
     /// 0 for `LODLevels_None`.
     pub lod_levels: u32,
+    /// Whether 2-D dimension groups get LODs too.
     pub create_2d_lods: bool,
+    /// Whether `full_resolution_dimension` is kept at full resolution in every LOD.
     pub force_full_resolution_dimension: bool,
+    /// The dim kept at full resolution, or -1.
     pub full_resolution_dimension: i32,
 }
 
 /// Metadata value kinds (`Int`, `FloatVector3`, `BLOB`, ...).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum VdsMetaValue {
+    /// Integers (one, or a vector).
     Int(Vec<i64>),
+    /// 32-bit floats, held as f64 (one, or a vector).
     Float(Vec<f64>),
+    /// 64-bit floats (one, or a vector).
     Double(Vec<f64>),
+    /// A string.
     String(String),
+    /// Bytes.
     Blob(Vec<u8>),
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// One metadata item: a value under a category and a name.
 pub struct VdsMetadataItem {
+    /// Category (`SurveyCoordinateSystem`, ...).
     pub category: String,
+    /// Name within the category.
     pub name: String,
     /// The type name as written (`IntVector2`).
     #[serde(rename = "type")]
     pub type_name: String,
+    /// The value.
     pub value: VdsMetaValue,
 }
 
@@ -192,13 +241,18 @@ impl VdsMetadataItem {
 /// The whole `VolumeDataLayout` document.
 #[derive(Debug, Clone, Serialize)]
 pub struct VolumeDataLayout {
+    /// Axes, dim 0 (fastest) first.
     pub axes: Vec<VdsAxis>,
+    /// Channels, the primary one first.
     pub channels: Vec<VdsChannel>,
+    /// Bricks and levels of detail.
     pub layout: VdsLayoutDescriptor,
+    /// Metadata items.
     pub metadata: Vec<VdsMetadataItem>,
 }
 
 impl VolumeDataLayout {
+    /// Number of axes (1 to 6).
     pub fn dimensionality(&self) -> usize {
         self.axes.len()
     }
@@ -210,6 +264,7 @@ impl VolumeDataLayout {
         }
         s
     }
+    /// Index of the channel named `name`.
     pub fn channel_index(&self, name: &str) -> Option<usize> {
         self.channels.iter().position(|c| c.name == name)
     }
@@ -219,39 +274,62 @@ impl VolumeDataLayout {
 /// table.
 #[derive(Debug, Clone, Serialize)]
 pub struct LayerStatus {
+    /// Layer name (`Dimensions_012LOD0`, ...).
     pub layer_name: String,
+    /// Channel the layer stores (none for the primary channel in some writers).
     pub channel_name: Option<String>,
+    /// Dimension group (`Dimensions_012`).
     pub dimension_group: Option<String>,
+    /// Level of detail.
     pub lod: Option<i64>,
+    /// Produce status as written (`Normal`, `Remapped`, `Unavailable`).
     pub produce_status: Option<String>,
+    /// Compression method of the layer's chunks.
     pub compression: VdsCompression,
+    /// Wavelet compression tolerance.
     pub tolerance: f64,
+    /// Chunks in the layer.
     pub chunk_count: u64,
+    /// Chunks stored (not unwritten).
     pub valid_chunk_count: u64,
+    /// Entries per chunk-metadata page.
     pub page_size: u64,
     /// 8, or 28 for wavelet (object store); the container form uses 8 or 24 in its index pages
     /// and is presented here as 8 / 28 too.
     pub metadata_byte_size: u64,
+    /// Whether chunk-metadata pages exist.
     pub has_pages: bool,
+    /// Offsets of the chunk-metadata pages (container form).
     pub page_directory: Option<Vec<i64>>,
+    /// Serialized (stored) size of the layer in bytes.
     pub serialized_size: Option<u64>,
+    /// Uncompressed size of the layer in bytes (wavelet).
     pub uncompressed_size: Option<u64>,
+    /// Bytes needed per adaptive wavelet level.
     pub adaptive_level_sizes: Option<Vec<i64>>,
 }
 
 /// Layer compression methods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum VdsCompression {
+    /// Stored as is.
     None,
+    /// Wavelet (lossy).
     Wavelet,
+    /// Run-length encoding.
     RLE,
+    /// zlib (deflate).
     Zip,
+    /// Wavelet with normalized blocks (lossy).
     WaveletNormalizeBlock,
+    /// Wavelet plus a lossless residual.
     WaveletLossless,
+    /// Wavelet with normalized blocks plus a lossless residual.
     WaveletNormalizeBlockLossless,
 }
 
 impl VdsCompression {
+    /// The method with numeric code `c` (as in chunk headers and layer metadata).
     pub fn from_code(c: i32) -> Option<Self> {
         Some(match c {
             0 => Self::None,
@@ -264,6 +342,7 @@ impl VdsCompression {
             _ => return None,
         })
     }
+    /// The method named `s` in a layout document.
     pub fn from_name(s: &str) -> Option<Self> {
         Some(match s {
             "None" => Self::None,
@@ -276,6 +355,7 @@ impl VdsCompression {
             _ => return None,
         })
     }
+    /// The numeric code.
     pub fn code(self) -> i32 {
         match self {
             Self::None => 0,
@@ -287,6 +367,7 @@ impl VdsCompression {
             Self::WaveletNormalizeBlockLossless => 6,
         }
     }
+    /// The method's name as in layout documents.
     pub fn name(self) -> &'static str {
         match self {
             Self::None => "None",
@@ -298,6 +379,7 @@ impl VdsCompression {
             Self::WaveletNormalizeBlockLossless => "WaveletNormalizeBlockLossless",
         }
     }
+    /// Whether the method is one of the wavelet methods.
     pub fn is_wavelet(self) -> bool {
         !matches!(self, Self::None | Self::RLE | Self::Zip)
     }
@@ -880,6 +962,7 @@ pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Standard base64 (with padding) of `b`.
 pub fn base64_encode(b: &[u8]) -> String {
     let mut s = String::with_capacity(b.len().div_ceil(3) * 4);
     for c in b.chunks(3) {

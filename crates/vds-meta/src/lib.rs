@@ -1,13 +1,96 @@
-//! OpenVDS (VDS) for rasterpack: reads and validates both storage kinds (the single-file `.vds`
-//! "HueDataStore" container and the object-store layout in a directory), decodes None / RLE /
-//! Zip bricks of every format, decodes wavelet bricks (all four wavelet methods, bit-identical
-//! with OpenVDS 3.4.9, [`wavelet`]), and assembles any region of any level of detail.
+//! OpenVDS (VDS) volumes for rasterpack: read and validate both storage kinds (the single-file
+//! `.vds` container and the object-store layout in a directory), decode None / RLE / Zip bricks
+//! of every sample format and wavelet bricks (all four wavelet methods, bit-identical with
+//! OpenVDS 3.4.9, [`wavelet`]), and assemble any region of any level of detail.
+//!
+//! A VDS dataset is a volume of 1 to 6 axes (axis 0 varies fastest) holding one or more
+//! *channels* (named arrays, e.g. `Amplitude`), each stored as *layers* (one per level of
+//! detail) cut into bricks of 32 to 4096 voxels per edge; a JSON document, `VolumeDataLayout`,
+//! describes the axes, channels and bricks, and `LayerStatus` the layers. The format is
+//! OpenVDS's ([documentation](https://osdu.pages.opengroup.org/platform/domain-data-mgmt-services/seismic/open-vds/)); what rasterpack
+//! accepts is written down in the repository's `docs/formats/vds.md`.
+//!
+//! [`VdsDataset`] opens a dataset (a path, bytes, or an [`Input`]); channels are its arrays, by
+//! name, in C axis order (the reverse of VDS's: the slowest axis first, as `.npy` files and
+//! numpy hold them). Read a channel whole or a [`Region`] of it into memory
+//! ([`VdsDataset::read`], typed through [`NdArray::to_vec`] / [`NdArray::as_slice`], or
+//! `ndarray::ArrayD` with the `ndarray` feature), or stream it into any [`ArraySink`] with
+//! memory bounded by [`Limits::working_set`]: only the bricks a region meets are decoded.
+//! [`VdsDataset::validate`] checks every rule, chunk-metadata page and brick.
+//!
+//! ```
+//! use rasterpack_vds_meta::{ArrayRequest, Region, VdsDataset};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // A 4 x 3 x 2 float32 volume as an object-store dataset: the layout, the layer status,
+//! // one page of chunk hashes and one uncompressed brick (made here; real ones come from
+//! // OpenVDS). Value (x, y, z) = 100 z + 10 y + x, with x the fastest axis.
+//! let dir = std::env::temp_dir().join(format!("vds-doc-{}", std::process::id()));
+//! # let _ = std::fs::remove_dir_all(&dir);
+//! std::fs::create_dir_all(dir.join("Dimensions_012LOD0/ChunkMetadata"))?;
+//! let axis = |name: &str, n: u32| {
+//!     format!(r#"{{"name":"{name}","unit":"","numSamples":{n},"coordinateMin":0,"coordinateMax":{}}}"#, n - 1)
+//! };
+//! let layout = format!(
+//!     r#"{{"axisDescriptors":[{},{},{}],
+//!        "channelDescriptors":[{{"format":"Format_R32","components":"Components_1","name":"Amplitude",
+//!          "unit":"","valueRange":[0,300],"channelMapping":"Direct","mappedValues":1,"discrete":false,
+//!          "renderable":true,"allowLossyCompression":true,"useNoValue":false,"noValue":0,
+//!          "integerScale":1,"integerOffset":0}}],
+//!        "layoutDescriptor":{{"brickSize":"BrickSize_32","negativeMargin":0,"positiveMargin":0,
+//!          "brickSize2DMultiplier":4,"lodLevels":"LODLevels_None","create2DLODs":false,
+//!          "forceFullResolutionDimension":false,"fullResolutionDimension":-1}},
+//!        "metadata":[]}}"#,
+//!     axis("Sample", 4), axis("Crossline", 3), axis("Inline", 2)
+//! );
+//! std::fs::write(dir.join("VolumeDataLayout"), layout)?;
+//! let values: Vec<f32> = (0..24).map(|i| (100 * (i / 12) + 10 * (i / 4 % 3) + i % 4) as f32).collect();
+//! // A brick: dimensionality, size x/y/z, format code (3 = R32), components; then the values.
+//! let mut brick: Vec<u8> = [3i32, 4, 3, 2, 3, 1].iter().flat_map(|v| v.to_le_bytes()).collect();
+//! brick.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+//! std::fs::write(dir.join("Dimensions_012LOD0/0"), &brick)?;
+//! // Its hash (any value but the reserved 0, all-ones and constant tags).
+//! std::fs::write(dir.join("Dimensions_012LOD0/ChunkMetadata/0"), 0x1234_5678u64.to_le_bytes())?;
+//! std::fs::write(
+//!     dir.join("LayerStatus"),
+//!     format!(
+//!         r#"[{{"layerName":"Dimensions_012LOD0","channelName":"Amplitude","dimensionGroup":"Dimensions_012",
+//!          "lod":0,"produceStatus":"Normal","compressionMethod":"None","compressionTolerance":0,
+//!          "chunkCount":1,"validChunkCount":1,"chunkMetadataPageSize":1,"chunkMetadataByteSize":8,
+//!          "hasChunkMetadataPages":true,"pageDirectory":[0],"serializedSize":{},"uncompressedSize":96,
+//!          "adaptiveLevelSizes":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}]"#,
+//!         brick.len()
+//!     ),
+//! )?;
+//!
+//! // Open it (a `.vds` file opens the same way) and check every rule and brick.
+//! let dataset = VdsDataset::open(&dir)?;
+//! let report = dataset.validate();
+//! assert!(report.is_valid(false), "{:?}", report.findings);
+//!
+//! // Channels are arrays by name, in C order: [inline, crossline, sample].
+//! let arrays = dataset.arrays()?;
+//! assert_eq!(arrays[0].name.as_deref(), Some("Amplitude"));
+//! assert_eq!(arrays[0].shape, vec![2, 3, 4]);
+//! let whole = dataset.read(&ArrayRequest::for_element("Amplitude"))?;
+//! assert_eq!(whole.to_vec::<f32>()?, values);
+//!
+//! // A region: inline 1, crosslines 1..3, samples 2..4.
+//! let region = Region::from_start_size(&[1, 1, 2], &[1, 2, 2])?;
+//! let part = dataset.read(&ArrayRequest::for_element("Amplitude").with_region(region))?;
+//! assert_eq!(part.shape, vec![1, 2, 2]);
+//! assert_eq!(part.as_slice::<f32>()?, &[112.0, 113.0, 122.0, 123.0]);
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! Layers: [`raw`] (on-disk structs) -> [`container`] / [`store`] (checked parsing and object
 //! access) -> [`layout`] (JSON documents), [`geometry`] (bricks), [`chunk`] (serialization),
 //! [`chunk_table`] (chunk metadata) -> [`dataset`] ([`VdsDataset`]), reads ([`ArrayFile`]) and
-//! [`validate`].
+//! [`validate`]. [`VdsFormat`] is what the `rasterpack` command line drives.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 // 6-D voxel arithmetic indexes several parallel arrays by dimension.
 #![allow(clippy::needless_range_loop)]
 
@@ -113,6 +196,24 @@ impl Format for VdsFormat {
 }
 
 impl VdsDataset {
+    /// The channels as arrays (at LOD0): name, dtype and shape in C axis order.
+    pub fn arrays(&self) -> Result<Vec<ArrayInfo>> {
+        ArrayFile::arrays(self)
+    }
+
+    /// Read what `req` asks for into memory: the channel `req.element` (the primary one when
+    /// `None`), at level of detail `req.lod`, whole or `req.region` of it, within
+    /// `req.limits.max_array_bytes`.
+    pub fn read(&self, req: &ArrayRequest) -> Result<NdArray> {
+        ArrayFile::read(self, req)
+    }
+
+    /// Stream what `req` asks for into `sink` (see [`ArraySink`]): only the bricks the region
+    /// meets are decoded, within `req.limits.working_set`.
+    pub fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        self.stream_request(req, sink)
+    }
+
     /// Check every rule, every chunk-metadata page and every brick (decoded to exactly its
     /// descriptor's size): all findings, with the dataset's summary.
     pub fn validate(&self) -> Report {

@@ -363,16 +363,17 @@ impl<'a> Plan<'a> {
         // Every byte is written by exactly one brick (owned ranges tile the box, checked when
         // the chunk ranges were made), so a reused buffer needs no clearing.
         buf.resize(acc as usize, 0);
-        let target = Mutex::new(&mut buf[..]);
-        let into = GroupTarget {
-            sub_min,
-            sub_max,
-            stride: gstride,
-        };
-        bricks
-            .par_iter()
-            .try_for_each(|&i| self.decode_brick_into(i, &into, &target, pool))?;
-        drop(target);
+        {
+            let target = Mutex::new(&mut buf[..]);
+            let into = GroupTarget {
+                sub_min,
+                sub_max,
+                stride: gstride,
+            };
+            bricks
+                .par_iter()
+                .try_for_each(|&i| self.decode_brick_into(i, &into, &target, pool))?;
+        }
         Ok(GroupOut {
             sub_min,
             sub_max,

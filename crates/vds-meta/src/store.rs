@@ -59,6 +59,7 @@ pub struct DirStore {
 }
 
 impl DirStore {
+    /// Open the object-store dataset in directory `root`.
     pub fn open(root: &Path, limits: &Limits) -> Result<DirStore> {
         if !root.is_dir() {
             return Err(Error::usage(format!("{} is not a directory", root.display())));

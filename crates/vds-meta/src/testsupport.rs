@@ -1,7 +1,7 @@
 //! A small VDS writer for tests, benchmarks and sample files (feature `testsupport`): one
 //! channel, None / RLE / Zip bricks, optional LODs (by subsampling, not OpenVDS's filter),
-//! written as a `.vds` container or an object-store directory. It follows vds-storage.md but is
-//! not a supported writer: it exists so tests can make datasets of any shape and corrupt them.
+//! written as a `.vds` container or an object-store directory. It writes the storage layout the
+//! crate reads (see the repository's `docs/formats/vds.md`) but is not a supported writer: it exists so tests can make datasets of any shape and corrupt them.
 
 use std::path::Path;
 
@@ -16,16 +16,27 @@ use crate::raw::CONTAINER_MAGIC;
 pub struct Spec {
     /// Samples per axis (dim 0 first), 1..6 axes.
     pub dims: Vec<u64>,
+    /// Brick edge in voxels (a power of two, 32..=4096).
     pub brick_size: u32,
+    /// Margin voxels before each brick.
     pub negative_margin: u32,
+    /// Margin voxels after each brick.
     pub positive_margin: u32,
+    /// LOD levels (0: LOD0 only).
     pub lod_levels: u32,
+    /// Sample format.
     pub format: VdsSampleFormat,
+    /// Components per voxel.
     pub components: u32,
+    /// Compression (None, RLE or Zip).
     pub compression: VdsCompression,
+    /// Integer scale of the channel.
     pub integer_scale: f64,
+    /// Integer offset of the channel.
     pub integer_offset: f64,
+    /// Whether `no_value` marks missing samples.
     pub use_no_value: bool,
+    /// The no-value.
     pub no_value: f64,
     /// Index-page / chunk-metadata page entries.
     pub page_entries: u32,
@@ -33,6 +44,7 @@ pub struct Spec {
     pub detect_constants: bool,
     /// Chunks (LOD0 indices) to leave unwritten.
     pub unwritten: Vec<u64>,
+    /// Name of the channel.
     pub channel_name: String,
 }
 
@@ -107,8 +119,11 @@ impl Spec {
 
 /// One serialized layer: name, per-chunk `(hash, bytes)` (`None` = nothing stored).
 pub struct WrittenLayer {
+    /// Layer name.
     pub name: String,
+    /// Per chunk: its hash and its serialized bytes (`None`: nothing stored).
     pub chunks: Vec<(u64, Option<Vec<u8>>)>,
+    /// Chunks with stored bytes.
     pub valid: u64,
     /// Decoded payload bytes of the stored (non-constant) chunks.
     pub uncompressed: u64,
@@ -248,6 +263,10 @@ fn serialize_chunk(spec: &Spec, g: &LayerGeometry, e: &ChunkExtent, payload: Vec
     (fnv(&obj), obj, body.len() as u64)
 }
 
+/// A file table row: name, page directory offset, chunk count, entries per index page, file
+/// type, chunk and file metadata lengths.
+type FileRow<'a> = (&'a str, i64, i32, i32, [u8; 4], i32, i32);
+
 /// Write a LOD0-only `.vds` container into `file` brick by brick, holding one brick at a time
 /// (for datasets larger than memory): `brick(i, extent)` gives chunk `i`'s native values
 /// (X fastest over its stored box, `extent.stored_size` voxels) or `None` to leave it
@@ -325,7 +344,7 @@ pub fn write_container_bricks(
     at += 28 + 8 * page_offsets.len() as u64;
     let table = at;
     let name_len = g.name.len().max("VolumeDataLayout".len()).div_ceil(8) * 8;
-    let files: [(&str, i64, i32, i32, [u8; 4], i32, i32); 2] = [
+    let files: [FileRow; 2] = [
         ("VolumeDataLayout", json_dir as i64, 1, 1, *b"JSON", 0, 0),
         (
             &g.name,

@@ -37,7 +37,7 @@ fn read_channel(
     channel: Option<&str>,
     physical: bool,
 ) -> rasterpack_vds_meta::Result<rasterpack_vds_meta::NdArray> {
-    use rasterpack_vds_meta::{ArrayFile, ArrayRequest};
+    use rasterpack_vds_meta::ArrayRequest;
     ds.read(&ArrayRequest {
         element: channel.map(str::to_string),
         physical,
@@ -300,7 +300,7 @@ fn check_layer(name: &str, ds: &VdsDataset, tl: &Value) {
         // Headers and levels parse (the data is read below like any other layer's).
         for (i, m) in layer.chunks.stored() {
             if m.status() == chunk::VdsChunkStatus::Data {
-                let b = ds.chunk_bytes(layer, i as u64).unwrap().unwrap();
+                let b = ds.chunk_bytes(layer, i).unwrap().unwrap();
                 let h = chunk::parse_wavelet_header(&b).unwrap();
                 assert!((671..=673).contains(&h.version));
                 assert_eq!(h.compressed_size as usize, b.len());
@@ -418,7 +418,7 @@ fn check_layer(name: &str, ds: &VdsDataset, tl: &Value) {
         lo[d] = shape[d] / 3;
         hi[d] = (shape[d] * 3 / 4).max(lo[d] + 1);
     }
-    let sub = read_box(&ds, li, lo, hi, VdsValues::Physical).unwrap();
+    let sub = read_box(ds, li, lo, hi, VdsValues::Physical).unwrap();
     let mut k = 0usize;
     let mut p = lo;
     loop {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use rasterpack_common::{ArrayRequest, Findings, Limits, Result};
 use rasterpack_vds_meta::store::ObjectStore;
 use rasterpack_vds_meta::testsupport::Spec;
-use rasterpack_vds_meta::{ArrayFile, VdsDataset};
+use rasterpack_vds_meta::VdsDataset;
 use serde_json::{json, Value};
 
 /// An object store in memory that counts the work asked of it.
@@ -65,7 +65,7 @@ impl ObjectStore for Counting {
 fn chunk(size: [u64; 3], v: f32) -> Vec<u8> {
     let mut obj = Vec::new();
     for x in [3, size[0] as i32, size[1] as i32, size[2] as i32, 3, 1] {
-        obj.extend_from_slice(&(x as i32).to_le_bytes());
+        obj.extend_from_slice(&x.to_le_bytes());
     }
     let n = size.iter().product::<u64>();
     for i in 0..n {

@@ -18,7 +18,7 @@ fn read_channel(
     channel: Option<&str>,
     physical: bool,
 ) -> rasterpack_vds_meta::Result<rasterpack_vds_meta::NdArray> {
-    use rasterpack_vds_meta::{ArrayFile, ArrayRequest};
+    use rasterpack_vds_meta::ArrayRequest;
     ds.read(&ArrayRequest {
         element: channel.map(str::to_string),
         physical,

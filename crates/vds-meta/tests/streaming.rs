@@ -9,7 +9,7 @@ use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, ErrorKind, Input, Li
 use rasterpack_vds_meta::container::Container;
 use rasterpack_vds_meta::layout::{VdsCompression, VdsSampleFormat};
 use rasterpack_vds_meta::testsupport::{sample_data, write_container, write_container_bricks, Spec};
-use rasterpack_vds_meta::{ArrayFile, NdArray, VdsDataset, VdsValues};
+use rasterpack_vds_meta::{NdArray, VdsDataset, VdsValues};
 
 /// A sink that takes bytes only in order (like a pipe), collecting them.
 #[derive(Default)]

@@ -18,6 +18,7 @@ use tree::{Overwrite, Plan, Walk, LEVELS};
 
 /// Stream versions 1.4, 1.5 and 1.6.
 pub const VERSION_MIN: i32 = 671;
+/// Newest stream version decoded (1.6).
 pub const VERSION_MAX: i32 = 673;
 const VERSION_STREAM_FIX: i32 = 673;
 /// OpenVDS's cap on every axis of a wavelet brick.
@@ -42,10 +43,15 @@ pub struct WaveletParams {
     pub normalize: bool,
     /// `*Lossless` methods (a full-quality read applies the lossless residual).
     pub lossless: bool,
+    /// The channel's value range.
     pub value_range: [f32; 2],
+    /// The channel's integer scale.
     pub integer_scale: f32,
+    /// The channel's integer offset.
     pub integer_offset: f32,
+    /// Whether the channel uses a no-value.
     pub use_no_value: bool,
+    /// The channel's no-value.
     pub no_value: f32,
     /// The brick's size from the layer geometry (X, Y, Z).
     pub size: [u64; 3],
@@ -59,8 +65,11 @@ pub struct WaveletParams {
 pub struct WaveletInfo {
     /// The format written to the output: R32, U8 or U16.
     pub format: VdsSampleFormat,
+    /// Stream version (671..=673).
     pub version: i32,
+    /// Dimensions of the transform.
     pub dimensions: i32,
+    /// Integer flags: 1 integer, 2 lossless-optimised, 4 diff-pass, 8 16-bit.
     pub integer_info: i32,
     /// For adaptive level k: the bytes of the chunk a decode at that level reads.
     pub level_need: [u64; LEVELS],
