@@ -137,7 +137,12 @@ impl Format for VdsFormat {
         "vds"
     }
     fn honours(&self) -> &'static [RequestFlag] {
-        &[RequestFlag::Element, RequestFlag::Physical]
+        &[
+            RequestFlag::Element,
+            RequestFlag::Physical,
+            RequestFlag::Region,
+            RequestFlag::Lod,
+        ]
     }
     fn description(&self) -> &'static str {
         "OpenVDS volume data store (.vds container or object-store directory)"
