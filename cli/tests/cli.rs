@@ -192,13 +192,6 @@ enum Rule {
 }
 
 const KNOWN_EXCEPTIONS: &[(&str, Rule, &str)] = &[
-    // TODO(VDS helper, issue 13 item 4): the VDS crate's rework renames its summary keys
-    // (numSamples, containerFiles, brickSize, ...) to snake_case; remove this entry then.
-    (
-        "vds",
-        Rule::SnakeCaseKeys,
-        "VDS summary keys are camelCase until the VDS rework",
-    ),
     // TODO(FOLD helper, issue 13 item 4): NPZ arrays' dtype is the descr (<f4) until the FOLD
     // rework writes numpy names; remove this entry then.
     (

@@ -7,7 +7,7 @@
 //! `for f in $RASTERPACK_CORPUS/vds/chunks/*Wavelet*; do (printf '\x00'; cat $f) > corpus/vds_wavelet/$(basename $f); done`.
 use libfuzzer_sys::fuzz_target;
 use rasterpack_vds_meta::chunk::{self, ChunkSpec};
-use rasterpack_vds_meta::layout::{Channel, ChannelMapping, Compression, SampleFormat};
+use rasterpack_vds_meta::layout::{VdsChannel, VdsChannelMapping, VdsCompression, VdsSampleFormat};
 use rasterpack_vds_meta::wavelet::{fse, WaveletScratch};
 
 fuzz_target!(|data: &[u8]| {
@@ -26,20 +26,20 @@ fuzz_target!(|data: &[u8]| {
     for a in 0..dims {
         size[a] = rd(8 + 4 * a as usize).clamp(1, 512) as u64;
     }
-    let format = [SampleFormat::R32, SampleFormat::U8, SampleFormat::U16][(flags & 3) as usize % 3];
+    let format = [VdsSampleFormat::R32, VdsSampleFormat::U8, VdsSampleFormat::U16][(flags & 3) as usize % 3];
     let compression = [
-        Compression::Wavelet,
-        Compression::WaveletLossless,
-        Compression::WaveletNormalizeBlock,
-        Compression::WaveletNormalizeBlockLossless,
+        VdsCompression::Wavelet,
+        VdsCompression::WaveletLossless,
+        VdsCompression::WaveletNormalizeBlock,
+        VdsCompression::WaveletNormalizeBlockLossless,
     ][((flags >> 2) & 3) as usize];
-    let ch = Channel {
+    let ch = VdsChannel {
         name: "A".into(),
         unit: String::new(),
         format,
         components: 1,
         value_range: [-1.0, 1.0],
-        mapping: ChannelMapping::Direct,
+        mapping: VdsChannelMapping::Direct,
         mapped_values: 1,
         discrete: false,
         renderable: true,

@@ -6,10 +6,31 @@
 
 use std::time::Instant;
 
-use rasterpack_common::{Input, Limits};
-use rasterpack_vds_meta::layout::Compression;
+use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, Input, Limits, Result};
+use rasterpack_vds_meta::layout::VdsCompression;
 use rasterpack_vds_meta::testsupport::{sample_data, write_container, Spec};
-use rasterpack_vds_meta::{read_channel, Dataset, Values};
+use rasterpack_vds_meta::VdsDataset;
+
+/// A random-access sink into a caller's buffer, reused between reads (as OpenVDS requests fill
+/// a caller's buffer).
+struct Reused<'a>(&'a mut Vec<u8>);
+
+impl ArraySink for Reused<'_> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        self.0.resize(info.byte_len()? as usize, 0);
+        Ok(())
+    }
+    fn random_access(&self) -> bool {
+        true
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        self.0[offset as usize..offset as usize + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
 
 /// Process CPU time (user + system, all threads) in seconds, from /proc (Linux; 0 elsewhere).
 /// The machine is shared: wall time under load says little, CPU time per byte says more.
@@ -40,7 +61,7 @@ fn main() {
     let bytes = data.len() as f64;
     println!("threads: {}", rayon::current_num_threads());
     let only = std::env::var("VDS_BENCH_ONLY").ok();
-    for compression in [Compression::None, Compression::RLE, Compression::Zip] {
+    for compression in [VdsCompression::None, VdsCompression::RLE, VdsCompression::Zip] {
         if only.as_deref().is_some_and(|o| o != compression.name()) {
             continue;
         }
@@ -59,29 +80,30 @@ fn main() {
         let cpu0 = cpu_seconds();
         for _ in 0..runs {
             let t = Instant::now();
-            let ds = Dataset::open(&input, &Limits::default()).expect("dataset");
-            let a = read_channel(&ds, None, false).expect("read");
+            let ds = VdsDataset::from_input(input.clone(), Limits::default()).expect("dataset");
+            let a = ds.read(&ArrayRequest::default()).expect("read");
             let dt = t.elapsed().as_secs_f64();
             assert_eq!(a.data.len(), data.len());
             best = best.min(dt);
         }
         let cpu = (cpu_seconds() - cpu0) / runs as f64;
         // Into a reused caller buffer (as OpenVDS requests fill a caller's buffer).
-        let ds = Dataset::open(&input, &Limits::default()).expect("dataset");
-        let li = ds.lod0_layer(0).expect("layer");
-        let shape = ds.layers[li].geometry.as_ref().expect("geometry").shape;
+        let ds = VdsDataset::from_input(input.clone(), Limits::default()).expect("dataset");
         let mut buf = vec![0u8; data.len()];
         let mut best_into = f64::INFINITY;
         let cpu1 = cpu_seconds();
         for _ in 0..runs {
             let t = Instant::now();
-            ds.read_box_into(li, [0; 6], shape, Values::Native, &mut buf)
+            ds.stream(&ArrayRequest::default(), &mut Reused(&mut buf))
                 .expect("read");
             best_into = best_into.min(t.elapsed().as_secs_f64());
         }
         let cpu_into = (cpu_seconds() - cpu1) / runs as f64;
         assert!(buf == data);
-        let check = read_channel(&Dataset::open(&input, &Limits::default()).unwrap(), None, false).unwrap();
+        let check = VdsDataset::from_input(input.clone(), Limits::default())
+            .unwrap()
+            .read(&ArrayRequest::default())
+            .unwrap();
         assert!(check.data == data, "decoded data differs");
         let threads = rayon::current_num_threads() as f64;
         println!(

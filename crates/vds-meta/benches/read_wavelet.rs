@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use rasterpack_common::{ArrayRequest, Format, Input, WriteOptions};
-use rasterpack_vds_meta::layout::SampleFormat;
+use rasterpack_vds_meta::layout::VdsSampleFormat;
 use rasterpack_vds_meta::wavelet::{self, WaveletParams, WaveletScratch};
 use rasterpack_vds_meta::VdsFormat;
 
@@ -40,9 +40,9 @@ fn vectors(dir: &Path) {
         let bytes = std::fs::read(dir.join("chunks").join(file)).expect("vector");
         let d = &v["decode_parameters"];
         let fmt = match d["destinationFormat"].as_str() {
-            Some("U8") => SampleFormat::U8,
-            Some("U16") => SampleFormat::U16,
-            _ => SampleFormat::R32,
+            Some("U8") => VdsSampleFormat::U8,
+            Some("U16") => VdsSampleFormat::U16,
+            _ => VdsSampleFormat::R32,
         };
         let size: Vec<u64> = v["expected"]["size"]
             .as_array()

@@ -1,18 +1,18 @@
-//! Chunk metadata (hashes, wavelet adaptive levels) and chunk serialization (vds-storage.md
-//! section 5): the DataBlockDescriptor, None / RLE / Zip payloads decoded into buffers of exactly
+//! Chunk metadata (hashes, wavelet adaptive levels) and chunk serialization (a 24-byte
+//! header, the `DataBlockDescriptor`, then the payload): the DataBlockDescriptor, None / RLE / Zip payloads decoded into buffers of exactly
 //! the size the geometry gives (never more: zlib bombs stop at the expected size), wavelet
 //! chunks through [`crate::wavelet`], and value conversions (U8/U16 dequantization, NoValue,
 //! constants).
 
 use rasterpack_common::{Error, Result};
 
-use crate::layout::{Channel, Compression, SampleFormat};
+use crate::layout::{VdsChannel, VdsCompression, VdsSampleFormat};
 use crate::raw::{DataBlockDescriptor, RleHeader, WaveletHeader, HASH_CONSTANT_TAG, HASH_NOVALUE, HASH_UNWRITTEN};
 use crate::wavelet::{self, WaveletInfo, WaveletParams, WaveletScratch};
 
 /// What a chunk's hash says about it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ChunkStatus {
+pub enum VdsChunkStatus {
     /// Hash 0: never written.
     Unwritten,
     /// All voxels NoValue (hash all ones).
@@ -23,7 +23,8 @@ pub enum ChunkStatus {
     Data,
 }
 
-impl ChunkStatus {
+impl VdsChunkStatus {
+    /// The status a chunk hash stands for.
     pub fn from_hash(h: u64) -> Self {
         if h == HASH_UNWRITTEN {
             Self::Unwritten
@@ -35,6 +36,7 @@ impl ChunkStatus {
             Self::Data
         }
     }
+    /// The status's name in summaries and findings (`unwritten`, `no_value`, ...).
     pub fn name(&self) -> &'static str {
         match self {
             Self::Unwritten => "unwritten",
@@ -63,21 +65,26 @@ pub fn adaptive_level_sizes(total: u64, levels: &[u8; 16]) -> Vec<u64> {
 /// What the geometry says a chunk must look like.
 #[derive(Debug, Clone, Copy)]
 pub struct ChunkSpec {
-    pub format: SampleFormat,
+    /// Sample format of the channel.
+    pub format: VdsSampleFormat,
+    /// Components per voxel (1, 2 or 4).
     pub components: u32,
     /// Number of chunk dims (descriptor dimensionality).
     pub dims: usize,
+    /// Voxels along each chunk dim (stored size, margins included; 1 past `dims`).
     pub size: [u64; 3],
-    pub compression: Compression,
+    /// The layer's compression method.
+    pub compression: VdsCompression,
 }
 
 impl ChunkSpec {
+    /// Voxels in the chunk.
     pub fn voxels(&self) -> u64 {
         self.size.iter().product()
     }
     /// Serialized payload bytes (1-bit packed per row).
     pub fn payload_len(&self) -> Option<u64> {
-        if self.format == SampleFormat::Bit1 {
+        if self.format == VdsSampleFormat::Bit1 {
             self.size[0]
                 .div_ceil(8)
                 .checked_mul(self.size[1])?
@@ -90,7 +97,7 @@ impl ChunkSpec {
     }
     /// RLE unit: the element size when 1, 2, 4 or 8, else the component size.
     pub fn rle_unit(&self) -> u64 {
-        if self.format == SampleFormat::Bit1 {
+        if self.format == VdsSampleFormat::Bit1 {
             return 1;
         }
         let e = self.format.native_bytes() as u64 * self.components as u64;
@@ -156,7 +163,12 @@ pub fn check_descriptor(d: &DataBlockDescriptor, spec: &ChunkSpec) -> Result<()>
 
 /// How a chunk of a wavelet layer decodes: the channel's format, value conversion and NoValue,
 /// the method's normalization / lossless flags, and the brick from the geometry.
-pub fn wavelet_params(ch: &Channel, spec: &ChunkSpec, destination: SampleFormat, max_alloc: u64) -> WaveletParams {
+pub fn wavelet_params(
+    ch: &VdsChannel,
+    spec: &ChunkSpec,
+    destination: VdsSampleFormat,
+    max_alloc: u64,
+) -> WaveletParams {
     WaveletParams {
         // Four lists of at most 16 bytes per entry stay within the allocation limit.
         max_list_entries: usize::try_from(max_alloc / 64).unwrap_or(usize::MAX),
@@ -164,11 +176,11 @@ pub fn wavelet_params(ch: &Channel, spec: &ChunkSpec, destination: SampleFormat,
         destination,
         normalize: matches!(
             spec.compression,
-            Compression::WaveletNormalizeBlock | Compression::WaveletNormalizeBlockLossless
+            VdsCompression::WaveletNormalizeBlock | VdsCompression::WaveletNormalizeBlockLossless
         ),
         lossless: matches!(
             spec.compression,
-            Compression::WaveletLossless | Compression::WaveletNormalizeBlockLossless
+            VdsCompression::WaveletLossless | VdsCompression::WaveletNormalizeBlockLossless
         ),
         value_range: [ch.value_range[0] as f32, ch.value_range[1] as f32],
         integer_scale: ch.integer_scale as f32,
@@ -186,7 +198,7 @@ pub fn wavelet_params(ch: &Channel, spec: &ChunkSpec, destination: SampleFormat,
 pub fn decode_wavelet(
     bytes: &[u8],
     spec: &ChunkSpec,
-    ch: &Channel,
+    ch: &VdsChannel,
     physical: bool,
     levels: Option<&[u8; 16]>,
     max_alloc: u64,
@@ -217,7 +229,7 @@ pub fn decode_wavelet(
             format!("wavelet brick of {picture} bytes exceeds the limit"),
         ));
     }
-    let destination = if physical { SampleFormat::R32 } else { ch.format };
+    let destination = if physical { VdsSampleFormat::R32 } else { ch.format };
     let info = wavelet::decode(bytes, &wavelet_params(ch, spec, destination, max_alloc), scratch, out)?;
     if let Some(levels) = levels.filter(|l| l[0] != 0) {
         if let Some(msg) = wavelet::check_levels(&info, bytes.len() as u64, levels) {
@@ -248,7 +260,7 @@ pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut 
     }
     let body = &bytes[24..];
     match spec.compression {
-        Compression::None => {
+        VdsCompression::None => {
             if body.len() as u64 != want {
                 return Err(Error::invalid(
                     "vds.chunk.size",
@@ -261,13 +273,13 @@ pub fn decode_payload(bytes: &[u8], spec: &ChunkSpec, max_alloc: u64, out: &mut 
             }
             Ok(Some(24))
         }
-        Compression::Zip => {
+        VdsCompression::Zip => {
             // Every byte is overwritten by a successful decode: keep old contents, no memset.
             out.resize(want as usize, 0);
             zip_decode(body, out).map_err(|e| e.shifted(24))?;
             Ok(None)
         }
-        Compression::RLE => {
+        VdsCompression::RLE => {
             let unit = check_rle_header(body, want, spec)?;
             out.resize(want as usize, 0);
             rle_decode(&body[12..], unit, out).map_err(|e| e.shifted(36))?;
@@ -335,8 +347,8 @@ pub fn decode_rle_rows(bytes: &[u8], spec: &ChunkSpec, out: &mut [u8], row_len: 
     let want = spec
         .payload_len()
         .ok_or_else(|| Error::invalid_at("vds.chunk.size", None, "chunk payload size overflows"))?;
-    if spec.format == SampleFormat::Bit1
-        || spec.compression != Compression::RLE
+    if spec.format == VdsSampleFormat::Bit1
+        || spec.compression != VdsCompression::RLE
         || want != (row_len * starts.len()) as u64
     {
         return Err(Error::usage("decode_rle_rows: rows do not cover the payload"));
@@ -434,6 +446,8 @@ pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, 
     let n = row_len * starts.len();
     let mut i = 0usize;
     let mut o = 0usize;
+    // The output position `o` as (row, offset in the row), advanced without divisions.
+    let (mut row, mut col) = (0usize, 0usize);
     while o < n {
         let Some(&u0) = src.get(i) else {
             return Err(Error::invalid(
@@ -473,9 +487,9 @@ pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, 
         // Write the run, split at row ends (rows hold whole units, so patterns stay in phase).
         let mut done = 0;
         while done < bytes {
-            let (r, off) = ((o + done) / row_len, (o + done) % row_len);
-            let len = (row_len - off).min(bytes - done);
-            let dst = &mut out[starts[r] + off..starts[r] + off + len];
+            let len = (row_len - col).min(bytes - done);
+            let at = starts[row] + col;
+            let dst = &mut out[at..at + len];
             if literal {
                 dst.copy_from_slice(&data[done..done + len]);
             } else if unit == 1 {
@@ -486,6 +500,11 @@ pub fn rle_decode_rows(src: &[u8], unit: usize, out: &mut [u8], row_len: usize, 
                 }
             }
             done += len;
+            col += len;
+            if col == row_len {
+                col = 0;
+                row += 1;
+            }
         }
         o += bytes;
     }
@@ -518,15 +537,15 @@ pub fn parse_wavelet_header(b: &[u8]) -> Result<WaveletHeader> {
     })
 }
 
-/// The native value of a constant chunk (vds-storage.md section 5), little-endian bytes.
-pub fn constant_native(ch: &Channel, v: f32) -> Vec<u8> {
+/// The native value of a constant chunk (its hash is `0x01010101` in the high 32 bits, the f32 value in the low 32), little-endian bytes.
+pub fn constant_native(ch: &VdsChannel, v: f32) -> Vec<u8> {
     let one = match ch.format {
-        SampleFormat::Bit1 => vec![u8::from(v >= 0.5)],
-        SampleFormat::U8 => vec![quantize(ch, v) as u8],
-        SampleFormat::U16 => (quantize(ch, v) as u16).to_le_bytes().to_vec(),
-        SampleFormat::R32 => v.to_le_bytes().to_vec(),
-        SampleFormat::R64 => (v as f64).to_le_bytes().to_vec(),
-        SampleFormat::U32 => {
+        VdsSampleFormat::Bit1 => vec![u8::from(v >= 0.5)],
+        VdsSampleFormat::U8 => vec![quantize(ch, v) as u8],
+        VdsSampleFormat::U16 => (quantize(ch, v) as u16).to_le_bytes().to_vec(),
+        VdsSampleFormat::R32 => v.to_le_bytes().to_vec(),
+        VdsSampleFormat::R64 => (v as f64).to_le_bytes().to_vec(),
+        VdsSampleFormat::U32 => {
             let x = v + 0.5;
             // OpenVDS converts through a float-to-int cast: values at or past 2^32 wrap to 0.
             let u = if x.is_nan() || x <= 0.0 || x >= 4_294_967_296.0 {
@@ -536,7 +555,7 @@ pub fn constant_native(ch: &Channel, v: f32) -> Vec<u8> {
             };
             u.to_le_bytes().to_vec()
         }
-        SampleFormat::U64 => {
+        VdsSampleFormat::U64 => {
             let x = v + 0.5;
             // As for U32: at or past 2^64 (e.g. a stored f32 of all ones) OpenVDS reads 0.
             let u = if x.is_nan() || x <= 0.0 || x >= 18_446_744_073_709_551_616.0 {
@@ -551,27 +570,27 @@ pub fn constant_native(ch: &Channel, v: f32) -> Vec<u8> {
 }
 
 /// The element an unwritten chunk reads as: the NoValue code/value in `useNoValue` channels,
-/// else the code that quantizes 0.0 in U8/U16 channels (OpenVDS 3.4.9, ERRATA) and 0 in other
+/// else the code that quantizes 0.0 in U8/U16 channels (what OpenVDS 3.4.9 returns) and 0 in other
 /// formats; physical values read 0.0 (`noValue` with NoValue).
-pub fn unwritten_element(ch: &Channel, physical: bool) -> Vec<u8> {
+pub fn unwritten_element(ch: &VdsChannel, physical: bool) -> Vec<u8> {
     match (physical, ch.use_no_value) {
         (true, true) => (ch.no_value as f32).to_le_bytes().repeat(ch.components as usize),
         (true, false) => 0f32.to_le_bytes().repeat(ch.components as usize),
         (false, true) => novalue_native(ch),
         (false, false) => match ch.format {
-            SampleFormat::U8 | SampleFormat::U16 => constant_native(ch, 0.0),
+            VdsSampleFormat::U8 | VdsSampleFormat::U16 => constant_native(ch, 0.0),
             _ => vec![0u8; ch.format.native_bytes() * ch.components as usize],
         },
     }
 }
 
 /// The native value of NoValue voxels (NoValue chunks; unwritten chunks of useNoValue channels).
-pub fn novalue_native(ch: &Channel) -> Vec<u8> {
+pub fn novalue_native(ch: &VdsChannel) -> Vec<u8> {
     match ch.format {
-        SampleFormat::U8 => vec![0xFF; ch.components as usize],
-        SampleFormat::U16 => [0xFFu8, 0xFF].repeat(ch.components as usize),
+        VdsSampleFormat::U8 => vec![0xFF; ch.components as usize],
+        VdsSampleFormat::U16 => [0xFFu8, 0xFF].repeat(ch.components as usize),
         _ => constant_native(
-            &Channel {
+            &VdsChannel {
                 format: ch.format,
                 ..ch.clone()
             },
@@ -582,9 +601,9 @@ pub fn novalue_native(ch: &Channel) -> Vec<u8> {
 
 /// U8/U16 code of a float value: `q = (v - offset) * (1 / scale)` in f32, clamped to the buckets
 /// (one fewer with useNoValue), rounded half up.
-pub fn quantize(ch: &Channel, v: f32) -> u32 {
+pub fn quantize(ch: &VdsChannel, v: f32) -> u32 {
     let buckets: u32 = match ch.format {
-        SampleFormat::U16 => 65536,
+        VdsSampleFormat::U16 => 65536,
         _ => 256,
     } - u32::from(ch.use_no_value);
     let q = (v - ch.integer_offset as f32) * (1.0f32 / ch.integer_scale as f32);
@@ -599,7 +618,7 @@ pub fn quantize(ch: &Channel, v: f32) -> u32 {
 }
 
 /// Convert a decoded native payload (1-bit already unpacked to 0/1 bytes) to f32 values.
-pub fn native_to_f32(ch: &Channel, src: &[u8], out: &mut Vec<u8>) {
+pub fn native_to_f32(ch: &VdsChannel, src: &[u8], out: &mut Vec<u8>) {
     out.clear();
     let scale = ch.integer_scale as f32;
     let offset = ch.integer_offset as f32;
@@ -614,22 +633,22 @@ pub fn native_to_f32(ch: &Channel, src: &[u8], out: &mut Vec<u8>) {
         }
     };
     match ch.format {
-        SampleFormat::Bit1 => out.extend(src.iter().flat_map(|&b| (b as f32).to_le_bytes())),
-        SampleFormat::U8 => out.extend(src.iter().flat_map(|&b| deq(b as u32, 255).to_le_bytes())),
-        SampleFormat::U16 => out.extend(
+        VdsSampleFormat::Bit1 => out.extend(src.iter().flat_map(|&b| (b as f32).to_le_bytes())),
+        VdsSampleFormat::U8 => out.extend(src.iter().flat_map(|&b| deq(b as u32, 255).to_le_bytes())),
+        VdsSampleFormat::U16 => out.extend(
             src.chunks_exact(2)
                 .flat_map(|c| deq(u16::from_le_bytes([c[0], c[1]]) as u32, 65535).to_le_bytes()),
         ),
-        SampleFormat::R32 => out.extend_from_slice(src),
-        SampleFormat::U32 => out.extend(
+        VdsSampleFormat::R32 => out.extend_from_slice(src),
+        VdsSampleFormat::U32 => out.extend(
             src.chunks_exact(4)
                 .flat_map(|c| (u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f32).to_le_bytes()),
         ),
-        SampleFormat::R64 => out.extend(
+        VdsSampleFormat::R64 => out.extend(
             src.chunks_exact(8)
                 .flat_map(|c| (f64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f32).to_le_bytes()),
         ),
-        SampleFormat::U64 => out.extend(
+        VdsSampleFormat::U64 => out.extend(
             src.chunks_exact(8)
                 .flat_map(|c| (u64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as f32).to_le_bytes()),
         ),
@@ -707,13 +726,13 @@ mod tests {
 
     #[test]
     fn hashes_classify() {
-        assert_eq!(ChunkStatus::from_hash(0), ChunkStatus::Unwritten);
-        assert_eq!(ChunkStatus::from_hash(u64::MAX), ChunkStatus::NoValue);
+        assert_eq!(VdsChunkStatus::from_hash(0), VdsChunkStatus::Unwritten);
+        assert_eq!(VdsChunkStatus::from_hash(u64::MAX), VdsChunkStatus::NoValue);
         assert_eq!(
-            ChunkStatus::from_hash(0x0101_0101_3f80_0000),
-            ChunkStatus::Constant(1.0)
+            VdsChunkStatus::from_hash(0x0101_0101_3f80_0000),
+            VdsChunkStatus::Constant(1.0)
         );
-        assert_eq!(ChunkStatus::from_hash(0x1234), ChunkStatus::Data);
+        assert_eq!(VdsChunkStatus::from_hash(0x1234), VdsChunkStatus::Data);
         assert_eq!(
             adaptive_level_sizes(1000, &[128, 128, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
             vec![501, 251]

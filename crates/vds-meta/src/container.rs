@@ -1,9 +1,9 @@
-//! The single-file `.vds` container ("HueDataStore", vds-storage.md section 2): header, file
+//! The single-file `.vds` container ("HueDataStore"; the repository's `docs/formats/vds.md` describes it): header, file
 //! table, page directories with their copy-on-write revision chain, index pages, and the chunk
 //! extents they point at. Parsing never trusts a size: every offset and count is checked against
 //! the file and the limits before use; problems that leave a file unreadable become findings.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rasterpack_common::{ByteReader, Error, Findings, Input, Limits, Result};
 use serde_json::{json, Value};
@@ -14,7 +14,9 @@ use crate::store::ObjectStore;
 /// One file of the container with its head revision resolved.
 #[derive(Debug, Clone)]
 pub struct ContainerFile {
+    /// The file table entry.
     pub entry: FileEntry,
+    /// The head page directory (`None` when it could not be read).
     pub page_dir: Option<PageDirectory>,
     /// Raw index pages of the head revision (`None`: never written, every entry zero). Kept
     /// as read so memory follows the file's size, not the declared chunk count.
@@ -30,6 +32,7 @@ pub struct ContainerFile {
 }
 
 impl ContainerFile {
+    /// Whether the file is a wavelet layer with adaptive level sizes (24-byte chunk metadata, 152-byte file metadata).
     pub fn is_wavelet_adaptive(&self) -> bool {
         self.entry.chunk_metadata_length == 24 && self.entry.file_metadata_length == 152
     }
@@ -79,6 +82,7 @@ impl ContainerFile {
                 (p * per..((p + 1) * per).min(self.chunk_count)).filter_map(move |i| self.entry_at(i).map(|e| (i, e)))
             })
     }
+    /// The hash of chunk `chunk` (0, unwritten, past the chunk count or on a page never written).
     pub fn hash(&self, chunk: usize) -> u64 {
         if chunk >= self.chunk_count {
             return 0;
@@ -98,10 +102,15 @@ impl ContainerFile {
 pub struct Container {
     input: Input,
     limits: Limits,
+    /// The container header.
     pub header: ContainerHeader,
+    /// Every file of the file table, in table order.
     pub files: Vec<ContainerFile>,
     /// Structural findings met while parsing (all of them, not only the first).
     pub findings: Findings,
+    /// File name -> index of its first entry in `files` (lookups stay O(1) however many
+    /// files a container declares).
+    by_name: HashMap<Vec<u8>, usize>,
 }
 
 /// Does `head` start with the container magic?
@@ -225,16 +234,24 @@ impl Container {
             let file = Self::open_file(input, limits, entry, &mut f);
             files.push(file);
         }
+        let mut by_name = HashMap::with_capacity(files.len());
+        for (i, file) in files.iter().enumerate() {
+            by_name.entry(file.entry.name.clone()).or_insert(i);
+        }
         let c = Container {
             input: input.clone(),
             limits: *limits,
             header,
             files,
             findings: f,
+            by_name,
         };
         Ok(c)
     }
 
+    /// One file of the container, in stages: the entry's own fields, the revision chain of
+    /// page directories, the head's index pages, the chunk extents they list, and (for layer
+    /// files) the layer metadata. A stage that fails leaves the file unusable, with findings.
     fn open_file(input: &Input, limits: &Limits, entry: FileEntry, f: &mut Findings) -> ContainerFile {
         let mut file = ContainerFile {
             entry,
@@ -245,247 +262,36 @@ impl Container {
             revisions: 0,
             usable: false,
         };
-        let e = &file.entry;
-        let eo = e.entry_offset;
-        let name = e.name_lossy();
-        if e.head_chunk_count < 0
-            || e.index_page_entry_count < 1
-            || e.chunk_metadata_length < 0
-            || e.file_metadata_length < 0
-        {
-            f.error(
-                "vds.container.file_entry",
-                Some(eo),
-                format!(
-                    "file {name:?}: chunk count {}, index page entries {}, metadata lengths {}/{} out of range",
-                    e.head_chunk_count, e.index_page_entry_count, e.chunk_metadata_length, e.file_metadata_length
-                ),
-            );
+        if !check_file_entry(&file.entry, limits, f) {
             return file;
         }
-        if e.head_page_directory_offset == 0 {
-            f.error(
-                "vds.container.page_directory",
-                Some(eo),
-                format!("file {name:?} has no page directory (cannot be opened)"),
-            );
-            return file;
-        }
-        let count = e.head_chunk_count as u64;
-        if count > limits.max_entries {
-            f.push_error(&Error::limit(
-                "limit.entries",
-                Some(eo + 8),
-                format!("file {name:?} declares {count} chunks"),
-            ));
-            return file;
-        }
-        let per_page = e.index_page_entry_count as u64;
-        let pages = count.div_ceil(per_page);
-        let fml = e.file_metadata_length as u64;
-        let cml = e.chunk_metadata_length as u64;
-        // The revision chain: the head first, then older ones (bounded, cycle-checked).
-        let mut seen = HashSet::new();
-        let mut at = e.head_page_directory_offset;
-        let mut head: Option<PageDirectory> = None;
-        let mut depth = 0u32;
-        while at != 0 {
-            if at < 0 || !seen.insert(at) || depth >= limits.max_depth.max(1) * 16 {
-                f.error(
-                    "vds.container.revision_chain",
-                    Some(eo),
-                    format!("file {name:?}: page directory chain loops or is too long at offset {at}"),
-                );
-                break;
-            }
-            depth += 1;
-            let is_head = head.is_none();
-            let fixed = match input.read_vec(at as u64, PAGE_DIR_FIXED + fml, "page directory", limits) {
-                Ok(b) => b,
-                Err(err) => {
-                    f.error(
-                        if is_head {
-                            "vds.container.page_directory"
-                        } else {
-                            "vds.container.revision_chain"
-                        },
-                        Some(at as u64),
-                        format!(
-                            "file {name:?}: page directory at {at} is outside the file ({})",
-                            err.message
-                        ),
-                    );
-                    break;
-                }
-            };
-            let pd_prev = le_i64(&fixed, 0);
-            if is_head {
-                let idx_at = at as u64 + PAGE_DIR_FIXED + fml;
-                let offs = match input.read_vec(idx_at, pages * 8, "index page offsets", limits) {
-                    Ok(b) => b
-                        .chunks_exact(8)
-                        .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-                        .collect(),
-                    Err(err) => {
-                        f.error(
-                            "vds.container.page_directory",
-                            Some(idx_at),
-                            format!("file {name:?}: index page offsets outside the file ({})", err.message),
-                        );
-                        break;
-                    }
-                };
-                head = Some(PageDirectory {
-                    offset: at as u64,
-                    prev_page_dir_offset: pd_prev,
-                    prev_chunk_count: le_i32(&fixed, 8),
-                    prev_revision: le_i32(&fixed, 12),
-                    file_metadata: fixed[16..].to_vec(),
-                    index_page_offsets: offs,
-                    index_offsets_at: idx_at,
-                });
-            }
-            at = pd_prev;
-        }
-        file.revisions = depth;
+        let (head, revisions) = walk_revision_chain(input, limits, &file.entry, f);
+        file.revisions = revisions;
         let Some(pd) = head else { return file };
-        // Index pages.
-        let entry_len = INDEX_ENTRY_FIXED + cml;
-        let page_len = match entry_len.checked_mul(per_page) {
-            Some(l) => l,
-            None => {
-                f.error(
-                    "vds.container.index_page",
-                    Some(eo),
-                    format!("file {name:?}: index page size overflows"),
-                );
-                return file;
-            }
+        let Some((pages, mut usable)) = read_index_pages(input, limits, &file.entry, &pd, f) else {
+            return file;
         };
-        let mut pages = Vec::with_capacity(pd.index_page_offsets.len());
-        let mut usable = true;
-        for (p, &po) in pd.index_page_offsets.iter().enumerate() {
-            let page = if po == 0 {
-                None
-            } else if po < 0 {
-                f.error(
-                    "vds.container.index_page",
-                    Some(pd.index_offsets_at + p as u64 * 8),
-                    format!("file {name:?}: index page {p} offset {po} is negative"),
-                );
-                usable = false;
-                None
-            } else {
-                match input.read_vec(po as u64, page_len, "index page", limits) {
-                    Ok(b) => Some(b),
-                    Err(err) => {
-                        f.error(
-                            "vds.container.index_page",
-                            Some(pd.index_offsets_at + p as u64 * 8),
-                            format!(
-                                "file {name:?}: index page {p} at {po} lies outside the file ({})",
-                                err.message
-                            ),
-                        );
-                        usable = false;
-                        None
-                    }
-                }
-            };
-            pages.push(page);
-        }
-        // The last page is zero-padded past the chunk count.
-        if let Some(Some(last)) = pages.last() {
-            let used = (count - (pages.len() as u64 - 1) * per_page) * entry_len;
-            if (used as usize) < last.len() && last[used as usize..].iter().any(|&b| b != 0) {
-                let po = pd.index_page_offsets.last().copied().unwrap_or(0) as u64;
-                f.warning(
-                    "vds.container.index_padding",
-                    Some(po + used),
-                    format!("file {name:?}: the last index page's padding entries are not zero"),
-                );
-            }
-        }
         file.pages = pages;
-        file.chunk_count = count as usize;
-        file.page_dir = Some(pd.clone());
+        file.chunk_count = file.entry.head_chunk_count as usize;
+        file.page_dir = Some(pd);
         if usable {
-            let flen = input.len();
-            let mut bad = Vec::new();
-            for (i, ie) in file.written_entries() {
-                let bad_len = ie.length < 0 || ie.offset < 0 || (ie.length == 0 && ie.offset != 0);
-                let end = (ie.offset as u64).checked_add(ie.length.max(0) as u64);
-                if bad_len || end.is_none_or(|e| e > flen) || (ie.length > 0 && (ie.offset as u64) < HEADER_LEN) {
-                    bad.push((
-                        "vds.container.chunk_extent",
-                        ie.entry_offset,
-                        format!(
-                            "file {name:?} chunk {i}: extent [{}, +{}) lies outside the file ({flen} bytes)",
-                            ie.offset, ie.length
-                        ),
-                    ));
-                }
-                if ie.reserved != 0 {
-                    f.warning(
-                        "vds.container.reserved",
-                        Some(ie.entry_offset + 12),
-                        format!("file {name:?} chunk {i}: reserved field is {}", ie.reserved),
-                    );
-                }
-            }
-            for (code, at, msg) in bad {
-                f.error(code, Some(at), msg);
-                usable = false;
-            }
+            usable = check_chunk_extents(&file, input.len(), f);
         }
-        // Layer file metadata.
-        if e.file_type == FILE_TYPE_VDS {
-            let m = &pd.file_metadata;
-            if m.len() == 12 || m.len() == 152 {
-                let mut lm = LayerFileMetadata {
-                    compression_method: le_i32(m, 0),
-                    tolerance: f32::from_bits(le_i32(m, 4) as u32),
-                    valid_chunk_count: le_i32(m, 8),
-                    uncompressed_size: None,
-                    adaptive_level_sizes: None,
-                };
-                if m.len() == 152 {
-                    lm.uncompressed_size = Some(le_i64(m, 16));
-                    let mut a = [0i64; 16];
-                    for (k, v) in a.iter_mut().enumerate() {
-                        *v = le_i64(m, 24 + 8 * k);
-                    }
-                    lm.adaptive_level_sizes = Some(a);
-                }
-                file.layer_meta = Some(lm);
-            } else {
-                f.error(
-                    "vds.container.layer_metadata",
-                    Some(eo + 28),
-                    format!(
-                        "layer file {name:?}: file metadata is {} bytes (expected 12, or 152 for wavelet)",
-                        m.len()
-                    ),
-                );
-                usable = false;
-            }
-            if cml != 8 && cml != 24 {
-                f.error(
-                    "vds.container.layer_metadata",
-                    Some(eo + 24),
-                    format!("layer file {name:?}: chunk metadata length {cml} (expected 8 or 24)"),
-                );
-                usable = false;
-            }
+        if file.entry.file_type == FILE_TYPE_VDS {
+            let (meta, ok) = parse_layer_metadata(&file, f);
+            file.layer_meta = meta;
+            usable &= ok;
         }
         file.usable = usable;
         file
     }
 
+    /// The first file named `name`.
     pub fn file(&self, name: &str) -> Option<&ContainerFile> {
-        self.files.iter().find(|f| f.entry.name == name.as_bytes())
+        self.by_name.get(name.as_bytes()).and_then(|&i| self.files.get(i))
     }
 
+    /// The input the container was read from.
     pub fn input(&self) -> &Input {
         &self.input
     }
@@ -555,7 +361,7 @@ impl Container {
                 continue;
             }
             let Some(lm) = &file.layer_meta else { continue };
-            let comp = crate::layout::Compression::from_code(lm.compression_method)
+            let comp = crate::layout::VdsCompression::from_code(lm.compression_method)
                 .map(|c| c.name())
                 .unwrap_or("Unknown");
             let wavelet = file.is_wavelet_adaptive();
@@ -580,9 +386,8 @@ impl Container {
 
     fn layer_file(&self, layer: &str) -> Result<&ContainerFile> {
         let f = self
-            .files
-            .iter()
-            .find(|f| f.entry.file_type == FILE_TYPE_VDS && f.entry.name == layer.as_bytes())
+            .file(layer)
+            .filter(|f| f.entry.file_type == FILE_TYPE_VDS)
             .ok_or_else(|| {
                 Error::invalid_at("vds.container.missing_layer", None, format!("no layer file {layer:?}"))
             })?;
@@ -597,13 +402,286 @@ impl Container {
     }
 }
 
+/// The file entry's counts and lengths are in range, it has a page directory, and its chunk
+/// count is within the limits.
+fn check_file_entry(e: &FileEntry, limits: &Limits, f: &mut Findings) -> bool {
+    let eo = e.entry_offset;
+    let name = e.name_lossy();
+    if e.head_chunk_count < 0
+        || e.index_page_entry_count < 1
+        || e.chunk_metadata_length < 0
+        || e.file_metadata_length < 0
+    {
+        f.error(
+            "vds.container.file_entry",
+            Some(eo),
+            format!(
+                "file {name:?}: chunk count {}, index page entries {}, metadata lengths {}/{} out of range",
+                e.head_chunk_count, e.index_page_entry_count, e.chunk_metadata_length, e.file_metadata_length
+            ),
+        );
+        return false;
+    }
+    if e.head_page_directory_offset == 0 {
+        f.error(
+            "vds.container.page_directory",
+            Some(eo),
+            format!("file {name:?} has no page directory (cannot be opened)"),
+        );
+        return false;
+    }
+    let count = e.head_chunk_count as u64;
+    if count > limits.max_entries {
+        f.push_error(&Error::limit(
+            "limit.entries",
+            Some(eo + 8),
+            format!("file {name:?} declares {count} chunks"),
+        ));
+        return false;
+    }
+    true
+}
+
+/// Walk the copy-on-write revision chain from the head page directory to the oldest (bounded,
+/// cycle-checked); only the head is parsed whole, with its index page offsets. Returns the head
+/// (if it could be read) and the number of page directories met.
+fn walk_revision_chain(
+    input: &Input,
+    limits: &Limits,
+    e: &FileEntry,
+    f: &mut Findings,
+) -> (Option<PageDirectory>, u32) {
+    let eo = e.entry_offset;
+    let name = e.name_lossy();
+    let pages = (e.head_chunk_count as u64).div_ceil(e.index_page_entry_count as u64);
+    let fml = e.file_metadata_length as u64;
+    let mut seen = HashSet::new();
+    let mut at = e.head_page_directory_offset;
+    let mut head: Option<PageDirectory> = None;
+    let mut depth = 0u32;
+    while at != 0 {
+        if at < 0 || !seen.insert(at) || depth >= limits.max_depth.max(1) * 16 {
+            f.error(
+                "vds.container.revision_chain",
+                Some(eo),
+                format!("file {name:?}: page directory chain loops or is too long at offset {at}"),
+            );
+            break;
+        }
+        depth += 1;
+        let is_head = head.is_none();
+        let fixed = match input.read_vec(at as u64, PAGE_DIR_FIXED + fml, "page directory", limits) {
+            Ok(b) => b,
+            Err(err) => {
+                let code = if is_head {
+                    "vds.container.page_directory"
+                } else {
+                    "vds.container.revision_chain"
+                };
+                f.error(
+                    code,
+                    Some(at as u64),
+                    format!(
+                        "file {name:?}: page directory at {at} is outside the file ({})",
+                        err.message
+                    ),
+                );
+                break;
+            }
+        };
+        let pd_prev = le_i64(&fixed, 0);
+        if is_head {
+            let idx_at = at as u64 + PAGE_DIR_FIXED + fml;
+            let offs = match input.read_vec(idx_at, pages * 8, "index page offsets", limits) {
+                Ok(b) => b
+                    .chunks_exact(8)
+                    .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                    .collect(),
+                Err(err) => {
+                    f.error(
+                        "vds.container.page_directory",
+                        Some(idx_at),
+                        format!("file {name:?}: index page offsets outside the file ({})", err.message),
+                    );
+                    break;
+                }
+            };
+            head = Some(PageDirectory {
+                offset: at as u64,
+                prev_page_dir_offset: pd_prev,
+                prev_chunk_count: le_i32(&fixed, 8),
+                prev_revision: le_i32(&fixed, 12),
+                file_metadata: fixed[16..].to_vec(),
+                index_page_offsets: offs,
+                index_offsets_at: idx_at,
+            });
+        }
+        at = pd_prev;
+    }
+    (head, depth)
+}
+
+/// Read the head's index pages as stored (`None` for a page never written); the last page's
+/// padding past the chunk count should be zero. Returns the pages and whether all could be
+/// read, or `None` when the page size overflows.
+fn read_index_pages(
+    input: &Input,
+    limits: &Limits,
+    e: &FileEntry,
+    pd: &PageDirectory,
+    f: &mut Findings,
+) -> Option<(Vec<Option<Vec<u8>>>, bool)> {
+    let name = e.name_lossy();
+    let per_page = e.index_page_entry_count as u64;
+    let entry_len = INDEX_ENTRY_FIXED + e.chunk_metadata_length as u64;
+    let Some(page_len) = entry_len.checked_mul(per_page) else {
+        f.error(
+            "vds.container.index_page",
+            Some(e.entry_offset),
+            format!("file {name:?}: index page size overflows"),
+        );
+        return None;
+    };
+    let mut pages = Vec::with_capacity(pd.index_page_offsets.len());
+    let mut usable = true;
+    for (p, &po) in pd.index_page_offsets.iter().enumerate() {
+        let page = if po == 0 {
+            None
+        } else if po < 0 {
+            f.error(
+                "vds.container.index_page",
+                Some(pd.index_offsets_at + p as u64 * 8),
+                format!("file {name:?}: index page {p} offset {po} is negative"),
+            );
+            usable = false;
+            None
+        } else {
+            match input.read_vec(po as u64, page_len, "index page", limits) {
+                Ok(b) => Some(b),
+                Err(err) => {
+                    f.error(
+                        "vds.container.index_page",
+                        Some(pd.index_offsets_at + p as u64 * 8),
+                        format!(
+                            "file {name:?}: index page {p} at {po} lies outside the file ({})",
+                            err.message
+                        ),
+                    );
+                    usable = false;
+                    None
+                }
+            }
+        };
+        pages.push(page);
+    }
+    // The last page is zero-padded past the chunk count.
+    if let Some(Some(last)) = pages.last() {
+        let count = e.head_chunk_count as u64;
+        let used = (count - (pages.len() as u64 - 1) * per_page) * entry_len;
+        if (used as usize) < last.len() && last[used as usize..].iter().any(|&b| b != 0) {
+            let po = pd.index_page_offsets.last().copied().unwrap_or(0) as u64;
+            f.warning(
+                "vds.container.index_padding",
+                Some(po + used),
+                format!("file {name:?}: the last index page's padding entries are not zero"),
+            );
+        }
+    }
+    Some((pages, usable))
+}
+
+/// Every written chunk's extent lies inside the file (after the header), and its reserved
+/// field is zero. Returns whether every extent is usable.
+fn check_chunk_extents(file: &ContainerFile, file_len: u64, f: &mut Findings) -> bool {
+    let name = file.entry.name_lossy();
+    let mut bad = Vec::new();
+    for (i, ie) in file.written_entries() {
+        let bad_len = ie.length < 0 || ie.offset < 0 || (ie.length == 0 && ie.offset != 0);
+        let end = (ie.offset as u64).checked_add(ie.length.max(0) as u64);
+        if bad_len || end.is_none_or(|e| e > file_len) || (ie.length > 0 && (ie.offset as u64) < HEADER_LEN) {
+            bad.push((
+                ie.entry_offset,
+                format!(
+                    "file {name:?} chunk {i}: extent [{}, +{}) lies outside the file ({file_len} bytes)",
+                    ie.offset, ie.length
+                ),
+            ));
+        }
+        if ie.reserved != 0 {
+            f.warning(
+                "vds.container.reserved",
+                Some(ie.entry_offset + 12),
+                format!("file {name:?} chunk {i}: reserved field is {}", ie.reserved),
+            );
+        }
+    }
+    let usable = bad.is_empty();
+    for (at, msg) in bad {
+        f.error("vds.container.chunk_extent", Some(at), msg);
+    }
+    usable
+}
+
+/// A layer file's metadata: 12 bytes (compression method, tolerance, valid chunk count), or
+/// 152 for wavelet-adaptive layers (plus the uncompressed size and 16 adaptive level sizes);
+/// its chunk metadata entries are 8 or 24 bytes. Returns the metadata and whether it is usable.
+fn parse_layer_metadata(file: &ContainerFile, f: &mut Findings) -> (Option<LayerFileMetadata>, bool) {
+    let e = &file.entry;
+    let eo = e.entry_offset;
+    let name = e.name_lossy();
+    let mut usable = true;
+    let mut meta = None;
+    let m = file
+        .page_dir
+        .as_ref()
+        .map(|pd| pd.file_metadata.as_slice())
+        .unwrap_or(&[]);
+    if m.len() == 12 || m.len() == 152 {
+        let mut lm = LayerFileMetadata {
+            compression_method: le_i32(m, 0),
+            tolerance: f32::from_bits(le_i32(m, 4) as u32),
+            valid_chunk_count: le_i32(m, 8),
+            uncompressed_size: None,
+            adaptive_level_sizes: None,
+        };
+        if m.len() == 152 {
+            lm.uncompressed_size = Some(le_i64(m, 16));
+            let mut a = [0i64; 16];
+            for (k, v) in a.iter_mut().enumerate() {
+                *v = le_i64(m, 24 + 8 * k);
+            }
+            lm.adaptive_level_sizes = Some(a);
+        }
+        meta = Some(lm);
+    } else {
+        f.error(
+            "vds.container.layer_metadata",
+            Some(eo + 28),
+            format!(
+                "layer file {name:?}: file metadata is {} bytes (expected 12, or 152 for wavelet)",
+                m.len()
+            ),
+        );
+        usable = false;
+    }
+    let cml = e.chunk_metadata_length;
+    if cml != 8 && cml != 24 {
+        f.error(
+            "vds.container.layer_metadata",
+            Some(eo + 24),
+            format!("layer file {name:?}: chunk metadata length {cml} (expected 8 or 24)"),
+        );
+        usable = false;
+    }
+    (meta, usable)
+}
+
 impl ObjectStore for Container {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
         if key == "VolumeDataLayout" {
             let Some(f) = self
-                .files
-                .iter()
-                .find(|f| f.entry.name == b"VolumeDataLayout" && f.entry.file_type == FILE_TYPE_JSON)
+                .file("VolumeDataLayout")
+                .filter(|f| f.entry.file_type == FILE_TYPE_JSON)
             else {
                 return Ok(None);
             };
@@ -711,6 +789,19 @@ impl ObjectStore for Container {
 
     fn kind(&self) -> &'static str {
         "vds-file"
+    }
+
+    fn stored_metadata_pages(&self, layer: &str, pages: u64) -> Result<Option<Vec<u64>>> {
+        let file = self.layer_file(layer)?;
+        let written = file.page_dir.as_ref().map(|pd| {
+            pd.index_page_offsets
+                .iter()
+                .enumerate()
+                .filter(|&(p, &o)| o != 0 && (p as u64) < pages)
+                .map(|(p, _)| p as u64)
+                .collect()
+        });
+        Ok(Some(written.unwrap_or_default()))
     }
 
     fn object_size(&self, key: &str) -> Result<Option<u64>> {

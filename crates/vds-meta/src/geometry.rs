@@ -1,11 +1,11 @@
-//! Brick and chunk geometry of a layer (vds-storage.md section 6): chunk counts, chunk index <->
+//! Brick and chunk geometry of a layer: chunk counts, chunk index <->
 //! coordinates, extents with and without margins, LOD reduction, 2-D tiles, PerTrace channels
 //! and the full-resolution dimension. Pure arithmetic on checked model values; saturating or
 //! checked everywhere so a hostile layout cannot overflow.
 
 use serde::Serialize;
 
-use crate::layout::{ChannelMapping, VolumeDataLayout};
+use crate::layout::{VdsChannelMapping, VolumeDataLayout};
 
 /// Split `<channel>Dimensions_<digits>LOD<n>` (the last `Dimensions_`, the last `LOD`).
 /// Returns the channel name prefix (empty for the primary channel), the group dims and the LOD.
@@ -63,12 +63,17 @@ pub enum DimKind {
 /// The geometry of one layer.
 #[derive(Debug, Clone, Serialize)]
 pub struct LayerGeometry {
+    /// Layer name (`Dimensions_012LOD0`, ...).
     pub name: String,
+    /// Index of the channel the layer stores.
     pub channel: usize,
+    /// Dims of the dimension group (e.g. `[0, 1, 2]` for `Dimensions_012`).
     pub group: Vec<usize>,
+    /// Level of detail (0 = full resolution).
     pub lod: u32,
     /// Dims the chunks are partitioned in (the descriptor's X, Y, Z), at most 3.
     pub chunk_dims: Vec<usize>,
+    /// How each of the 6 dims is cut into chunks.
     pub kinds: [DimKind; 6],
     /// LOD0 extent of each dim (dim 0 = mappedValues for PerTrace channels).
     pub extent: [u64; 6],
@@ -76,26 +81,36 @@ pub struct LayerGeometry {
     pub brick: [u64; 6],
     /// Whether the dim is LOD-reduced in this layer.
     pub scaled: [bool; 6],
+    /// Chunks along each dim.
     pub chunks: [u64; 6],
+    /// Chunks in the layer (product of `chunks`).
     pub chunk_count: u64,
     /// Voxel shape of the layer at its LOD.
     pub shape: [u64; 6],
+    /// Margin before each brick, in voxels.
     pub neg_margin: u64,
+    /// Margin after each brick, in voxels.
     pub pos_margin: u64,
 }
 
 /// Extents of one chunk: LOD0 coordinates with and without margins, plus what is stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkExtent {
+    /// First LOD0 voxel of the chunk with its margins.
     pub min: [u64; 6],
+    /// End (exclusive) of the chunk with its margins, in LOD0 voxels.
     pub max: [u64; 6],
+    /// First LOD0 voxel the chunk owns (without margins).
     pub min_excl: [u64; 6],
+    /// End (exclusive) of what the chunk owns, in LOD0 voxels.
     pub max_excl: [u64; 6],
     /// Stored voxels, in the layer's (LOD) voxel space.
     pub stored_origin: [u64; 6],
+    /// Stored voxels per dim, in the layer's voxel space.
     pub stored_size: [u64; 6],
     /// The part this chunk owns (no margins), in the layer's voxel space.
     pub owned_min: [u64; 6],
+    /// End (exclusive) of the owned part, in the layer's voxel space.
     pub owned_max: [u64; 6],
 }
 
@@ -147,7 +162,7 @@ impl LayerGeometry {
             neg_margin: neg,
             pos_margin: pos,
         };
-        let per_trace = ch.mapping == ChannelMapping::PerTrace;
+        let per_trace = ch.mapping == VdsChannelMapping::PerTrace;
         for d in 0..6 {
             if d >= n {
                 continue;
@@ -211,6 +226,7 @@ impl LayerGeometry {
         c
     }
 
+    /// Index of the chunk at chunk coordinates `coords` (dim 0 fastest).
     pub fn chunk_index(&self, coords: &[u64; 6]) -> u64 {
         let mut idx = 0u64;
         let mut mul = 1u64;

@@ -1,5 +1,5 @@
 //! The JSON documents: `VolumeDataLayout` (axes, channels, layout descriptor, metadata) and
-//! `LayerStatus` (vds-storage.md section 4), parsed into checked model types.
+//! `LayerStatus` (per-layer chunk counts, compression and page tables), parsed into checked model types.
 //!
 //! Parsing is strict about what the rest of the reader depends on (types, enums, sizes) and
 //! returns an error for those; softer departures become findings.
@@ -10,17 +10,25 @@ use serde_json::{Map, Value};
 
 /// Channel sample formats (`Format_*`), with the code used in chunk descriptors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum SampleFormat {
+pub enum VdsSampleFormat {
+    /// 1 bit per sample.
     Bit1,
+    /// Unsigned 8-bit integer.
     U8,
+    /// Unsigned 16-bit integer.
     U16,
+    /// 32-bit float.
     R32,
+    /// Unsigned 32-bit integer.
     U32,
+    /// 64-bit float.
     R64,
+    /// Unsigned 64-bit integer.
     U64,
 }
 
-impl SampleFormat {
+impl VdsSampleFormat {
+    /// The format named `Format_*` in a layout document.
     pub fn from_name(s: &str) -> Option<Self> {
         Some(match s {
             "Format_1Bit" => Self::Bit1,
@@ -33,6 +41,7 @@ impl SampleFormat {
             _ => return None,
         })
     }
+    /// The `Format_*` name.
     pub fn name(self) -> &'static str {
         match self {
             Self::Bit1 => "Format_1Bit",
@@ -68,101 +77,128 @@ impl SampleFormat {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Axis {
+/// One axis of the volume (dim 0 is the fastest-varying).
+pub struct VdsAxis {
+    /// Axis name (`Sample`, `Crossline`, `Inline`, ...).
     pub name: String,
+    /// Unit of the axis coordinates.
     pub unit: String,
-    #[serde(rename = "numSamples")]
+    /// Samples along the axis.
     pub num_samples: u64,
-    #[serde(rename = "coordinateMin", serialize_with = "ser_f64")]
+    #[serde(serialize_with = "ser_f64")]
+    /// Coordinate of the first sample.
     pub coordinate_min: f64,
-    #[serde(rename = "coordinateMax", serialize_with = "ser_f64")]
+    #[serde(serialize_with = "ser_f64")]
+    /// Coordinate of the last sample.
     pub coordinate_max: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum ChannelMapping {
+/// How a channel's values map onto the volume.
+pub enum VdsChannelMapping {
+    /// One value (of `components`) per voxel.
     Direct,
+    /// `mapped_values` values per trace (dim 0 replaced by the mapped values).
     PerTrace,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Channel {
+/// One channel (a named array over the volume).
+pub struct VdsChannel {
+    /// Channel name (`Amplitude`, ...).
     pub name: String,
+    /// Unit of the values.
     pub unit: String,
-    pub format: SampleFormat,
+    /// Stored sample format.
+    pub format: VdsSampleFormat,
+    /// Components per voxel (1, 2 or 4).
     pub components: u32,
-    #[serde(rename = "valueRange", serialize_with = "ser_f64_2")]
+    #[serde(serialize_with = "ser_f64_2")]
+    /// Declared value range `[min, max]`.
     pub value_range: [f64; 2],
-    pub mapping: ChannelMapping,
-    #[serde(rename = "mappedValues")]
+    /// How values map onto the volume.
+    pub mapping: VdsChannelMapping,
+    /// Values per trace for per-trace channels.
     pub mapped_values: u64,
+    /// Whether values are discrete (classes, not measurements).
     pub discrete: bool,
+    /// Whether the channel is meant to be displayed.
     pub renderable: bool,
-    #[serde(rename = "allowLossyCompression")]
+    /// Whether the writer allowed lossy compression.
     pub allow_lossy_compression: bool,
-    #[serde(rename = "useNoValue")]
+    /// Whether `no_value` marks missing samples.
     pub use_no_value: bool,
-    #[serde(rename = "noValue", serialize_with = "ser_f64")]
+    #[serde(serialize_with = "ser_f64")]
+    /// The value that marks missing samples (when `use_no_value`).
     pub no_value: f64,
-    #[serde(rename = "integerScale", serialize_with = "ser_f64")]
+    #[serde(serialize_with = "ser_f64")]
+    /// Scale from integer codes to physical values (`code * scale + offset`).
     pub integer_scale: f64,
-    #[serde(rename = "integerOffset", serialize_with = "ser_f64")]
+    #[serde(serialize_with = "ser_f64")]
+    /// Offset from integer codes to physical values.
     pub integer_offset: f64,
 }
 
-impl Channel {
+impl VdsChannel {
     /// PerTrace channels with one value per trace drop dim 0 from their chunks.
     pub fn is_single_value_per_trace(&self) -> bool {
-        self.mapping == ChannelMapping::PerTrace && self.mapped_values <= 1
+        self.mapping == VdsChannelMapping::PerTrace && self.mapped_values <= 1
     }
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct LayoutDescriptor {
+/// How the volume is cut into bricks and levels of detail.
+pub struct VdsLayoutDescriptor {
     /// `BrickSize_N` as written.
-    #[serde(rename = "brickSizeEnum")]
     pub brick_size_enum: String,
     /// Brick edge in voxels (32..4096).
-    #[serde(rename = "brickSize")]
     pub brick_size: u32,
-    #[serde(rename = "negativeMargin")]
+    /// Margin voxels before each brick.
     pub negative_margin: u32,
-    #[serde(rename = "positiveMargin")]
+    /// Margin voxels after each brick.
     pub positive_margin: u32,
-    #[serde(rename = "brickSize2DMultiplier")]
+    /// Brick size multiplier for 2-D dimension groups.
     pub brick_size_2d_multiplier: u32,
     /// 0 for `LODLevels_None`.
-    #[serde(rename = "lodLevels")]
     pub lod_levels: u32,
-    #[serde(rename = "create2DLODs")]
+    /// Whether 2-D dimension groups get LODs too.
     pub create_2d_lods: bool,
-    #[serde(rename = "forceFullResolutionDimension")]
+    /// Whether `full_resolution_dimension` is kept at full resolution in every LOD.
     pub force_full_resolution_dimension: bool,
-    #[serde(rename = "fullResolutionDimension")]
+    /// The dim kept at full resolution, or -1.
     pub full_resolution_dimension: i32,
 }
 
 /// Metadata value kinds (`Int`, `FloatVector3`, `BLOB`, ...).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub enum MetaValue {
+pub enum VdsMetaValue {
+    /// Integers (one, or a vector).
     Int(Vec<i64>),
+    /// 32-bit floats, held as f64 (one, or a vector).
     Float(Vec<f64>),
+    /// 64-bit floats (one, or a vector).
     Double(Vec<f64>),
+    /// A string.
     String(String),
+    /// Bytes.
     Blob(Vec<u8>),
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct MetadataItem {
+/// One metadata item: a value under a category and a name.
+pub struct VdsMetadataItem {
+    /// Category (`SurveyCoordinateSystem`, ...).
     pub category: String,
+    /// Name within the category.
     pub name: String,
     /// The type name as written (`IntVector2`).
     #[serde(rename = "type")]
     pub type_name: String,
-    pub value: MetaValue,
+    /// The value.
+    pub value: VdsMetaValue,
 }
 
-impl MetadataItem {
+impl VdsMetadataItem {
     /// The value as JSON (non-finite floats as strings; BLOBs summarised as size + preview).
     pub fn value_json(&self, full_blob: bool) -> Value {
         let floats = |v: &Vec<f64>| {
@@ -173,12 +209,12 @@ impl MetadataItem {
             }
         };
         match &self.value {
-            MetaValue::Int(v) if v.len() == 1 => Value::from(v[0]),
-            MetaValue::Int(v) => Value::from(v.clone()),
-            MetaValue::Float(v) | MetaValue::Double(v) => floats(v),
-            MetaValue::String(s) => Value::from(s.clone()),
-            MetaValue::Blob(b) if full_blob => Value::from(base64_encode(b)),
-            MetaValue::Blob(b) => {
+            VdsMetaValue::Int(v) if v.len() == 1 => Value::from(v[0]),
+            VdsMetaValue::Int(v) => Value::from(v.clone()),
+            VdsMetaValue::Float(v) | VdsMetaValue::Double(v) => floats(v),
+            VdsMetaValue::String(s) => Value::from(s.clone()),
+            VdsMetaValue::Blob(b) if full_blob => Value::from(base64_encode(b)),
+            VdsMetaValue::Blob(b) => {
                 let mut m = Map::new();
                 m.insert("bytes".into(), Value::from(b.len()));
                 let preview: String = b
@@ -195,8 +231,8 @@ impl MetadataItem {
     /// Short human form of the value.
     pub fn value_text(&self) -> String {
         match &self.value {
-            MetaValue::Blob(b) => format!("BLOB, {} bytes", b.len()),
-            MetaValue::String(s) => s.clone(),
+            VdsMetaValue::Blob(b) => format!("BLOB, {} bytes", b.len()),
+            VdsMetaValue::String(s) => s.clone(),
             _ => self.value_json(false).to_string(),
         }
     }
@@ -205,13 +241,18 @@ impl MetadataItem {
 /// The whole `VolumeDataLayout` document.
 #[derive(Debug, Clone, Serialize)]
 pub struct VolumeDataLayout {
-    pub axes: Vec<Axis>,
-    pub channels: Vec<Channel>,
-    pub layout: LayoutDescriptor,
-    pub metadata: Vec<MetadataItem>,
+    /// Axes, dim 0 (fastest) first.
+    pub axes: Vec<VdsAxis>,
+    /// Channels, the primary one first.
+    pub channels: Vec<VdsChannel>,
+    /// Bricks and levels of detail.
+    pub layout: VdsLayoutDescriptor,
+    /// Metadata items.
+    pub metadata: Vec<VdsMetadataItem>,
 }
 
 impl VolumeDataLayout {
+    /// Number of axes (1 to 6).
     pub fn dimensionality(&self) -> usize {
         self.axes.len()
     }
@@ -223,6 +264,7 @@ impl VolumeDataLayout {
         }
         s
     }
+    /// Index of the channel named `name`.
     pub fn channel_index(&self, name: &str) -> Option<usize> {
         self.channels.iter().position(|c| c.name == name)
     }
@@ -232,54 +274,62 @@ impl VolumeDataLayout {
 /// table.
 #[derive(Debug, Clone, Serialize)]
 pub struct LayerStatus {
-    #[serde(rename = "layerName")]
+    /// Layer name (`Dimensions_012LOD0`, ...).
     pub layer_name: String,
-    #[serde(rename = "channelName")]
+    /// Channel the layer stores (none for the primary channel in some writers).
     pub channel_name: Option<String>,
-    #[serde(rename = "dimensionGroup")]
+    /// Dimension group (`Dimensions_012`).
     pub dimension_group: Option<String>,
+    /// Level of detail.
     pub lod: Option<i64>,
-    #[serde(rename = "produceStatus")]
+    /// Produce status as written (`Normal`, `Remapped`, `Unavailable`).
     pub produce_status: Option<String>,
-    #[serde(rename = "compressionMethod")]
-    pub compression: Compression,
-    #[serde(rename = "compressionTolerance")]
+    /// Compression method of the layer's chunks.
+    pub compression: VdsCompression,
+    /// Wavelet compression tolerance.
     pub tolerance: f64,
-    #[serde(rename = "chunkCount")]
+    /// Chunks in the layer.
     pub chunk_count: u64,
-    #[serde(rename = "validChunkCount")]
+    /// Chunks stored (not unwritten).
     pub valid_chunk_count: u64,
-    #[serde(rename = "chunkMetadataPageSize")]
+    /// Entries per chunk-metadata page.
     pub page_size: u64,
     /// 8, or 28 for wavelet (object store); the container form uses 8 or 24 in its index pages
     /// and is presented here as 8 / 28 too.
-    #[serde(rename = "chunkMetadataByteSize")]
     pub metadata_byte_size: u64,
-    #[serde(rename = "hasChunkMetadataPages")]
+    /// Whether chunk-metadata pages exist.
     pub has_pages: bool,
-    #[serde(rename = "pageDirectory")]
+    /// Offsets of the chunk-metadata pages (container form).
     pub page_directory: Option<Vec<i64>>,
-    #[serde(rename = "serializedSize")]
+    /// Serialized (stored) size of the layer in bytes.
     pub serialized_size: Option<u64>,
-    #[serde(rename = "uncompressedSize")]
+    /// Uncompressed size of the layer in bytes (wavelet).
     pub uncompressed_size: Option<u64>,
-    #[serde(rename = "adaptiveLevelSizes")]
+    /// Bytes needed per adaptive wavelet level.
     pub adaptive_level_sizes: Option<Vec<i64>>,
 }
 
 /// Layer compression methods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Compression {
+pub enum VdsCompression {
+    /// Stored as is.
     None,
+    /// Wavelet (lossy).
     Wavelet,
+    /// Run-length encoding.
     RLE,
+    /// zlib (deflate).
     Zip,
+    /// Wavelet with normalized blocks (lossy).
     WaveletNormalizeBlock,
+    /// Wavelet plus a lossless residual.
     WaveletLossless,
+    /// Wavelet with normalized blocks plus a lossless residual.
     WaveletNormalizeBlockLossless,
 }
 
-impl Compression {
+impl VdsCompression {
+    /// The method with numeric code `c` (as in chunk headers and layer metadata).
     pub fn from_code(c: i32) -> Option<Self> {
         Some(match c {
             0 => Self::None,
@@ -292,6 +342,7 @@ impl Compression {
             _ => return None,
         })
     }
+    /// The method named `s` in a layout document.
     pub fn from_name(s: &str) -> Option<Self> {
         Some(match s {
             "None" => Self::None,
@@ -304,6 +355,7 @@ impl Compression {
             _ => return None,
         })
     }
+    /// The numeric code.
     pub fn code(self) -> i32 {
         match self {
             Self::None => 0,
@@ -315,6 +367,7 @@ impl Compression {
             Self::WaveletNormalizeBlockLossless => 6,
         }
     }
+    /// The method's name as in layout documents.
     pub fn name(self) -> &'static str {
         match self {
             Self::None => "None",
@@ -326,6 +379,7 @@ impl Compression {
             Self::WaveletNormalizeBlockLossless => "WaveletNormalizeBlockLossless",
         }
     }
+    /// Whether the method is one of the wavelet methods.
     pub fn is_wavelet(self) -> bool {
         !matches!(self, Self::None | Self::RLE | Self::Zip)
     }
@@ -510,7 +564,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
                 format!("{ctx}: numSamples {n} is not positive"),
             ));
         }
-        let axis = Axis {
+        let axis = VdsAxis {
             name: get_str(o, "name", &ctx)?,
             unit: get_str(o, "unit", &ctx)?,
             num_samples: n as u64,
@@ -532,12 +586,14 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
     if ch_v.is_empty() {
         return Err(bad("vds.layout.no_channel", "a VDS has at least one (primary) channel"));
     }
-    let mut channels: Vec<Channel> = Vec::new();
+    let mut channels: Vec<VdsChannel> = Vec::new();
+    // Names seen so far: the duplicate check stays linear in the number of channels.
+    let mut names = std::collections::HashSet::new();
     for (i, c) in ch_v.iter().enumerate() {
         let ctx = format!("channel {i}");
         let o = as_obj(c, &ctx)?;
         let fmt_s = get_str(o, "format", &ctx)?;
-        let format = SampleFormat::from_name(&fmt_s)
+        let format = VdsSampleFormat::from_name(&fmt_s)
             .ok_or_else(|| bad("vds.layout.channel_format", format!("{ctx}: unknown format {fmt_s:?}")))?;
         let comp_s = get_str(o, "components", &ctx)?;
         let components = match comp_s.as_str() {
@@ -551,7 +607,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
                 ))
             }
         };
-        if format == SampleFormat::Bit1 && components != 1 {
+        if format == VdsSampleFormat::Bit1 && components != 1 {
             return Err(bad(
                 "vds.layout.channel_components",
                 format!("{ctx}: 1-bit channels have one component"),
@@ -559,8 +615,8 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
         }
         let map_s = get_str(o, "channelMapping", &ctx)?;
         let mapping = match map_s.as_str() {
-            "Direct" => ChannelMapping::Direct,
-            "PerTrace" => ChannelMapping::PerTrace,
+            "Direct" => VdsChannelMapping::Direct,
+            "PerTrace" => VdsChannelMapping::PerTrace,
             _ => {
                 return Err(bad(
                     "vds.layout.channel_mapping",
@@ -569,7 +625,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
             }
         };
         let mapped = get_i64(o, "mappedValues", &ctx)?;
-        if mapped < 0 || (mapping == ChannelMapping::PerTrace && mapped < 1) {
+        if mapped < 0 || (mapping == VdsChannelMapping::PerTrace && mapped < 1) {
             return Err(bad(
                 "vds.layout.mapped_values",
                 format!("{ctx}: mappedValues {mapped} out of range"),
@@ -583,7 +639,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
             as_f64_null0(&vr[0]).ok_or_else(|| bad("vds.layout.field_type", format!("{ctx}: valueRange")))?,
             as_f64_null0(&vr[1]).ok_or_else(|| bad("vds.layout.field_type", format!("{ctx}: valueRange")))?,
         ];
-        let ch = Channel {
+        let ch = VdsChannel {
             name: get_str(o, "name", &ctx)?,
             unit: get_str(o, "unit", &ctx)?,
             format,
@@ -599,21 +655,21 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
             integer_scale: get_f64(o, "integerScale", &ctx)?,
             integer_offset: get_f64(o, "integerOffset", &ctx)?,
         };
-        if i == 0 && ch.mapping != ChannelMapping::Direct {
+        if i == 0 && ch.mapping != VdsChannelMapping::Direct {
             f.error(
                 "vds.layout.primary_mapping",
                 None,
                 "the primary channel must have Direct mapping",
             );
         }
-        if channels.iter().any(|c| c.name == ch.name) {
+        if !names.insert(ch.name.clone()) {
             f.error(
                 "vds.layout.duplicate_channel",
                 None,
                 format!("{ctx}: channel name {:?} used twice", ch.name),
             );
         }
-        if matches!(ch.format, SampleFormat::U8 | SampleFormat::U16) && ch.integer_scale == 0.0 {
+        if matches!(ch.format, VdsSampleFormat::U8 | VdsSampleFormat::U16) && ch.integer_scale == 0.0 {
             f.warning("vds.layout.integer_scale", None, format!("{ctx}: integerScale is 0"));
         }
         channels.push(ch);
@@ -668,7 +724,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
             format!("fullResolutionDimension {full_res} out of range"),
         ));
     }
-    let layout = LayoutDescriptor {
+    let layout = VdsLayoutDescriptor {
         brick_size_enum: bs,
         brick_size,
         negative_margin: neg as u32,
@@ -699,7 +755,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
     })
 }
 
-fn parse_meta_item(m: &Value, i: usize) -> Result<MetadataItem> {
+fn parse_meta_item(m: &Value, i: usize) -> Result<VdsMetadataItem> {
     let ctx = format!("metadata item {i}");
     let o = as_obj(m, &ctx)?;
     let category = get_str(o, "category", &ctx)?;
@@ -742,7 +798,7 @@ fn parse_meta_item(m: &Value, i: usize) -> Result<MetadataItem> {
         Vec::new()
     };
     let value = match base {
-        "Int" => MetaValue::Int(
+        "Int" => VdsMetaValue::Int(
             list.iter()
                 .map(|x| {
                     as_i64(x)
@@ -764,17 +820,17 @@ fn parse_meta_item(m: &Value, i: usize) -> Result<MetadataItem> {
                 })
                 .collect::<Result<Vec<f64>>>()?;
             if base == "Float" {
-                MetaValue::Float(vals)
+                VdsMetaValue::Float(vals)
             } else {
-                MetaValue::Double(vals)
+                VdsMetaValue::Double(vals)
             }
         }
-        "String" => MetaValue::String(v.as_str().ok_or_else(|| mbad("not a string"))?.to_owned()),
-        _ => MetaValue::Blob(
+        "String" => VdsMetaValue::String(v.as_str().ok_or_else(|| mbad("not a string"))?.to_owned()),
+        _ => VdsMetaValue::Blob(
             base64_decode(v.as_str().ok_or_else(|| mbad("not a string"))?).ok_or_else(|| mbad("not valid base64"))?,
         ),
     };
-    Ok(MetadataItem {
+    Ok(VdsMetadataItem {
         category,
         name,
         type_name,
@@ -805,7 +861,7 @@ pub fn parse_layer_status(v: &Value, f: &mut Findings) -> Result<Vec<LayerStatus
             code: "vds.layer_status.field".into(),
             ..e
         })?;
-        let compression = Compression::from_name(&cm).ok_or_else(|| {
+        let compression = VdsCompression::from_name(&cm).ok_or_else(|| {
             bad(
                 "vds.layer_status.compression",
                 format!("{ctx}: unknown compressionMethod {cm:?}"),
@@ -906,6 +962,7 @@ pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Standard base64 (with padding) of `b`.
 pub fn base64_encode(b: &[u8]) -> String {
     let mut s = String::with_capacity(b.len().div_ceil(3) * 4);
     for c in b.chunks(3) {

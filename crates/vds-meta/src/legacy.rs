@@ -7,7 +7,8 @@
 use rasterpack_common::{Error, Findings, Result};
 
 use crate::layout::{
-    Axis, Channel, ChannelMapping, LayoutDescriptor, MetaValue, MetadataItem, SampleFormat, VolumeDataLayout,
+    VdsAxis, VdsChannel, VdsChannelMapping, VdsLayoutDescriptor, VdsMetaValue, VdsMetadataItem, VdsSampleFormat,
+    VolumeDataLayout,
 };
 
 /// A parsed Hue value.
@@ -222,8 +223,8 @@ fn need<T>(v: Option<T>, what: &str) -> Result<T> {
         )
     })
 }
-fn format_of(s: &str) -> Option<SampleFormat> {
-    SampleFormat::from_name(&format!("Format_{}", s.strip_prefix("HUEVOXELFORMAT_")?))
+fn format_of(s: &str) -> Option<VdsSampleFormat> {
+    VdsSampleFormat::from_name(&format!("Format_{}", s.strip_prefix("HUEVOXELFORMAT_")?))
 }
 fn components_of(s: &str) -> Option<u32> {
     match s.strip_prefix("HUEVOXELCOMPONENTS_")? {
@@ -234,8 +235,37 @@ fn components_of(s: &str) -> Option<u32> {
     }
 }
 
-/// Parse a `VDSObject` text into the layout model.
+/// Parse a `VDSObject` text into the layout model: the root `CreateObj` (a `HueVDS*` object),
+/// then its axes, channels, brick layout and metadata objects, in that order.
 pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayout> {
+    let it = root_object(bytes, f)?;
+    let dims = need(
+        text(&it, "Dimensions").and_then(|d| d.strip_prefix("HUEDIMENSION_")?.parse::<usize>().ok()),
+        "Dimensions",
+    )?;
+    if !(1..=6).contains(&dims) {
+        return Err(Error::invalid_at(
+            "vds.layout.dimensionality",
+            None,
+            format!("{dims} dimensions"),
+        ));
+    }
+    let axes = parse_axes(&it, dims)?;
+    let mut channels = vec![parse_primary_channel(&it)?];
+    parse_extra_channels(&it, &mut channels)?;
+    let layout = parse_brick_layout(&it, dims)?;
+    let metadata = parse_metadata(&it, f);
+    Ok(VolumeDataLayout {
+        axes,
+        channels,
+        layout,
+        metadata,
+    })
+}
+
+/// The items of the root object: the text starts with `CreateObj(...)`, of a `HueVDS*` type
+/// (another type is a warning).
+fn root_object(bytes: &[u8], f: &mut Findings) -> Result<Vec<(String, Hv)>> {
     let mut p = P {
         b: bytes,
         i: 0,
@@ -251,20 +281,14 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
     if !ty.starts_with("HueVDS") {
         f.warning("vds.legacy_layout.object_type", None, format!("VDSObject is a {ty:?}"));
     }
-    let dims = need(
-        text(&it, "Dimensions").and_then(|d| d.strip_prefix("HUEDIMENSION_")?.parse::<usize>().ok()),
-        "Dimensions",
-    )?;
-    if !(1..=6).contains(&dims) {
-        return Err(Error::invalid_at(
-            "vds.layout.dimensionality",
-            None,
-            format!("{dims} dimensions"),
-        ));
-    }
+    Ok(it)
+}
+
+/// `Dimension<d>Name/Unit/Size/Coordinate` for each of the `dims` axes (sizes at least 1).
+fn parse_axes(it: &[(String, Hv)], dims: usize) -> Result<Vec<VdsAxis>> {
     let mut axes = Vec::new();
     for d in 0..dims {
-        let n = need(int(&it, &format!("Dimension{d}Size")), "DimensionNSize")?;
+        let n = need(int(it, &format!("Dimension{d}Size")), "DimensionNSize")?;
         if n < 1 {
             return Err(Error::invalid_at(
                 "vds.layout.axis_size",
@@ -272,43 +296,53 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
                 format!("dimension {d} size {n}"),
             ));
         }
-        let c = need(range(&it, &format!("Dimension{d}Coordinate")), "DimensionNCoordinate")?;
-        axes.push(Axis {
-            name: need(text(&it, &format!("Dimension{d}Name")), "DimensionNName")?,
-            unit: text(&it, &format!("Dimension{d}Unit")).unwrap_or_default(),
+        let c = need(range(it, &format!("Dimension{d}Coordinate")), "DimensionNCoordinate")?;
+        axes.push(VdsAxis {
+            name: need(text(it, &format!("Dimension{d}Name")), "DimensionNName")?,
+            unit: text(it, &format!("Dimension{d}Unit")).unwrap_or_default(),
             num_samples: n as u64,
             coordinate_min: c[0],
             coordinate_max: c[1],
         });
     }
-    let fmt = need(text(&it, "VoxelFormat").as_deref().and_then(format_of), "VoxelFormat")?;
-    let mut channels = vec![Channel {
-        name: need(text(&it, "ValueName"), "ValueName")?,
-        unit: text(&it, "ValueUnit").unwrap_or_default(),
+    Ok(axes)
+}
+
+/// The primary channel, described by the root object's `Voxel*` and `Value*` items.
+fn parse_primary_channel(it: &[(String, Hv)]) -> Result<VdsChannel> {
+    let fmt = need(text(it, "VoxelFormat").as_deref().and_then(format_of), "VoxelFormat")?;
+    Ok(VdsChannel {
+        name: need(text(it, "ValueName"), "ValueName")?,
+        unit: text(it, "ValueUnit").unwrap_or_default(),
         format: fmt,
         components: need(
-            text(&it, "VoxelComponents").as_deref().and_then(components_of),
+            text(it, "VoxelComponents").as_deref().and_then(components_of),
             "VoxelComponents",
         )?,
-        value_range: need(range(&it, "ValueRange"), "ValueRange")?,
-        mapping: ChannelMapping::Direct,
+        value_range: need(range(it, "ValueRange"), "ValueRange")?,
+        mapping: VdsChannelMapping::Direct,
         mapped_values: 0,
-        discrete: flag(&it, "DiscreteData").unwrap_or(false),
+        discrete: flag(it, "DiscreteData").unwrap_or(false),
         renderable: true,
         allow_lossy_compression: true,
-        use_no_value: flag(&it, "UseNoValue").unwrap_or(false),
-        no_value: num(&it, "NoValue").unwrap_or(0.0),
-        integer_scale: num(&it, "IntegerScale").unwrap_or(1.0),
-        integer_offset: num(&it, "IntegerOffset").unwrap_or(0.0),
-    }];
-    if let Some(Hv::List(list)) = find(&it, "VolumeDataChannelDescriptor") {
+        use_no_value: flag(it, "UseNoValue").unwrap_or(false),
+        no_value: num(it, "NoValue").unwrap_or(0.0),
+        integer_scale: num(it, "IntegerScale").unwrap_or(1.0),
+        integer_offset: num(it, "IntegerOffset").unwrap_or(0.0),
+    })
+}
+
+/// Further channels from the `VolumeDataChannelDescriptor` list; a channel mapping other than
+/// 0 / -1 names the per-trace mapping object.
+fn parse_extra_channels(it: &[(String, Hv)], channels: &mut Vec<VdsChannel>) -> Result<()> {
+    if let Some(Hv::List(list)) = find(it, "VolumeDataChannelDescriptor") {
         for c in list {
             let mapping = match int(c, "ChannelMapping") {
                 // Direct is 0/-1; any other value names a mapping object: the trace mapping.
-                Some(0) | Some(-1) | None => ChannelMapping::Direct,
-                Some(_) => ChannelMapping::PerTrace,
+                Some(0) | Some(-1) | None => VdsChannelMapping::Direct,
+                Some(_) => VdsChannelMapping::PerTrace,
             };
-            channels.push(Channel {
+            channels.push(VdsChannel {
                 name: need(text(c, "Name"), "channel Name")?,
                 unit: text(c, "Unit").unwrap_or_default(),
                 format: need(text(c, "Format").as_deref().and_then(format_of), "channel Format")?,
@@ -332,8 +366,14 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
             });
         }
     }
+    Ok(())
+}
+
+/// Brick size (a power of two, 32..=4096), margins (smaller than a brick together), LOD
+/// levels (at most 12) and the full-resolution dimension (-1 or an axis).
+fn parse_brick_layout(it: &[(String, Hv)], dims: usize) -> Result<VdsLayoutDescriptor> {
     let bs = need(
-        text(&it, "FullVCSize").and_then(|s| s.strip_prefix("HUEVCSIZE_")?.parse::<u32>().ok()),
+        text(it, "FullVCSize").and_then(|s| s.strip_prefix("HUEVCSIZE_")?.parse::<u32>().ok()),
         "FullVCSize",
     )?;
     if !(32..=4096).contains(&bs) || !bs.is_power_of_two() {
@@ -343,8 +383,8 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
             format!("brick size {bs}"),
         ));
     }
-    let neg = need(int(&it, "NegativeMargin"), "NegativeMargin")?;
-    let pos = need(int(&it, "PositiveMargin"), "PositiveMargin")?;
+    let neg = need(int(it, "NegativeMargin"), "NegativeMargin")?;
+    let pos = need(int(it, "PositiveMargin"), "PositiveMargin")?;
     if neg < 0 || pos < 0 || neg + pos >= bs as i64 {
         return Err(Error::invalid_at(
             "vds.layout.margin",
@@ -353,7 +393,7 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
         ));
     }
     let lod = need(
-        text(&it, "LODLevels").and_then(|s| {
+        text(it, "LODLevels").and_then(|s| {
             if s == "LODLevelNone" {
                 Some(0)
             } else {
@@ -369,7 +409,7 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
             format!("{lod} LOD levels"),
         ));
     }
-    let full_res = int(&it, "FullResolutionDimension").unwrap_or(-1);
+    let full_res = int(it, "FullResolutionDimension").unwrap_or(-1);
     if full_res < -1 || full_res >= dims as i64 {
         return Err(Error::invalid_at(
             "vds.layout.full_resolution_dimension",
@@ -377,19 +417,24 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
             format!("{full_res}"),
         ));
     }
-    let layout = LayoutDescriptor {
+    Ok(VdsLayoutDescriptor {
         brick_size_enum: format!("BrickSize_{bs}"),
         brick_size: bs,
         negative_margin: neg as u32,
         positive_margin: pos as u32,
         brick_size_2d_multiplier: 4,
         lod_levels: lod,
-        create_2d_lods: flag(&it, "Create2DLODs").unwrap_or(false),
-        force_full_resolution_dimension: flag(&it, "ForceFullResolutionDimension").unwrap_or(false),
+        create_2d_lods: flag(it, "Create2DLODs").unwrap_or(false),
+        force_full_resolution_dimension: flag(it, "ForceFullResolutionDimension").unwrap_or(false),
         full_resolution_dimension: full_res as i32,
-    };
+    })
+}
+
+/// Nested `CreateObj("Metadata*", ...)` objects with `Name`, `Type`, `Category` and `Value`;
+/// one without Name/Type is a warning, one of a type not understood is skipped with a note.
+fn parse_metadata(it: &[(String, Hv)], f: &mut Findings) -> Vec<VdsMetadataItem> {
     let mut metadata = Vec::new();
-    for (k, v) in &it {
+    for (k, v) in it {
         let (true, Hv::Obj(ty, m)) = (k == "CreateObj", v) else {
             continue;
         };
@@ -405,22 +450,9 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
             continue;
         };
         let category = text(m, "Category").unwrap_or_default();
-        let comps =
-            |b: &[(String, Hv)]| -> Vec<f64> { ["X", "Y", "Z", "T"].iter().filter_map(|c| num(b, c)).collect() };
-        let value = match (type_name.as_str(), find(m, "Value")) {
-            ("String", Some(Hv::Str(s))) => Some(MetaValue::String(s.clone())),
-            ("Int", Some(Hv::Raw(s))) => s.parse().ok().map(|i| MetaValue::Int(vec![i])),
-            ("Float", Some(Hv::Raw(s))) => s.parse().ok().map(|x| MetaValue::Float(vec![x])),
-            ("Double", Some(Hv::Raw(s))) => s.parse().ok().map(|x| MetaValue::Double(vec![x])),
-            (t, Some(Hv::Block(b))) if t.starts_with("IntVector") => {
-                Some(MetaValue::Int(comps(b).iter().map(|&x| x as i64).collect()))
-            }
-            (t, Some(Hv::Block(b))) if t.starts_with("FloatVector") => Some(MetaValue::Float(comps(b))),
-            (t, Some(Hv::Block(b))) if t.starts_with("DoubleVector") => Some(MetaValue::Double(comps(b))),
-            _ => None,
-        };
+        let value = metadata_value(&type_name, find(m, "Value"));
         match value {
-            Some(value) => metadata.push(MetadataItem {
+            Some(value) => metadata.push(VdsMetadataItem {
                 category,
                 name,
                 type_name,
@@ -433,12 +465,25 @@ pub fn parse_vdsobject(bytes: &[u8], f: &mut Findings) -> Result<VolumeDataLayou
             ),
         }
     }
-    Ok(VolumeDataLayout {
-        axes,
-        channels,
-        layout,
-        metadata,
-    })
+    metadata
+}
+
+/// A metadata object's value of type `type_name`: a scalar, a string, or a vector with
+/// components `X`, `Y`, `Z`, `T`.
+fn metadata_value(type_name: &str, value: Option<&Hv>) -> Option<VdsMetaValue> {
+    let comps = |b: &[(String, Hv)]| -> Vec<f64> { ["X", "Y", "Z", "T"].iter().filter_map(|c| num(b, c)).collect() };
+    match (type_name, value) {
+        ("String", Some(Hv::Str(s))) => Some(VdsMetaValue::String(s.clone())),
+        ("Int", Some(Hv::Raw(s))) => s.parse().ok().map(|i| VdsMetaValue::Int(vec![i])),
+        ("Float", Some(Hv::Raw(s))) => s.parse().ok().map(|x| VdsMetaValue::Float(vec![x])),
+        ("Double", Some(Hv::Raw(s))) => s.parse().ok().map(|x| VdsMetaValue::Double(vec![x])),
+        (t, Some(Hv::Block(b))) if t.starts_with("IntVector") => {
+            Some(VdsMetaValue::Int(comps(b).iter().map(|&x| x as i64).collect()))
+        }
+        (t, Some(Hv::Block(b))) if t.starts_with("FloatVector") => Some(VdsMetaValue::Float(comps(b))),
+        (t, Some(Hv::Block(b))) if t.starts_with("DoubleVector") => Some(VdsMetaValue::Double(comps(b))),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -530,13 +575,13 @@ CreateObj("MetadataString", "MetadataList", 3)
         assert_eq!(l.axes[0].num_samples, 50);
         assert_eq!(l.axes[0].coordinate_max, 196.0);
         assert_eq!(l.channels.len(), 2);
-        assert_eq!(l.channels[1].mapping, ChannelMapping::PerTrace);
-        assert_eq!(l.channels[1].format, SampleFormat::U8);
+        assert_eq!(l.channels[1].mapping, VdsChannelMapping::PerTrace);
+        assert_eq!(l.channels[1].format, VdsSampleFormat::U8);
         assert_eq!(l.layout.brick_size, 64);
         assert_eq!(l.layout.lod_levels, 1);
         assert_eq!(l.metadata.len(), 2);
-        assert_eq!(l.metadata[0].value, MetaValue::Double(vec![1.5, -2.25]));
-        assert_eq!(l.metadata[1].value, MetaValue::String("m".into()));
+        assert_eq!(l.metadata[0].value, VdsMetaValue::Double(vec![1.5, -2.25]));
+        assert_eq!(l.metadata[1].value, VdsMetaValue::String("m".into()));
     }
 
     #[test]

@@ -1,22 +1,110 @@
-//! OpenVDS (VDS) for rasterpack: reads and validates both storage kinds (the single-file `.vds`
-//! "HueDataStore" container and the object-store layout in a directory), decodes None / RLE /
-//! Zip bricks of every format, decodes wavelet bricks (all four wavelet methods, bit-identical
-//! with OpenVDS 3.4.9, [`wavelet`]), and assembles any box of any layer.
+//! OpenVDS (VDS) volumes for rasterpack: read and validate both storage kinds (the single-file
+//! `.vds` container and the object-store layout in a directory), decode None / RLE / Zip bricks
+//! of every sample format and wavelet bricks (all four wavelet methods, bit-identical with
+//! OpenVDS 3.4.9, [`wavelet`]), and assemble any region of any level of detail.
+//!
+//! A VDS dataset is a volume of 1 to 6 axes (axis 0 varies fastest) holding one or more
+//! *channels* (named arrays, e.g. `Amplitude`), each stored as *layers* (one per level of
+//! detail) cut into bricks of 32 to 4096 voxels per edge; a JSON document, `VolumeDataLayout`,
+//! describes the axes, channels and bricks, and `LayerStatus` the layers. The format is
+//! OpenVDS's ([documentation](https://osdu.pages.opengroup.org/platform/domain-data-mgmt-services/seismic/open-vds/)); what rasterpack
+//! accepts is written down in the repository's `docs/formats/vds.md`.
+//!
+//! [`VdsDataset`] opens a dataset (a path, bytes, or an [`Input`]); channels are its arrays, by
+//! name, in C axis order (the reverse of VDS's: the slowest axis first, as `.npy` files and
+//! numpy hold them). Read a channel whole or a [`Region`] of it into memory
+//! ([`VdsDataset::read`], typed through [`NdArray::to_vec`] / [`NdArray::as_slice`], or
+//! `ndarray::ArrayD` with the `ndarray` feature), or stream it into any [`ArraySink`] with
+//! memory bounded by [`Limits::working_set`]: only the bricks a region meets are decoded.
+//! [`VdsDataset::validate`] checks every rule, chunk-metadata page and brick.
+//!
+//! ```
+//! use rasterpack_vds_meta::{ArrayRequest, Region, VdsDataset};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // A 4 x 3 x 2 float32 volume as an object-store dataset: the layout, the layer status,
+//! // one page of chunk hashes and one uncompressed brick (made here; real ones come from
+//! // OpenVDS). Value (x, y, z) = 100 z + 10 y + x, with x the fastest axis.
+//! let dir = std::env::temp_dir().join(format!("vds-doc-{}", std::process::id()));
+//! # let _ = std::fs::remove_dir_all(&dir);
+//! std::fs::create_dir_all(dir.join("Dimensions_012LOD0/ChunkMetadata"))?;
+//! let axis = |name: &str, n: u32| {
+//!     format!(r#"{{"name":"{name}","unit":"","numSamples":{n},"coordinateMin":0,"coordinateMax":{}}}"#, n - 1)
+//! };
+//! let layout = format!(
+//!     r#"{{"axisDescriptors":[{},{},{}],
+//!        "channelDescriptors":[{{"format":"Format_R32","components":"Components_1","name":"Amplitude",
+//!          "unit":"","valueRange":[0,300],"channelMapping":"Direct","mappedValues":1,"discrete":false,
+//!          "renderable":true,"allowLossyCompression":true,"useNoValue":false,"noValue":0,
+//!          "integerScale":1,"integerOffset":0}}],
+//!        "layoutDescriptor":{{"brickSize":"BrickSize_32","negativeMargin":0,"positiveMargin":0,
+//!          "brickSize2DMultiplier":4,"lodLevels":"LODLevels_None","create2DLODs":false,
+//!          "forceFullResolutionDimension":false,"fullResolutionDimension":-1}},
+//!        "metadata":[]}}"#,
+//!     axis("Sample", 4), axis("Crossline", 3), axis("Inline", 2)
+//! );
+//! std::fs::write(dir.join("VolumeDataLayout"), layout)?;
+//! let values: Vec<f32> = (0..24).map(|i| (100 * (i / 12) + 10 * (i / 4 % 3) + i % 4) as f32).collect();
+//! // A brick: dimensionality, size x/y/z, format code (3 = R32), components; then the values.
+//! let mut brick: Vec<u8> = [3i32, 4, 3, 2, 3, 1].iter().flat_map(|v| v.to_le_bytes()).collect();
+//! brick.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+//! std::fs::write(dir.join("Dimensions_012LOD0/0"), &brick)?;
+//! // Its hash (any value but the reserved 0, all-ones and constant tags).
+//! std::fs::write(dir.join("Dimensions_012LOD0/ChunkMetadata/0"), 0x1234_5678u64.to_le_bytes())?;
+//! std::fs::write(
+//!     dir.join("LayerStatus"),
+//!     format!(
+//!         r#"[{{"layerName":"Dimensions_012LOD0","channelName":"Amplitude","dimensionGroup":"Dimensions_012",
+//!          "lod":0,"produceStatus":"Normal","compressionMethod":"None","compressionTolerance":0,
+//!          "chunkCount":1,"validChunkCount":1,"chunkMetadataPageSize":1,"chunkMetadataByteSize":8,
+//!          "hasChunkMetadataPages":true,"pageDirectory":[0],"serializedSize":{},"uncompressedSize":96,
+//!          "adaptiveLevelSizes":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}]"#,
+//!         brick.len()
+//!     ),
+//! )?;
+//!
+//! // Open it (a `.vds` file opens the same way) and check every rule and brick.
+//! let dataset = VdsDataset::open(&dir)?;
+//! let report = dataset.validate();
+//! assert!(report.is_valid(false), "{:?}", report.findings);
+//!
+//! // Channels are arrays by name, in C order: [inline, crossline, sample].
+//! let arrays = dataset.arrays()?;
+//! assert_eq!(arrays[0].name.as_deref(), Some("Amplitude"));
+//! assert_eq!(arrays[0].shape, vec![2, 3, 4]);
+//! let whole = dataset.read(&ArrayRequest::for_element("Amplitude"))?;
+//! assert_eq!(whole.to_vec::<f32>()?, values);
+//!
+//! // A region: inline 1, crosslines 1..3, samples 2..4.
+//! let region = Region::from_start_size(&[1, 1, 2], &[1, 2, 2])?;
+//! let part = dataset.read(&ArrayRequest::for_element("Amplitude").with_region(region))?;
+//! assert_eq!(part.shape, vec![1, 2, 2]);
+//! assert_eq!(part.as_slice::<f32>()?, &[112.0, 113.0, 122.0, 123.0]);
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! Layers: [`raw`] (on-disk structs) -> [`container`] / [`store`] (checked parsing and object
-//! access) -> [`layout`] (JSON documents), [`geometry`] (bricks), [`chunk`] (serialization) ->
-//! [`dataset`] (friendly API) and [`validate`].
+//! access) -> [`layout`] (JSON documents), [`geometry`] (bricks), [`chunk`] (serialization),
+//! [`chunk_table`] (chunk metadata) -> [`dataset`] ([`VdsDataset`]), reads ([`ArrayFile`]) and
+//! [`validate`]. [`VdsFormat`] is what the `rasterpack` command line drives.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 // 6-D voxel arithmetic indexes several parallel arrays by dimension.
 #![allow(clippy::needless_range_loop)]
 
+mod arrays;
 pub mod chunk;
+pub mod chunk_table;
 pub mod container;
 pub mod dataset;
 pub mod geometry;
 pub mod layout;
 pub mod legacy;
 pub mod raw;
+mod read;
+mod report;
 pub mod store;
 #[cfg(feature = "testsupport")]
 pub mod testsupport;
@@ -25,26 +113,36 @@ pub mod wavelet;
 
 use std::path::Path;
 
-use rasterpack_common::json::{f64_value, fmt_bytes};
-use rasterpack_common::{
-    ArrayRequest, DType, Error, Format, Input, InspectOptions, NdArray, Report, Result, ValidateOptions,
+use rasterpack_common::{Format, InspectOptions, RequestFlag, ValidateOptions};
+
+pub use crate::arrays::channel_dtype;
+pub use crate::chunk::VdsChunkStatus;
+pub use crate::chunk_table::{VdsChunkMeta, VdsChunkTable};
+pub use crate::dataset::{VdsDataset, VdsLayer, VdsValues};
+pub use crate::layout::{
+    VdsAxis, VdsChannel, VdsChannelMapping, VdsCompression, VdsLayoutDescriptor, VdsMetaValue, VdsMetadataItem,
+    VdsSampleFormat, VolumeDataLayout,
 };
-use serde_json::{json, Map, Value};
+pub use rasterpack_common::{
+    ArrayFile, ArrayInfo, ArrayRequest, ArraySink, DType, Element, Error, ErrorKind, Finding, Findings, Input, Limits,
+    NdArray, Region, Report, Result, Severity,
+};
 
-use crate::chunk::ChunkStatus;
-pub use crate::dataset::{Dataset, Values};
-use crate::layout::SampleFormat;
-
-/// The VDS format for the CLI.
+/// The VDS format behind the format-independent [`Format`] interface (what the CLI and
+/// [`rasterpack_common::open_any`] use).
 pub struct VdsFormat;
 
 impl Format for VdsFormat {
     fn name(&self) -> &'static str {
         "vds"
     }
-    fn honours(&self) -> &'static [rasterpack_common::RequestFlag] {
-        use rasterpack_common::RequestFlag;
-        &[RequestFlag::Element, RequestFlag::Physical]
+    fn honours(&self) -> &'static [RequestFlag] {
+        &[
+            RequestFlag::Element,
+            RequestFlag::Physical,
+            RequestFlag::Region,
+            RequestFlag::Lod,
+        ]
     }
     fn description(&self) -> &'static str {
         "OpenVDS volume data store (.vds container or object-store directory)"
@@ -60,17 +158,18 @@ impl Format for VdsFormat {
     }
 
     fn inspect(&self, input: &Input, opts: &InspectOptions) -> Result<Report> {
-        let ds = Dataset::open(input, &opts.limits).map_err(|e| e.in_format("vds"))?;
+        let ds = VdsDataset::open_input(input, &opts.limits).map_err(|e| e.in_format("vds"))?;
         let mut report = Report::new("vds");
-        report.findings.extend(ds.findings.clone());
-        describe(&ds, opts.all, &mut report);
+        report.findings.extend(ds.findings().clone());
+        report::describe(&ds, opts.all, &mut report);
         Ok(report)
     }
 
     fn validate(&self, input: &Input, opts: &ValidateOptions) -> Report {
-        let mut report = Report::new("vds");
-        match Dataset::open(input, &opts.limits) {
+        match VdsDataset::open_input(input, &opts.limits) {
+            Ok(ds) => ds.validate_with(opts),
             Err(e) => {
+                let mut report = Report::new("vds");
                 // A container that fails at its layout or layers still gets its structural
                 // findings (the dataset could not be opened to collect them).
                 if input.dir().is_none() && e.code != "vds.container.magic" {
@@ -80,393 +179,89 @@ impl Format for VdsFormat {
                     }
                 }
                 report.fail(&e.in_format("vds"));
-            }
-            Ok(ds) => {
-                validate::validate_dataset(&ds, &mut report);
-                describe(&ds, false, &mut report);
+                report
             }
         }
-        report
     }
 
     fn read_array(&self, input: &Input, req: &ArrayRequest) -> Result<NdArray> {
-        let ds = Dataset::open(input, &req.limits).map_err(|e| e.in_format("vds"))?;
-        read_channel(&ds, req.element.as_deref(), req.physical)
+        rasterpack_common::read_by_streaming(self, input, req)
+    }
+
+    /// Streams the channel `req.element` (the primary one by default) at level of detail
+    /// `req.lod`, or `req.region` of it: only the bricks the region meets are decoded.
+    fn stream_array(&self, input: &Input, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        let ds = VdsDataset::open_input(input, &req.limits).map_err(|e| e.in_format("vds"))?;
+        ds.stream_request(req, sink)
+    }
+
+    fn open(&self, input: Input, limits: Limits) -> Result<Box<dyn ArrayFile>> {
+        Ok(Box::new(VdsDataset::from_input(input, limits)?))
     }
 }
 
-/// The LOD0 array of a channel (primary when `channel` is `None`), numpy shape = dims reversed
-/// (components last when more than one).
-pub fn read_channel(ds: &Dataset, channel: Option<&str>, physical: bool) -> Result<NdArray> {
-    let ci = match channel {
-        None => 0,
-        Some(n) => ds.layout.channel_index(n).ok_or_else(|| {
-            let names: Vec<&str> = ds.layout.channels.iter().map(|c| c.name.as_str()).collect();
-            Error::usage(format!("no channel {n:?}; channels: {}", names.join(", ")))
-        })?,
-    };
-    let ch = &ds.layout.channels[ci];
-    let Some(li) = ds.lod0_layer(ci) else {
-        if !ds
-            .layers
-            .iter()
-            .any(|l| l.geometry.as_ref().is_some_and(|g| g.channel == ci))
-        {
-            return read_unwritten_channel(ds, ci, physical);
-        }
-        return Err(Error::invalid_at(
-            "vds.layer.missing",
-            None,
-            format!("channel {:?} has no readable LOD0 layer", ch.name),
-        ));
-    };
-    let g = ds.layers[li]
-        .geometry
-        .as_ref()
-        .ok_or_else(|| Error::invalid_at("vds.layer.geometry", None, "no geometry"))?;
-    let values = if physical { Values::Physical } else { Values::Native };
-    let data = ds.read_layer(li, values)?;
-    let mut a = channel_array(ds, ci, g, physical, data)?;
-    a.attrs.insert("layer".into(), Value::from(ds.layers[li].name()));
-    Ok(a)
-}
-
-/// A channel declared in the layout but never written (no layer stored): ERRATA reads it as
-/// unwritten bricks, with a warning (carried in the array's `warnings` attribute).
-fn read_unwritten_channel(ds: &Dataset, ci: usize, physical: bool) -> Result<NdArray> {
-    let ch = &ds.layout.channels[ci];
-    let n = ds.layout.dimensionality();
-    let group: Vec<usize> = match ds.lod0_layer(0).and_then(|li| ds.layers[li].geometry.as_ref()) {
-        Some(g) => g.group.clone(),
-        None => (0..n.min(3)).collect(),
-    };
-    let g = geometry::LayerGeometry::new(&ds.layout, ci, &group, 0).ok_or_else(|| {
-        Error::invalid_at(
-            "vds.layer.geometry",
-            None,
-            format!("channel {:?} has no LOD0 geometry", ch.name),
-        )
-    })?;
-    let elem = chunk::unwritten_element(ch, physical);
-    let count = g.shape.iter().try_fold(1u64, |a, &s| a.checked_mul(s));
-    let bytes = count.and_then(|c| c.checked_mul(elem.len() as u64));
-    let bytes = match bytes {
-        Some(b) if b <= ds.limits.max_array_bytes => b,
-        _ => {
-            return Err(Error::limit(
-                "limit.array",
-                None,
-                format!("channel {:?} is larger than the array limit", ch.name),
-            ))
-        }
-    };
-    let data = elem.repeat((bytes / elem.len().max(1) as u64) as usize);
-    let mut a = channel_array(ds, ci, &g, physical, data)?;
-    a.attrs.insert(
-        "warnings".into(),
-        Value::Array(vec![Value::from(format!(
-            "vds.channel.unwritten: channel {:?} is declared but none of its layers is stored; it reads as unwritten bricks",
-            ch.name
-        ))]),
-    );
-    Ok(a)
-}
-
-/// Wrap a channel's LOD0 data: numpy shape = dims reversed (components last), dtype and attrs.
-fn channel_array(
-    ds: &Dataset,
-    ci: usize,
-    g: &geometry::LayerGeometry,
-    physical: bool,
-    data: Vec<u8>,
-) -> Result<NdArray> {
-    let ch = &ds.layout.channels[ci];
-    let n = ds.layout.dimensionality();
-    let mut shape: Vec<u64> = g.shape[..n].iter().rev().copied().collect();
-    if ch.components > 1 {
-        shape.push(ch.components as u64);
+impl VdsDataset {
+    /// The channels as arrays (at LOD0): name, dtype and shape in C axis order.
+    pub fn arrays(&self) -> Result<Vec<ArrayInfo>> {
+        ArrayFile::arrays(self)
     }
-    let dtype = if physical {
-        DType::F32
-    } else {
-        match ch.format {
-            SampleFormat::Bit1 | SampleFormat::U8 => DType::U8,
-            SampleFormat::U16 => DType::U16,
-            SampleFormat::R32 => DType::F32,
-            SampleFormat::U32 => DType::U32,
-            SampleFormat::R64 => DType::F64,
-            SampleFormat::U64 => DType::U64,
-        }
-    };
-    let mut a = NdArray::new(dtype, shape, data)?;
-    a.name = Some(ch.name.clone());
-    a.attrs
-        .insert("channel".into(), serde_json::to_value(ch).unwrap_or(Value::Null));
-    a.attrs.insert(
-        "axes".into(),
-        Value::Array(
-            ds.layout
-                .axes
-                .iter()
-                .map(|a| serde_json::to_value(a).unwrap_or(Value::Null))
-                .collect(),
-        ),
-    );
-    if matches!(ch.format, SampleFormat::U8 | SampleFormat::U16) && !physical {
-        a.attrs.insert("scale".into(), f64_value(ch.integer_scale));
-        a.attrs.insert("offset".into(), f64_value(ch.integer_offset));
+
+    /// Read what `req` asks for into memory: the channel `req.element` (the primary one when
+    /// `None`), at level of detail `req.lod`, whole or `req.region` of it, within
+    /// `req.limits.max_array_bytes`.
+    pub fn read(&self, req: &ArrayRequest) -> Result<NdArray> {
+        ArrayFile::read(self, req)
     }
-    Ok(a)
+
+    /// Stream what `req` asks for into `sink` (see [`ArraySink`]): only the bricks the region
+    /// meets are decoded, within `req.limits.working_set`.
+    pub fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        self.stream_request(req, sink)
+    }
+
+    /// Check every rule, every chunk-metadata page and every brick (decoded to exactly its
+    /// descriptor's size): all findings, with the dataset's summary.
+    pub fn validate(&self) -> Report {
+        self.validate_with(&ValidateOptions {
+            limits: *self.limits(),
+            ..Default::default()
+        })
+    }
+
+    /// [`VdsDataset::validate`] with other limits and a progress callback (called as bricks
+    /// are checked, in bytes of stored bricks).
+    pub fn validate_with(&self, opts: &ValidateOptions) -> Report {
+        let mut report = Report::new("vds");
+        validate::validate_dataset(self, opts, &mut report);
+        report::describe(self, false, &mut report);
+        report
+    }
 }
 
-/// Per-layer counts for reports.
-#[derive(Debug, Default, Clone, Copy)]
-struct Counts {
-    data: u64,
-    constant: u64,
-    novalue: u64,
-    unwritten: u64,
-    stored_bytes: u64,
-}
-
-fn layer_counts(ds: &Dataset, l: &dataset::Layer) -> Counts {
-    let mut c = Counts::default();
-    for (i, m) in l.chunks.iter().enumerate() {
-        match m.status() {
-            ChunkStatus::Data => {
-                c.data += 1;
-                if let Ok(Some(s)) = ds.store().object_size(&format!("{}/{i}", l.name())) {
-                    c.stored_bytes += s;
-                }
-            }
-            ChunkStatus::Constant(_) => c.constant += 1,
-            ChunkStatus::NoValue => c.novalue += 1,
-            ChunkStatus::Unwritten => c.unwritten += 1,
-        }
+/// Channels are the arrays, by name, at LOD0 unless the request asks for another level of
+/// detail ([`ArrayRequest::lod`]); shapes are the VDS dimensions reversed (C order, the axis
+/// order of `.npy` output), with the components last for channels that have several.
+impl ArrayFile for VdsDataset {
+    fn format_name(&self) -> &'static str {
+        "vds"
     }
-    c
-}
 
-fn describe(ds: &Dataset, all: bool, report: &mut Report) {
-    let lo = &ds.layout;
-    let s = &mut report.summary;
-    s.insert("storage".into(), Value::from(ds.storage_kind()));
-    s.insert("dimensionality".into(), Value::from(lo.dimensionality()));
-    s.insert("axes".into(), serde_json::to_value(&lo.axes).unwrap_or(Value::Null));
-    s.insert(
-        "channels".into(),
-        serde_json::to_value(&lo.channels).unwrap_or(Value::Null),
-    );
-    s.insert("layout".into(), serde_json::to_value(&lo.layout).unwrap_or(Value::Null));
-    let md: Vec<Value> = lo
-        .metadata
-        .iter()
-        .map(|m| json!({"category": m.category, "name": m.name, "type": m.type_name, "value": m.value_json(all)}))
-        .collect();
-    s.insert("metadata".into(), Value::Array(md));
-    let mut layers_json = Vec::new();
-    let mut layer_rows = Vec::new();
-    for l in &ds.layers {
-        let c = layer_counts(ds, l);
-        let g = l.geometry.as_ref();
-        let mut o = Map::new();
-        o.insert("name".into(), Value::from(l.name()));
-        if let Some(g) = g {
-            o.insert("channel".into(), Value::from(lo.channels[g.channel].name.clone()));
-            o.insert("dimensionGroup".into(), Value::from(geometry::group_name(&g.group)));
-            o.insert("lod".into(), Value::from(g.lod));
-            o.insert("shape".into(), json!(g.shape[..lo.dimensionality()]));
-            o.insert("chunksPerDim".into(), json!(g.chunks[..lo.dimensionality()]));
-        }
-        o.insert("compression".into(), Value::from(l.status.compression.name()));
-        o.insert("compressionTolerance".into(), f64_value(l.status.tolerance));
-        o.insert("chunkCount".into(), Value::from(l.status.chunk_count));
-        o.insert("validChunkCount".into(), Value::from(l.status.valid_chunk_count));
-        o.insert("written".into(), Value::from(c.data));
-        o.insert("constant".into(), Value::from(c.constant));
-        o.insert("novalue".into(), Value::from(c.novalue));
-        o.insert("unwritten".into(), Value::from(c.unwritten));
-        o.insert("storedBytes".into(), Value::from(c.stored_bytes));
-        if let Some(a) = &l.status.adaptive_level_sizes {
-            if l.is_wavelet() {
-                o.insert("adaptiveLevelSizes".into(), json!(a));
-            }
-        }
-        if all {
-            if let Some(g) = g {
-                let chunks: Vec<Value> = l
-                    .chunks
-                    .iter()
-                    .enumerate()
-                    .map(|(i, m)| {
-                        let e = g.chunk_extent(i as u64);
-                        let n = lo.dimensionality();
-                        let mut v = json!({"index": i, "min": e.min[..n], "max": e.max[..n],
-                            "minExcludingMargin": e.min_excl[..n], "maxExcludingMargin": e.max_excl[..n],
-                            "hash": format!("{:016x}", m.hash), "status": m.status().name()});
-                        if let ChunkStatus::Constant(x) = m.status() {
-                            v["constantValue"] = f64_value(x as f64);
-                        }
-                        if l.is_wavelet() {
-                            v["adaptiveLevels"] = json!(m.levels.iter().take_while(|&&b| b != 0).collect::<Vec<_>>());
-                            if m.status() == ChunkStatus::Data {
-                                let mut buf = Vec::new();
-                                if let Ok(true) = ds.store().get_into(&format!("{}/{i}", l.name()), &mut buf) {
-                                    v["adaptiveLevelSizes"] = json!(chunk::adaptive_level_sizes(buf.len() as u64, &m.levels));
-                                    if let Ok(h) = chunk::parse_wavelet_header(&buf) {
-                                        v["waveletHeader"] = json!({"version": h.version, "compressedSize": h.compressed_size,
-                                            "size": h.size, "dimensions": h.dimensions, "integerInfo": h.integer_info});
-                                    }
-                                }
-                            }
-                        }
-                        v
-                    })
-                    .collect();
-                o.insert("chunks".into(), Value::Array(chunks));
-            }
-        }
-        layers_json.push(Value::Object(o));
-        layer_rows.push(vec![
-            l.name().to_string(),
-            l.status.compression.name().to_string(),
-            g.map(|g| format!("{:?}", &g.shape[..lo.dimensionality()]))
-                .unwrap_or_default(),
-            l.status.chunk_count.to_string(),
-            c.data.to_string(),
-            c.constant.to_string(),
-            c.novalue.to_string(),
-            c.unwritten.to_string(),
-            fmt_bytes(c.stored_bytes),
-        ]);
-    }
-    s.insert("layers".into(), Value::Array(layers_json));
-    if let Some(c) = ds.container() {
-        let files: Vec<Value> = c
-            .files
-            .iter()
-            .map(|f| {
-                json!({"name": f.entry.name_lossy(), "type": String::from_utf8_lossy(&f.entry.file_type),
-                       "chunkCount": f.entry.head_chunk_count, "indexPageEntryCount": f.entry.index_page_entry_count,
-                       "chunkMetadataLength": f.entry.chunk_metadata_length, "fileMetadataLength": f.entry.file_metadata_length,
-                       "revisions": f.revisions})
+    fn arrays(&self) -> Result<Vec<ArrayInfo>> {
+        (0..self.layout().channels.len())
+            .map(|ci| {
+                let a = self.channel_array(ci, 0, VdsValues::Native)?;
+                let mut info = a.info(a.shape());
+                info.attrs.clear();
+                Ok(info)
             })
-            .collect();
-        s.insert("containerFiles".into(), Value::Array(files));
+            .collect()
     }
-    report.fields(
-        "VDS dataset",
-        vec![
-            ("storage".into(), ds.storage_kind().into()),
-            ("dimensionality".into(), lo.dimensionality().to_string()),
-            (
-                "brick size".into(),
-                format!(
-                    "{} (margins -{} / +{})",
-                    lo.layout.brick_size, lo.layout.negative_margin, lo.layout.positive_margin
-                ),
-            ),
-            ("2-D multiplier".into(), lo.layout.brick_size_2d_multiplier.to_string()),
-            (
-                "LOD levels".into(),
-                format!(
-                    "{} (create 2-D LODs: {})",
-                    lo.layout.lod_levels, lo.layout.create_2d_lods
-                ),
-            ),
-            (
-                "full-resolution dim".into(),
-                lo.layout.full_resolution_dimension.to_string(),
-            ),
-        ],
-    );
-    report.table(
-        "Axes",
-        &["dim", "name", "unit", "samples", "min", "max"],
-        lo.axes
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                vec![
-                    i.to_string(),
-                    a.name.clone(),
-                    a.unit.clone(),
-                    a.num_samples.to_string(),
-                    a.coordinate_min.to_string(),
-                    a.coordinate_max.to_string(),
-                ]
-            })
-            .collect(),
-    );
-    report.table(
-        "Channels",
-        &[
-            "#",
-            "name",
-            "format",
-            "comp",
-            "mapping",
-            "value range",
-            "scale / offset",
-            "noValue",
-        ],
-        lo.channels
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                vec![
-                    i.to_string(),
-                    c.name.clone(),
-                    c.format.name().trim_start_matches("Format_").to_string(),
-                    c.components.to_string(),
-                    if c.mapping == layout::ChannelMapping::PerTrace {
-                        format!("PerTrace x{}", c.mapped_values)
-                    } else {
-                        "Direct".into()
-                    },
-                    format!("{} .. {}", c.value_range[0], c.value_range[1]),
-                    format!("{} / {}", c.integer_scale, c.integer_offset),
-                    if c.use_no_value {
-                        c.no_value.to_string()
-                    } else {
-                        "-".into()
-                    },
-                ]
-            })
-            .collect(),
-    );
-    report.table(
-        "Layers",
-        &[
-            "layer",
-            "compression",
-            "shape",
-            "chunks",
-            "data",
-            "const",
-            "novalue",
-            "unwritten",
-            "stored",
-        ],
-        layer_rows,
-    );
-    let shown = if all {
-        lo.metadata.len()
-    } else {
-        lo.metadata.len().min(40)
-    };
-    report.table(
-        "Metadata",
-        &["category", "name", "type", "value"],
-        lo.metadata[..shown]
-            .iter()
-            .map(|m| {
-                let mut v = m.value_text();
-                if !all && v.chars().count() > 80 {
-                    v = v.chars().take(77).collect::<String>() + "...";
-                }
-                vec![m.category.clone(), m.name.clone(), m.type_name.clone(), v]
-            })
-            .collect(),
-    );
+
+    fn validate(&self) -> Report {
+        VdsDataset::validate(self)
+    }
+
+    fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        self.stream_request(req, sink)
+    }
 }

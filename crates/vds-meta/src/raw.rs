@@ -1,4 +1,5 @@
-//! On-disk structures of OpenVDS storage, mirroring the bytes (vds-storage.md sections 2, 3, 5).
+//! On-disk structures of OpenVDS storage, mirroring the bytes: the container
+//! header, file table, page directories and index pages, and chunk headers.
 //! These are "dumb": the parse module fills them with checked reads, validate judges them.
 //! All integers are little-endian.
 
@@ -17,7 +18,9 @@ pub const INDEX_ENTRY_FIXED: u64 = 16;
 
 /// FourCC file types, as the 4 bytes appear in the file.
 pub const FILE_TYPE_JSON: [u8; 4] = *b"JSON";
+/// A layer file (chunks of one layer).
 pub const FILE_TYPE_VDS: [u8; 4] = *b"VDS ";
+/// A plain object (e.g. `LayerStatus`).
 pub const FILE_TYPE_OBJ: [u8; 4] = *b"OBJ ";
 
 /// Container header at offset 0 (32 bytes).
@@ -59,6 +62,7 @@ pub struct FileEntry {
 }
 
 impl FileEntry {
+    /// The file name, with invalid UTF-8 replaced.
     pub fn name_lossy(&self) -> String {
         String::from_utf8_lossy(&self.name).into_owned()
     }
@@ -153,7 +157,9 @@ pub struct WaveletHeader {
     pub integer_info: i32,
 }
 
-/// Special chunk hashes (vds-storage.md section 5).
+/// Special chunk hashes: 0 for a chunk never written (it reads as the unwritten element).
 pub const HASH_UNWRITTEN: u64 = 0;
+/// Hash of a chunk whose voxels are all the channel's no-value.
 pub const HASH_NOVALUE: u64 = u64::MAX;
+/// High 32 bits of the hash of a constant chunk (the low 32 bits are the f32 value).
 pub const HASH_CONSTANT_TAG: u32 = 0x0101_0101;

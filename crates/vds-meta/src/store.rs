@@ -41,6 +41,11 @@ pub trait ObjectStore: Send + Sync {
     fn object_size(&self, key: &str) -> Result<Option<u64>> {
         Ok(self.get(key)?.map(|b| b.len() as u64))
     }
+    /// Numbers of the chunk-metadata pages of `layer` the store holds (ascending, each below
+    /// `pages`) when it can list them cheaply; `None` means "ask for every page".
+    fn stored_metadata_pages(&self, _layer: &str, _pages: u64) -> Result<Option<Vec<u64>>> {
+        Ok(None)
+    }
 }
 
 /// An object-store dataset in a directory: key `a/b` is the file `<root>/a/b`. Object metadata
@@ -54,6 +59,7 @@ pub struct DirStore {
 }
 
 impl DirStore {
+    /// Open the object-store dataset in directory `root`.
     pub fn open(root: &Path, limits: &Limits) -> Result<DirStore> {
         if !root.is_dir() {
             return Err(Error::usage(format!("{} is not a directory", root.display())));
@@ -149,7 +155,16 @@ impl ObjectStore for DirStore {
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        let mut stack: Vec<(PathBuf, String, u32)> = vec![(self.root.clone(), String::new(), 0)];
+        // Walk only the folder the prefix names (`layer/ChunkMetadata/`), not the whole store:
+        // listing each layer costs what that layer holds.
+        let start = match prefix.rsplit_once('/') {
+            None | Some(("", _)) => (self.root.clone(), String::new(), 0),
+            Some((dir, _)) => match self.path_of(dir) {
+                Ok(path) if path.is_dir() => (path, dir.to_string(), dir.split('/').count() as u32),
+                _ => return Ok(out),
+            },
+        };
+        let mut stack: Vec<(PathBuf, String, u32)> = vec![start];
         while let Some((dir, rel, depth)) = stack.pop() {
             // Object keys have at most three parts (`layer/ChunkMetadata/page`).
             if depth > 3 {
@@ -194,6 +209,19 @@ impl ObjectStore for DirStore {
 
     fn kind(&self) -> &'static str {
         "object-dir"
+    }
+
+    fn stored_metadata_pages(&self, layer: &str, pages: u64) -> Result<Option<Vec<u64>>> {
+        let prefix = format!("{layer}/ChunkMetadata/");
+        let mut v: Vec<u64> = self
+            .list(&prefix)?
+            .iter()
+            .filter_map(|k| k[prefix.len()..].parse().ok())
+            .filter(|&p| p < pages)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        Ok(Some(v))
     }
 
     fn object_size(&self, key: &str) -> Result<Option<u64>> {

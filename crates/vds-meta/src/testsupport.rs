@@ -1,14 +1,14 @@
 //! A small VDS writer for tests, benchmarks and sample files (feature `testsupport`): one
 //! channel, None / RLE / Zip bricks, optional LODs (by subsampling, not OpenVDS's filter),
-//! written as a `.vds` container or an object-store directory. It follows vds-storage.md but is
-//! not a supported writer: it exists so tests can make datasets of any shape and corrupt them.
+//! written as a `.vds` container or an object-store directory. It writes the storage layout the
+//! crate reads (see the repository's `docs/formats/vds.md`) but is not a supported writer: it exists so tests can make datasets of any shape and corrupt them.
 
 use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::geometry::LayerGeometry;
-use crate::layout::{parse_layout, Compression, SampleFormat, VolumeDataLayout};
+use crate::geometry::{ChunkExtent, LayerGeometry};
+use crate::layout::{parse_layout, VdsCompression, VdsSampleFormat, VolumeDataLayout};
 use crate::raw::CONTAINER_MAGIC;
 
 /// What to write.
@@ -16,16 +16,27 @@ use crate::raw::CONTAINER_MAGIC;
 pub struct Spec {
     /// Samples per axis (dim 0 first), 1..6 axes.
     pub dims: Vec<u64>,
+    /// Brick edge in voxels (a power of two, 32..=4096).
     pub brick_size: u32,
+    /// Margin voxels before each brick.
     pub negative_margin: u32,
+    /// Margin voxels after each brick.
     pub positive_margin: u32,
+    /// LOD levels (0: LOD0 only).
     pub lod_levels: u32,
-    pub format: SampleFormat,
+    /// Sample format.
+    pub format: VdsSampleFormat,
+    /// Components per voxel.
     pub components: u32,
-    pub compression: Compression,
+    /// Compression (None, RLE or Zip).
+    pub compression: VdsCompression,
+    /// Integer scale of the channel.
     pub integer_scale: f64,
+    /// Integer offset of the channel.
     pub integer_offset: f64,
+    /// Whether `no_value` marks missing samples.
     pub use_no_value: bool,
+    /// The no-value.
     pub no_value: f64,
     /// Index-page / chunk-metadata page entries.
     pub page_entries: u32,
@@ -33,6 +44,7 @@ pub struct Spec {
     pub detect_constants: bool,
     /// Chunks (LOD0 indices) to leave unwritten.
     pub unwritten: Vec<u64>,
+    /// Name of the channel.
     pub channel_name: String,
 }
 
@@ -44,9 +56,9 @@ impl Default for Spec {
             negative_margin: 0,
             positive_margin: 0,
             lod_levels: 0,
-            format: SampleFormat::R32,
+            format: VdsSampleFormat::R32,
             components: 1,
-            compression: Compression::None,
+            compression: VdsCompression::None,
             integer_scale: 1.0,
             integer_offset: 0.0,
             use_no_value: false,
@@ -107,8 +119,11 @@ impl Spec {
 
 /// One serialized layer: name, per-chunk `(hash, bytes)` (`None` = nothing stored).
 pub struct WrittenLayer {
+    /// Layer name.
     pub name: String,
+    /// Per chunk: its hash and its serialized bytes (`None`: nothing stored).
     pub chunks: Vec<(u64, Option<Vec<u8>>)>,
+    /// Chunks with stored bytes.
     pub valid: u64,
     /// Decoded payload bytes of the stored (non-constant) chunks.
     pub uncompressed: u64,
@@ -184,52 +199,9 @@ pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
                 }
             }
             valid += 1;
-            let first = &payload[..elem];
-            if spec.detect_constants && spec.components == 1 && payload.chunks_exact(elem).all(|c| c == first) {
-                if let Some(v) = constant_value(spec, first) {
-                    chunks.push((0x0101_0101_0000_0000 | v.to_bits() as u64, Some(Vec::new())));
-                    continue;
-                }
-            }
-            let size = g.descriptor_size(&e);
-            let body = if spec.format == SampleFormat::Bit1 {
-                pack_bits(&payload, size)
-            } else {
-                payload
-            };
-            uncompressed += body.len() as u64;
-            let mut obj = Vec::new();
-            for v in [
-                g.chunk_dims.len() as i32,
-                size[0] as i32,
-                size[1] as i32,
-                size[2] as i32,
-                spec.format.code(),
-                spec.components as i32,
-            ] {
-                obj.extend_from_slice(&v.to_le_bytes());
-            }
-            match spec.compression {
-                Compression::None => obj.extend_from_slice(&body),
-                Compression::Zip => obj.extend_from_slice(&miniz_oxide::deflate::compress_to_vec_zlib(&body, 6)),
-                Compression::RLE => {
-                    let unit = crate::chunk::ChunkSpec {
-                        format: spec.format,
-                        components: spec.components,
-                        dims: 3,
-                        size,
-                        compression: Compression::RLE,
-                    }
-                    .rle_unit() as usize;
-                    let runs = rle_encode(&body, unit);
-                    obj.extend_from_slice(&((12 + runs.len()) as i32).to_le_bytes());
-                    obj.extend_from_slice(&(body.len() as i32).to_le_bytes());
-                    obj.extend_from_slice(&(unit as i32).to_le_bytes());
-                    obj.extend_from_slice(&runs);
-                }
-                other => panic!("testsupport cannot write {other:?}"),
-            }
-            chunks.push((fnv(&obj), Some(obj)));
+            let (hash, obj, body_len) = serialize_chunk(spec, &g, &e, payload);
+            uncompressed += body_len;
+            chunks.push((hash, Some(obj)));
         }
         out.push(WrittenLayer {
             name: g.name.clone(),
@@ -241,15 +213,183 @@ pub fn layers(spec: &Spec, data: &[u8]) -> Vec<WrittenLayer> {
     out
 }
 
+/// One written chunk: its hash, its object (empty for a constant chunk) and the decoded bytes
+/// it stores (0 for a constant). `payload` holds native values, X fastest over the stored box.
+fn serialize_chunk(spec: &Spec, g: &LayerGeometry, e: &ChunkExtent, payload: Vec<u8>) -> (u64, Vec<u8>, u64) {
+    let elem = spec.elem();
+    let first = &payload[..elem];
+    if spec.detect_constants && spec.components == 1 && payload.chunks_exact(elem).all(|c| c == first) {
+        if let Some(v) = constant_value(spec, first) {
+            return (0x0101_0101_0000_0000 | v.to_bits() as u64, Vec::new(), 0);
+        }
+    }
+    let size = g.descriptor_size(e);
+    let body = if spec.format == VdsSampleFormat::Bit1 {
+        pack_bits(&payload, size)
+    } else {
+        payload
+    };
+    let mut obj = Vec::new();
+    for v in [
+        g.chunk_dims.len() as i32,
+        size[0] as i32,
+        size[1] as i32,
+        size[2] as i32,
+        spec.format.code(),
+        spec.components as i32,
+    ] {
+        obj.extend_from_slice(&v.to_le_bytes());
+    }
+    match spec.compression {
+        VdsCompression::None => obj.extend_from_slice(&body),
+        VdsCompression::Zip => obj.extend_from_slice(&miniz_oxide::deflate::compress_to_vec_zlib(&body, 6)),
+        VdsCompression::RLE => {
+            let unit = crate::chunk::ChunkSpec {
+                format: spec.format,
+                components: spec.components,
+                dims: 3,
+                size,
+                compression: VdsCompression::RLE,
+            }
+            .rle_unit() as usize;
+            let runs = rle_encode(&body, unit);
+            obj.extend_from_slice(&((12 + runs.len()) as i32).to_le_bytes());
+            obj.extend_from_slice(&(body.len() as i32).to_le_bytes());
+            obj.extend_from_slice(&(unit as i32).to_le_bytes());
+            obj.extend_from_slice(&runs);
+        }
+        other => panic!("testsupport cannot write {other:?}"),
+    }
+    (fnv(&obj), obj, body.len() as u64)
+}
+
+/// A file table row: name, page directory offset, chunk count, entries per index page, file
+/// type, chunk and file metadata lengths.
+type FileRow<'a> = (&'a str, i64, i32, i32, [u8; 4], i32, i32);
+
+/// Write a LOD0-only `.vds` container into `file` brick by brick, holding one brick at a time
+/// (for datasets larger than memory): `brick(i, extent)` gives chunk `i`'s native values
+/// (X fastest over its stored box, `extent.stored_size` voxels) or `None` to leave it
+/// unwritten. Index pages without a written chunk are left out, as OpenVDS does.
+pub fn write_container_bricks(
+    spec: &Spec,
+    file: &mut std::fs::File,
+    mut brick: impl FnMut(u64, &ChunkExtent) -> Option<Vec<u8>>,
+) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    let layout = spec.layout();
+    let group: Vec<usize> = (0..spec.dims.len().min(3)).collect();
+    let g = LayerGeometry::new(&layout, 0, &group, 0).expect("geometry");
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, &mut *file);
+    w.write_all(&[0u8; 32])?;
+    let mut at = 32u64;
+    let mut entries: Vec<(i64, i32, u64)> = Vec::with_capacity(g.chunk_count as usize);
+    let mut valid = 0i32;
+    for i in 0..g.chunk_count {
+        let e = g.chunk_extent(i);
+        let Some(payload) = brick(i, &e) else {
+            entries.push((0, 0, 0));
+            continue;
+        };
+        valid += 1;
+        let (hash, obj, _) = serialize_chunk(spec, &g, &e, payload);
+        if obj.is_empty() {
+            entries.push((0, 0, hash));
+        } else {
+            w.write_all(&obj)?;
+            entries.push((at as i64, obj.len() as i32, hash));
+            at += obj.len() as u64;
+        }
+    }
+    let json = serde_json::to_vec_pretty(&spec.layout_json()).expect("json");
+    let json_at = at;
+    w.write_all(&json)?;
+    at += json.len() as u64;
+    // The JSON file: one chunk, one page.
+    let json_page = at;
+    w.write_all(&(json_at as i64).to_le_bytes())?;
+    w.write_all(&(json.len() as i32).to_le_bytes())?;
+    w.write_all(&0i32.to_le_bytes())?;
+    at += 16;
+    let json_dir = at;
+    w.write_all(&[0u8; 16])?;
+    w.write_all(&(json_page as i64).to_le_bytes())?;
+    at += 24;
+    // The layer's index pages (pages with nothing written are left out).
+    let per = spec.page_entries as usize;
+    let mut page_offsets = Vec::new();
+    for page in entries.chunks(per) {
+        if page.iter().all(|e| e.1 == 0 && e.2 == 0) {
+            page_offsets.push(0i64);
+            continue;
+        }
+        page_offsets.push(at as i64);
+        for k in 0..per {
+            let (o, n, h) = page.get(k).copied().unwrap_or((0, 0, 0));
+            w.write_all(&o.to_le_bytes())?;
+            w.write_all(&n.to_le_bytes())?;
+            w.write_all(&0i32.to_le_bytes())?;
+            w.write_all(&h.to_le_bytes())?;
+            at += 24;
+        }
+    }
+    let layer_dir = at;
+    w.write_all(&[0u8; 16])?;
+    w.write_all(&spec.compression.code().to_le_bytes())?;
+    w.write_all(&0.0f32.to_le_bytes())?;
+    w.write_all(&valid.to_le_bytes())?;
+    for o in &page_offsets {
+        w.write_all(&o.to_le_bytes())?;
+    }
+    at += 28 + 8 * page_offsets.len() as u64;
+    let table = at;
+    let name_len = g.name.len().max("VolumeDataLayout".len()).div_ceil(8) * 8;
+    let files: [FileRow; 2] = [
+        ("VolumeDataLayout", json_dir as i64, 1, 1, *b"JSON", 0, 0),
+        (
+            &g.name,
+            layer_dir as i64,
+            entries.len() as i32,
+            per as i32,
+            *b"VDS ",
+            8,
+            12,
+        ),
+    ];
+    for (name, dir, count, per_page, ftype, cml, fml) in files {
+        w.write_all(&dir.to_le_bytes())?;
+        w.write_all(&count.to_le_bytes())?;
+        w.write_all(&0i32.to_le_bytes())?;
+        w.write_all(&per_page.to_le_bytes())?;
+        w.write_all(&ftype)?;
+        w.write_all(&cml.to_le_bytes())?;
+        w.write_all(&fml.to_le_bytes())?;
+        let mut n = name.as_bytes().to_vec();
+        n.resize(name_len, 0);
+        w.write_all(&n)?;
+    }
+    w.flush()?;
+    drop(w);
+    let mut header = Vec::with_capacity(32);
+    header.extend_from_slice(CONTAINER_MAGIC);
+    header.extend_from_slice(&0x0001_0000i32.to_le_bytes());
+    header.extend_from_slice(&(table as i64).to_le_bytes());
+    header.extend_from_slice(&2i32.to_le_bytes());
+    header.extend_from_slice(&(name_len as i32).to_le_bytes());
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(&header)?;
+    file.flush()
+}
+
 /// The f32 a constant chunk stores, for formats where it round-trips.
 fn constant_value(spec: &Spec, v: &[u8]) -> Option<f32> {
     match spec.format {
-        SampleFormat::R32 => {
+        VdsSampleFormat::R32 => {
             let x = f32::from_le_bytes(v.try_into().ok()?);
             // NaN payloads and -0.0 would not survive the hash; store them as data.
             (x.is_finite() && x.to_bits() != (-0.0f32).to_bits()).then_some(x)
         }
-        SampleFormat::U8 if !spec.use_no_value => {
+        VdsSampleFormat::U8 if !spec.use_no_value => {
             Some(spec.integer_offset as f32 + spec.integer_scale as f32 * v[0] as f32).filter(|x| {
                 let ch = &spec.layout().channels[0];
                 crate::chunk::quantize(ch, *x) == v[0] as u32
@@ -325,7 +465,7 @@ pub fn rle_encode(data: &[u8], unit: usize) -> Vec<u8> {
     out
 }
 
-fn compression_code(c: Compression) -> i32 {
+fn compression_code(c: VdsCompression) -> i32 {
     c.code()
 }
 
@@ -562,10 +702,10 @@ pub fn sample_data(spec: &Spec, seed: u64) -> Vec<u8> {
         let r = next();
         let smooth = ((i as f64) * 0.01).sin() as f32;
         match spec.format {
-            SampleFormat::Bit1 => out.push((r & 1) as u8),
-            SampleFormat::U8 => out.push(if r % 4 == 0 { 7 } else { (r >> 8) as u8 }),
-            SampleFormat::U16 => out.extend_from_slice(&((r >> 8) as u16).to_le_bytes()),
-            SampleFormat::R32 => out.extend_from_slice(
+            VdsSampleFormat::Bit1 => out.push((r & 1) as u8),
+            VdsSampleFormat::U8 => out.push(if r % 4 == 0 { 7 } else { (r >> 8) as u8 }),
+            VdsSampleFormat::U16 => out.extend_from_slice(&((r >> 8) as u16).to_le_bytes()),
+            VdsSampleFormat::R32 => out.extend_from_slice(
                 &(if r % 3 == 0 {
                     0.25
                 } else {
@@ -573,9 +713,9 @@ pub fn sample_data(spec: &Spec, seed: u64) -> Vec<u8> {
                 })
                 .to_le_bytes(),
             ),
-            SampleFormat::U32 => out.extend_from_slice(&(r as u32).to_le_bytes()),
-            SampleFormat::R64 => out.extend_from_slice(&((smooth as f64) + (r % 1000) as f64 * 1e-7).to_le_bytes()),
-            SampleFormat::U64 => out.extend_from_slice(&r.to_le_bytes()),
+            VdsSampleFormat::U32 => out.extend_from_slice(&(r as u32).to_le_bytes()),
+            VdsSampleFormat::R64 => out.extend_from_slice(&((smooth as f64) + (r % 1000) as f64 * 1e-7).to_le_bytes()),
+            VdsSampleFormat::U64 => out.extend_from_slice(&r.to_le_bytes()),
         }
     }
     out
@@ -596,13 +736,13 @@ pub fn ramp_data(spec: &Spec) -> Vec<u8> {
         let k = if (x / 4 + y) % 5 == 0 { 32 } else { k };
         for _ in 0..spec.components {
             match spec.format {
-                SampleFormat::Bit1 => out.push((k & 1) as u8),
-                SampleFormat::U8 => out.push(k as u8 * 3),
-                SampleFormat::U16 => out.extend_from_slice(&(k as u16 * 1000).to_le_bytes()),
-                SampleFormat::R32 => out.extend_from_slice(&(k as f32 / 32.0 - 1.0).to_le_bytes()),
-                SampleFormat::U32 => out.extend_from_slice(&(k as u32 * 65537).to_le_bytes()),
-                SampleFormat::R64 => out.extend_from_slice(&(k as f64 / 32.0 - 1.0).to_le_bytes()),
-                SampleFormat::U64 => out.extend_from_slice(&(k << 40).to_le_bytes()),
+                VdsSampleFormat::Bit1 => out.push((k & 1) as u8),
+                VdsSampleFormat::U8 => out.push(k as u8 * 3),
+                VdsSampleFormat::U16 => out.extend_from_slice(&(k as u16 * 1000).to_le_bytes()),
+                VdsSampleFormat::R32 => out.extend_from_slice(&(k as f32 / 32.0 - 1.0).to_le_bytes()),
+                VdsSampleFormat::U32 => out.extend_from_slice(&(k as u32 * 65537).to_le_bytes()),
+                VdsSampleFormat::R64 => out.extend_from_slice(&(k as f64 / 32.0 - 1.0).to_le_bytes()),
+                VdsSampleFormat::U64 => out.extend_from_slice(&(k << 40).to_le_bytes()),
             }
         }
     }
@@ -617,7 +757,7 @@ pub fn testdata_specs() -> Vec<(&'static str, Spec)> {
             "small_r32_zip.vds",
             Spec {
                 dims: vec![20, 12, 8],
-                compression: Compression::Zip,
+                compression: VdsCompression::Zip,
                 page_entries: 4,
                 ..Default::default()
             },
@@ -626,8 +766,8 @@ pub fn testdata_specs() -> Vec<(&'static str, Spec)> {
             "small_u8_rle_novalue.vds",
             Spec {
                 dims: vec![40, 10, 6],
-                format: SampleFormat::U8,
-                compression: Compression::RLE,
+                format: VdsSampleFormat::U8,
+                compression: VdsCompression::RLE,
                 integer_scale: 0.01,
                 integer_offset: -1.0,
                 use_no_value: true,
@@ -680,7 +820,7 @@ pub fn write_testdata(dir: &Path) -> std::io::Result<()> {
     )?;
     let spec = Spec {
         dims: vec![20, 8, 6],
-        compression: Compression::None,
+        compression: VdsCompression::None,
         page_entries: 4,
         ..Default::default()
     };

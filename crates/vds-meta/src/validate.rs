@@ -1,31 +1,45 @@
-//! Validation: every rule of vds.md / vds-storage.md / ERRATA this reader knows, collected as
-//! findings (never stopping at the first): container structure and extents, layout model,
-//! layer names and counts against the geometry, chunk metadata, every chunk decoded to exactly
-//! its descriptor's size, and object metadata against the pages.
+//! Validation: every rule of the VDS storage format this reader knows (see
+//! `docs/formats/vds.md` in the repository), collected as findings (never stopping at the
+//! first): container structure and extents, layout model, layer names and counts against the
+//! geometry, chunk metadata, every chunk decoded to exactly its descriptor's size, and object
+//! metadata against the pages. Bricks are checked as they stream, a batch at a time: memory
+//! stays within a few bricks per thread whatever the dataset's size.
 
-use rasterpack_common::{Error, ErrorKind, Findings, Report, Severity};
+use rasterpack_common::{Error, ErrorKind, Findings, Report, Severity, ValidateOptions};
 use rayon::prelude::*;
 
-use crate::chunk::{self, ChunkStatus};
-use crate::dataset::{Dataset, Layer};
+use crate::chunk::{self, VdsChunkStatus};
+use crate::chunk_table::VdsChunkMeta;
+use crate::dataset::{VdsDataset, VdsLayer};
 use crate::raw::{FILE_TYPE_JSON, FILE_TYPE_OBJ, FILE_TYPE_VDS};
 use crate::wavelet::WaveletScratch;
 
-/// Validate an open dataset; the open-time findings are included.
-pub fn validate_dataset(ds: &Dataset, report: &mut Report) {
-    report.findings.extend(ds.findings.clone());
+/// Bricks checked per parallel batch (their findings are collected, then the next batch runs).
+const BATCH: usize = 256;
+
+/// Validate an open dataset; the open-time findings are included. Progress is reported in
+/// bytes of stored chunk objects checked.
+pub fn validate_dataset(ds: &VdsDataset, opts: &ValidateOptions, report: &mut Report) {
+    report.findings.extend(ds.findings().clone());
     if let Some(c) = ds.container() {
         container_checks(c, &mut report.findings);
     }
-    for layer in &ds.layers {
-        layer_checks(ds, layer, &mut report.findings);
+    let totals: Vec<Option<LayerTotals>> = ds
+        .layers()
+        .iter()
+        .map(|l| layer_header_checks(ds, l, &mut report.findings))
+        .collect();
+    let total: u64 = totals.iter().flatten().map(|t| t.serialized).sum();
+    let mut done = 0u64;
+    opts.report_progress(0, total);
+    for (layer, totals) in ds.layers().iter().zip(&totals) {
+        if totals.is_some() {
+            check_chunks(ds, layer, opts, &mut done, total, &mut report.findings);
+            object_store_checks(ds, layer, &mut report.findings);
+        }
     }
-    for (ci, ch) in ds.layout.channels.iter().enumerate().skip(1) {
-        if !ds
-            .layers
-            .iter()
-            .any(|l| l.geometry.as_ref().is_some_and(|g| g.channel == ci))
-        {
+    for (ci, ch) in ds.layout().channels.iter().enumerate().skip(1) {
+        if !ds.channel_has_layers(ci) {
             report.findings.warning(
                 "vds.channel.unwritten",
                 None,
@@ -99,7 +113,7 @@ pub(crate) fn container_checks(c: &crate::container::Container, f: &mut Findings
         }
         if t == FILE_TYPE_VDS && file.usable {
             if let Some(lm) = &file.layer_meta {
-                if crate::layout::Compression::from_code(lm.compression_method).is_none() {
+                if crate::layout::VdsCompression::from_code(lm.compression_method).is_none() {
                     f.error(
                         "vds.container.compression",
                         file.page_dir.as_ref().map(|p| p.offset + 16),
@@ -114,10 +128,12 @@ pub(crate) fn container_checks(c: &crate::container::Container, f: &mut Findings
     }
 }
 
-fn layer_checks(ds: &Dataset, layer: &Layer, f: &mut Findings) {
+/// The layer's own rules (counts, metadata sizes, LayerStatus against its name, totals);
+/// `Some` with the layer's totals when its chunks can be checked.
+fn layer_header_checks(ds: &VdsDataset, layer: &VdsLayer, f: &mut Findings) -> Option<LayerTotals> {
     let name = layer.name().to_owned();
     let st = &layer.status;
-    let written = layer.chunks.iter().filter(|c| c.hash != 0).count() as u64;
+    let written = layer.chunks.stored().filter(|(_, c)| c.hash != 0).count() as u64;
     if written != st.valid_chunk_count {
         f.error(
             "vds.layer.valid_chunk_count",
@@ -148,7 +164,7 @@ fn layer_checks(ds: &Dataset, layer: &Layer, f: &mut Findings) {
     }
     if let (Some(ch), Some(lod)) = (&st.channel_name, st.lod) {
         if let Some(g) = &layer.geometry {
-            if ds.layout.channels[g.channel].name != *ch || lod != g.lod as i64 {
+            if ds.layout().channels[g.channel].name != *ch || lod != g.lod as i64 {
                 f.error(
                     "vds.layer_status.mismatch",
                     None,
@@ -157,8 +173,8 @@ fn layer_checks(ds: &Dataset, layer: &Layer, f: &mut Findings) {
             }
         }
     }
-    let Some(g) = &layer.geometry else { return };
-    if st.chunk_count != g.chunk_count || layer.chunks.len() as u64 != g.chunk_count {
+    let g = layer.geometry.as_ref()?;
+    if st.chunk_count != g.chunk_count || layer.chunks.len() != g.chunk_count {
         f.error(
             "vds.layer.chunk_count",
             None,
@@ -167,53 +183,95 @@ fn layer_checks(ds: &Dataset, layer: &Layer, f: &mut Findings) {
                 st.chunk_count, g.chunk_count, g.chunks
             ),
         );
+        return None;
+    }
+    Some(layer_totals(ds, layer, f))
+}
+
+/// Check every chunk of the layer that has an entry on a stored page (the others are
+/// unwritten), `BATCH` at a time in parallel, reporting progress after each batch.
+fn check_chunks(
+    ds: &VdsDataset,
+    layer: &VdsLayer,
+    opts: &ValidateOptions,
+    done: &mut u64,
+    total: u64,
+    f: &mut Findings,
+) {
+    let mut stored = layer.chunks.stored().peekable();
+    let mut batch: Vec<(u64, VdsChunkMeta)> = Vec::with_capacity(BATCH);
+    while stored.peek().is_some() {
+        batch.clear();
+        batch.extend(stored.by_ref().take(BATCH));
+        let results: Vec<(Findings, u64)> = batch
+            .par_iter()
+            .map_init(CheckBufs::default, |bufs, &(i, meta)| {
+                let mut cf = Findings::new();
+                let size = chunk_check(ds, layer, i, meta, bufs, &mut cf);
+                (cf, size)
+            })
+            .collect();
+        for (r, size) in results {
+            f.extend(r);
+            *done += size;
+        }
+        opts.report_progress((*done).min(total), total);
+    }
+}
+
+/// Objects of an object store that no written chunk accounts for.
+fn object_store_checks(ds: &VdsDataset, layer: &VdsLayer, f: &mut Findings) {
+    let store = ds.store();
+    if store.kind() != "object-dir" {
         return;
     }
-    layer_totals(ds, layer, f);
-    let store = ds.store();
-    let results: Vec<Findings> = (0..layer.chunks.len() as u64)
-        .into_par_iter()
-        .map_init(WaveletScratch::default, |ws, i| {
-            let mut cf = Findings::new();
-            chunk_check(ds, layer, i, ws, &mut cf);
-            cf
-        })
-        .collect();
-    for r in results {
-        f.extend(r);
-    }
-    // Objects that no written chunk accounts for (object store only).
-    if store.kind() == "object-dir" {
-        if let Ok(keys) = store.list(&format!("{name}/")) {
-            for k in keys {
-                let rest = &k[name.len() + 1..];
-                if rest.starts_with("ChunkMetadata/") {
-                    continue;
-                }
-                match rest.parse::<u64>() {
-                    Ok(i) if i < layer.chunks.len() as u64 => {
-                        if layer.chunks[i as usize].hash == 0 {
-                            f.warning(
-                                "vds.chunk.orphan",
-                                None,
-                                format!("object {k} exists but its chunk is unwritten (hash 0)"),
-                            );
-                        }
-                    }
-                    _ => f.warning(
-                        "vds.store.unknown_object",
+    let name = layer.name();
+    let Ok(keys) = store.list(&format!("{name}/")) else {
+        return;
+    };
+    for k in keys {
+        let rest = &k[name.len() + 1..];
+        if rest.starts_with("ChunkMetadata/") {
+            continue;
+        }
+        match rest.parse::<u64>() {
+            Ok(i) if i < layer.chunks.len() => {
+                if layer.chunks.get(i).is_some_and(|m| m.hash == 0) {
+                    f.warning(
+                        "vds.chunk.orphan",
                         None,
-                        format!("object {k} is not a chunk of the layer"),
-                    ),
+                        format!("object {k} exists but its chunk is unwritten (hash 0)"),
+                    );
                 }
             }
+            _ => f.warning(
+                "vds.store.unknown_object",
+                None,
+                format!("object {k} is not a chunk of the layer"),
+            ),
         }
     }
 }
 
-fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, ws: &mut WaveletScratch, f: &mut Findings) {
+/// Buffers a validating thread reuses from chunk to chunk.
+#[derive(Default)]
+struct CheckBufs {
+    wavelet: WaveletScratch,
+    object: Vec<u8>,
+    decoded: Vec<u8>,
+}
+
+/// Check chunk `i`: its object against its metadata, and its payload decoded to exactly its
+/// descriptor's size. Returns the object's size (for progress).
+fn chunk_check(
+    ds: &VdsDataset,
+    layer: &VdsLayer,
+    i: u64,
+    meta: VdsChunkMeta,
+    bufs: &mut CheckBufs,
+    f: &mut Findings,
+) -> u64 {
     let name = layer.name();
-    let meta = layer.chunks[i as usize];
     let status = meta.status();
     let key = format!("{name}/{i}");
     let fail = |f: &mut Findings, e: &Error| {
@@ -231,36 +289,39 @@ fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, ws: &mut WaveletScratch, f: 
             format!("chunk {key}: adaptive levels set in a non-wavelet layer"),
         );
     }
-    if status == ChunkStatus::Unwritten {
-        return;
+    if status == VdsChunkStatus::Unwritten {
+        return 0;
     }
-    let bytes = match ds.chunk_bytes(layer, i) {
-        Ok(b) => b,
-        Err(e) => return fail(f, &e),
+    let stored = match ds.store().get_into(&key, &mut bufs.object) {
+        Ok(s) => s,
+        Err(e) => {
+            fail(f, &e);
+            return 0;
+        }
     };
-    if let Some(b) = &bytes {
+    let bytes = &bufs.object;
+    if stored {
         // The object checks reads make too (object metadata header, serialized size); damaged
         // pages are reported once, with the page.
-        for (sev, code, msg) in ds.chunk_object_checks(layer, i, b.len()) {
+        for (sev, code, msg) in ds.chunk_object_checks(layer, i, bytes.len()) {
             if !code.starts_with("vds.layer") {
                 f.push(sev, code.to_string(), None, msg);
             }
         }
     }
+    let size = if stored { bytes.len() as u64 } else { 0 };
     match status {
-        ChunkStatus::NoValue | ChunkStatus::Constant(_) => {
-            if let Some(b) = &bytes {
-                if !b.is_empty() {
-                    f.warning(
-                        "vds.chunk.constant_stored",
-                        None,
-                        format!("chunk {key} is {} but {} bytes are stored", status.name(), b.len()),
-                    );
-                }
+        VdsChunkStatus::NoValue | VdsChunkStatus::Constant(_) => {
+            if stored && !bytes.is_empty() {
+                f.warning(
+                    "vds.chunk.constant_stored",
+                    None,
+                    format!("chunk {key} is {} but {} bytes are stored", status.name(), bytes.len()),
+                );
             }
-            if status == ChunkStatus::NoValue {
+            if status == VdsChunkStatus::NoValue {
                 let g = layer.geometry.as_ref();
-                if g.is_some_and(|g| !ds.layout.channels[g.channel].use_no_value) {
+                if g.is_some_and(|g| !ds.layout().channels[g.channel].use_no_value) {
                     f.warning(
                         "vds.chunk.novalue_unused",
                         None,
@@ -269,8 +330,8 @@ fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, ws: &mut WaveletScratch, f: 
                 }
             }
         }
-        ChunkStatus::Data => {
-            let Some(bytes) = bytes else {
+        VdsChunkStatus::Data => {
+            if !stored {
                 f.error(
                     "vds.chunk.missing",
                     None,
@@ -279,10 +340,13 @@ fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, ws: &mut WaveletScratch, f: 
                         meta.hash
                     ),
                 );
-                return;
+                return 0;
+            }
+            let Some(spec) = ds.chunk_spec(layer, i) else {
+                return size;
             };
-            let Some(spec) = ds.chunk_spec(layer, i) else { return };
-            if layer.is_wavelet() {
+            let max_alloc = ds.limits().max_alloc;
+            let result = if layer.is_wavelet() {
                 if meta.levels[0] == 0 && layer.adaptive() {
                     f.warning(
                         "vds.chunk.levels",
@@ -290,44 +354,53 @@ fn chunk_check(ds: &Dataset, layer: &Layer, i: u64, ws: &mut WaveletScratch, f: 
                         format!("chunk {key}: wavelet chunk without adaptive levels"),
                     );
                 }
-                let Some(ch) = layer.geometry.as_ref().map(|g| &ds.layout.channels[g.channel]) else {
-                    return;
+                let Some(ch) = layer.geometry.as_ref().map(|g| &ds.layout().channels[g.channel]) else {
+                    return size;
                 };
                 let levels = layer.adaptive().then_some(&meta.levels);
-                let mut out = Vec::new();
-                if let Err(e) =
-                    chunk::decode_wavelet(&bytes, &spec, ch, false, levels, ds.limits.max_alloc, ws, &mut out)
-                {
-                    fail(f, &e);
-                }
+                chunk::decode_wavelet(
+                    bytes,
+                    &spec,
+                    ch,
+                    false,
+                    levels,
+                    max_alloc,
+                    &mut bufs.wavelet,
+                    &mut bufs.decoded,
+                )
+                .map(|_| ())
             } else {
-                let mut scratch = Vec::new();
-                if let Err(e) = chunk::decode_payload(&bytes, &spec, ds.limits.max_alloc, &mut scratch) {
-                    fail(f, &e);
-                }
+                chunk::decode_payload(bytes, &spec, max_alloc, &mut bufs.decoded).map(|_| ())
+            };
+            if let Err(e) = result {
+                fail(f, &e);
             }
         }
-        ChunkStatus::Unwritten => {}
+        VdsChunkStatus::Unwritten => {}
     }
+    size
+}
+
+/// Totals of a layer's stored chunks.
+struct LayerTotals {
+    /// Bytes of the chunk objects (what validation reads).
+    serialized: u64,
 }
 
 /// A layer's `serializedSize` (object store) is the sum of its chunk objects' sizes, its
 /// `uncompressedSize` the decoded bytes of its stored (non-constant) chunks, and for wavelet
 /// layers `adaptiveLevelSizes[k]` the sum of the chunks' level-k byte sizes.
-fn layer_totals(ds: &Dataset, layer: &Layer, f: &mut Findings) {
+fn layer_totals(ds: &VdsDataset, layer: &VdsLayer, f: &mut Findings) -> LayerTotals {
     let name = layer.name();
-    if layer.geometry.is_none() {
-        return;
-    }
     let mut uncompressed = 0u64;
     let mut serialized = 0u64;
     let mut levels = [0u64; 16];
-    for (i, m) in layer.chunks.iter().enumerate() {
-        if m.status() != ChunkStatus::Data {
+    for (i, m) in layer.chunks.stored() {
+        if m.status() != VdsChunkStatus::Data {
             continue;
         }
-        let Some(spec) = ds.chunk_spec(layer, i as u64) else {
-            return;
+        let Some(spec) = ds.chunk_spec(layer, i) else {
+            break;
         };
         uncompressed = uncompressed.saturating_add(spec.payload_len().unwrap_or(0));
         // A missing object is reported on its own (vds.chunk.missing); it counts 0 here.
@@ -340,7 +413,7 @@ fn layer_totals(ds: &Dataset, layer: &Layer, f: &mut Findings) {
         serialized = serialized.saturating_add(size);
         if layer.is_wavelet() {
             for (k, s) in chunk::adaptive_level_sizes(size, &m.levels).into_iter().enumerate() {
-                levels[k] += s;
+                levels[k] = levels[k].saturating_add(s);
             }
         }
     }
@@ -372,4 +445,5 @@ fn layer_totals(ds: &Dataset, layer: &Layer, f: &mut Findings) {
             );
         }
     }
+    LayerTotals { serialized }
 }

@@ -7,10 +7,24 @@
 use std::path::{Path, PathBuf};
 
 use rasterpack_common::{ArrayRequest, ErrorKind, Format, Input, Limits, Severity, ValidateOptions};
-use rasterpack_vds_meta::layout::{Compression, SampleFormat};
+use rasterpack_vds_meta::layout::{VdsCompression, VdsSampleFormat};
 use rasterpack_vds_meta::testsupport::{sample_data, write_container, write_dir, Spec};
-use rasterpack_vds_meta::{read_channel, Dataset, VdsFormat};
+use rasterpack_vds_meta::{VdsDataset, VdsFormat};
 use serde_json::Value;
+
+/// The array of a channel (the primary one for `None`), as `read_channel` gave it.
+fn read_channel(
+    ds: &VdsDataset,
+    channel: Option<&str>,
+    physical: bool,
+) -> rasterpack_vds_meta::Result<rasterpack_vds_meta::NdArray> {
+    use rasterpack_vds_meta::ArrayRequest;
+    ds.read(&ArrayRequest {
+        element: channel.map(str::to_string),
+        physical,
+        ..ArrayRequest::default()
+    })
+}
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("rasterpack-vds-read-checks-{}-{name}", std::process::id()));
@@ -18,12 +32,12 @@ fn tmp(name: &str) -> PathBuf {
     d
 }
 
-fn open_dir(dir: &Path) -> Dataset {
-    Dataset::open(
-        &Input::Dir {
+fn open_dir(dir: &Path) -> VdsDataset {
+    VdsDataset::from_input(
+        Input::Dir {
             path: dir.to_path_buf(),
         },
-        &Limits::default(),
+        Limits::default(),
     )
     .unwrap()
 }
@@ -53,12 +67,12 @@ fn validate(input: &Input) -> rasterpack_common::Report {
 #[test]
 fn unwritten_quantized_bricks_read_the_code_of_zero() {
     for (format, offset, scale, code) in [
-        (SampleFormat::U8, -1.0, 5.0 / 255.0, 51u32),
-        (SampleFormat::U8, -1.25, 2.5 / 255.0, 128),
+        (VdsSampleFormat::U8, -1.0, 5.0 / 255.0, 51u32),
+        (VdsSampleFormat::U8, -1.25, 2.5 / 255.0, 128),
         // f32 arithmetic: 1 / f32(2/255) = 127.49999, so 0.0 quantizes to 127 here.
-        (SampleFormat::U8, -1.0, 2.0 / 255.0, 127),
-        (SampleFormat::U16, -1.0, 2.0 / 65535.0, 32768),
-        (SampleFormat::U8, 0.5, 0.01, 0), // 0.0 below the range: code 0
+        (VdsSampleFormat::U8, -1.0, 2.0 / 255.0, 127),
+        (VdsSampleFormat::U16, -1.0, 2.0 / 65535.0, 32768),
+        (VdsSampleFormat::U8, 0.5, 0.01, 0), // 0.0 below the range: code 0
     ] {
         let spec = Spec {
             format,
@@ -69,9 +83,9 @@ fn unwritten_quantized_bricks_read_the_code_of_zero() {
         };
         let data = sample_data(&spec, 3);
         let input = Input::from_bytes("u.vds", write_container(&spec, &data));
-        let ds = Dataset::open(&input, &Limits::default()).unwrap();
+        let ds = VdsDataset::from_input(input.clone(), Limits::default()).unwrap();
         let li = ds.lod0_layer(0).unwrap();
-        let g = ds.layers[li].geometry.clone().unwrap();
+        let g = ds.layers()[li].geometry.clone().unwrap();
         let e = g.chunk_extent(1);
         let native = read_channel(&ds, None, false).unwrap();
         let phys = read_channel(&ds, None, true).unwrap();
@@ -94,7 +108,7 @@ fn unwritten_quantized_bricks_read_the_code_of_zero() {
 fn u64_constant_at_two_to_the_64_reads_zero() {
     let dir = tmp("u64");
     let spec = Spec {
-        format: SampleFormat::U64,
+        format: VdsSampleFormat::U64,
         dims: vec![40, 24, 20],
         ..Default::default()
     };
@@ -155,7 +169,7 @@ fn declared_but_unwritten_channel_reads_as_unwritten() {
 fn rle_dir(name: &str) -> PathBuf {
     let dir = tmp(name);
     let spec = Spec {
-        compression: Compression::RLE,
+        compression: VdsCompression::RLE,
         page_entries: 4,
         ..Default::default()
     };
@@ -240,11 +254,11 @@ fn damaged_object_store_structures_fail_reads() {
 #[test]
 fn damaged_container_structures_fail_reads() {
     let spec = Spec {
-        compression: Compression::Zip,
+        compression: VdsCompression::Zip,
         ..Default::default()
     };
     let good = write_container(&spec, &sample_data(&spec, 13));
-    let ds = Dataset::open(&Input::from_bytes("g.vds", good.clone()), &Limits::default()).unwrap();
+    let ds = VdsDataset::from_input(Input::from_bytes("g.vds", good.clone()), Limits::default()).unwrap();
     let c = ds.container().unwrap();
     let f = c.file("Dimensions_012LOD0").unwrap();
     let (off, len) = f.extent(0);
@@ -307,9 +321,10 @@ fn damaged_wavelet_structures_fail_reads() {
     let l = ds.layer(layer).unwrap();
     let i = l
         .chunks
-        .iter()
-        .position(|m| m.status() == rasterpack_vds_meta::chunk::ChunkStatus::Data)
-        .unwrap();
+        .stored()
+        .find(|(_, m)| m.status() == rasterpack_vds_meta::chunk::VdsChunkStatus::Data)
+        .unwrap()
+        .0 as usize;
     let ps = l.status.page_size as usize;
     let (page, slot) = (i / ps, i % ps);
     drop(ds);

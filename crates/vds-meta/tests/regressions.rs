@@ -61,13 +61,13 @@ fn fuzz_regressions_stay_small() {
 #[test]
 fn huge_declared_chunk_count_allocates_nothing() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    use rasterpack_vds_meta::layout::Compression;
+    use rasterpack_vds_meta::layout::VdsCompression;
     use rasterpack_vds_meta::testsupport::{sample_data, write_dir, Spec};
     let dir = std::env::temp_dir().join(format!("rp-vds-huge-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let spec = Spec {
         dims: vec![20, 6, 4],
-        compression: Compression::None,
+        compression: VdsCompression::None,
         ..Default::default()
     };
     write_dir(&spec, &sample_data(&spec, 3), &dir).unwrap();

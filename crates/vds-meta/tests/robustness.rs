@@ -3,11 +3,11 @@
 
 use rasterpack_common::{ErrorKind, Format, Input, InspectOptions, Limits, Report, ValidateOptions};
 use rasterpack_vds_meta::container::Container;
-use rasterpack_vds_meta::layout::{Compression, SampleFormat};
+use rasterpack_vds_meta::layout::{VdsCompression, VdsSampleFormat};
 use rasterpack_vds_meta::testsupport::{sample_data, write_container, write_dir, Spec};
 use rasterpack_vds_meta::VdsFormat;
 
-fn small(compression: Compression, format: SampleFormat) -> Vec<u8> {
+fn small(compression: VdsCompression, format: VdsSampleFormat) -> Vec<u8> {
     let spec = Spec {
         dims: vec![40, 9, 5],
         format,
@@ -50,7 +50,7 @@ fn layer_entry(bytes: &[u8]) -> (usize, usize) {
 
 #[test]
 fn crafted_corruptions() {
-    let good = small(Compression::RLE, SampleFormat::R32);
+    let good = small(VdsCompression::RLE, VdsSampleFormat::R32);
     assert!(validate(good.clone()).is_valid(true));
 
     // Truncated container: the file table (at the end) is gone.
@@ -143,7 +143,7 @@ fn crafted_corruptions() {
     assert!(r.findings.has_code("vds.container.reserved"), "{:?}", r.findings);
 
     // Bad zlib data in a Zip layer.
-    let zgood = small(Compression::Zip, SampleFormat::R32);
+    let zgood = small(VdsCompression::Zip, VdsSampleFormat::R32);
     let (o, len, _) = chunk_at(&zgood, 0);
     let mut b = zgood.clone();
     b[o + len - 2] ^= 0x55; // Adler-32
@@ -161,7 +161,7 @@ fn zlib_bomb_is_bounded() {
     let _ = std::fs::remove_dir_all(&dir);
     let spec = Spec {
         dims: vec![32, 32, 32],
-        compression: Compression::Zip,
+        compression: VdsCompression::Zip,
         ..Default::default()
     };
     write_dir(&spec, &sample_data(&spec, 2), &dir).unwrap();
@@ -189,9 +189,9 @@ fn exercise(bytes: Vec<u8>) {
 #[test]
 fn truncation_and_flip_sweep() {
     for (c, f) in [
-        (Compression::None, SampleFormat::R32),
-        (Compression::RLE, SampleFormat::U8),
-        (Compression::Zip, SampleFormat::U16),
+        (VdsCompression::None, VdsSampleFormat::R32),
+        (VdsCompression::RLE, VdsSampleFormat::U8),
+        (VdsCompression::Zip, VdsSampleFormat::U16),
     ] {
         let spec = Spec {
             dims: vec![20, 6, 4],
@@ -221,7 +221,7 @@ fn object_store_flip_sweep() {
     let _ = std::fs::remove_dir_all(&dir);
     let spec = Spec {
         dims: vec![20, 6, 4],
-        compression: Compression::RLE,
+        compression: VdsCompression::RLE,
         page_entries: 2,
         lod_levels: 1,
         ..Default::default()

@@ -3,9 +3,43 @@
 //! both storage kinds; physical values of U8/U16 channels.
 
 use rasterpack_common::{Format, Input, Limits, Severity, ValidateOptions};
-use rasterpack_vds_meta::layout::{Compression, SampleFormat};
+use rasterpack_vds_meta::layout::{VdsCompression, VdsSampleFormat};
 use rasterpack_vds_meta::testsupport::{sample_data, write_container, write_dir, Spec};
-use rasterpack_vds_meta::{read_channel, Dataset, Values, VdsFormat};
+use rasterpack_vds_meta::{VdsDataset, VdsFormat, VdsValues};
+
+/// A box of a layer (dims 0..6, dim 0 fastest) as bytes, read through a region in C axis order.
+fn read_box(
+    ds: &VdsDataset,
+    li: usize,
+    lo: [u64; 6],
+    hi: [u64; 6],
+    values: VdsValues,
+) -> rasterpack_vds_meta::Result<Vec<u8>> {
+    let n = ds.layout().dimensionality();
+    let mut ranges: Vec<_> = (0..n).rev().map(|d| lo[d]..hi[d]).collect();
+    let g = ds.layers()[li].geometry.as_ref().unwrap();
+    let comps = ds.layout().channels[g.channel].components;
+    if comps > 1 {
+        ranges.push(0..comps as u64);
+    }
+    Ok(ds
+        .read_layer_region(li, Some(&rasterpack_vds_meta::Region { ranges }), values)?
+        .data)
+}
+
+/// The array of a channel (the primary one for `None`), as `read_channel` gave it.
+fn read_channel(
+    ds: &VdsDataset,
+    channel: Option<&str>,
+    physical: bool,
+) -> rasterpack_vds_meta::Result<rasterpack_vds_meta::NdArray> {
+    use rasterpack_vds_meta::ArrayRequest;
+    ds.read(&ArrayRequest {
+        element: channel.map(str::to_string),
+        physical,
+        ..ArrayRequest::default()
+    })
+}
 
 fn check_container(spec: &Spec, data: &[u8]) {
     let bytes = write_container(spec, data);
@@ -14,9 +48,9 @@ fn check_container(spec: &Spec, data: &[u8]) {
     let r = VdsFormat.validate(&input, &ValidateOptions::default());
     let bad: Vec<_> = r.findings.iter().filter(|f| f.severity != Severity::Info).collect();
     assert!(bad.is_empty(), "{spec:?}: {bad:?}");
-    let ds = Dataset::open(&input, &Limits::default()).unwrap();
+    let ds = VdsDataset::from_input(input.clone(), Limits::default()).unwrap();
     let li = ds.lod0_layer(0).unwrap();
-    let got = ds.read_layer(li, Values::Native).unwrap();
+    let got = ds.read_layer(li, VdsValues::Native).unwrap().data;
     assert!(
         got == data,
         "{:?} {:?} {:?} comps {}: LOD0 differs",
@@ -26,13 +60,13 @@ fn check_container(spec: &Spec, data: &[u8]) {
         spec.components
     );
     // LODs: voxel v of LOD n is LOD0 voxel v << n (the writer subsamples).
-    for l in &ds.layers {
+    for l in ds.layers() {
         let g = l.geometry.as_ref().unwrap();
         if g.lod == 0 {
             continue;
         }
-        let li = ds.layers.iter().position(|x| x.name() == l.name()).unwrap();
-        let got = ds.read_layer(li, Values::Native).unwrap();
+        let li = ds.layers().iter().position(|x| x.name() == l.name()).unwrap();
+        let got = ds.read_layer(li, VdsValues::Native).unwrap().data;
         let elem = spec.format.native_bytes() * spec.components as usize;
         let mut full = [1u64; 6];
         full[..spec.dims.len()].copy_from_slice(&spec.dims);
@@ -58,20 +92,20 @@ fn check_container(spec: &Spec, data: &[u8]) {
 #[test]
 fn every_format_and_codec() {
     let formats = [
-        (SampleFormat::Bit1, 1),
-        (SampleFormat::U8, 1),
-        (SampleFormat::U8, 4),
-        (SampleFormat::U16, 1),
-        (SampleFormat::U16, 2),
-        (SampleFormat::R32, 1),
-        (SampleFormat::R32, 4),
-        (SampleFormat::U32, 1),
-        (SampleFormat::R64, 1),
-        (SampleFormat::R64, 2),
-        (SampleFormat::U64, 1),
+        (VdsSampleFormat::Bit1, 1),
+        (VdsSampleFormat::U8, 1),
+        (VdsSampleFormat::U8, 4),
+        (VdsSampleFormat::U16, 1),
+        (VdsSampleFormat::U16, 2),
+        (VdsSampleFormat::R32, 1),
+        (VdsSampleFormat::R32, 4),
+        (VdsSampleFormat::U32, 1),
+        (VdsSampleFormat::R64, 1),
+        (VdsSampleFormat::R64, 2),
+        (VdsSampleFormat::U64, 1),
     ];
     for (format, components) in formats {
-        for compression in [Compression::None, Compression::RLE, Compression::Zip] {
+        for compression in [VdsCompression::None, VdsCompression::RLE, VdsCompression::Zip] {
             let spec = Spec {
                 dims: vec![37, 20, 9],
                 format,
@@ -87,7 +121,7 @@ fn every_format_and_codec() {
 
 #[test]
 fn margins_lods_and_pages() {
-    for compression in [Compression::None, Compression::RLE, Compression::Zip] {
+    for compression in [VdsCompression::None, VdsCompression::RLE, VdsCompression::Zip] {
         let spec = Spec {
             dims: vec![70, 45, 33],
             negative_margin: 4,
@@ -101,8 +135,8 @@ fn margins_lods_and_pages() {
         let mut data = sample_data(&spec, 3);
         // Chunk 1 is left unwritten: it reads as 0 (no NoValue); zero its owned region.
         let bytes = write_container(&spec, &data);
-        let ds = Dataset::open(&Input::from_bytes("m.vds", bytes), &Limits::default()).unwrap();
-        let g = ds.layers[ds.lod0_layer(0).unwrap()].geometry.clone().unwrap();
+        let ds = VdsDataset::from_input(Input::from_bytes("m.vds", bytes), Limits::default()).unwrap();
+        let g = ds.layers()[ds.lod0_layer(0).unwrap()].geometry.clone().unwrap();
         let e = g.chunk_extent(1);
         for z in e.owned_min[2]..e.owned_max[2] {
             for y in e.owned_min[1]..e.owned_max[1] {
@@ -113,13 +147,13 @@ fn margins_lods_and_pages() {
             }
         }
         let li = ds.lod0_layer(0).unwrap();
-        assert_eq!(ds.read_layer(li, Values::Native).unwrap(), data);
-        assert_eq!(ds.layers.len(), 3);
+        assert_eq!(ds.read_layer(li, VdsValues::Native).unwrap().data, data);
+        assert_eq!(ds.layers().len(), 3);
     }
     // 4-D with a constant region.
     let spec = Spec {
         dims: vec![33, 5, 6, 4],
-        compression: Compression::RLE,
+        compression: VdsCompression::RLE,
         ..Default::default()
     };
     let mut data = sample_data(&spec, 5);
@@ -154,7 +188,7 @@ fn extreme_floats() {
         f64::MIN,
         5e-324,
     ];
-    for compression in [Compression::None, Compression::RLE, Compression::Zip] {
+    for compression in [VdsCompression::None, VdsCompression::RLE, VdsCompression::Zip] {
         let spec = Spec {
             dims: vec![11, 3, 2],
             compression,
@@ -167,7 +201,7 @@ fn extreme_floats() {
         let spec = Spec {
             dims: vec![11, 3, 2],
             compression,
-            format: SampleFormat::R64,
+            format: VdsSampleFormat::R64,
             ..Default::default()
         };
         let data: Vec<u8> = (0..66)
@@ -185,7 +219,7 @@ fn extreme_floats() {
     }
     let spec = Spec {
         dims: vec![9, 2, 2],
-        format: SampleFormat::U64,
+        format: VdsSampleFormat::U64,
         ..Default::default()
     };
     let data: Vec<u8> = (0..36u64)
@@ -198,17 +232,17 @@ fn extreme_floats() {
 fn quantized_physical_values() {
     let spec = Spec {
         dims: vec![20, 10, 6],
-        format: SampleFormat::U8,
+        format: VdsSampleFormat::U8,
         integer_scale: 0.01,
         integer_offset: -1.25,
         use_no_value: true,
         no_value: -999.25,
-        compression: Compression::RLE,
+        compression: VdsCompression::RLE,
         ..Default::default()
     };
     let data = sample_data(&spec, 11);
     let bytes = write_container(&spec, &data);
-    let ds = Dataset::open(&Input::from_bytes("q.vds", bytes), &Limits::default()).unwrap();
+    let ds = VdsDataset::from_input(Input::from_bytes("q.vds", bytes), Limits::default()).unwrap();
     let a = read_channel(&ds, None, true).unwrap();
     assert_eq!(a.shape, vec![6, 10, 20]);
     for (k, c) in a.data.chunks_exact(4).enumerate() {
@@ -222,15 +256,15 @@ fn quantized_physical_values() {
     }
     let spec = Spec {
         dims: vec![20, 10, 6],
-        format: SampleFormat::U16,
+        format: VdsSampleFormat::U16,
         integer_scale: 0.5,
         integer_offset: 1500.0,
         ..Default::default()
     };
     let data = sample_data(&spec, 12);
-    let ds = Dataset::open(
-        &Input::from_bytes("q.vds", write_container(&spec, &data)),
-        &Limits::default(),
+    let ds = VdsDataset::from_input(
+        Input::from_bytes("q.vds", write_container(&spec, &data)),
+        Limits::default(),
     )
     .unwrap();
     let a = read_channel(&ds, None, true).unwrap();
@@ -249,7 +283,7 @@ fn object_store_directory() {
     let _ = std::fs::remove_dir_all(&dir);
     let spec = Spec {
         dims: vec![40, 40, 12],
-        compression: Compression::Zip,
+        compression: VdsCompression::Zip,
         lod_levels: 1,
         page_entries: 2,
         unwritten: vec![2],
@@ -262,12 +296,12 @@ fn object_store_directory() {
     let r = VdsFormat.validate(&input, &ValidateOptions::default());
     let bad: Vec<_> = r.findings.iter().filter(|f| f.severity != Severity::Info).collect();
     assert!(bad.is_empty(), "{bad:?}");
-    let ds = Dataset::open(&input, &Limits::default()).unwrap();
+    let ds = VdsDataset::from_input(input.clone(), Limits::default()).unwrap();
     let cbytes = write_container(&spec, &data);
-    let cds = Dataset::open(&Input::from_bytes("c.vds", cbytes), &Limits::default()).unwrap();
+    let cds = VdsDataset::from_input(Input::from_bytes("c.vds", cbytes), Limits::default()).unwrap();
     assert_eq!(
-        ds.read_layer(0, Values::Native).unwrap(),
-        cds.read_layer(0, Values::Native).unwrap()
+        ds.read_layer(0, VdsValues::Native).unwrap().data,
+        cds.read_layer(0, VdsValues::Native).unwrap().data
     );
     // A chunk object that disagrees with its metadata header is found.
     let side = format!("{}.objmeta.json", dir.display());
@@ -367,26 +401,26 @@ fn box_reads_with_a_brick_cache() {
         dims: vec![70, 40, 20],
         negative_margin: 2,
         positive_margin: 2,
-        compression: Compression::RLE,
+        compression: VdsCompression::RLE,
         lod_levels: 1,
         ..Default::default()
     };
     let data = sample_data(&spec, 21);
     let bytes = write_container(&spec, &data);
-    let plain = Dataset::open(&Input::from_bytes("c.vds", bytes.clone()), &Limits::default()).unwrap();
-    let mut cached = Dataset::open(&Input::from_bytes("c.vds", bytes), &Limits::default()).unwrap();
+    let plain = VdsDataset::from_input(Input::from_bytes("c.vds", bytes.clone()), Limits::default()).unwrap();
+    let mut cached = VdsDataset::from_input(Input::from_bytes("c.vds", bytes), Limits::default()).unwrap();
     cached.set_brick_cache(8 << 20);
-    for li in 0..plain.layers.len() {
-        let shape = plain.layers[li].geometry.as_ref().unwrap().shape;
+    for li in 0..plain.layers().len() {
+        let shape = plain.layers()[li].geometry.as_ref().unwrap().shape;
         // Every inline slice, then a crossline slice: neighbours share bricks.
         for z in 0..shape[2] {
             let (mut lo, mut hi) = ([0u64; 6], shape);
             lo[2] = z;
             hi[2] = z + 1;
-            for values in [Values::Native, Values::Physical] {
+            for values in [VdsValues::Native, VdsValues::Physical] {
                 assert_eq!(
-                    plain.read_box(li, lo, hi, values).unwrap(),
-                    cached.read_box(li, lo, hi, values).unwrap()
+                    read_box(&plain, li, lo, hi, values).unwrap(),
+                    read_box(&cached, li, lo, hi, values).unwrap()
                 );
             }
         }
@@ -394,8 +428,8 @@ fn box_reads_with_a_brick_cache() {
         lo[1] = shape[1] / 2;
         hi[1] = lo[1] + 1;
         assert_eq!(
-            plain.read_box(li, lo, hi, Values::Native).unwrap(),
-            cached.read_box(li, lo, hi, Values::Native).unwrap()
+            read_box(&plain, li, lo, hi, VdsValues::Native).unwrap(),
+            read_box(&cached, li, lo, hi, VdsValues::Native).unwrap()
         );
     }
     let (hits, misses) = cached.brick_cache_stats();
@@ -405,11 +439,11 @@ fn box_reads_with_a_brick_cache() {
 #[test]
 fn legacy_vdsobject_layout() {
     use rasterpack_vds_meta::testsupport::write_legacy_container;
-    for compression in [Compression::None, Compression::RLE, Compression::Zip] {
+    for compression in [VdsCompression::None, VdsCompression::RLE, VdsCompression::Zip] {
         let spec = Spec {
             dims: vec![40, 9, 5],
             compression,
-            format: SampleFormat::U16,
+            format: VdsSampleFormat::U16,
             integer_scale: 0.5,
             integer_offset: 10.0,
             lod_levels: 1,
@@ -426,25 +460,25 @@ fn legacy_vdsobject_layout() {
             "{:?}",
             r.findings
         );
-        let ds = Dataset::open(&input, &Limits::default()).unwrap();
-        assert_eq!(ds.layout.channels[0].integer_scale, 0.5);
-        assert_eq!(ds.layout.metadata.len(), 2);
-        assert_eq!(ds.layers.len(), 2);
+        let ds = VdsDataset::from_input(input.clone(), Limits::default()).unwrap();
+        assert_eq!(ds.layout().channels[0].integer_scale, 0.5);
+        assert_eq!(ds.layout().metadata.len(), 2);
+        assert_eq!(ds.layers().len(), 2);
         let a = read_channel(&ds, None, false).unwrap();
         assert_eq!(a.data, data);
         // Equal to the same dataset with a JSON layout.
-        let js = Dataset::open(
-            &Input::from_bytes("j.vds", write_container(&spec, &data)),
-            &Limits::default(),
+        let js = VdsDataset::from_input(
+            Input::from_bytes("j.vds", write_container(&spec, &data)),
+            Limits::default(),
         )
         .unwrap();
         assert_eq!(
-            serde_json::to_value(&js.layout.axes).unwrap(),
-            serde_json::to_value(&ds.layout.axes).unwrap()
+            serde_json::to_value(&js.layout().axes).unwrap(),
+            serde_json::to_value(&ds.layout().axes).unwrap()
         );
         assert_eq!(
-            serde_json::to_value(&js.layout.layout).unwrap(),
-            serde_json::to_value(&ds.layout.layout).unwrap()
+            serde_json::to_value(&js.layout().layout).unwrap(),
+            serde_json::to_value(&ds.layout().layout).unwrap()
         );
     }
 }
@@ -455,7 +489,7 @@ fn object_store_without_page_directory() {
     let _ = std::fs::remove_dir_all(&dir);
     let spec = Spec {
         dims: vec![70, 40, 12],
-        compression: Compression::RLE,
+        compression: VdsCompression::RLE,
         page_entries: 2,
         unwritten: vec![1],
         ..Default::default()
@@ -469,16 +503,16 @@ fn object_store_without_page_directory() {
     let input = Input::open(&dir).unwrap();
     let r = VdsFormat.validate(&input, &ValidateOptions::default());
     assert!(r.is_valid(true), "{:?}", r.findings);
-    let with = Dataset::open(
-        &Input::from_bytes("c.vds", write_container(&spec, &data)),
-        &Limits::default(),
+    let with = VdsDataset::from_input(
+        Input::from_bytes("c.vds", write_container(&spec, &data)),
+        Limits::default(),
     )
     .unwrap();
-    let ds = Dataset::open(&input, &Limits::default()).unwrap();
-    assert_eq!(ds.layers[0].chunks, with.layers[0].chunks);
+    let ds = VdsDataset::from_input(input.clone(), Limits::default()).unwrap();
+    assert_eq!(ds.layers()[0].chunks, with.layers()[0].chunks);
     assert_eq!(
-        ds.read_layer(0, Values::Native).unwrap(),
-        with.read_layer(0, Values::Native).unwrap()
+        ds.read_layer(0, VdsValues::Native).unwrap().data,
+        with.read_layer(0, VdsValues::Native).unwrap().data
     );
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(format!("{}.objmeta.json", dir.display()));

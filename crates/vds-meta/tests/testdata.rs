@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use rasterpack_common::{Format, Input, Limits, ValidateOptions};
 use rasterpack_vds_meta::testsupport::{ramp_data, testdata_specs, write_container};
-use rasterpack_vds_meta::{Dataset, Values, VdsFormat};
+use rasterpack_vds_meta::{VdsDataset, VdsFormat, VdsValues};
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/vds")
@@ -24,8 +24,11 @@ fn samples_are_current_and_valid() {
         let input = Input::from_bytes(name, bytes);
         let r = VdsFormat.validate(&input, &ValidateOptions::default());
         assert!(r.is_valid(true), "{name}: {:?}", r.findings);
-        let ds = Dataset::open(&input, &Limits::default()).unwrap();
-        let got = ds.read_layer(ds.lod0_layer(0).unwrap(), Values::Native).unwrap();
+        let ds = VdsDataset::from_input(input.clone(), Limits::default()).unwrap();
+        let got = ds
+            .read_layer(ds.lod0_layer(0).unwrap(), VdsValues::Native)
+            .unwrap()
+            .data;
         if spec.unwritten.is_empty() {
             assert_eq!(got, data, "{name}");
         } else {
@@ -48,8 +51,8 @@ fn samples_are_current_and_valid() {
         "{:?}",
         r.findings
     );
-    let ds = Dataset::open(&legacy, &Limits::default()).unwrap();
-    assert_eq!(ds.read_layer(0, Values::Native).unwrap(), ramp_data(spec));
+    let ds = VdsDataset::from_input(legacy.clone(), Limits::default()).unwrap();
+    assert_eq!(ds.read_layer(0, VdsValues::Native).unwrap().data, ramp_data(spec));
     let d = dir().join("small_objdir");
     assert!(VdsFormat.detect_dir(&d));
     let r = VdsFormat.validate(&Input::open(&d).unwrap(), &ValidateOptions::default());

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rasterpack_vds_meta::layout::SampleFormat;
+use rasterpack_vds_meta::layout::VdsSampleFormat;
 use rasterpack_vds_meta::wavelet::{self, WaveletParams, WaveletScratch};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -23,11 +23,11 @@ fn corpus() -> Option<PathBuf> {
     Some(dir)
 }
 
-fn format(name: &str) -> SampleFormat {
+fn format(name: &str) -> VdsSampleFormat {
     match name {
-        "R32" => SampleFormat::R32,
-        "U8" => SampleFormat::U8,
-        "U16" => SampleFormat::U16,
+        "R32" => VdsSampleFormat::R32,
+        "U8" => VdsSampleFormat::U8,
+        "U16" => VdsSampleFormat::U16,
         other => panic!("format {other}"),
     }
 }
@@ -147,8 +147,8 @@ fn truncated_and_flipped_chunks_fail_cleanly() {
             b[bit / 8] ^= 1 << (bit % 8);
             if let Ok(info) = wavelet::decode(&b, &p, &mut s, &mut out) {
                 let elem = match info.format {
-                    SampleFormat::U8 => 1,
-                    SampleFormat::U16 => 2,
+                    VdsSampleFormat::U8 => 1,
+                    VdsSampleFormat::U16 => 2,
                     _ => 4,
                 };
                 assert_eq!(out.len() / elem, want / p.format.native_bytes(), "{file} bit {bit}");

@@ -13,11 +13,12 @@ pub mod tree;
 
 use rasterpack_common::{ByteReader, Error, ErrorKind, Result};
 
-use crate::layout::SampleFormat;
+use crate::layout::VdsSampleFormat;
 use tree::{Overwrite, Plan, Walk, LEVELS};
 
 /// Stream versions 1.4, 1.5 and 1.6.
 pub const VERSION_MIN: i32 = 671;
+/// Newest stream version decoded (1.6).
 pub const VERSION_MAX: i32 = 673;
 const VERSION_STREAM_FIX: i32 = 673;
 /// OpenVDS's cap on every axis of a wavelet brick.
@@ -33,19 +34,24 @@ const INT_16BIT: i32 = 8;
 #[derive(Debug, Clone, Copy)]
 pub struct WaveletParams {
     /// The channel's format: R32, U8 or U16.
-    pub format: SampleFormat,
+    pub format: VdsSampleFormat,
     /// The format asked for: the channel's, or R32 for physical values. Like OpenVDS, a float
     /// stream asked for as R32 comes out raw even in a U8/U16 channel, and an integer stream
     /// comes out as its U8/U16 codes whatever is asked for (see [`WaveletInfo::format`]).
-    pub destination: SampleFormat,
+    pub destination: VdsSampleFormat,
     /// `WaveletNormalizeBlock*` methods.
     pub normalize: bool,
     /// `*Lossless` methods (a full-quality read applies the lossless residual).
     pub lossless: bool,
+    /// The channel's value range.
     pub value_range: [f32; 2],
+    /// The channel's integer scale.
     pub integer_scale: f32,
+    /// The channel's integer offset.
     pub integer_offset: f32,
+    /// Whether the channel uses a no-value.
     pub use_no_value: bool,
+    /// The channel's no-value.
     pub no_value: f32,
     /// The brick's size from the layer geometry (X, Y, Z).
     pub size: [u64; 3],
@@ -58,9 +64,12 @@ pub struct WaveletParams {
 #[derive(Debug, Clone)]
 pub struct WaveletInfo {
     /// The format written to the output: R32, U8 or U16.
-    pub format: SampleFormat,
+    pub format: VdsSampleFormat,
+    /// Stream version (671..=673).
     pub version: i32,
+    /// Dimensions of the transform.
     pub dimensions: i32,
+    /// Integer flags: 1 integer, 2 lossless-optimised, 4 diff-pass, 8 16-bit.
     pub integer_info: i32,
     /// For adaptive level k: the bytes of the chunk a decode at that level reads.
     pub level_need: [u64; LEVELS],
@@ -232,33 +241,38 @@ pub fn decode(src: &[u8], p: &WaveletParams, s: &mut WaveletScratch, out: &mut V
     let integer = integer_info & INT_INTEGER != 0;
     let stream_format = if integer {
         if integer_info & INT_16BIT != 0 {
-            SampleFormat::U16
+            VdsSampleFormat::U16
         } else {
-            SampleFormat::U8
+            VdsSampleFormat::U8
         }
     } else {
-        SampleFormat::R32
+        VdsSampleFormat::R32
     };
     let produced = match (p.destination, stream_format) {
-        (SampleFormat::U8, _) => SampleFormat::U8,
-        (SampleFormat::U16, SampleFormat::R32) => SampleFormat::U16,
+        (VdsSampleFormat::U8, _) => VdsSampleFormat::U8,
+        (VdsSampleFormat::U16, VdsSampleFormat::R32) => VdsSampleFormat::U16,
         (_, sf) => sf,
     };
     // Combinations OpenVDS itself has no defined result for are not guessed at.
     let supported = match p.format {
-        SampleFormat::R32 => stream_format == SampleFormat::R32,
-        SampleFormat::U8 => true,
-        SampleFormat::U16 => stream_format != SampleFormat::U8,
+        VdsSampleFormat::R32 => stream_format == VdsSampleFormat::R32,
+        VdsSampleFormat::U8 => true,
+        VdsSampleFormat::U16 => stream_format != VdsSampleFormat::U8,
         _ => false,
     };
-    if !supported || !matches!(p.destination, SampleFormat::R32 | SampleFormat::U8 | SampleFormat::U16) {
+    if !supported
+        || !matches!(
+            p.destination,
+            VdsSampleFormat::R32 | VdsSampleFormat::U8 | VdsSampleFormat::U16
+        )
+    {
         return Err(Error::unsupported(
             "vds.wavelet.format",
             Some(20),
             format!(
                 "a {} channel holding {} wavelet data is not supported",
                 p.format.name(),
-                if stream_format == SampleFormat::R32 {
+                if stream_format == VdsSampleFormat::R32 {
                     "float"
                 } else {
                     stream_format.name()
@@ -619,15 +633,15 @@ fn lossless_residual(
 
 /// The range the decoded floats are quantized over (OpenVDS `Wavelet_GetQuantizationValueRange`
 /// after `DeserializeVolumeData`'s range for quantized channels).
-fn quantization_range(p: &WaveletParams, produced: SampleFormat, integer_info: i32) -> [f32; 2] {
+fn quantization_range(p: &WaveletParams, produced: VdsSampleFormat, integer_info: i32) -> [f32; 2] {
     let unv = p.use_no_value;
     // The range the chunk deserializer hands the decoder for U8/U16 channels.
     let orig = match (p.format, produced) {
-        (SampleFormat::U8 | SampleFormat::U16, SampleFormat::U16) => [
+        (VdsSampleFormat::U8 | VdsSampleFormat::U16, VdsSampleFormat::U16) => [
             p.integer_offset,
             p.integer_scale * if unv { 65534.0 } else { 65535.0 } + p.integer_offset,
         ],
-        (SampleFormat::U8, SampleFormat::U8) => [
+        (VdsSampleFormat::U8, VdsSampleFormat::U8) => [
             p.integer_offset,
             p.integer_scale * if unv { 254.0 } else { 255.0 } + p.integer_offset,
         ],
@@ -635,7 +649,7 @@ fn quantization_range(p: &WaveletParams, produced: SampleFormat, integer_info: i
     };
     if integer_info & INT_INTEGER != 0 {
         if integer_info & INT_16BIT != 0 {
-            if produced == SampleFormat::U8 {
+            if produced == VdsSampleFormat::U8 {
                 let min = (orig[0] - p.integer_offset) / p.integer_scale;
                 [min, min + (orig[1] - orig[0]) / p.integer_scale]
             } else {
@@ -667,7 +681,7 @@ fn write_out(
     size: [usize; 3],
     ax: usize,
     axy: usize,
-    produced: SampleFormat,
+    produced: VdsSampleFormat,
     p: &WaveletParams,
     integer_info: i32,
     out: &mut Vec<u8>,
@@ -676,7 +690,7 @@ fn write_out(
     out.clear();
     let rows = (0..size[2]).flat_map(|z| (0..size[1]).map(move |y| z * axy + y * ax));
     match produced {
-        SampleFormat::R32 => {
+        VdsSampleFormat::R32 => {
             let sx = size[0];
             out.resize(n * 4, 0);
             for (dst, r) in out.chunks_exact_mut(sx * 4).zip(rows) {
@@ -688,7 +702,7 @@ fn write_out(
         _ => {
             let [min, max] = quantization_range(p, produced, integer_info);
             let unv = p.use_no_value;
-            let (top, code_nv) = if produced == SampleFormat::U8 {
+            let (top, code_nv) = if produced == VdsSampleFormat::U8 {
                 (255i32, 255i32)
             } else {
                 (65535, 65535)
@@ -703,7 +717,7 @@ fn write_out(
                 }
             };
             let sx = size[0];
-            if produced == SampleFormat::U8 {
+            if produced == VdsSampleFormat::U8 {
                 out.resize(n, 0);
                 for (dst, r) in out.chunks_exact_mut(sx).zip(rows) {
                     for (d, &v) in dst.iter_mut().zip(&pic[r..r + sx]) {
@@ -743,7 +757,7 @@ pub fn check_levels(info: &WaveletInfo, object_len: u64, levels: &[u8; LEVELS]) 
 mod tests {
     use super::*;
 
-    fn params(size: [u64; 3], format: SampleFormat) -> WaveletParams {
+    fn params(size: [u64; 3], format: VdsSampleFormat) -> WaveletParams {
         WaveletParams {
             format,
             destination: format,
@@ -813,7 +827,7 @@ mod tests {
         let vals: Vec<f32> = (0..24).map(|i| i as f32 * 0.5 - 3.0).collect();
         let mut s = WaveletScratch::default();
         let mut out = Vec::new();
-        let p = params([4, 3, 2], SampleFormat::R32);
+        let p = params([4, 3, 2], VdsSampleFormat::R32);
         let chunk = crafted(&vals, [4, 3, 2], None, None);
         let info = decode(&chunk, &p, &mut s, &mut out).unwrap();
         assert_eq!(floats(&out), vals);
@@ -839,7 +853,7 @@ mod tests {
         let q = WaveletParams {
             integer_scale: 0.05,
             integer_offset: -3.0,
-            ..params([4, 3, 2], SampleFormat::U8)
+            ..params([4, 3, 2], VdsSampleFormat::U8)
         };
         let chunk = crafted(&vals, [4, 3, 2], None, None);
         decode(&chunk, &q, &mut s, &mut out).unwrap();
@@ -849,7 +863,7 @@ mod tests {
     #[test]
     fn bad_chunks_fail_with_codes() {
         let vals = vec![1.0f32; 24];
-        let p = params([4, 3, 2], SampleFormat::R32);
+        let p = params([4, 3, 2], VdsSampleFormat::R32);
         let mut s = WaveletScratch::default();
         let mut out = Vec::new();
         let good = crafted(&vals, [4, 3, 2], None, None);
@@ -866,7 +880,7 @@ mod tests {
         b[8..12].copy_from_slice(&513i32.to_le_bytes());
         assert_eq!(code(&b, &p), "vds.chunk.wavelet_header");
         assert_eq!(
-            code(&good, &params([4, 3, 3], SampleFormat::R32)),
+            code(&good, &params([4, 3, 3], VdsSampleFormat::R32)),
             "vds.chunk.wavelet_geometry"
         );
         let mut b = good.clone();

@@ -33,13 +33,17 @@ fn unpack(p: u32) -> [i32; 3] {
 /// Sizes of the successive bands and which axes each transform step splits.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// Dimensions transformed (1 to 3).
     pub dims: usize,
     /// Transform sizes (1 on axes past `dims`).
     pub size: [usize; 3],
     /// Allocated sizes: 1 stays 1, others round up to a multiple of 8 (the picture's pitch).
     pub alloc: [usize; 3],
+    /// Transform steps.
     pub iterations: usize,
+    /// Band size after each step.
     pub band: [[usize; 3]; MAX_ITERATIONS + 1],
+    /// Which axes each step splits (bit per axis).
     pub mask: [u8; MAX_ITERATIONS],
 }
 
@@ -77,6 +81,7 @@ impl Plan {
         }
     }
 
+    /// Elements of the allocated picture.
     pub fn picture_len(&self) -> usize {
         self.alloc[0] * self.alloc[1] * self.alloc[2]
     }
@@ -250,6 +255,7 @@ struct CompiledChild {
 pub struct Walk {
     compiled: Vec<Compiled>, // index 0 unused: id 0 means "normal all the way down"
     first: [u16; 8],
+    /// Whether every node is normal (no tree to walk).
     pub all_normal: bool,
     children: [usize; MAX_ITERATIONS],
     masks: [u8; MAX_ITERATIONS],
@@ -262,6 +268,7 @@ pub struct Walk {
     /// The coarsest detail bands: (x, y, z, sector).
     roots: Vec<([i32; 3], usize)>,
     root_iteration: i32,
+    /// Whether the stream predates the traversal fix (versions before 1.6).
     pub stream_bug: bool,
     sx: i64,
     sxy: i64,
@@ -269,6 +276,7 @@ pub struct Walk {
 }
 
 impl Walk {
+    /// The walk for `plan`, with or without the traversal fix.
     pub fn new(plan: &Plan, stream_fix: bool) -> Walk {
         let t = plan.iterations;
         let steps = step_infos(plan);
@@ -442,8 +450,11 @@ impl Walk {
 /// pre-1.6 traversal bug).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Overwrite {
+    /// Positions are assumed fresh.
     Assume,
+    /// A later value replaces an earlier one.
     Allow,
+    /// A position keeps its first value.
     Prevent,
 }
 
@@ -508,7 +519,9 @@ fn bit(field: &[u8], i: usize) -> bool {
 /// tree never exceeds it), lowered by the caller's memory limit (`limited`).
 #[derive(Debug, Clone, Copy)]
 pub struct Cap {
+    /// Most entries allowed.
     pub entries: usize,
+    /// Whether the cap comes from the caller's limit (not the coefficient count).
     pub limited: bool,
 }
 

@@ -1,0 +1,336 @@
+//! Streaming reads (issue 12): regions read exactly the values of the whole array, through
+//! random-access and sequential sinks alike, only the bricks a region meets are decoded, levels
+//! of detail are addressed by the request, and a sequential read whose slab cannot fit the
+//! working set is refused before anything is decoded.
+
+use std::ops::Range;
+
+use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, ErrorKind, Input, Limits, MemorySink, Region, Result};
+use rasterpack_vds_meta::container::Container;
+use rasterpack_vds_meta::layout::{VdsCompression, VdsSampleFormat};
+use rasterpack_vds_meta::testsupport::{sample_data, write_container, write_container_bricks, Spec};
+use rasterpack_vds_meta::{NdArray, VdsDataset, VdsValues};
+
+/// A sink that takes bytes only in order (like a pipe), collecting them.
+#[derive(Default)]
+struct InOrder {
+    info: Option<ArrayInfo>,
+    data: Vec<u8>,
+}
+
+impl ArraySink for InOrder {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        self.info = Some(info.clone());
+        Ok(())
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        assert_eq!(
+            offset,
+            self.data.len() as u64,
+            "a sequential sink got bytes out of order"
+        );
+        self.data.extend_from_slice(data);
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+fn open(bytes: Vec<u8>) -> VdsDataset {
+    VdsDataset::from_bytes(bytes).unwrap()
+}
+
+fn region(ranges: &[Range<u64>]) -> Region {
+    Region {
+        ranges: ranges.to_vec(),
+    }
+}
+
+/// Pseudo-random regions of `shape` (deterministic).
+fn regions(shape: &[u64], n: usize, seed: u64) -> Vec<Region> {
+    let mut s = seed | 1;
+    let mut next = move |m: u64| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s % m
+    };
+    (0..n)
+        .map(|_| {
+            region(
+                &shape
+                    .iter()
+                    .map(|&d| {
+                        let a = next(d);
+                        a..a + 1 + next(d - a)
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect()
+}
+
+/// The same values (dtype, shape, bytes), reporting the first differing byte.
+#[track_caller]
+fn same(got: &NdArray, want: &NdArray, what: &str) {
+    assert_eq!((got.dtype, &got.shape), (want.dtype, &want.shape), "{what}");
+    if let Some(i) = got.data.iter().zip(&want.data).position(|(a, b)| a != b) {
+        panic!("{what}: first difference at byte {i} of {}", want.data.len());
+    }
+    assert_eq!(got.data.len(), want.data.len(), "{what}");
+}
+
+fn read_in_order(ds: &VdsDataset, req: &ArrayRequest) -> Result<NdArray> {
+    let mut sink = InOrder::default();
+    ds.stream(req, &mut sink)?;
+    let info = sink.info.unwrap();
+    NdArray::new(info.dtype, info.shape, sink.data)
+}
+
+#[test]
+fn regions_read_what_the_whole_array_holds() {
+    let cases = [
+        Spec {
+            dims: vec![70, 45, 33],
+            compression: VdsCompression::RLE,
+            ..Default::default()
+        },
+        Spec {
+            dims: vec![50, 37, 20, 3],
+            compression: VdsCompression::Zip,
+            negative_margin: 2,
+            positive_margin: 2,
+            page_entries: 8,
+            ..Default::default()
+        },
+        Spec {
+            dims: vec![40, 33],
+            format: VdsSampleFormat::U16,
+            components: 2,
+            ..Default::default()
+        },
+        Spec {
+            dims: vec![66, 40, 35],
+            format: VdsSampleFormat::U8,
+            integer_scale: 0.01,
+            use_no_value: true,
+            no_value: -5.0,
+            unwritten: vec![1, 4],
+            compression: VdsCompression::RLE,
+            ..Default::default()
+        },
+    ];
+    for (k, spec) in cases.iter().enumerate() {
+        let ds = open(write_container(spec, &sample_data(spec, 7 + k as u64)));
+        for physical in [false, true] {
+            let req = ArrayRequest::default().with_physical(physical);
+            let whole = ds.read(&req).unwrap();
+            let mut want_shape: Vec<u64> = spec.dims.iter().rev().copied().collect();
+            if spec.components > 1 {
+                want_shape.push(spec.components as u64);
+            }
+            assert_eq!(whole.shape, want_shape);
+            same(
+                &read_in_order(&ds, &req).unwrap(),
+                &whole,
+                &format!("case {k}: sequential whole read"),
+            );
+            for r in regions(&whole.shape, 12, 99 + k as u64) {
+                let want = whole.region(&r).unwrap();
+                let req = req.clone().with_region(&r);
+                same(
+                    &ds.read(&req).unwrap(),
+                    &want,
+                    &format!("case {k} physical {physical} region {r:?}"),
+                );
+                same(
+                    &read_in_order(&ds, &req).unwrap(),
+                    &want,
+                    &format!("case {k}: sequential {r:?}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn tiny_working_sets_still_read_exactly() {
+    let spec = Spec {
+        dims: vec![90, 64, 40],
+        compression: VdsCompression::RLE,
+        ..Default::default()
+    };
+    let data = sample_data(&spec, 3);
+    let ds = open(write_container(&spec, &data));
+    let whole = ds.read(&ArrayRequest::default()).unwrap();
+    assert!(whole.data == data);
+    // Budgets that force the group level down to single bricks (random access).
+    for ws in [4 << 20, 2 << 20, 1 << 20] {
+        let limits = Limits {
+            working_set: ws,
+            ..Limits::default()
+        };
+        let got = ds.read(&ArrayRequest::default().with_limits(limits)).unwrap();
+        same(&got, &whole, &format!("working set {ws}"));
+    }
+    // Below one brick per decoding thread, even a random-access read is refused.
+    let limits = Limits {
+        working_set: 300 << 10,
+        ..Limits::default()
+    };
+    let err = ds.read(&ArrayRequest::default().with_limits(limits)).unwrap_err();
+    assert_eq!(err.code, "limit.working_set", "{err}");
+}
+
+#[test]
+fn a_sequential_read_whose_slab_cannot_fit_is_refused_before_decoding() {
+    let spec = Spec {
+        dims: vec![200, 150, 64],
+        ..Default::default()
+    };
+    let ds = open(write_container(&spec, &sample_data(&spec, 5)));
+    // One slab: 200 x 150 x 32 float32 = 3.84 MB.
+    let limits = Limits {
+        working_set: 2 << 20,
+        ..Limits::default()
+    };
+    let mut sink = InOrder::default();
+    let err = ds
+        .stream(&ArrayRequest::default().with_limits(limits), &mut sink)
+        .unwrap_err();
+    assert_eq!(err.code, "limit.working_set", "{err}");
+    assert_eq!(err.kind, ErrorKind::LimitExceeded);
+    assert!(sink.info.is_none(), "refused before begin");
+    // A random-access sink reads it with the same budget, a group of bricks at a time.
+    let mut mem = MemorySink::new(limits);
+    ds.stream(&ArrayRequest::default().with_limits(limits), &mut mem)
+        .unwrap();
+    same(
+        &mem.into_array().unwrap(),
+        &ds.read(&ArrayRequest::default()).unwrap(),
+        "random access",
+    );
+    // And the sequential one a region whose slab fits.
+    let part = region(&[0..64, 0..40, 0..200]);
+    let got = read_in_order(&ds, &ArrayRequest::default().with_limits(limits).with_region(&part)).unwrap();
+    same(
+        &got,
+        &ds.read(&ArrayRequest::default()).unwrap().region(&part).unwrap(),
+        "slab that fits",
+    );
+}
+
+/// Corrupt the RLE stream of chunk `chunk` (its first run overruns the chunk).
+fn corrupt_chunk(bytes: &mut [u8], chunk: usize) {
+    let c = Container::open(&Input::from_bytes("x", bytes.to_vec()), &Limits::default()).unwrap();
+    let f = c.files.iter().find(|f| f.entry.file_type == *b"VDS ").unwrap();
+    let (o, n) = f.extent(chunk);
+    assert!(n > 40);
+    bytes[o as usize + 36] = 0xBF;
+    bytes[o as usize + 37] = 0xFF;
+}
+
+#[test]
+fn a_region_decodes_only_the_bricks_it_meets() {
+    // 2 x 2 x 2 bricks of 32; chunk 7 is the far corner (x, y, z >= 32).
+    let spec = Spec {
+        dims: vec![64, 64, 64],
+        compression: VdsCompression::RLE,
+        detect_constants: false,
+        ..Default::default()
+    };
+    let mut bytes = write_container(&spec, &sample_data(&spec, 11));
+    corrupt_chunk(&mut bytes, 7);
+    let ds = open(bytes);
+    let whole = ds.read(&ArrayRequest::default()).unwrap_err();
+    assert!(whole.code.starts_with("vds.chunk.rle"), "{whole}");
+    // C order [z, y, x]: a box in the near half of z misses chunk 7, one touching x=32.. too.
+    for r in [
+        region(&[0..32, 0..64, 0..64]),
+        region(&[40..64, 0..31, 0..64]),
+        region(&[33..60, 33..60, 0..32]),
+    ] {
+        ds.read(&ArrayRequest::default().with_region(&r))
+            .unwrap_or_else(|e| panic!("{r:?}: {e}"));
+        read_in_order(&ds, &ArrayRequest::default().with_region(&r)).unwrap();
+    }
+    // A box meeting chunk 7 by one voxel fails.
+    let err = ds
+        .read(&ArrayRequest::default().with_region(region(&[32..33, 32..33, 32..33])))
+        .unwrap_err();
+    assert!(err.code.starts_with("vds.chunk.rle"), "{err}");
+}
+
+#[test]
+fn levels_of_detail_are_read_by_request() {
+    let spec = Spec {
+        dims: vec![70, 50, 36],
+        lod_levels: 2,
+        compression: VdsCompression::Zip,
+        ..Default::default()
+    };
+    let ds = open(write_container(&spec, &sample_data(&spec, 4)));
+    for lod in 0..=2u32 {
+        let li = ds.lod_layer(0, lod).unwrap();
+        let layer = ds.read_layer(li, VdsValues::Native).unwrap();
+        let req = ArrayRequest {
+            lod,
+            ..ArrayRequest::default()
+        };
+        let a = ds.read(&req).unwrap();
+        same(&a, &layer, &format!("LOD {lod}"));
+        let want: Vec<u64> = spec.dims.iter().rev().map(|&d| d.div_ceil(1 << lod)).collect();
+        assert_eq!(a.shape, want, "LOD {lod}");
+        let r = Region::from_start_size(&[1, 2, 3], &[a.shape[0] - 1, a.shape[1] - 2, a.shape[2] - 3]).unwrap();
+        same(
+            &ds.read(&req.clone().with_region(&r)).unwrap(),
+            &a.region(&r).unwrap(),
+            "LOD region",
+        );
+    }
+    let err = ds
+        .read(&ArrayRequest {
+            lod: 3,
+            ..ArrayRequest::default()
+        })
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Usage, "{err}");
+    assert!(
+        err.message.contains("no LOD 3") && err.message.contains("0, 1, 2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn streamed_container_writer_matches_the_whole_one() {
+    let spec = Spec {
+        dims: vec![50, 40, 30],
+        compression: VdsCompression::RLE,
+        page_entries: 2,
+        ..Default::default()
+    };
+    let data = sample_data(&spec, 8);
+    let whole = open(write_container(&spec, &data))
+        .read(&ArrayRequest::default())
+        .unwrap();
+    let path = std::env::temp_dir().join(format!("rasterpack-vds-streamed-{}.vds", std::process::id()));
+    let mut file = std::fs::File::create(&path).unwrap();
+    write_container_bricks(&spec, &mut file, |_, e| {
+        // The brick's native values gathered from the whole array (X fastest).
+        let mut payload = Vec::new();
+        for z in e.stored_origin[2]..e.stored_origin[2] + e.stored_size[2] {
+            for y in e.stored_origin[1]..e.stored_origin[1] + e.stored_size[1] {
+                let row = ((z * 40 + y) * 50 + e.stored_origin[0]) as usize * 4;
+                payload.extend_from_slice(&data[row..row + e.stored_size[0] as usize * 4]);
+            }
+        }
+        Some(payload)
+    })
+    .unwrap();
+    drop(file);
+    let ds = VdsDataset::open(&path).unwrap();
+    assert!(ds.validate().is_valid(true), "{:?}", ds.validate().findings);
+    same(&ds.read(&ArrayRequest::default()).unwrap(), &whole, "streamed writer");
+    std::fs::remove_file(&path).unwrap();
+}
