@@ -476,9 +476,15 @@ impl TempFile {
     }
 
     fn persist(mut self, dest: &Path, replace: bool) -> Result<(), Error> {
-        self.file
-            .sync_all()
-            .map_err(|e| Error::io(&format!("syncing {}", self.path.display()), &e))?;
+        // Replacing a file puts its old data at stake: the new bytes reach the disk before the
+        // rename, so a crash leaves the old file or the new one, whole. A new file risks nothing
+        // of the user's, and is left to the page cache as cp, np.save and gdal_translate do
+        // (a sync of a few GiB would double what users wait for).
+        if replace {
+            self.file
+                .sync_all()
+                .map_err(|e| Error::io(&format!("syncing {}", self.path.display()), &e))?;
+        }
         let result = signals::untrack(|| {
             let r = self.place(dest, replace);
             // Removed here, under the same lock a signal's cleanup takes, when placing failed.
