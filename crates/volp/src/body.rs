@@ -307,8 +307,8 @@ pub fn check_can_produce(input: &Input, body_offset: u64, needed: u64) -> Result
 }
 
 /// Which decoded bytes a decode needs: all of `0..expected` (a full decode, every check), or,
-/// for a region, only up to `stop`, skipping frames that end before `skip_before` when they
-/// declare their size.
+/// for a region, only `skip_before..stop`: decoding stops at `stop`, and frames that end before
+/// `skip_before` are skipped when they declare their size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecodePlan {
     /// `product(shape) * size(dtype)`.
@@ -329,8 +329,10 @@ impl DecodePlan {
         }
     }
 
+    /// Every byte is needed (a region that starts at the first value and ends at the last is the
+    /// whole array): then every check runs to the end of the body.
     fn is_full(&self) -> bool {
-        self.stop >= self.expected
+        self.skip_before == 0 && self.stop >= self.expected
     }
 }
 
