@@ -10,20 +10,29 @@ use serde_json::{Map, Number, Value};
 /// A JSON value with the byte offset (relative to the start of the text) where it begins.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
+    /// Byte offset of the value's first character in the text.
     pub offset: usize,
+    /// The value.
     pub value: JValue,
 }
 
+/// A JSON value, keeping what a header's rules need that serde_json's `Value` loses.
 #[derive(Debug, Clone, PartialEq)]
 pub enum JValue {
+    /// `null`.
     Null,
+    /// `true` or `false`.
     Bool(bool),
     /// A number: its exact source text and the nearest f64 (infinite when out of range).
     Number {
+        /// The number as written (integrality is decided from these digits).
         raw: String,
+        /// The nearest f64 (infinite beyond the f64 range).
         value: f64,
     },
+    /// A string, unescaped.
     String(String),
+    /// An array's items in order.
     Array(Vec<Node>),
     /// Members in source order; keys are unique (duplicates are a parse error).
     Object(Vec<(String, Node)>),
@@ -32,20 +41,27 @@ pub enum JValue {
 /// Why the text is not acceptable JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JsonErrorKind {
+    /// Not RFC 8259 JSON (or bytes after the value).
     Syntax,
+    /// A key that appears twice in one object (after unescaping).
     DuplicateKey(String),
+    /// Nested deeper than the limit.
     TooDeep,
 }
 
+/// Why and where the text is not acceptable JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonError {
+    /// What is wrong.
     pub kind: JsonErrorKind,
     /// Byte offset in the text.
     pub offset: usize,
+    /// A sentence for people.
     pub message: String,
 }
 
 impl JValue {
+    /// The value's JSON type with an article, for messages (`a string`, `null`).
     pub fn type_name(&self) -> &'static str {
         match self {
             JValue::Null => "null",

@@ -1,45 +1,75 @@
-//! The friendly API: a parsed header, a decoded volume, physical values and statistics.
+//! What a VOLP file means: the accepted header with its defaults, the metadata, physical values
+//! and statistics of the stored values.
 
 use rasterpack_common::DType;
 use serde_json::{Map, Value};
 
 /// The element types VOLP defines (spec section 3); nothing else is accepted.
-pub const DTYPES: [DType; 5] = [DType::U8, DType::I16, DType::I32, DType::F32, DType::F64];
+pub const VOLP_DTYPES: [DType; 5] = [DType::U8, DType::I16, DType::I32, DType::F32, DType::F64];
 
-/// The common metadata keys of spec section 2, shown as found (never checked against the shape).
+/// The common metadata keys of spec section 2 (`bbox`, `levels`, `variable`, `valid_time`), as
+/// found in the header. They are shown, never checked against the shape (the spec's own example
+/// has 3 `levels` for 32 levels).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Metadata {
+pub struct VolpMetadata {
+    /// `bbox`: `{west, south, east, north, bottom, top}` by the spec.
     pub bbox: Option<Value>,
+    /// `levels`: the vertical coordinate of each level by the spec.
     pub levels: Option<Value>,
+    /// `variable`: the quantity's name by the spec.
     pub variable: Option<Value>,
+    /// `valid_time`: an ISO 8601 UTC time by the spec.
     pub valid_time: Option<Value>,
 }
 
-impl Metadata {
+impl VolpMetadata {
     /// Present keys in spec order.
     pub fn entries(&self) -> Vec<(&'static str, &Value)> {
-        let mut out = Vec::new();
-        for (k, v) in [
+        [
             ("bbox", &self.bbox),
             ("levels", &self.levels),
             ("variable", &self.variable),
             ("valid_time", &self.valid_time),
-        ] {
-            if let Some(v) = v {
-                out.push((k, v));
-            }
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
+        .collect()
+    }
+
+    /// `variable`, when it is a string.
+    pub fn variable_name(&self) -> Option<&str> {
+        self.variable.as_ref().and_then(Value::as_str)
+    }
+
+    /// `valid_time`, when it is a string.
+    pub fn valid_time_text(&self) -> Option<&str> {
+        self.valid_time.as_ref().and_then(Value::as_str)
+    }
+
+    /// `levels`, when it is an array of numbers.
+    pub fn level_values(&self) -> Option<Vec<f64>> {
+        self.levels.as_ref()?.as_array()?.iter().map(Value::as_f64).collect()
+    }
+
+    /// `bbox` as `[west, south, east, north, bottom, top]`, when it has all six as numbers.
+    pub fn bbox_values(&self) -> Option<[f64; 6]> {
+        let b = self.bbox.as_ref()?.as_object()?;
+        let mut out = [0.0; 6];
+        for (slot, key) in out.iter_mut().zip(["west", "south", "east", "north", "bottom", "top"]) {
+            *slot = b.get(key)?.as_f64()?;
         }
-        out
+        Some(out)
     }
 }
 
 /// A header that passed every rule, with the ERRATA defaults applied.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Header {
+pub struct VolpHeader {
     /// Effective version: missing, `null` or < 1 become 1; larger versions decode the same way.
     pub version: u64,
+    /// Element type of the stored values.
     pub dtype: DType,
-    /// `[levels, lat, lon]`, each >= 1.
+    /// `[levels, lat, lon]`, each >= 1: the C-order shape of the stored tensor.
     pub shape: [u64; 3],
     /// Effective scale (1.0 when missing or not a finite number).
     pub scale: f64,
@@ -47,12 +77,14 @@ pub struct Header {
     pub offset: f64,
     /// The compression as written (any case of `zstd`), or `zstd` when the key is missing.
     pub compression: String,
-    pub metadata: Metadata,
+    /// The common metadata keys.
+    pub metadata: VolpMetadata,
     /// Keys the spec does not define, in file order (ignored for decoding, shown by inspect).
     pub unknown: Map<String, Value>,
 }
 
-impl Header {
+impl VolpHeader {
+    /// Number of stored values (`product(shape)`).
     pub fn elements(&self) -> u64 {
         // Checked when the header was accepted: the product fits and is <= 256 MiB.
         self.shape.iter().product()
@@ -62,128 +94,131 @@ impl Header {
     pub fn decoded_len(&self) -> u64 {
         self.elements() * self.dtype.size() as u64
     }
+
+    /// The physical value of a stored value: `f64(stored) * scale + offset`.
+    ///
+    /// Rust never contracts a multiply and an add into an FMA, so this is the two-rounding
+    /// result the reference implementations compute, bit for bit.
+    pub fn physical(&self, stored: f64) -> f64 {
+        stored * self.scale + self.offset
+    }
 }
 
-/// Where the parts of a file are, plus its accepted header.
-#[derive(Debug, Clone, PartialEq)]
-pub struct VolpFile {
-    pub header: Header,
-    /// Declared header length (bytes 4..8).
-    pub header_len: u32,
-    /// Offset of the first body byte (8 + header_len).
-    pub body_offset: u64,
-    /// Compressed body length: everything after the header.
-    pub body_len: u64,
-    /// The whole header as JSON, in file order.
-    pub header_json: Map<String, Value>,
-}
-
-/// A decoded volume: stored values, little-endian, C order over `header.shape`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Volume {
-    pub header: Header,
-    pub data: Vec<u8>,
-}
-
-macro_rules! for_each_value {
-    ($dtype:expr, $data:expr, |$v:ident| $body:expr) => {
-        match $dtype {
-            DType::U8 => $data.iter().for_each(|&b| {
-                let $v = b as f64;
-                $body
-            }),
-            DType::I16 => $data.chunks_exact(2).for_each(|c| {
-                let $v = i16::from_le_bytes([c[0], c[1]]) as f64;
-                $body
-            }),
-            DType::I32 => $data.chunks_exact(4).for_each(|c| {
-                let $v = i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64;
-                $body
-            }),
-            DType::F32 => $data.chunks_exact(4).for_each(|c| {
-                let $v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64;
-                $body
-            }),
-            DType::F64 => $data.chunks_exact(8).for_each(|c| {
-                let $v = f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-                $body
-            }),
-            _ => {}
-        }
-    };
-}
-
-/// Physical values `f64(stored) * scale + offset` in C order.
-///
-/// Rust never contracts a multiply and an add into an FMA, so this is the two-rounding
-/// result the corpus sidecars hold, bit for bit.
-pub fn to_physical(volume: &Volume) -> Vec<f64> {
-    let (s, o) = (volume.header.scale, volume.header.offset);
-    let d = &volume.data;
-    match volume.header.dtype {
-        DType::U8 => d.iter().map(|&b| b as f64 * s + o).collect(),
-        DType::I16 => d
+/// Calls `f` with each stored value of `bytes` (little-endian `dtype` values) as f64.
+fn for_each_value(dtype: DType, bytes: &[u8], mut f: impl FnMut(f64)) {
+    match dtype {
+        DType::U8 => bytes.iter().for_each(|&b| f(f64::from(b))),
+        DType::I16 => bytes
             .chunks_exact(2)
-            .map(|c| i16::from_le_bytes([c[0], c[1]]) as f64 * s + o)
-            .collect(),
-        DType::I32 => d
+            .for_each(|c| f(f64::from(i16::from_le_bytes([c[0], c[1]])))),
+        DType::I32 => bytes
             .chunks_exact(4)
-            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64 * s + o)
-            .collect(),
-        DType::F32 => d
+            .for_each(|c| f(f64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]])))),
+        DType::F32 => bytes
             .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64 * s + o)
-            .collect(),
-        DType::F64 => d
+            .for_each(|c| f(f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))),
+        DType::F64 => bytes
             .chunks_exact(8)
-            .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) * s + o)
-            .collect(),
-        _ => Vec::new(),
+            .for_each(|c| f(f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))),
+        _ => {}
     }
 }
 
-/// Physical values as little-endian f64 bytes (what `.npy` float64 output holds).
-pub fn to_physical_le_bytes(volume: &Volume) -> Vec<u8> {
-    let vals = to_physical(volume);
-    let mut out = Vec::with_capacity(vals.len() * 8);
-    for v in vals {
-        out.extend_from_slice(&v.to_le_bytes());
+/// Physical values of the stored little-endian `dtype` values in `stored`, as little-endian f64
+/// bytes written over `out` (which is resized to 8 bytes per value).
+pub(crate) fn physical_le_bytes(dtype: DType, scale: f64, offset: f64, stored: &[u8], out: &mut Vec<u8>) {
+    let n = stored.len() / dtype.size();
+    out.resize(n * 8, 0);
+    let dst = out.chunks_exact_mut(8);
+    // One loop per dtype so each one vectorises.
+    match dtype {
+        DType::U8 => dst
+            .zip(stored)
+            .for_each(|(o, &b)| o.copy_from_slice(&(f64::from(b) * scale + offset).to_le_bytes())),
+        DType::I16 => dst.zip(stored.chunks_exact(2)).for_each(|(o, c)| {
+            o.copy_from_slice(&(f64::from(i16::from_le_bytes([c[0], c[1]])) * scale + offset).to_le_bytes())
+        }),
+        DType::I32 => dst.zip(stored.chunks_exact(4)).for_each(|(o, c)| {
+            let v = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            o.copy_from_slice(&(f64::from(v) * scale + offset).to_le_bytes())
+        }),
+        DType::F32 => dst.zip(stored.chunks_exact(4)).for_each(|(o, c)| {
+            let v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            o.copy_from_slice(&(f64::from(v) * scale + offset).to_le_bytes())
+        }),
+        DType::F64 => dst.zip(stored.chunks_exact(8)).for_each(|(o, c)| {
+            let v = f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            o.copy_from_slice(&(v * scale + offset).to_le_bytes())
+        }),
+        _ => out.clear(),
     }
-    out
 }
 
-/// Summary statistics of the stored values (NaNs counted apart, infinities included).
+/// Summary statistics of stored values (NaNs counted apart, infinities included), gathered a
+/// window at a time.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Stats {
+pub struct VolpStats {
+    /// Values seen.
     pub count: u64,
+    /// NaN values among them.
     pub nan_count: u64,
-    /// `None` when every value is NaN.
+    /// Smallest non-NaN value (`None` when every value is NaN).
     pub min: Option<f64>,
+    /// Largest non-NaN value.
     pub max: Option<f64>,
+    /// Mean of the non-NaN values.
     pub mean: Option<f64>,
 }
 
-/// One pass over the stored values.
-pub fn stats(volume: &Volume) -> Stats {
-    let mut count = 0u64;
-    let mut nan = 0u64;
-    let (mut min, mut max, mut sum) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
-    for_each_value!(volume.header.dtype, volume.data, |v| {
-        count += 1;
-        if v.is_nan() {
-            nan += 1;
-        } else {
-            min = min.min(v);
-            max = max.max(v);
-            sum += v;
+/// Accumulates [`VolpStats`] over stored values handed over in pieces.
+#[derive(Debug, Clone)]
+pub(crate) struct StatsAccumulator {
+    dtype: DType,
+    count: u64,
+    nan: u64,
+    min: f64,
+    max: f64,
+    sum: f64,
+}
+
+impl StatsAccumulator {
+    pub(crate) fn new(dtype: DType) -> StatsAccumulator {
+        StatsAccumulator {
+            dtype,
+            count: 0,
+            nan: 0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            sum: 0.0,
         }
-    });
-    let n = count - nan;
-    Stats {
-        count,
-        nan_count: nan,
-        min: (n > 0).then_some(min),
-        max: (n > 0).then_some(max),
-        mean: (n > 0).then(|| sum / n as f64),
+    }
+
+    /// Add the stored values in `bytes` (whole values).
+    pub(crate) fn add(&mut self, bytes: &[u8]) {
+        let (mut count, mut nan, mut min, mut max, mut sum) = (0u64, 0u64, self.min, self.max, self.sum);
+        for_each_value(self.dtype, bytes, |v| {
+            count += 1;
+            if v.is_nan() {
+                nan += 1;
+            } else {
+                min = min.min(v);
+                max = max.max(v);
+                sum += v;
+            }
+        });
+        self.count += count;
+        self.nan += nan;
+        (self.min, self.max, self.sum) = (min, max, sum);
+    }
+
+    pub(crate) fn finish(&self) -> VolpStats {
+        let n = self.count - self.nan;
+        VolpStats {
+            count: self.count,
+            nan_count: self.nan,
+            min: (n > 0).then_some(self.min),
+            max: (n > 0).then_some(self.max),
+            mean: (n > 0).then(|| self.sum / n as f64),
+        }
     }
 }

@@ -21,6 +21,7 @@ pub const ZSTD_FRAME_MAGIC: u32 = 0xFD2F_B528;
 /// Skippable frames use the magics 0x184D2A50..=0x184D2A5F (RFC 8878 section 3.1.2), followed by
 /// a u32 little-endian length and that many bytes of user data.
 pub const SKIPPABLE_MAGIC_BASE: u32 = 0x184D_2A50;
+/// A magic `m` is a skippable frame's when `m & SKIPPABLE_MAGIC_MASK == SKIPPABLE_MAGIC_BASE`.
 pub const SKIPPABLE_MAGIC_MASK: u32 = 0xFFFF_FFF0;
 
 /// The fixed 8-byte prefix.

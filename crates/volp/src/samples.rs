@@ -1,10 +1,30 @@
 //! The small sample files committed under `testdata/volp/`, generated deterministically so a
 //! test can check the committed bytes (`examples/make_volp_testdata.rs` writes them).
 
-use rasterpack_common::DType;
-use serde_json::{json, Map};
+use rasterpack_common::{DType, NdArray};
+use serde_json::{json, Map, Value};
 
-use crate::write::{encode, DEFAULT_LEVEL};
+use crate::write::{VolpWriteOptions, VolpWriter};
+
+/// A VOLP file of stored little-endian `data`, or empty when the arguments are inconsistent.
+fn encode(
+    dtype: DType,
+    shape: [u64; 3],
+    data: &[u8],
+    scale: f64,
+    offset: f64,
+    metadata: &Map<String, Value>,
+) -> Vec<u8> {
+    let opts = VolpWriteOptions {
+        scale: Some(scale),
+        offset: Some(offset),
+        metadata: metadata.clone(),
+        ..VolpWriteOptions::default()
+    };
+    NdArray::new(dtype, shape.to_vec(), data.to_vec())
+        .and_then(|array| VolpWriter::encode(&array, &opts))
+        .unwrap_or_default()
+}
 
 /// A deterministic pseudo-random sequence (xorshift64*), so samples need no RNG crate.
 struct Noise(u64);
@@ -48,16 +68,7 @@ pub fn temperature() -> Vec<u8> {
     meta.insert("variable".into(), json!("air_temperature"));
     meta.insert("valid_time".into(), json!("2026-01-15T12:00:00Z"));
     meta.insert("units".into(), json!("K"));
-    encode(
-        DType::I16,
-        [4, nlat as u64, nlon as u64],
-        &data,
-        0.01,
-        250.0,
-        &meta,
-        DEFAULT_LEVEL,
-    )
-    .unwrap_or_default()
+    encode(DType::I16, [4, nlat as u64, nlon as u64], &data, 0.01, 250.0, &meta)
 }
 
 /// `cloud_2x8x8_float32.volp`: a tiny unscaled float32 field (one NaN for "no data").
@@ -74,7 +85,7 @@ pub fn cloud() -> Vec<u8> {
     let mut meta = Map::new();
     meta.insert("variable".into(), json!("cloud_density"));
     meta.insert("levels".into(), json!([850, 700]));
-    encode(DType::F32, [2, 8, 8], &data, 1.0, 0.0, &meta, DEFAULT_LEVEL).unwrap_or_default()
+    encode(DType::F32, [2, 8, 8], &data, 1.0, 0.0, &meta)
 }
 
 /// `invalid_bad_magic.volp`: the cloud sample with magic `VOLX`.
@@ -106,4 +117,34 @@ pub fn all() -> Vec<(&'static str, Vec<u8>)> {
         ("invalid_bad_magic.volp", invalid_bad_magic()),
         ("invalid_truncated_body.volp", invalid_truncated_body()),
     ]
+}
+
+/// The benchmark volume: `[mib / 4, 1024, 1024]` float32 (`mib` MiB of values), a smooth field
+/// (waves over lat/lon, a lapse with level) plus small noise, as a weather model writes it.
+pub fn bench_volume(mib: u64) -> NdArray {
+    let (levels, lat, lon) = ((mib / 4).max(1), 1024u64, 1024u64);
+    let mut values = Vec::with_capacity((levels * lat * lon) as usize);
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    for l in 0..levels {
+        for y in 0..lat {
+            for x in 0..lon {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let noise = (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+                values.push(
+                    280.0 - 0.5 * l as f32
+                        + 10.0 * ((x as f32) * 0.01).sin() * ((y as f32) * 0.013).cos()
+                        + 0.05 * noise,
+                );
+            }
+        }
+    }
+    NdArray::from_vec(vec![levels, lat, lon], values).unwrap_or_else(|_| NdArray {
+        dtype: DType::F32,
+        shape: vec![0],
+        data: Vec::new(),
+        name: None,
+        attrs: Map::new(),
+    })
 }

@@ -6,8 +6,11 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use rasterpack_common::{Format, Input};
-use rasterpack_volp::{decode, validate, VolpFormat};
+mod common;
+
+use common::{decode, validate};
+use rasterpack_common::Format;
+use rasterpack_volp::{Input, VolpFormat};
 
 struct Counting;
 static CURRENT: AtomicUsize = AtomicUsize::new(0);

@@ -4,8 +4,11 @@
 //! (`robustness.rs` adds the blanket property: decode succeeds exactly when validate finds no
 //! error, over every truncation and every flipped byte.)
 
-use rasterpack_common::{ArrayRequest, ErrorKind, Format, Input, Severity};
-use rasterpack_volp::{validate, VolpFormat};
+mod common;
+
+use common::validate;
+use rasterpack_common::Format;
+use rasterpack_volp::{ArrayRequest, ErrorKind, Input, Severity, VolpFormat};
 
 const HEADER: &str = r#"{"version":1,"shape":[1,2,2],"dtype":"float32","scale":1.0,"offset":0.0,"compression":"zstd"}"#;
 const VALUES: [f32; 4] = [1.0, 2.0, 3.0, 4.0];
@@ -24,11 +27,7 @@ fn frame_with_checksum(data: &[u8]) -> Vec<u8> {
 }
 
 fn file(header: &str, body: &[u8]) -> Vec<u8> {
-    let mut out = b"VOLP".to_vec();
-    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(body);
-    out
+    common::file(header.as_bytes(), body)
 }
 
 fn body_offset() -> usize {

@@ -1,8 +1,11 @@
 //! encode -> decode -> compare, for every dtype, extreme values, NaN payloads, -0.0 and
 //! infinities, through the plain API and through the `Format` trait.
 
-use rasterpack_common::{ArrayRequest, DType, Format, Input, NdArray, WriteOptions};
-use rasterpack_volp::{decode, encode, to_physical, validate, VolpFormat};
+mod common;
+
+use common::{encode, header, read, validate};
+use rasterpack_common::{Format, WriteOptions};
+use rasterpack_volp::{ArrayRequest, DType, Input, NdArray, VolpFormat};
 use serde_json::{json, Map, Value};
 
 fn le<T: Copy, const N: usize>(vals: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
@@ -79,14 +82,18 @@ fn every_dtype_round_trips_bit_exactly() {
                     .all(|f| f.severity == rasterpack_common::Severity::Info),
                 "{dtype:?}"
             );
-            let v = decode(&file).unwrap();
+            let v = read(&file, &ArrayRequest::default()).unwrap();
             assert_eq!(v.data, data, "{dtype:?} level {level}");
-            assert_eq!(v.header.dtype, dtype);
-            assert_eq!(v.header.shape, [3, 2, 2]);
-            assert_eq!((v.header.scale, v.header.offset), (0.25, -1.5));
-            assert_eq!(v.header.metadata.variable, Some(json!("t")));
-            assert_eq!(v.header.unknown["x_custom"], meta["x_custom"]);
-            let phys = to_physical(&v);
+            let h = header(&file).unwrap();
+            assert_eq!(h.dtype, dtype);
+            assert_eq!(h.shape, [3, 2, 2]);
+            assert_eq!((h.scale, h.offset), (0.25, -1.5));
+            assert_eq!(h.metadata.variable, Some(json!("t")));
+            assert_eq!(h.unknown["x_custom"], meta["x_custom"]);
+            let phys = read(&file, &ArrayRequest::default().with_physical(true))
+                .unwrap()
+                .to_vec::<f64>()
+                .unwrap();
             let stored = NdArray::new(dtype, vec![3, 2, 2], data.clone()).unwrap().to_f64();
             for (p, s) in phys.iter().zip(&stored) {
                 let want = s * 0.25 + -1.5;
@@ -109,7 +116,7 @@ fn scale_offset_extremes_round_trip() {
         (1.0 / 3.0, -2.0 / 7.0),
     ] {
         let file = encode(DType::U8, [1, 1, 1], &[9], s, o, &Map::new(), 3).unwrap();
-        let h = decode(&file).unwrap().header;
+        let h = header(&file).unwrap();
         assert_eq!((h.scale.to_bits(), h.offset.to_bits()), (s.to_bits(), o.to_bits()));
     }
 }
@@ -163,7 +170,7 @@ fn format_trait_round_trip() {
         VolpFormat
             .write_array(&phys, &WriteOptions::default(), &mut again)
             .unwrap();
-        let h = decode(&again).unwrap().header;
+        let h = header(&again).unwrap();
         assert_eq!((h.scale, h.offset), (1.0, 0.0));
         // inspect and validate on the same bytes.
         let r = VolpFormat.validate(&input, &Default::default());

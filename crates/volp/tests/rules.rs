@@ -1,15 +1,9 @@
 //! The header and body rules of specs/volp.md and the ERRATA VOLP table, one case each.
 
-use rasterpack_common::{Findings, Severity};
-use rasterpack_volp::{decode, validate};
+mod common;
 
-fn file(header: &[u8], body: &[u8]) -> Vec<u8> {
-    let mut out = b"VOLP".to_vec();
-    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
-    out.extend_from_slice(header);
-    out.extend_from_slice(body);
-    out
-}
+use common::{decode, file, header, validate};
+use rasterpack_volp::{Findings, Severity};
 
 fn zstd(data: &[u8]) -> Vec<u8> {
     zstd::bulk::compress(data, 3).unwrap()
@@ -65,8 +59,8 @@ fn only_shape_and_dtype_are_required() {
     let f = assert_valid(&with_header(&format!("{{{BASE}}}")));
     // Missing compression is a warning; missing version/scale/offset are at most info.
     assert_eq!(warnings(&f), vec!["volp.compression.missing"]);
-    let v = decode(&with_header(&format!("{{{BASE}}}"))).unwrap();
-    assert_eq!((v.header.version, v.header.scale, v.header.offset), (1, 1.0, 0.0));
+    let h = header(&with_header(&format!("{{{BASE}}}"))).unwrap();
+    assert_eq!((h.version, h.scale, h.offset), (1, 1.0, 0.0));
 }
 
 #[test]
@@ -84,7 +78,7 @@ fn version_rules() {
         let d = with_header(&format!(r#"{{"version":{v},{BASE},"compression":"zstd"}}"#));
         let f = assert_valid(&d);
         assert!(warnings(&f).is_empty(), "{v}: {f:?}");
-        assert_eq!(decode(&d).unwrap().header.version, eff, "{v}");
+        assert_eq!(header(&d).unwrap().version, eff, "{v}");
     }
     for v in [r#""nope""#, r#""1""#, "true", "1.5", "[1]", "{}"] {
         assert_invalid(
@@ -109,13 +103,13 @@ fn scale_offset_defaults_with_warnings() {
             vec!["volp.scale.invalid", "volp.offset.invalid"],
             "{s} {o}"
         );
-        let h = decode(&d).unwrap().header;
+        let h = header(&d).unwrap();
         assert_eq!((h.scale, h.offset), (1.0, 0.0));
     }
     let d = with_header(&format!(
         r#"{{{BASE},"compression":"zstd","scale":-0.0,"offset":1e-320}}"#
     ));
-    let h = decode(&d).unwrap().header;
+    let h = header(&d).unwrap();
     assert!(h.scale == 0.0 && h.scale.is_sign_negative() && h.offset == 1e-320);
 }
 
@@ -327,7 +321,7 @@ fn metadata_is_shown_never_enforced() {
     let f = assert_valid(&d);
     assert!(f.iter().all(|x| x.severity == Severity::Info), "{f:?}");
     assert!(f.has_code("volp.metadata.levels_len"));
-    let h = decode(&d).unwrap().header;
+    let h = header(&d).unwrap();
     assert_eq!(h.metadata.levels, Some(serde_json::json!([1, 2, 3])));
     assert_eq!(h.unknown["extra"], serde_json::json!({"a": [1, 2]}));
 }
@@ -355,8 +349,8 @@ fn all_findings_are_collected() {
 #[test]
 fn a_body_of_exactly_256_mib_decodes() {
     let data = vec![7u8; 256 << 20];
-    let file = rasterpack_volp::encode(
-        rasterpack_common::DType::U8,
+    let file = common::encode(
+        rasterpack_volp::DType::U8,
         [256, 1024, 1024],
         &data,
         1.0,
@@ -373,50 +367,38 @@ fn a_body_of_exactly_256_mib_decodes() {
 
 #[test]
 fn caller_limits_are_honoured() {
-    use rasterpack_common::{ArrayRequest, ErrorKind, Format, Input, Limits};
+    use rasterpack_volp::{ArrayRequest, ErrorKind, Limits};
     let d = with_header(&format!(r#"{{{BASE},"compression":"zstd"}}"#));
-    let small = Limits {
+    // The array limit and the allocation limit of an in-memory read are checked before the
+    // array is allocated.
+    let req = ArrayRequest::default().with_limits(Limits {
+        max_array_bytes: 8,
+        ..Limits::default()
+    });
+    let e = common::read(&d, &req).unwrap_err();
+    assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::LimitExceeded, "limit.array"));
+    let req = ArrayRequest::default().with_limits(Limits {
         max_alloc: 8,
         ..Limits::default()
-    };
-    let e = rasterpack_volp::decode_with_limits(&d, &small).unwrap_err();
-    assert_eq!(
-        (e.kind, e.code.as_ref()),
-        (ErrorKind::LimitExceeded, "volp.limit.alloc")
-    );
-    let input = Input::from_bytes("x", d.clone());
-    let req = ArrayRequest {
-        limits: Limits {
-            max_array_bytes: 8,
-            ..Limits::default()
-        },
-        ..Default::default()
-    };
-    let e = rasterpack_volp::VolpFormat.read_array(&input, &req).unwrap_err();
-    assert_eq!(
-        (e.kind, e.code.as_ref()),
-        (ErrorKind::LimitExceeded, "volp.limit.array")
-    );
-    let req = ArrayRequest {
-        limits: Limits {
-            max_alloc: 8,
-            ..Limits::default()
-        },
-        ..Default::default()
-    };
-    let e = rasterpack_volp::VolpFormat.read_array(&input, &req).unwrap_err();
-    assert_eq!(
-        (e.kind, e.code.as_ref()),
-        (ErrorKind::LimitExceeded, "volp.limit.alloc")
-    );
+    });
+    let e = common::read(&d, &req).unwrap_err();
+    assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::LimitExceeded, "limit.alloc"));
+    // A region within the limits reads.
+    let region = rasterpack_volp::Region::from_start_size(&[0, 0, 1], &[1, 1, 2]).unwrap();
+    let part = common::read(&d, &req.clone().with_region(region)).unwrap();
+    assert_eq!(part.to_vec::<f32>().unwrap(), [2.0, 3.0]);
+    // The header text limit.
     let tiny_text = Limits {
         max_text: 4,
         ..Limits::default()
     };
-    assert_eq!(
-        rasterpack_volp::decode_with_limits(&d, &tiny_text).unwrap_err().code,
-        "volp.limit.header"
-    );
-    let v = rasterpack_volp::validate_full(&d, &small);
-    assert!(v.findings.has_code("volp.limit.alloc"), "{:?}", v.findings);
+    let e = common::read(&d, &ArrayRequest::default().with_limits(tiny_text)).unwrap_err();
+    assert_eq!(e.code, "volp.limit.header");
+    assert!(common::validate_with(&d, &tiny_text).has_code("volp.limit.header"));
+    // Validation holds no decoded body, so a small allocation limit does not stop it.
+    let small = Limits {
+        max_alloc: 8,
+        ..Limits::default()
+    };
+    assert!(!common::validate_with(&d, &small).has_errors());
 }
