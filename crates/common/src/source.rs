@@ -37,7 +37,16 @@ pub enum Input {
 
 impl Input {
     /// Open a path: a regular file or a directory.
-    pub fn open(path: &Path) -> Result<Input> {
+    ///
+    /// ```no_run
+    /// use rasterpack_common::Input;
+    ///
+    /// let input = Input::open("cube.volp")?;
+    /// println!("{}: {} bytes", input.name(), input.len());
+    /// # Ok::<(), rasterpack_common::Error>(())
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<Input> {
+        let path = path.as_ref();
         let meta = std::fs::metadata(path).map_err(|e| Error::io(&path.display().to_string(), &e))?;
         if meta.is_dir() {
             return Ok(Input::Dir {

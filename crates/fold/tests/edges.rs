@@ -201,11 +201,11 @@ fn control_characters_in_a_ctype_are_the_same_four_characters_in_header_and_inde
 fn pyfolds_edge_files() {
     let Some(dir) = edges() else { return };
     // r2: ctype A\0\1B in both places: valid.
-    let input = Input::open(&dir.join("r2_ctype_ctl_pyfolds.fold")).unwrap();
+    let input = Input::open(dir.join("r2_ctype_ctl_pyfolds.fold")).unwrap();
     strict_valid(&input);
 
     // r1: a structured-dtype member beside a float64 one.
-    let input = Input::open(&dir.join("r1_npz_structured.fold")).unwrap();
+    let input = Input::open(dir.join("r1_npz_structured.fold")).unwrap();
     let r = FoldFormat.validate(&input, &ValidateOptions::default());
     assert!(r.is_valid(true) && r.unsupported, "{:?}", r.findings);
     let info: Vec<_> = r.findings.iter().map(|f| (f.severity, f.code.as_str())).collect();
@@ -219,7 +219,7 @@ fn pyfolds_edge_files() {
     );
 
     // r3: chunk "a/b" holding array "v".
-    let input = Input::open(&dir.join("r3_chunkname_slash.fold")).unwrap();
+    let input = Input::open(dir.join("r3_chunkname_slash.fold")).unwrap();
     strict_valid(&input);
     let v = read(&input, "a/b/v").unwrap();
     assert_eq!(read(&input, r#"["a/b","v"]"#).unwrap(), v);

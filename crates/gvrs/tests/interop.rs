@@ -102,7 +102,7 @@ fn verdicts_and_codes() {
 #[test]
 fn opened_for_writing_is_refused_for_reading() {
     let Some(dir) = corpus() else { return };
-    let input = Input::open(&dir.join("neg_opened_for_writing.gvrs")).unwrap();
+    let input = Input::open(dir.join("neg_opened_for_writing.gvrs")).unwrap();
     // Opening shows the header (and validate() reports); every read of values refuses.
     let f = GvrsFile::from_input(input.clone(), Limits::default()).unwrap();
     let err = f.read_element("v").unwrap_err();
@@ -470,7 +470,7 @@ fn valid_files_decode_bit_exactly() {
 #[test]
 fn read_array_follows_the_cli_contract() {
     let Some(dir) = corpus() else { return };
-    let two = Input::open(&dir.join("two_elements.gvrs")).unwrap();
+    let two = Input::open(dir.join("two_elements.gvrs")).unwrap();
     let err = GvrsFormat.read_array(&two, &ArrayRequest::default()).unwrap_err();
     assert_eq!(err.kind, rasterpack_common::ErrorKind::Usage);
     assert!(
@@ -487,7 +487,7 @@ fn read_array_follows_the_cli_contract() {
         GvrsFormat.read_array(&two, &req).unwrap_err().kind,
         rasterpack_common::ErrorKind::Usage
     );
-    let icf = Input::open(&dir.join("icf_geographic.gvrs")).unwrap();
+    let icf = Input::open(dir.join("icf_geographic.gvrs")).unwrap();
     let a = GvrsFormat.read_array(&icf, &ArrayRequest::default()).unwrap();
     assert_eq!(
         (a.dtype, a.shape.clone()),
@@ -518,7 +518,7 @@ fn read_array_follows_the_cli_contract() {
         .unwrap();
     assert_eq!(v.shape, vec![1, 90, 180]);
     assert_eq!(v.data, a.data);
-    let short = Input::open(&dir.join("real_gridfour_Sample00_ShortNoComp.gvrs")).unwrap();
+    let short = Input::open(dir.join("real_gridfour_Sample00_ShortNoComp.gvrs")).unwrap();
     let s = GvrsFormat
         .read_array(
             &short,
@@ -548,7 +548,7 @@ fn rectangles_and_cells_agree_with_whole_reads() {
         "real_gridfour_SamplePartialTileCover.gvrs",
         "int_plain.gvrs",
     ] {
-        let f = GvrsFile::from_input(Input::open(&dir.join(file)).unwrap(), Limits::default()).unwrap();
+        let f = GvrsFile::from_input(Input::open(dir.join(file)).unwrap(), Limits::default()).unwrap();
         let whole = read_el(&f, 0, false).unwrap();
         let g = f.geometry;
         let size = whole.dtype.size();

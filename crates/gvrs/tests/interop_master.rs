@@ -197,7 +197,7 @@ fn master_files_convert_like_gridfour() {
             );
         }
     }
-    let short = Input::open(&dir.join("head_short_holes.gvrs")).unwrap();
+    let short = Input::open(dir.join("head_short_holes.gvrs")).unwrap();
     let a = GvrsFormat.read_array(&short, &ArrayRequest::default()).unwrap();
     let fill = a
         .data

@@ -163,7 +163,7 @@ fn big_corpus_file_validates_in_bounded_memory() {
         eprintln!("RASTERPACK_CORPUS is not set: skipping");
         return;
     };
-    let input = Input::open(&std::path::Path::new(&root).join("gvrs/big_terrain_4000.gvrs")).unwrap();
+    let input = Input::open(std::path::Path::new(&root).join("gvrs/big_terrain_4000.gvrs")).unwrap();
     rayon::join(|| (), || ());
     let (report, peak) = peak_during(|| rasterpack_gvrs::validate::validate(&input, &Default::default()));
     assert!(report.is_valid(false) && !report.unsupported, "{:#?}", report.findings);

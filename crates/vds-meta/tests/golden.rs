@@ -36,7 +36,7 @@ fn inspect_matches_golden() {
     let golden = root.join("tests/golden");
     let bless = std::env::var_os("VDS_BLESS").is_some();
     for name in ["small_u8_rle_novalue.vds", "small_4d_r32_none_lod1.vds", "small_objdir"] {
-        let input = Input::open(&data.join(name)).unwrap();
+        let input = Input::open(data.join(name)).unwrap();
         let r = VdsFormat
             .inspect(
                 &input,

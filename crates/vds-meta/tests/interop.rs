@@ -102,7 +102,7 @@ fn datasets_match_truth() {
     for (_, t) in truths(&dir) {
         let name = t["name"].as_str().unwrap().to_string();
         eprintln!("checking {name}");
-        let input = Input::open(&dir.join(t["path"].as_str().unwrap())).unwrap();
+        let input = Input::open(dir.join(t["path"].as_str().unwrap())).unwrap();
         let limits = Limits::default();
         if is_legacy(&t) {
             // The layout comes from the legacy VDSObject text (ERRATA: a goal to read).

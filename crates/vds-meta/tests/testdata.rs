@@ -38,13 +38,13 @@ fn samples_are_current_and_valid() {
         }
     }
     let r = VdsFormat.validate(
-        &Input::open(&dir().join("invalid_rle_overrun.vds")).unwrap(),
+        &Input::open(dir().join("invalid_rle_overrun.vds")).unwrap(),
         &ValidateOptions::default(),
     );
     assert!(r.findings.has_code("vds.chunk.rle_run"), "{:?}", r.findings);
     // The same data as small_r32_zip.vds, its layout in the legacy VDSObject text.
     let (_, spec) = &testdata_specs()[0];
-    let legacy = Input::open(&dir().join("small_legacy_vdsobject.vds")).unwrap();
+    let legacy = Input::open(dir().join("small_legacy_vdsobject.vds")).unwrap();
     let r = VdsFormat.validate(&legacy, &ValidateOptions::default());
     assert!(
         r.is_valid(true) && r.findings.has_code("vds.legacy_layout.used"),

@@ -1,7 +1,8 @@
-//! The header rules of the spec and the ERRATA VOLP table, one function per rule group. Each
-//! reads its keys, records broken rules as errors and remarks as notes, and returns what it
-//! could read; [`check_header`] runs them all (never stopping at the first broken rule) and
-//! accepts the header only when no rule failed.
+//! The header rules of the VOLP spec and of rasterpack's decisions where the spec is open
+//! (docs/formats/volp.md), one function per rule group. Each reads its keys, records broken
+//! rules as errors and remarks as notes, and returns what it could read; [`check_header`] runs
+//! them all (never stopping at the first broken rule) and accepts the header only when no rule
+//! failed.
 
 use rasterpack_common::{DType, Error, Findings};
 use serde_json::{Map, Value};
@@ -48,8 +49,8 @@ impl<'m> Members<'m> {
     }
 }
 
-/// Apply every header rule of the spec and the ERRATA VOLP table to the members of the header
-/// object whose text starts at absolute offset `base`.
+/// Apply every header rule of the spec and of rasterpack's decisions (docs/formats/volp.md) to
+/// the members of the header object whose text starts at absolute offset `base`.
 pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
     let m = Members { members, base };
     let mut c = HeaderCheck {

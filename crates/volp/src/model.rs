@@ -62,7 +62,8 @@ impl VolpMetadata {
     }
 }
 
-/// A header that passed every rule, with the ERRATA defaults applied.
+/// A header that passed every rule, with the documented defaults applied (a missing `scale`
+/// is 1.0, `offset` 0.0, `version` 1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct VolpHeader {
     /// Effective version: missing, `null` or < 1 become 1; larger versions decode the same way.

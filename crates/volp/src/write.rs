@@ -176,7 +176,7 @@ impl std::fmt::Debug for VolpWriter<'_> {
 }
 
 impl<'a> VolpWriter<'a> {
-    /// A writer onto `out` (a file or any [`Write`] as [`Output::Stream`]).
+    /// A writer onto `out` (a file or any [`Write`](std::io::Write) as [`Output::Stream`]).
     pub fn new(out: Output<'a>, opts: VolpWriteOptions) -> VolpWriter<'a> {
         VolpWriter {
             out,

@@ -32,7 +32,7 @@ fn render(sections: &[Section]) -> String {
 fn inspect_output_is_stable() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     for name in ["temperature_4x32x32_int16", "cloud_2x8x8_float32"] {
-        let input = Input::open(&root.join(format!("../../testdata/volp/{name}.volp"))).unwrap();
+        let input = Input::open(root.join(format!("../../testdata/volp/{name}.volp"))).unwrap();
         let r = VolpFormat.inspect(&input, &Default::default()).unwrap();
         let findings: Vec<String> = r
             .findings

@@ -19,7 +19,7 @@ fn committed_samples_match_the_generator() {
             on_disk == bytes,
             "{name} differs from the generator: rerun `cargo run -p rasterpack-volp --example make_volp_testdata`"
         );
-        let input = Input::open(&dir().join(name)).unwrap();
+        let input = Input::open(dir().join(name)).unwrap();
         let r = VolpFormat.validate(&input, &Default::default());
         assert_eq!(
             r.is_valid(true),
@@ -28,7 +28,7 @@ fn committed_samples_match_the_generator() {
             r.findings
         );
     }
-    let input = Input::open(&dir().join("temperature_4x32x32_int16.volp")).unwrap();
+    let input = Input::open(dir().join("temperature_4x32x32_int16.volp")).unwrap();
     let r = VolpFormat.inspect(&input, &Default::default()).unwrap();
     assert_eq!(r.summary["shape"], serde_json::json!([4, 32, 32]));
     assert_eq!(r.summary["metadata"]["variable"], "air_temperature");
