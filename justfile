@@ -36,6 +36,10 @@ lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
 
+# The library docs, as CI checks them (no warnings); `just doc --open` to browse them.
+doc *args:
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps {{args}}
+
 # The CI script exactly as CI runs it.
 ci:
     bash .ci/run

@@ -12,13 +12,7 @@ use rasterpack_fold::{
 };
 
 fn edges() -> Option<PathBuf> {
-    match std::env::var_os("RASTERPACK_CORPUS") {
-        Some(dir) => Some(PathBuf::from(dir).join("edges/fold")),
-        None => {
-            eprintln!("RASTERPACK_CORPUS not set: skipping the pyfolds edge files");
-            None
-        }
-    }
+    rasterpack_common::testkit::corpus_dir("edges/fold")
 }
 
 fn f64s(values: &[f64]) -> NdArray {

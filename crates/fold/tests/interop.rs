@@ -13,17 +13,7 @@ use serde_json::Value as J;
 use sha2::{Digest, Sha256};
 
 fn corpus() -> Option<PathBuf> {
-    let Some(root) = std::env::var_os("RASTERPACK_CORPUS") else {
-        eprintln!("RASTERPACK_CORPUS not set: skipping FOLD interop tests");
-        return None;
-    };
-    let dir = Path::new(&root).join("fold");
-    assert!(
-        dir.is_dir(),
-        "RASTERPACK_CORPUS is set but {} is missing",
-        dir.display()
-    );
-    Some(dir)
+    rasterpack_common::testkit::corpus_dir("fold")
 }
 
 fn samples(dir: &Path) -> Vec<(PathBuf, J)> {

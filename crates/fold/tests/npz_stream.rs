@@ -356,12 +356,10 @@ fn validate_streams_npz0_with_the_findings_of_inspect() {
 fn corpus_npz0_payloads_stream_to_the_in_memory_description() {
     // Archives as numpy/pyfolds write them (zip64 local headers): every NPZ0 payload of
     // `$RASTERPACK_CORPUS/fold` that `describe` reads must stream to the same description.
-    let Some(root) = std::env::var_os("RASTERPACK_CORPUS") else {
-        eprintln!("RASTERPACK_CORPUS not set: skipping");
+    let Some(dir) = rasterpack_common::testkit::corpus_dir("fold") else {
         return;
     };
-    let dir = std::path::Path::new(&root).join("fold");
-    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    let entries = std::fs::read_dir(&dir).expect("the corpus's fold folder is readable");
     let opts = rasterpack_fold::FoldAnalyzeOptions {
         keep_payload: true,
         ..Default::default()

@@ -9,17 +9,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 fn corpus() -> Option<PathBuf> {
-    match std::env::var_os("RASTERPACK_CORPUS") {
-        None => {
-            eprintln!("RASTERPACK_CORPUS not set: skipping the UDF interop test");
-            None
-        }
-        Some(c) => {
-            let d = PathBuf::from(c).join("udf");
-            assert!(d.is_dir(), "RASTERPACK_CORPUS is set but {} is missing", d.display());
-            Some(d)
-        }
-    }
+    rasterpack_common::testkit::corpus_dir("udf")
 }
 
 fn hex(b: &[u8]) -> String {
@@ -258,16 +248,7 @@ fn check_values(name: &str, path: &std::path::Path, truth: &Value) {
 }
 
 fn edges() -> Option<PathBuf> {
-    let Some(c) = std::env::var_os("RASTERPACK_CORPUS") else {
-        eprintln!("RASTERPACK_CORPUS not set: skipping the UDF edge cases");
-        return None;
-    };
-    let d = PathBuf::from(c).join("edges/udf");
-    if !d.is_dir() {
-        eprintln!("{} is missing: skipping the UDF edge cases", d.display());
-        return None;
-    }
-    Some(d)
+    rasterpack_common::testkit::corpus_dir("edges/udf")
 }
 
 /// Verdict (error and warning codes), and the `--strict` verdict.
