@@ -100,6 +100,10 @@ pub use reader::{slice_at, ByteReader};
 pub use source::Input;
 pub use stream::{ArrayInfo, ArraySink, MemorySink, ProgressSink, Region, RegionSpec};
 
+/// The JSON crate of the public types that carry metadata ([`ArrayInfo::attrs`], report
+/// sections), re-exported so a program uses the same version without depending on it.
+pub use serde_json;
+
 /// The README's example, compiled as a doctest so it stays true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
