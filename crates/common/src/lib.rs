@@ -104,6 +104,11 @@ pub use stream::{ArrayInfo, ArraySink, MemorySink, ProgressSink, Region, RegionS
 /// sections), re-exported so a program uses the same version without depending on it.
 pub use serde_json;
 
+/// The `ndarray` crate of [`NdArray::to_ndarray`] and [`NdArray::from_ndarray`], re-exported so a
+/// program uses the same version.
+#[cfg(feature = "ndarray")]
+pub use ndarray;
+
 /// The README's example, compiled as a doctest so it stays true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -291,7 +291,6 @@ fn a_region_read_reads_only_what_it_needs() {
     std::fs::remove_file(&path).unwrap();
 }
 
-#[cfg(feature = "ndarray")]
 #[test]
 fn tables_read_as_ndarray_arrays_in_the_same_axis_order() {
     let b = tables();
