@@ -957,8 +957,7 @@ fn fold_reads_fail_with_the_finding_and_ecc_is_never_dropped() {
 
 #[test]
 fn fold_edge_files_from_pyfolds() {
-    let Some(corpus) = std::env::var_os("RASTERPACK_CORPUS") else {
-        eprintln!("RASTERPACK_CORPUS not set: skipping");
+    let Some(corpus) = rasterpack_common::testkit::corpus_dir("") else {
         return;
     };
     let edges = Path::new(&corpus).join("edges/fold");

@@ -11,13 +11,7 @@ use std::process::{Command, Output};
 const BOUND_KIB: i64 = 256 * 1024;
 
 fn corpus() -> Option<PathBuf> {
-    match std::env::var("RASTERPACK_CORPUS") {
-        Ok(c) if !c.is_empty() => Some(Path::new(&c).join("hostile")),
-        _ => {
-            eprintln!("skipped: RASTERPACK_CORPUS is not set");
-            None
-        }
-    }
+    rasterpack_common::testkit::corpus_dir("hostile")
 }
 
 /// Largest peak resident set (KiB) of any child this process has waited for.

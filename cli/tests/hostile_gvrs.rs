@@ -50,11 +50,7 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 fn hostile(name: &str) -> Option<PathBuf> {
-    let Ok(root) = std::env::var("RASTERPACK_CORPUS") else {
-        eprintln!("skipped: RASTERPACK_CORPUS is not set");
-        return None;
-    };
-    Some(Path::new(&root).join("hostile").join(name))
+    rasterpack_common::testkit::corpus_dir("hostile").map(|dir| dir.join(name))
 }
 
 fn scratch(name: &str) -> PathBuf {

@@ -18,13 +18,7 @@ const RSS_BOUND_KIB: u64 = 256 * 1024;
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn hostile(name: &str) -> Option<PathBuf> {
-    match std::env::var_os("RASTERPACK_CORPUS").filter(|v| !v.is_empty()) {
-        Some(dir) => Some(Path::new(&dir).join("hostile").join(name)),
-        None => {
-            eprintln!("skipped: RASTERPACK_CORPUS is not set (hostile VOLP test for {name})");
-            None
-        }
-    }
+    rasterpack_common::testkit::corpus_dir("hostile").map(|dir| dir.join(name))
 }
 
 fn scratch(name: &str) -> PathBuf {

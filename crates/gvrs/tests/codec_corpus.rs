@@ -9,17 +9,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 fn corpus() -> Option<PathBuf> {
-    let Ok(root) = std::env::var("RASTERPACK_CORPUS") else {
-        eprintln!("RASTERPACK_CORPUS not set: skipping GVRS codec corpus tests");
-        return None;
-    };
-    let dir = Path::new(&root).join("gvrs");
-    assert!(
-        dir.is_dir(),
-        "RASTERPACK_CORPUS is set but {} is missing",
-        dir.display()
-    );
-    Some(dir)
+    rasterpack_common::testkit::corpus_dir("gvrs")
 }
 
 fn le_i32(b: &[u8], at: usize) -> i32 {

@@ -12,17 +12,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 fn corpus() -> Option<PathBuf> {
-    let Ok(root) = std::env::var("RASTERPACK_CORPUS") else {
-        eprintln!("RASTERPACK_CORPUS is not set: skipping the GVRS interop tests");
-        return None;
-    };
-    let dir = Path::new(&root).join("gvrs");
-    assert!(
-        dir.is_dir(),
-        "RASTERPACK_CORPUS is set but {} does not exist",
-        dir.display()
-    );
-    Some(dir)
+    rasterpack_common::testkit::corpus_dir("gvrs")
 }
 
 fn sidecars(dir: &Path) -> Vec<(PathBuf, Value)> {

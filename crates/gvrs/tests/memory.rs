@@ -159,8 +159,7 @@ fn cell_access_is_bounded_by_the_cache() {
 #[test]
 fn big_corpus_file_validates_in_bounded_memory() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Ok(root) = std::env::var("RASTERPACK_CORPUS") else {
-        eprintln!("RASTERPACK_CORPUS is not set: skipping");
+    let Some(root) = rasterpack_common::testkit::corpus_dir("") else {
         return;
     };
     let input = Input::open(std::path::Path::new(&root).join("gvrs/big_terrain_4000.gvrs")).unwrap();

@@ -280,8 +280,7 @@ fn missing_tile_directory_is_not_all_fill() {
 /// The hostile corpus file that validate rejects (`gvrs.tile.index_mismatch`) is not converted.
 #[test]
 fn hostile_index_mismatch_file_is_not_read() {
-    let Ok(root) = std::env::var("RASTERPACK_CORPUS") else {
-        eprintln!("RASTERPACK_CORPUS is not set: skipping");
+    let Some(root) = rasterpack_common::testkit::corpus_dir("") else {
         return;
     };
     let path = std::path::Path::new(&root).join("hostile/gvrs_30000x30000_invalid_but_convert_ok.gvrs");

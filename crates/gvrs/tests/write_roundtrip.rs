@@ -455,8 +455,7 @@ fn write_ndarray_maps_dtypes() {
 /// (Gridfour-written) is byte-identical from offset 104 to the header CRC.
 #[test]
 fn header_matches_gridfour() {
-    let Ok(root) = std::env::var("RASTERPACK_CORPUS") else {
-        eprintln!("RASTERPACK_CORPUS not set: skipping");
+    let Some(root) = rasterpack_common::testkit::corpus_dir("") else {
         return;
     };
     let gf = std::fs::read(std::path::Path::new(&root).join("gvrs/float_cartesian.gvrs")).expect("corpus file");
@@ -494,8 +493,7 @@ fn bits64(v: &serde_json::Value) -> f64 {
 /// label, padding, coordinates and both transforms.
 #[test]
 fn headers_match_every_corpus_file() {
-    let Ok(root) = std::env::var("RASTERPACK_CORPUS") else {
-        eprintln!("RASTERPACK_CORPUS not set: skipping");
+    let Some(root) = rasterpack_common::testkit::corpus_dir("") else {
         return;
     };
     let dir = std::path::Path::new(&root).join("gvrs");
@@ -675,8 +673,7 @@ fn bad_specs_are_usage_errors() {
 /// `short_compressed_default.gvrs` (default list, checksums off).
 #[test]
 fn codec_records_match_gridfour() {
-    let Ok(root) = std::env::var("RASTERPACK_CORPUS") else {
-        eprintln!("RASTERPACK_CORPUS not set: skipping");
+    let Some(root) = rasterpack_common::testkit::corpus_dir("") else {
         return;
     };
     fn record<'a>(file: &'a [u8], name: &str) -> &'a [u8] {

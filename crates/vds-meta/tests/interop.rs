@@ -46,17 +46,7 @@ fn read_channel(
 }
 
 fn corpus() -> Option<PathBuf> {
-    let Ok(c) = std::env::var("RASTERPACK_CORPUS") else {
-        eprintln!("RASTERPACK_CORPUS not set: skipping VDS interop tests");
-        return None;
-    };
-    let dir = Path::new(&c).join("vds");
-    assert!(
-        dir.is_dir(),
-        "RASTERPACK_CORPUS is set but {} is missing",
-        dir.display()
-    );
-    Some(dir)
+    rasterpack_common::testkit::corpus_dir("vds")
 }
 
 fn truths(dir: &Path) -> Vec<(PathBuf, Value)> {

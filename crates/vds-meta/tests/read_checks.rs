@@ -277,9 +277,9 @@ fn damaged_container_structures_fail_reads() {
 }
 
 fn corpus_p12() -> Option<PathBuf> {
-    let c = std::env::var("RASTERPACK_CORPUS").ok()?;
-    let d = Path::new(&c).join("vds/p12_objdir_3d_wavelet");
-    d.is_dir().then_some(d)
+    let d = rasterpack_common::testkit::corpus_dir("vds")?.join("p12_objdir_3d_wavelet");
+    assert!(d.is_dir(), "the corpus lacks {}", d.display());
+    Some(d)
 }
 
 fn copy_dir(from: &Path, to: &Path) {

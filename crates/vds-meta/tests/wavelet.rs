@@ -10,17 +10,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 fn corpus() -> Option<PathBuf> {
-    let Ok(c) = std::env::var("RASTERPACK_CORPUS") else {
-        eprintln!("RASTERPACK_CORPUS not set: skipping VDS wavelet interop tests");
-        return None;
-    };
-    let dir = Path::new(&c).join("vds");
-    assert!(
-        dir.is_dir(),
-        "RASTERPACK_CORPUS is set but {} is missing",
-        dir.display()
-    );
-    Some(dir)
+    rasterpack_common::testkit::corpus_dir("vds")
 }
 
 fn format(name: &str) -> VdsSampleFormat {

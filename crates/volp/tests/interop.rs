@@ -1,7 +1,7 @@
 //! Interop with the conformance corpus (`$RASTERPACK_CORPUS/volp`): every verdict, every
 //! expected code, and bit-exact stored and physical values.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 mod common;
 
@@ -52,21 +52,7 @@ const CODE_MAP: &[(&str, &[&str])] = &[
 ];
 
 fn corpus() -> Option<PathBuf> {
-    match std::env::var_os("RASTERPACK_CORPUS") {
-        None => {
-            eprintln!("RASTERPACK_CORPUS is not set: skipping the VOLP interop tests");
-            None
-        }
-        Some(dir) => {
-            let d = Path::new(&dir).join("volp");
-            assert!(
-                d.is_dir(),
-                "RASTERPACK_CORPUS is set but {} does not exist",
-                d.display()
-            );
-            Some(d)
-        }
-    }
+    rasterpack_common::testkit::corpus_dir("volp")
 }
 
 fn sha256_hex(b: &[u8]) -> String {
