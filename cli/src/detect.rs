@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use rasterpack_common::{Error, ErrorKind, Format, Input, Limits};
+use rasterpack_common::{Error, ErrorKind, Format, Input, Limits, DETECT_BYTES};
 
 use rasterpack_cli::registry;
 
@@ -71,49 +71,10 @@ fn read_stream(what: &str, name: &str, mut stream: impl Read, limits: &Limits) -
     Ok(Input::from_bytes(name, data))
 }
 
-/// How many leading bytes format detection looks at.
-const DETECT_BYTES: usize = 64;
-
-/// The format of an opened input, or a clear "unknown format" error.
+/// The format of an opened input, or a clear "unknown format" error: the library's detection
+/// (content only, never the name) over every format the CLI knows.
 pub fn detect(input: &Input) -> Result<&'static dyn Format, Error> {
-    if let Some(dir) = input.dir() {
-        return registry::formats()
-            .into_iter()
-            .find(|f| f.detect_dir(dir))
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Unsupported,
-                    "format.unknown",
-                    None,
-                    format!(
-                        "{}: directory holds no dataset rasterpack knows (no VolumeDataLayout)",
-                        dir.display()
-                    ),
-                )
-            });
-    }
-    let head = input.head(DETECT_BYTES);
-    registry::formats()
-        .into_iter()
-        .find(|f| f.detect(&head))
-        .ok_or_else(|| {
-            let shown: String = head
-                .iter()
-                .take(8)
-                .map(|b| format!("{b:02x}"))
-                .collect::<Vec<_>>()
-                .join(" ");
-            Error::new(
-                ErrorKind::Invalid,
-                "format.unknown",
-                Some(0),
-                if head.is_empty() {
-                    "empty input: not a format rasterpack knows".to_string()
-                } else {
-                    format!("unknown format (first bytes: {shown}); rasterpack reads volp, gvrs, udf, fold, vds, npy")
-                },
-            )
-        })
+    rasterpack_common::detect(input, &registry::formats())
 }
 
 /// The format to write, from `--to` or the output's extension.

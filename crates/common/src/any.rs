@@ -37,6 +37,10 @@ pub trait ArrayFile: Send + Sync {
     }
 }
 
+/// How many leading bytes [`detect`] looks at (a stream must keep at least these to be
+/// detected).
+pub const DETECT_BYTES: usize = 64;
+
 /// The format of `input` among `formats`, from its content (magic bytes, or a directory's
 /// layout document), never from its name.
 pub fn detect<'f>(input: &Input, formats: &[&'f dyn Format]) -> Result<&'f dyn Format> {
@@ -50,7 +54,7 @@ pub fn detect<'f>(input: &Input, formats: &[&'f dyn Format]) -> Result<&'f dyn F
             )
         });
     }
-    let head = input.head(64);
+    let head = input.head(DETECT_BYTES);
     formats.iter().copied().find(|f| f.detect(&head)).ok_or_else(|| {
         let shown: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
         let known: Vec<&str> = formats.iter().map(|f| f.name()).collect();

@@ -85,7 +85,7 @@ pub mod stream;
 #[doc(hidden)]
 pub mod testkit;
 
-pub use any::{detect, open_any, ArrayFile};
+pub use any::{detect, open_any, ArrayFile, DETECT_BYTES};
 pub use array::{byte_len, DType, Element, NdArray};
 pub use error::{Error, ErrorKind, Result};
 pub use finding::{Finding, Findings, Severity};
