@@ -5,6 +5,8 @@
 //! branch and the rest of the tree follows in pre-order (0 = branch: left then right subtree;
 //! 1 = leaf + 8-bit symbol). The codes follow in the same bit stream (0 = left).
 
+use super::bits::Bits;
+
 /// Why a Huffman sequence could not be decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HuffmanError {
@@ -204,11 +206,11 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
 
     let mask = (size - 1) as u64;
     let data = r.data;
-    let mut fr = FastBits::new(data, r.pos);
+    let mut fr = Bits::new(data, r.pos);
     let n = out.len();
     let bit_len = r.bit_len();
     // A code longer than the table: walk the tree from the table's node, one bit at a time.
-    let long = |fr: &mut FastBits, idx: usize| -> Result<u8, HuffmanError> {
+    let long = |fr: &mut Bits, idx: usize| -> Result<u8, HuffmanError> {
         fr.consume(bits);
         let mut ni = (table[idx] & !LONG) as usize;
         loop {
@@ -266,64 +268,6 @@ pub fn decode_sequence(r: &mut BitReader, out: &mut [u8]) -> Result<(), HuffmanE
         return Err(HuffmanError::Truncated);
     }
     Ok(())
-}
-
-/// Bit buffer kept in a register and refilled 8 bytes at a time (zeros past the end).
-struct FastBits<'a> {
-    data: &'a [u8],
-    /// Next byte to load into `buf`.
-    next: usize,
-    buf: u64,
-    nbits: u32,
-}
-
-impl<'a> FastBits<'a> {
-    fn new(data: &'a [u8], bit_pos: usize) -> Self {
-        let mut f = FastBits {
-            data,
-            next: bit_pos >> 3,
-            buf: 0,
-            nbits: 0,
-        };
-        f.refill();
-        let skip = (bit_pos & 7) as u32;
-        f.consume(skip);
-        f
-    }
-
-    /// Bits consumed from the start of `data`.
-    fn consumed(&self) -> usize {
-        self.next * 8 - self.nbits as usize
-    }
-
-    #[inline(always)]
-    fn consume(&mut self, n: u32) {
-        self.buf >>= n;
-        self.nbits -= n;
-    }
-
-    /// Ensure at least 56 bits are buffered.
-    #[inline(always)]
-    fn refill(&mut self) {
-        if self.nbits >= 56 {
-            return;
-        }
-        if let Some(chunk) = self.data.get(self.next..self.next + 8) {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(chunk);
-            self.buf |= u64::from_le_bytes(a) << self.nbits;
-            let bytes = (63 - self.nbits) >> 3;
-            self.next += bytes as usize;
-            self.nbits += bytes * 8;
-        } else {
-            while self.nbits <= 56 {
-                let b = self.data.get(self.next).copied().unwrap_or(0);
-                self.buf |= u64::from(b) << self.nbits;
-                self.next += 1;
-                self.nbits += 8;
-            }
-        }
-    }
 }
 
 /// LSB-first bit writer.

@@ -6,6 +6,7 @@
 //! largest length the tile could need (6 bytes per cell) before anything is allocated, and zlib
 //! output never exceeds the expected size. Error offsets are relative to the block start.
 
+pub mod bits;
 pub mod canonical;
 pub mod float;
 pub mod huffman;
