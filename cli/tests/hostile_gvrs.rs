@@ -9,16 +9,17 @@
 //! allocator.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+mod support;
+use support::{check, s};
 
 use rasterpack_common::npy::NpyWriter;
 use rasterpack_common::{ArrayRequest, ArraySink, Output as Out, Region};
 use rasterpack_gvrs::GvrsFile;
 
-const RSS_LIMIT_KIB: u64 = 256 * 1024;
 /// Refusals and failures come at once: well under this, even on a loaded machine.
 const QUICK: Duration = Duration::from_secs(10);
 
@@ -53,74 +54,6 @@ fn hostile(name: &str) -> Option<PathBuf> {
     rasterpack_common::testkit::corpus_dir("hostile").map(|dir| dir.join(name))
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rasterpack-hostile-gvrs-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-struct Run {
-    out: Output,
-    elapsed: Duration,
-}
-
-impl Run {
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.out.stderr).into_owned()
-    }
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.out.stdout).into_owned()
-    }
-}
-
-/// Run rasterpack with `args` (under GNU time when it is there); check its exit code and that
-/// its peak RSS is at most 256 MiB.
-#[track_caller]
-fn check(args: &[&str], code: i32) -> Run {
-    let bin = env!("CARGO_BIN_EXE_rasterpack");
-    let time = Path::new("/usr/bin/time");
-    let start = Instant::now();
-    let out = if time.exists() {
-        Command::new(time)
-            .args(["-f", "RASTERPACK_PEAK_KIB=%M", bin])
-            .args(args)
-            .output()
-    } else {
-        Command::new(bin).args(args).output()
-    }
-    .expect("run rasterpack");
-    let run = Run {
-        out,
-        elapsed: start.elapsed(),
-    };
-    assert_eq!(
-        run.out.status.code(),
-        Some(code),
-        "{args:?}\nstdout: {}\nstderr: {}",
-        run.stdout().chars().take(2000).collect::<String>(),
-        run.stderr()
-    );
-    let peak_kib: Option<u64> = run
-        .stderr()
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("RASTERPACK_PEAK_KIB=").map(str::to_string))
-        .and_then(|v| v.trim().parse().ok());
-    match peak_kib {
-        Some(kib) => {
-            eprintln!("{args:?}: exit {code}, {:?}, peak RSS {} MiB", run.elapsed, kib / 1024);
-            assert!(kib <= RSS_LIMIT_KIB, "{args:?}: peak RSS {} MiB > 256 MiB", kib / 1024);
-        }
-        None => eprintln!("{args:?}: peak RSS not measured (no /usr/bin/time)"),
-    }
-    run
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 #[test]
 fn inspect_and_validate_answer_at_once() {
     let (Some(invalid), Some(bloat), Some(tall)) =
@@ -149,7 +82,7 @@ fn convert_of_the_invalid_files_fails_at_the_first_bad_tile() {
     let (Some(invalid), Some(bloat)) = (hostile(INVALID_30000), hostile(BLOAT_2_30)) else {
         return;
     };
-    let dir = scratch("invalid");
+    let dir = support::scratch("hostile-gvrs", "invalid");
     for file in [&invalid, &bloat] {
         let out = dir.join("o.npy");
         let r = check(&["convert", s(file), s(&out)], 1);
@@ -164,7 +97,7 @@ fn convert_of_the_invalid_files_fails_at_the_first_bad_tile() {
 #[test]
 fn convert_of_the_tall_grid_streams_fill_values() {
     let Some(tall) = hostile(BLOAT_2097152) else { return };
-    let dir = scratch("tall");
+    let dir = support::scratch("hostile-gvrs", "tall");
     let out = dir.join("tall.npy");
     check(&["convert", s(&tall), s(&out)], 0);
     // 2097152 x 100 int32 after a 128-byte header; check the values against the reader's cells.
@@ -202,7 +135,7 @@ fn convert_to_volp_is_refused_before_decoding() {
     else {
         return;
     };
-    let dir = scratch("volp");
+    let dir = support::scratch("hostile-gvrs", "volp");
     for file in [&invalid, &bloat, &tall] {
         let out = dir.join("o.volp");
         let r = check(&["convert", s(file), s(&out)], 2);

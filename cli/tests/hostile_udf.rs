@@ -5,79 +5,15 @@
 //! 64 MiB JSON document, and a 4 MiB file whose overlapping datasets declare 65535 descriptors
 //! each.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 use rasterpack_common::{ArrayInfo, ArraySink, DType, Input, Limits, Output as Out};
 use rasterpack_udf::{parse, Hint, Prim, TableSpec, UdfArrayWriter, UdfFile, UdfWriter};
 
+mod support;
+use support::{check, run, s, RSS_LIMIT_KIB};
+
 const MIB: u64 = 1 << 20;
-const RSS_LIMIT_KIB: u64 = 256 * 1024;
-
-struct Run {
-    out: Output,
-    /// Peak resident set of the command in KiB, when it could be measured.
-    peak_kib: Option<u64>,
-}
-
-/// Run rasterpack with `args`, under GNU time when it is there.
-fn run(args: &[&str]) -> Run {
-    let bin = env!("CARGO_BIN_EXE_rasterpack");
-    let time = Path::new("/usr/bin/time");
-    if !time.exists() {
-        let out = Command::new(bin).args(args).output().expect("run rasterpack");
-        return Run { out, peak_kib: None };
-    }
-    let out = Command::new(time)
-        .args(["-f", "RASTERPACK_PEAK_KIB=%M", bin])
-        .args(args)
-        .output()
-        .expect("run rasterpack under /usr/bin/time");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let peak_kib = stderr
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("RASTERPACK_PEAK_KIB="))
-        .and_then(|v| v.trim().parse().ok());
-    Run { out, peak_kib }
-}
-
-/// The command exits with `code` within the memory bound.
-#[track_caller]
-fn check(args: &[&str], code: i32) -> Run {
-    let r = run(args);
-    let got = r.out.status.code();
-    assert_eq!(
-        got,
-        Some(code),
-        "{args:?}: exit {got:?}\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&r.out.stdout)
-            .chars()
-            .take(2000)
-            .collect::<String>(),
-        String::from_utf8_lossy(&r.out.stderr)
-    );
-    match r.peak_kib {
-        Some(kib) => {
-            eprintln!("{args:?}: peak RSS {} MiB", kib / 1024);
-            assert!(kib <= RSS_LIMIT_KIB, "{args:?}: peak RSS {} MiB > 256 MiB", kib / 1024);
-        }
-        None => eprintln!("{args:?}: peak RSS not measured (no /usr/bin/time)"),
-    }
-    r
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rasterpack-hostile-udf-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 /// A 512 MiB float32 table [131072, 1024], all zeros but the first value: a sparse file.
 fn big_table(path: &Path) {
     let f = std::fs::File::create(path).unwrap();
@@ -155,7 +91,7 @@ fn overlapping_headers(path: &Path) {
 
 #[test]
 fn a_512_mib_table_validates_and_converts_in_bounded_memory() {
-    let dir = scratch("big");
+    let dir = support::scratch("hostile-udf", "big");
     let big = dir.join("big.udf");
     big_table(&big);
     check(&["validate", s(&big)], 0);
@@ -182,7 +118,7 @@ fn a_512_mib_table_validates_and_converts_in_bounded_memory() {
 
 #[test]
 fn a_compressed_stream_that_decodes_to_512_mib_streams() {
-    let dir = scratch("bomb");
+    let dir = support::scratch("hostile-udf", "bomb");
     let path = dir.join("bomb.udf");
     bomb(&path);
     check(&["validate", s(&path)], 0);
@@ -195,7 +131,7 @@ fn a_compressed_stream_that_decodes_to_512_mib_streams() {
 
 #[test]
 fn big_json_and_overlapping_headers_stay_bounded() {
-    let dir = scratch("meta");
+    let dir = support::scratch("hostile-udf", "meta");
     let doc = dir.join("json.udf");
     json(&doc);
     check(&["validate", s(&doc)], 0);

@@ -7,81 +7,15 @@
 //! hostile_vds -- --ignored --nocapture`).
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 use std::time::Instant;
+
+mod support;
+use support::{check, s};
 
 use rasterpack_vds_meta::layout::VdsCompression;
 use rasterpack_vds_meta::testsupport::{write_container_bricks, Spec};
 
-const RSS_LIMIT_KIB: u64 = 256 * 1024;
-
-struct Run {
-    out: Output,
-    /// Peak resident set of the command in KiB, when it could be measured.
-    peak_kib: Option<u64>,
-}
-
-/// Run rasterpack with `args`, under GNU time when it is there.
-fn run(args: &[&str]) -> Run {
-    let bin = env!("CARGO_BIN_EXE_rasterpack");
-    let time = Path::new("/usr/bin/time");
-    if !time.exists() {
-        let out = Command::new(bin).args(args).output().expect("run rasterpack");
-        return Run { out, peak_kib: None };
-    }
-    let out = Command::new(time)
-        .args(["-f", "RASTERPACK_PEAK_KIB=%M", bin])
-        .args(args)
-        .output()
-        .expect("run rasterpack under /usr/bin/time");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let peak_kib = stderr
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("RASTERPACK_PEAK_KIB="))
-        .and_then(|v| v.trim().parse().ok());
-    Run { out, peak_kib }
-}
-
-/// The command exits with `code` within the memory bound.
-#[track_caller]
-fn check(args: &[&str], code: i32) -> Run {
-    let r = run(args);
-    let got = r.out.status.code();
-    assert_eq!(
-        got,
-        Some(code),
-        "{args:?}: exit {got:?}\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&r.out.stdout)
-            .chars()
-            .take(2000)
-            .collect::<String>(),
-        String::from_utf8_lossy(&r.out.stderr)
-    );
-    match r.peak_kib {
-        Some(kib) => {
-            eprintln!("{args:?}: peak RSS {} MiB", kib / 1024);
-            assert!(kib <= RSS_LIMIT_KIB, "{args:?}: peak RSS {} MiB > 256 MiB", kib / 1024);
-        }
-        None => eprintln!("{args:?}: peak RSS not measured (no /usr/bin/time)"),
-    }
-    r
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rasterpack-hostile-vds-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// The float32 value of voxel `(x, y, z)` in the datasets below: cheap, and recomputable when
-/// checking what was converted.
 fn value(x: u64, y: u64, z: u64) -> f32 {
     ((x * 7 + y * 13 + z * 29) % 1001) as f32 * 0.001 - 0.5
 }
@@ -114,7 +48,7 @@ fn sparse(path: &Path, dims: [u64; 3], written: &[u64]) {
 
 #[test]
 fn a_huge_layout_with_a_few_bricks_stays_small() {
-    let dir = scratch("sparse");
+    let dir = support::scratch("hostile-vds", "sparse");
     // 1024 x 512 x 8192 float32 = 16 GiB declared, 131072 bricks of which three are stored
     // (the first, one in the middle and the last).
     let vds = dir.join("sparse.vds");
@@ -166,7 +100,7 @@ fn a_huge_layout_with_a_few_bricks_stays_small() {
 #[test]
 #[ignore = "writes 2 x 4.5 GiB to the temporary directory; run by hand for docs/performance.md"]
 fn a_4_5_gib_dataset_converts_within_the_memory_bound() {
-    let dir = scratch("big");
+    let dir = support::scratch("hostile-vds", "big");
     let dims = [1024u64, 1024, 1152];
     let bytes = dims.iter().product::<u64>() * 4;
     let vds = dir.join("big.vds");

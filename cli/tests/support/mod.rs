@@ -1,0 +1,111 @@
+//! Running the `rasterpack` binary as a user would and measuring what it costs: shared by the
+//! tests of hostile and oversized inputs (`hostile_*.rs`), which bound every command's peak
+//! resident set. Each test file includes it with `mod support;` and uses what it needs.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// The memory bound of issue 12: at most 256 MiB of peak RSS for any command on any file.
+pub const RSS_LIMIT_KIB: u64 = 256 * 1024;
+
+/// What one finished command did.
+pub struct Run {
+    /// Exit status and the captured output (GNU time's line included in `stderr`).
+    pub out: Output,
+    /// Peak resident set of the command in KiB, when it could be measured.
+    pub peak_kib: Option<u64>,
+    /// Wall time of the command.
+    pub elapsed: Duration,
+}
+
+impl Run {
+    /// The exit code (`None` when a signal ended the command).
+    pub fn code(&self) -> Option<i32> {
+        self.out.status.code()
+    }
+    /// Standard output as text.
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+    /// Standard error as text.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+}
+
+/// Run rasterpack with `args`, under GNU time (`/usr/bin/time`) when it is there so that the
+/// peak RSS is measured.
+pub fn run(args: &[&str]) -> Run {
+    let bin = env!("CARGO_BIN_EXE_rasterpack");
+    let time = Path::new("/usr/bin/time");
+    let start = Instant::now();
+    if !time.exists() {
+        let out = Command::new(bin).args(args).output().expect("run rasterpack");
+        return Run {
+            out,
+            peak_kib: None,
+            elapsed: start.elapsed(),
+        };
+    }
+    let out = Command::new(time)
+        .args(["-f", "RASTERPACK_PEAK_KIB=%M", bin])
+        .args(args)
+        .output()
+        .expect("run rasterpack under /usr/bin/time");
+    let elapsed = start.elapsed();
+    let peak_kib = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("RASTERPACK_PEAK_KIB=").map(str::to_string))
+        .and_then(|v| v.trim().parse().ok());
+    Run { out, peak_kib, elapsed }
+}
+
+/// The command exits with `code` and stays within [`RSS_LIMIT_KIB`] (the bound is skipped, with
+/// a message, where GNU time is missing).
+#[track_caller]
+pub fn check(args: &[&str], code: i32) -> Run {
+    let r = run(args);
+    assert_eq!(
+        r.code(),
+        Some(code),
+        "{args:?}: exit {:?}\nstdout: {}\nstderr: {}",
+        r.code(),
+        r.stdout().chars().take(2000).collect::<String>(),
+        r.stderr()
+    );
+    check_bound(args, &r);
+    r
+}
+
+/// Assert the memory bound of a finished command (when it was measured) and report it.
+#[track_caller]
+pub fn check_bound(args: &[&str], r: &Run) {
+    match r.peak_kib {
+        Some(kib) => {
+            eprintln!(
+                "{args:?}: exit {:?}, {:.2?}, peak RSS {} MiB",
+                r.code(),
+                r.elapsed,
+                kib / 1024
+            );
+            assert!(kib <= RSS_LIMIT_KIB, "{args:?}: peak RSS {} MiB > 256 MiB", kib / 1024);
+        }
+        None => eprintln!("{args:?}: peak RSS not measured (no /usr/bin/time)"),
+    }
+}
+
+/// A fresh scratch folder for one test (`kind` names the test file, `name` the test).
+pub fn scratch(kind: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rasterpack-{kind}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A path as the `&str` argument of a command.
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
