@@ -12,19 +12,8 @@ use rasterpack_vds_meta::testsupport::{sample_data, write_container, write_dir, 
 use rasterpack_vds_meta::{VdsDataset, VdsFormat};
 use serde_json::Value;
 
-/// The array of a channel (the primary one for `None`), as `read_channel` gave it.
-fn read_channel(
-    ds: &VdsDataset,
-    channel: Option<&str>,
-    physical: bool,
-) -> rasterpack_vds_meta::Result<rasterpack_vds_meta::NdArray> {
-    use rasterpack_vds_meta::ArrayRequest;
-    ds.read(&ArrayRequest {
-        element: channel.map(str::to_string),
-        physical,
-        ..ArrayRequest::default()
-    })
-}
+mod util;
+use util::read_channel;
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("rasterpack-vds-read-checks-{}-{name}", std::process::id()));
