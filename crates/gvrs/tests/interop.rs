@@ -9,34 +9,13 @@ use util::*;
 use rasterpack_common::{ArrayRequest, Format, Input, Limits, ValidateOptions};
 use rasterpack_gvrs::{tile_stats, validate::sidecar_code, GvrsCellValue, GvrsFile, GvrsFormat};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 fn corpus() -> Option<PathBuf> {
     rasterpack_common::testkit::corpus_dir("gvrs")
 }
 
-fn sidecars(dir: &Path) -> Vec<(PathBuf, Value)> {
-    let mut out: Vec<(PathBuf, Value)> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| {
-            let p = e.unwrap().path();
-            let name = p.file_name()?.to_str()?.to_string();
-            let file = name.strip_suffix(".truth.json")?;
-            let v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
-            Some((dir.join(file), v))
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    assert!(!out.is_empty(), "no sidecars in {}", dir.display());
-    out
-}
-
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn sha(b: &[u8]) -> String {
-    hex(&Sha256::digest(b))
 }
 
 fn bits32(v: &Value) -> u32 {

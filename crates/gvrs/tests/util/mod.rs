@@ -1,8 +1,13 @@
-//! Reads by element index for tests that walk every element (the public API names elements).
+//! What the GVRS tests share: reads by element index for tests that walk every element (the
+//! public API names elements), and the corpus's sidecars.
 #![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
 
 use rasterpack_common::{ArrayRequest, NdArray, Region, Result};
 use rasterpack_gvrs::{GvrsCellValue, GvrsFile};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 /// Element `e` of `f`, whole: its values, or with `codes` the stored codes.
 pub fn read_el(f: &GvrsFile, e: usize, codes: bool) -> Result<NdArray> {
@@ -30,4 +35,26 @@ pub fn read_window(
 /// One cell of element `e`.
 pub fn cell(f: &GvrsFile, e: usize, row: u32, col: u32) -> Result<GvrsCellValue> {
     f.cell(&f.elements[e].name(), row, col)
+}
+
+/// Every `*.truth.json` sidecar in `dir` with the file it describes, sorted by path.
+pub fn sidecars(dir: &Path) -> Vec<(PathBuf, Value)> {
+    let mut out: Vec<(PathBuf, Value)> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.unwrap().path();
+            let name = p.file_name()?.to_str()?.to_string();
+            let file = name.strip_suffix(".truth.json")?;
+            let v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+            Some((dir.join(file), v))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(!out.is_empty(), "no sidecars in {}", dir.display());
+    out
+}
+
+/// SHA-256 of `b` in lowercase hex, as the sidecars write it.
+pub fn sha(b: &[u8]) -> String {
+    Sha256::digest(b).iter().map(|x| format!("{x:02x}")).collect()
 }
