@@ -98,7 +98,7 @@ pub use npy_format::{NpyFile, NpyFormat};
 pub use output::Output;
 pub use reader::{slice_at, ByteReader};
 pub use source::Input;
-pub use stream::{ArrayInfo, ArraySink, MemorySink, ProgressSink, Region, RegionSpec};
+pub use stream::{ArrayInfo, ArraySink, MemorySink, ProgressSink, Region, RegionRuns, RegionSpec};
 
 /// The JSON crate of the public types that carry metadata ([`ArrayInfo::attrs`], report
 /// sections), re-exported so a program uses the same version without depending on it.

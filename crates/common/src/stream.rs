@@ -572,6 +572,114 @@ impl From<&Region> for RegionSpec {
     }
 }
 
+/// The runs of a region of C-order data: `(byte offset in the full data, length)`, contiguous
+/// byte ranges in ascending order, each following the previous one in the region's own C-order
+/// output. Trailing axes the region covers whole merge into one run, so a region of whole rows
+/// is one run per slab, and the whole array one run.
+///
+/// ```
+/// use rasterpack_common::stream::{Region, RegionRuns};
+///
+/// // Rows 1..3, columns 2..4 of a 4 x 5 array of 2-byte values.
+/// let region = Region::from_start_size(&[1, 2], &[2, 2])?;
+/// let runs: Vec<(u64, u64)> = RegionRuns::new(&[4, 5], &region, 2).collect();
+/// assert_eq!(runs, [(14, 4), (24, 4)]);
+/// # Ok::<(), rasterpack_common::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct RegionRuns {
+    shape: Vec<u64>,
+    region: Region,
+    /// Bytes per step of the run axis (the axes after it, covered whole).
+    inner: u64,
+    run_axis: usize,
+    run_len: u64,
+    /// Position on the axes before the run axis.
+    idx: Vec<u64>,
+    done: bool,
+}
+
+impl RegionRuns {
+    /// The runs of `region` (within `shape`, as [`Region::check_within`] ensures) of data with
+    /// `elem`-byte values. A 0-D array is one run of one value; an empty region has none.
+    pub fn new(shape: &[u64], region: &Region, elem: u64) -> RegionRuns {
+        let ndim = shape.len();
+        if ndim == 0 {
+            return RegionRuns {
+                shape: Vec::new(),
+                region: region.clone(),
+                inner: elem,
+                run_axis: 0,
+                run_len: elem,
+                idx: Vec::new(),
+                done: false,
+            };
+        }
+        let mut split = ndim;
+        while split > 1 && region.ranges[split - 1].start == 0 && region.ranges[split - 1].end == shape[split - 1] {
+            split -= 1;
+        }
+        let inner = shape[split..].iter().product::<u64>() * elem;
+        let run_axis = split - 1;
+        let run_len = (region.ranges[run_axis].end - region.ranges[run_axis].start) * inner;
+        let empty = run_len == 0 || region.ranges.iter().any(|r| r.is_empty());
+        RegionRuns {
+            shape: shape.to_vec(),
+            region: region.clone(),
+            inner,
+            run_axis,
+            run_len,
+            idx: region.ranges[..run_axis].iter().map(|r| r.start).collect(),
+            done: empty,
+        }
+    }
+
+    /// The length of every run, in bytes.
+    pub fn run_len(&self) -> u64 {
+        self.run_len
+    }
+}
+
+impl Iterator for RegionRuns {
+    /// `(byte offset in the full data, length)`.
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        if self.done {
+            return None;
+        }
+        if self.shape.is_empty() {
+            self.done = true;
+            return Some((0, self.run_len));
+        }
+        let mut linear = 0u64;
+        for axis in 0..=self.run_axis {
+            let pos = if axis == self.run_axis {
+                self.region.ranges[axis].start
+            } else {
+                self.idx[axis]
+            };
+            linear = linear * self.shape[axis] + pos;
+        }
+        let run = (linear * self.inner, self.run_len);
+        // Next position: the last axis before the run axis fastest.
+        let mut axis = self.run_axis;
+        loop {
+            if axis == 0 {
+                self.done = true;
+                break;
+            }
+            axis -= 1;
+            self.idx[axis] += 1;
+            if self.idx[axis] < self.region.ranges[axis].end {
+                break;
+            }
+            self.idx[axis] = self.region.ranges[axis].start;
+        }
+        Some(run)
+    }
+}
+
 /// Copy the part of a decoded block that falls inside `window` into a sink holding exactly
 /// `window` (an array of `window.shape()`), as whole contiguous runs along the last axis.
 ///
@@ -651,38 +759,12 @@ pub fn stream_stored_c_order(
     let full = Region::full(shape);
     let region = region.unwrap_or(&full);
     region.check_within(shape)?;
-    let ndim = shape.len();
-    if ndim == 0 {
-        let mut buf = vec![0u8; elem as usize];
-        input.read_at(data_offset, &mut buf, "array data")?;
-        fix(&mut buf);
-        return sink.write_at(0, &buf);
-    }
-    // Trailing axes the region covers whole merge into one run; `split` is the first of them
-    // (the run starts at the axis before it).
-    let mut split = ndim;
-    while split > 1 && region.ranges[split - 1].start == 0 && region.ranges[split - 1].end == shape[split - 1] {
-        split -= 1;
-    }
-    let inner: u64 = shape[split..].iter().product::<u64>() * elem;
-    let run_axis = split - 1;
-    let run_len = (region.ranges[run_axis].end - region.ranges[run_axis].start) * inner;
-    let piece = STREAM_PIECE.min(run_len.max(elem)) / elem * elem;
+    let runs = RegionRuns::new(shape, region, elem);
+    let piece = STREAM_PIECE.min(runs.run_len().max(elem)) / elem * elem;
     let mut buf = vec![0u8; piece.max(elem) as usize];
-    let mut idx: Vec<u64> = region.ranges[..run_axis].iter().map(|r| r.start).collect();
     let mut out = 0u64;
-    loop {
-        let mut linear = 0u64;
-        for axis in 0..=run_axis {
-            let pos = if axis == run_axis {
-                region.ranges[axis].start
-            } else {
-                idx[axis]
-            };
-            linear = linear * shape[axis] + pos;
-        }
-        let mut src = data_offset + linear * (inner / elem) * elem;
-        let mut left = run_len;
+    for (at, len) in runs {
+        let (mut src, mut left) = (data_offset + at, len);
         while left > 0 {
             let n = left.min(buf.len() as u64) as usize;
             input.read_at(src, &mut buf[..n], "array data")?;
@@ -692,19 +774,8 @@ pub fn stream_stored_c_order(
             out += n as u64;
             left -= n as u64;
         }
-        let mut axis = run_axis;
-        loop {
-            if axis == 0 {
-                return Ok(());
-            }
-            axis -= 1;
-            idx[axis] += 1;
-            if idx[axis] < region.ranges[axis].end {
-                break;
-            }
-            idx[axis] = region.ranges[axis].start;
-        }
     }
+    Ok(())
 }
 
 /// Largest read [`stream_stored_c_order`] makes at once.
@@ -721,6 +792,71 @@ fn byte_len_usize(shape: &[u64], elem_size: usize) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bytes of `region` of a C-order array, gathered one value at a time.
+    fn gathered(data: &[u8], shape: &[u64], region: &Region, elem: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let count: u64 = region.shape().iter().product();
+        for n in 0..count {
+            // The n-th value of the region, in C order, as an index into the full array.
+            let (mut rest, mut linear) = (n, 0u64);
+            let mut idx = vec![0u64; shape.len()];
+            for axis in (0..shape.len()).rev() {
+                let len = region.ranges[axis].end - region.ranges[axis].start;
+                idx[axis] = region.ranges[axis].start + rest % len;
+                rest /= len;
+            }
+            for axis in 0..shape.len() {
+                linear = linear * shape[axis] + idx[axis];
+            }
+            let at = linear as usize * elem;
+            out.extend_from_slice(&data[at..at + elem]);
+        }
+        out
+    }
+
+    #[test]
+    fn region_runs_cover_exactly_the_region_in_output_order() {
+        let shapes: [&[u64]; 5] = [&[7], &[4, 5], &[3, 4, 5], &[2, 3, 1, 4], &[1, 1, 6]];
+        for shape in shapes {
+            let elem = 2usize;
+            let n: u64 = shape.iter().product();
+            let data: Vec<u8> = (0..n as usize * elem).map(|i| (i % 251) as u8).collect();
+            // Every start/size pair per axis of small arrays, sampled by a stride.
+            let mut case = 0u64;
+            let combos: u64 = shape.iter().map(|&d| d * d).product();
+            for k in (0..combos).step_by(7) {
+                let (mut rest, mut start, mut size) = (k, vec![], vec![]);
+                for &d in shape.iter() {
+                    let pick = rest % (d * d);
+                    rest /= d * d;
+                    let (a, b) = (pick / d, pick % d);
+                    start.push(a.min(b));
+                    size.push(a.max(b) - a.min(b) + 1);
+                }
+                let region = Region::from_start_size(&start, &size).unwrap();
+                let mut got = Vec::new();
+                let mut last_end = 0;
+                for (at, len) in RegionRuns::new(shape, &region, elem as u64) {
+                    assert!(at >= last_end, "{shape:?} {region:?}: runs out of order");
+                    last_end = at + len;
+                    got.extend_from_slice(&data[at as usize..(at + len) as usize]);
+                }
+                assert_eq!(got, gathered(&data, shape, &region, elem), "{shape:?} {region:?}");
+                case += 1;
+            }
+            assert!(case > 0);
+        }
+        // A 0-D array is one value; an empty region has no run.
+        assert_eq!(
+            RegionRuns::new(&[], &Region { ranges: vec![] }, 4).collect::<Vec<_>>(),
+            [(0, 4)]
+        );
+        let empty = Region {
+            ranges: vec![0..2, 3..3],
+        };
+        assert_eq!(RegionRuns::new(&[2, 5], &empty, 4).count(), 0);
+    }
 
     #[test]
     fn region_parse_and_checks() {

@@ -10,7 +10,7 @@
 //! size. Chunks the element cannot mean are not read.
 
 use rasterpack_common::npy::NpyHeader;
-use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, Error, Input, Limits, Region, Result};
+use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, Error, Input, Limits, RegionRuns, Result};
 
 use crate::element::{npz_chunks, pick_array};
 use crate::npz::{self, array_name, ArrayTarget, CdWalk, WalkMode};
@@ -195,98 +195,11 @@ fn npz_piece(len: u64) -> usize {
     len.clamp(1, 4 << 20) as usize
 }
 
-/// Runs of a region in a C-order array: `(source byte offset, length)` in ascending order,
-/// each following the last in the output.
-struct Runs {
-    shape: Vec<u64>,
-    region: Region,
-    elem: u64,
-    /// Bytes per step of the run axis (the axes after it, covered whole), and the run length.
-    inner: u64,
-    run_len: u64,
-    run_axis: usize,
-    idx: Vec<u64>,
-    done: bool,
-}
-
-impl Runs {
-    fn new(shape: &[u64], region: Region, elem: u64) -> Runs {
-        let ndim = shape.len();
-        if ndim == 0 {
-            return Runs {
-                shape: Vec::new(),
-                region,
-                elem,
-                inner: elem,
-                run_len: elem,
-                run_axis: 0,
-                idx: Vec::new(),
-                done: false,
-            };
-        }
-        // Trailing axes the region covers whole merge into one run.
-        let mut split = ndim;
-        while split > 1 && region.ranges[split - 1].start == 0 && region.ranges[split - 1].end == shape[split - 1] {
-            split -= 1;
-        }
-        let inner: u64 = shape[split..].iter().product::<u64>() * elem;
-        let run_axis = split - 1;
-        let run_len = (region.ranges[run_axis].end - region.ranges[run_axis].start) * inner;
-        let idx = region.ranges[..run_axis].iter().map(|r| r.start).collect();
-        let done = shape.contains(&0) || run_len == 0;
-        Runs {
-            shape: shape.to_vec(),
-            region,
-            elem,
-            inner,
-            run_len,
-            run_axis,
-            idx,
-            done,
-        }
-    }
-
-    /// The current run's source offset.
-    fn start(&self) -> u64 {
-        if self.shape.is_empty() {
-            return 0;
-        }
-        let mut linear = 0u64;
-        for axis in 0..=self.run_axis {
-            let pos = if axis == self.run_axis {
-                self.region.ranges[axis].start
-            } else {
-                self.idx[axis]
-            };
-            linear = linear * self.shape[axis] + pos;
-        }
-        linear * (self.inner / self.elem) * self.elem
-    }
-
-    fn advance(&mut self) {
-        if self.shape.is_empty() {
-            self.done = true;
-            return;
-        }
-        let mut axis = self.run_axis;
-        loop {
-            if axis == 0 {
-                self.done = true;
-                return;
-            }
-            axis -= 1;
-            self.idx[axis] += 1;
-            if self.idx[axis] < self.region.ranges[axis].end {
-                return;
-            }
-            self.idx[axis] = self.region.ranges[axis].start;
-        }
-    }
-}
-
 /// What the region target does once the `.npy` header is known.
 struct Plan {
-    runs: Runs,
+    runs: RegionRuns,
+    /// The run being delivered: its source offset and length.
+    current: Option<(u64, u64)>,
     /// Bytes of the current run already delivered.
     in_run: u64,
     /// Output offset of the next byte.
@@ -353,8 +266,11 @@ impl ArrayTarget for RegionTarget<'_, '_> {
         let total = info.byte_len()?;
         self.sink.begin(&info)?;
         let elem = h.dtype.size();
+        let mut runs = RegionRuns::new(&h.shape, &region, elem as u64);
+        let current = runs.next();
         self.plan = Some(Plan {
-            runs: Runs::new(&h.shape, region, elem as u64),
+            runs,
+            current,
             in_run: 0,
             out: 0,
             total,
@@ -370,9 +286,9 @@ impl ArrayTarget for RegionTarget<'_, '_> {
             return Err(Error::usage("internal: array data before its header"));
         };
         let end = at + bytes.len() as u64;
-        while !p.runs.done {
-            let run_start = p.runs.start() + p.in_run;
-            let run_end = p.runs.start() + p.runs.run_len;
+        while let Some((start, len)) = p.current {
+            let run_start = start + p.in_run;
+            let run_end = start + len;
             if run_start >= end {
                 return Ok(Flow::More);
             }
@@ -383,9 +299,9 @@ impl ArrayTarget for RegionTarget<'_, '_> {
             let piece = &bytes[(run_start - at) as usize..(upto - at) as usize];
             Self::emit(self.sink, p, piece)?;
             p.in_run += piece.len() as u64;
-            if p.in_run == p.runs.run_len {
+            if p.in_run == len {
                 p.in_run = 0;
-                p.runs.advance();
+                p.current = p.runs.next();
             }
         }
         Ok(Flow::Stop)

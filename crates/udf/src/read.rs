@@ -13,7 +13,7 @@
 //! CLI's temporary file, a [`rasterpack_common::MemorySink`]).
 
 use rasterpack_common::stream::stream_stored_c_order;
-use rasterpack_common::{ArraySink, DType, Error, Findings, Input, Region, Result, Severity};
+use rasterpack_common::{ArraySink, DType, Error, Findings, Input, Region, RegionRuns, Result, Severity};
 
 use crate::document::{UdfCompression, UdfDocument, UdfTable};
 use crate::raw::Hint;
@@ -147,97 +147,10 @@ fn span(shape: &[u64], region: &Region, elem: u64) -> (u64, u64) {
     (first * elem, (last + 1) * elem)
 }
 
-/// The runs of a region of C-order data: contiguous byte ranges in ascending order, the
-/// trailing axes the region covers whole merged into one run.
-struct Runs {
-    shape: Vec<u64>,
-    region: Region,
-    /// Bytes per step of the run axis.
-    inner: u64,
-    run_axis: usize,
-    run_len: u64,
-    /// Position on the axes before the run axis.
-    idx: Vec<u64>,
-    done: bool,
-}
-
-impl Runs {
-    fn new(shape: &[u64], region: &Region, elem: u64) -> Runs {
-        let ndim = shape.len();
-        if ndim == 0 {
-            return Runs {
-                shape: Vec::new(),
-                region: region.clone(),
-                inner: elem,
-                run_axis: 0,
-                run_len: elem,
-                idx: Vec::new(),
-                done: false,
-            };
-        }
-        let mut split = ndim;
-        while split > 1 && region.ranges[split - 1].start == 0 && region.ranges[split - 1].end == shape[split - 1] {
-            split -= 1;
-        }
-        let inner = shape[split..].iter().product::<u64>() * elem;
-        let run_axis = split - 1;
-        let run_len = (region.ranges[run_axis].end - region.ranges[run_axis].start) * inner;
-        Runs {
-            shape: shape.to_vec(),
-            region: region.clone(),
-            inner,
-            run_axis,
-            run_len,
-            idx: region.ranges[..run_axis].iter().map(|r| r.start).collect(),
-            done: false,
-        }
-    }
-}
-
-impl Iterator for Runs {
-    /// `(byte offset in the full data, length)`.
-    type Item = (u64, u64);
-
-    fn next(&mut self) -> Option<(u64, u64)> {
-        if self.done {
-            return None;
-        }
-        if self.shape.is_empty() {
-            self.done = true;
-            return Some((0, self.run_len));
-        }
-        let mut linear = 0u64;
-        for axis in 0..=self.run_axis {
-            let pos = if axis == self.run_axis {
-                self.region.ranges[axis].start
-            } else {
-                self.idx[axis]
-            };
-            linear = linear * self.shape[axis] + pos;
-        }
-        let run = (linear * self.inner, self.run_len);
-        // Next position, the last outer axis fastest.
-        let mut axis = self.run_axis;
-        loop {
-            if axis == 0 {
-                self.done = true;
-                break;
-            }
-            axis -= 1;
-            self.idx[axis] += 1;
-            if self.idx[axis] < self.region.ranges[axis].end {
-                break;
-            }
-            self.idx[axis] = self.region.ranges[axis].start;
-        }
-        Some(run)
-    }
-}
-
 /// Takes the full data in ascending, contiguous pieces and writes the parts inside a region to
 /// a sink at their offsets in the region's output.
 struct RegionFilter {
-    runs: Runs,
+    runs: RegionRuns,
     current: Option<(u64, u64)>,
     /// Output offset of the current run's first byte.
     out: u64,
@@ -245,7 +158,7 @@ struct RegionFilter {
 
 impl RegionFilter {
     fn new(shape: &[u64], region: &Region, elem: u64) -> RegionFilter {
-        let mut runs = Runs::new(shape, region, elem);
+        let mut runs = RegionRuns::new(shape, region, elem);
         let current = runs.next();
         RegionFilter { runs, current, out: 0 }
     }
