@@ -7,7 +7,8 @@
 use rasterpack_common::{npy, Limits, Result};
 
 use super::zip::{
-    decode_name, directory_in, le16, le32, le64, Directory, END_RECORDS_MAX, FLAG_DESCRIPTOR, LOCAL_SIG, MAX_DIRECTORY,
+    decode_name, directory_in, le16, le32, le64, Directory, END_RECORDS_MAX, FLAG_DESCRIPTOR, FLAG_ENCRYPTED, LOCAL_SIG,
+    MAX_DIRECTORY,
 };
 use super::{array_name, descr, NpzArrayInfo};
 
@@ -253,7 +254,8 @@ impl StreamCheck {
         let nlen = le16(h, 26)? as usize;
         let name = h.get(30..30 + nlen)?.to_vec();
         let extra = h.get(30 + nlen..)?;
-        if method != 0 && method != 8 {
+        // Encrypted members are described by the walk (unsupported, never read).
+        if (method != 0 && method != 8) || flags & FLAG_ENCRYPTED != 0 {
             return None;
         }
         let zip64 = comp == 0xFFFF_FFFF || uncomp == 0xFFFF_FFFF;
@@ -482,6 +484,7 @@ impl StreamCheck {
                 || loc.produced != size
                 || (m.method == 0 && m.comp_size != m.uncomp_size)
                 || m.crc32 != loc.crc
+                || m.flags & FLAG_ENCRYPTED != 0
                 || decode_name(&loc.name, m.flags).ok().as_deref() != Some(m.name.as_str())
             {
                 return None;

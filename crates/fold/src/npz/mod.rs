@@ -64,7 +64,8 @@ pub struct NpzArrayInfo {
     pub shape: Vec<u64>,
     /// Set when rasterpack cannot decode the dtype or layout, or the member's zip method.
     pub unsupported: Option<String>,
-    /// The member's zip method is not stored/deflate (`unsupported` says which).
+    /// A zip feature of the member is not supported: a method other than stored/deflate, or
+    /// encryption (`unsupported` says which; code `fold.payload.npz_unsupported`).
     pub zip_method_unsupported: bool,
     /// Set when the member is damaged or ambiguous (CRC-32, sizes, `.npy` header, a name used
     /// twice, a local header that disagrees, overlapping data): it is never read. The other

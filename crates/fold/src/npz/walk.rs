@@ -15,7 +15,7 @@ use rasterpack_common::npy::NpyHeader;
 use rasterpack_common::{Error, ErrorKind, Limits, Result};
 
 use super::member::{MemberData, NpyPrefix};
-use super::zip::{le16, le32, Directory, Member, LOCAL_SIG};
+use super::zip::{le16, le32, Directory, Member, FLAG_ENCRYPTED, LOCAL_SIG};
 use super::{array_name, descr, NpzArrayInfo, NpzDamage, MEMBER_DAMAGED, MEMBER_NAME_MISMATCH, MEMBER_OVERLAP};
 use crate::scan::Flow;
 
@@ -364,6 +364,25 @@ impl<T: ArrayTarget> CdWalk<T> {
         }
         if let Err(e) = self.limits.check_alloc(m.uncomp_size, "npz member", Some(start)) {
             self.results[i] = Some(fail(MEMBER_DAMAGED, e.message));
+            return;
+        }
+        // Either header's flag is enough: a reader that trusts one of them would decode
+        // ciphertext as the array.
+        let local_flags = le16(bytes, 6).unwrap_or(0);
+        if (m.flags | local_flags) & FLAG_ENCRYPTED != 0 {
+            self.results[i] = Some(NpzArrayInfo {
+                unsupported: Some(format!(
+                    "member {:?} is encrypted (zip flag bit 0 in its {} header): rasterpack does not decrypt",
+                    m.name,
+                    match (m.flags & FLAG_ENCRYPTED != 0, local_flags & FLAG_ENCRYPTED != 0) {
+                        (true, true) => "central directory and local",
+                        (true, false) => "central directory",
+                        _ => "local",
+                    }
+                )),
+                zip_method_unsupported: true,
+                ..NpzArrayInfo::named(&name)
+            });
             return;
         }
         if !MemberData::method_supported(m.method) {

@@ -127,6 +127,10 @@ pub const DIRECTORY_LIMIT_CODE: &str = "fold.limits.npz_directory";
 /// Local header signature bit 3 of the general-purpose flags: CRC and sizes follow the data.
 pub(crate) const FLAG_DESCRIPTOR: u16 = 0x0008;
 
+/// General-purpose flag bit 0: the member is encrypted. Its bytes are not the content, so it
+/// is never read (Python's zipfile refuses it without a password too).
+pub(crate) const FLAG_ENCRYPTED: u16 = 0x0001;
+
 /// General-purpose flag bit 11: the member name is UTF-8 (otherwise it is CP437).
 pub(crate) const FLAG_UTF8: u16 = 0x0800;
 
