@@ -9,7 +9,7 @@
 //! Every meaning the value has in the file is collected; exactly one must exist. Lookups go
 //! through hash maps: the work is linear in the chunks and arrays, not their product.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use rasterpack_common::{Error, Result};
 
@@ -49,36 +49,47 @@ pub fn npz_chunks(statuses: &[FoldChunkStatus]) -> Vec<NpzChunk<'_>> {
 /// Chunks by name, and the array names of each readable chunk.
 struct Lookup<'a> {
     by_name: HashMap<&'a str, Vec<usize>>,
-    arrays: Vec<Option<HashSet<&'a str>>>,
-    /// Which chunks hold an array of each name.
-    holders: HashMap<&'a str, Vec<usize>>,
+    /// Whether each chunk could be read (its arrays are known).
+    readable: Vec<bool>,
+    /// Which readable chunks hold an array of each name: the first, then any others. One map
+    /// for every chunk, and no allocation per name: a directory may list 350 000 members.
+    holders: HashMap<&'a str, (usize, Vec<usize>)>,
 }
 
 impl<'a> Lookup<'a> {
     fn new(chunks: &'a [NpzChunk<'a>]) -> Lookup<'a> {
         let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
-        let mut holders: HashMap<&str, Vec<usize>> = HashMap::new();
-        let mut arrays = Vec::with_capacity(chunks.len());
+        let mut holders: HashMap<&str, (usize, Vec<usize>)> = HashMap::new();
+        let mut readable = Vec::with_capacity(chunks.len());
         for (i, c) in chunks.iter().enumerate() {
             by_name.entry(c.name()).or_default().push(i);
-            arrays.push(c.arrays.map(|a| {
-                let set: HashSet<&str> = a.iter().map(|x| x.name.as_str()).collect();
-                for n in &set {
-                    holders.entry(n).or_default().push(i);
-                }
-                set
-            }));
+            readable.push(c.arrays.is_some());
+            for a in c.arrays.unwrap_or(&[]) {
+                holders
+                    .entry(a.name.as_str())
+                    .and_modify(|h| {
+                        // A name twice in one chunk counts once (chunks come in order).
+                        if h.0 != i && h.1.last() != Some(&i) {
+                            h.1.push(i);
+                        }
+                    })
+                    .or_insert((i, Vec::new()));
+            }
         }
         Lookup {
             by_name,
-            arrays,
+            readable,
             holders,
         }
     }
 
     /// Chunk `i` can hold `array`: it does, or it could not be read.
     fn may_hold(&self, i: usize, array: &str) -> bool {
-        self.arrays[i].as_ref().is_none_or(|s| s.contains(array))
+        !self.readable[i]
+            || self
+                .holders
+                .get(array)
+                .is_some_and(|(first, rest)| *first == i || rest.contains(&i))
     }
 
     fn meanings(&self, element: &str) -> Vec<(usize, String)> {
@@ -103,8 +114,10 @@ impl<'a> Lookup<'a> {
                 }
             }
         }
-        for &i in self.holders.get(element).into_iter().flatten() {
-            out.push((i, element.to_string()));
+        if let Some((first, rest)) = self.holders.get(element) {
+            for &i in std::iter::once(first).chain(rest) {
+                out.push((i, element.to_string()));
+            }
         }
         out
     }
@@ -164,8 +177,11 @@ pub fn pick_array<'a>(chunks: &'a [NpzChunk<'a>], element: Option<&str>) -> Resu
     // Members that are damaged are named, but never chosen for want of an --element.
     let intact: Vec<(usize, &NpzArrayInfo)> = readable.iter().copied().filter(|(_, a)| a.damaged.is_none()).collect();
     let listing = || {
+        // A directory may list 350 000 members: the message names the first ones.
+        const NAMED: usize = 100;
         let mut names: Vec<String> = readable
             .iter()
+            .take(NAMED)
             .map(|(i, a)| {
                 let label = element_label(&lookup, chunks, *i, &a.name);
                 if a.damaged.is_some() {
@@ -175,6 +191,9 @@ pub fn pick_array<'a>(chunks: &'a [NpzChunk<'a>], element: Option<&str>) -> Resu
                 }
             })
             .collect();
+        if readable.len() > NAMED {
+            names.push(format!("... and {} more", readable.len() - NAMED));
+        }
         for c in &damaged {
             names.push(format!("{:?} (chunk could not be read)", c.name()));
         }
@@ -237,12 +256,33 @@ pub fn pick_array<'a>(chunks: &'a [NpzChunk<'a>], element: Option<&str>) -> Resu
 
 /// Every readable array of `chunks` with the name `--element` takes for it.
 pub(crate) fn element_labels<'a>(chunks: &'a [NpzChunk<'a>]) -> Vec<(String, &'a NpzArrayInfo)> {
+    element_labels_first(chunks, usize::MAX).0
+}
+
+/// The first `max` readable arrays of `chunks` with their `--element` names, and how many
+/// readable arrays there are in all (reports list a bounded number).
+pub(crate) fn element_labels_first<'a>(
+    chunks: &'a [NpzChunk<'a>],
+    max: usize,
+) -> (Vec<(String, &'a NpzArrayInfo)>, usize) {
+    let readable = |c: &NpzChunk| c.arrays.unwrap_or(&[]).iter().any(NpzArrayInfo::is_readable);
+    if !chunks.iter().any(readable) {
+        // Nothing to name: no lookup over every member (a directory of 350 000 damaged ones).
+        return (Vec::new(), 0);
+    }
     let lookup = Lookup::new(chunks);
-    chunks
+    let mut total = 0;
+    let mut out = Vec::new();
+    for (i, a) in chunks
         .iter()
         .enumerate()
         .flat_map(|(i, c)| c.arrays.unwrap_or(&[]).iter().map(move |a| (i, a)))
         .filter(|(_, a)| a.is_readable())
-        .map(|(i, a)| (element_label(&lookup, chunks, i, &a.name), a))
-        .collect()
+    {
+        total += 1;
+        if out.len() < max {
+            out.push((element_label(&lookup, chunks, i, &a.name), a));
+        }
+    }
+    (out, total)
 }

@@ -95,7 +95,8 @@ pub use rasterpack_common::{
     ArrayFile, ArrayInfo, ArrayRequest, ArraySink, DType, Element, Error, ErrorKind, Finding, Findings, Input, Limits,
     NdArray, Region, Report, Result, Severity,
 };
-pub use validate::{analyze, FoldAnalysis, FoldAnalyzeOptions, FoldChunkStatus, FoldContent};
+pub use report::ARRAYS_LISTED;
+pub use validate::{analyze, FoldAnalysis, FoldAnalyzeOptions, FoldChunkStatus, FoldContent, MEMBER_FINDINGS_LISTED};
 pub use write::{FoldBuilder, FoldChunkOptions, FoldCompression};
 pub use writer::FoldArrayWriter;
 

@@ -5,24 +5,33 @@ use rasterpack_common::json::fmt_bytes;
 use rasterpack_common::{Input, Report};
 use serde_json::{json, Map, Value as J};
 
-use crate::element::{element_labels, npz_chunks};
+use crate::element::{element_labels_first, npz_chunks};
 use crate::npz::NpzArrayInfo;
 use crate::raw;
 use crate::validate::{FoldAnalysis, FoldContent};
 
 const JSON_PREVIEW_CHARS: usize = 2000;
 
+/// Arrays `inspect` and `validate` list per NPZ0 chunk (JSON `arrays` and the text table) and
+/// in the file's `arrays`; past it they are counted (`arrays_not_listed`). A central directory
+/// may list 350 000 members, and a report row per member held ~5 KB (issue 17).
+pub const ARRAYS_LISTED: usize = 1000;
+
 fn dtype_name(a: &NpzArrayInfo) -> J {
     a.dtype.map_or(J::Null, |d| J::from(d.name()))
 }
 
-/// The readable arrays of the file: `{name, dtype, shape}` with names as `--element` takes them.
-fn arrays_summary(a: &FoldAnalysis) -> Vec<J> {
+/// The first [`ARRAYS_LISTED`] readable arrays of the file: `{name, dtype, shape}` with names
+/// as `--element` takes them; and how many more there are.
+fn arrays_summary(a: &FoldAnalysis) -> (Vec<J>, usize) {
     let chunks = npz_chunks(&a.chunks);
-    element_labels(&chunks)
+    let (listed, total) = element_labels_first(&chunks, ARRAYS_LISTED);
+    let rows: Vec<J> = listed
         .into_iter()
         .map(|(label, info)| json!({"name": label, "dtype": dtype_name(info), "shape": info.shape}))
-        .collect()
+        .collect();
+    let more = total - rows.len();
+    (rows, more)
 }
 
 fn summary(a: &FoldAnalysis, input: &Input) -> Map<String, J> {
@@ -41,7 +50,11 @@ fn summary(a: &FoldAnalysis, input: &Input) -> Map<String, J> {
     s.insert("metadata".into(), c.index.metadata.to_serde());
     s.insert("manifest_hash_ok".into(), json!(a.manifest_ok));
     s.insert("manifest_hash_recomputed".into(), json!(a.manifest_recomputed));
-    s.insert("arrays".into(), J::Array(arrays_summary(a)));
+    let (arrays, not_listed) = arrays_summary(a);
+    s.insert("arrays".into(), J::Array(arrays));
+    if not_listed > 0 {
+        s.insert("arrays_not_listed".into(), json!(not_listed));
+    }
     let chunks: Vec<J> = a
         .chunks
         .iter()
@@ -59,8 +72,12 @@ fn summary(a: &FoldAnalysis, input: &Input) -> Map<String, J> {
                 FoldContent::Json(v) => m["json"] = v.to_serde(),
                 FoldContent::JsonNotKept(n) => m["json_not_shown_bytes"] = json!(n),
                 FoldContent::Npz(arrays) => {
+                    if arrays.len() > ARRAYS_LISTED {
+                        m["arrays_not_listed"] = json!(arrays.len() - ARRAYS_LISTED);
+                    }
                     m["arrays"] = arrays
                         .iter()
+                        .take(ARRAYS_LISTED)
                         .map(|a| {
                             json!({
                                 "name": a.name, "dtype": dtype_name(a), "descr": a.descr, "shape": a.shape,
@@ -195,8 +212,9 @@ fn content_section(st: &crate::validate::FoldChunkStatus, all: bool, r: &mut Rep
             format!("{} of JSON: too large to show here; checked as a stream", fmt_bytes(*n)),
         ),
         FoldContent::Npz(arrays) => {
-            let rows = arrays
+            let mut rows: Vec<Vec<String>> = arrays
                 .iter()
+                .take(ARRAYS_LISTED)
                 .map(|a| {
                     let dtype = match a.dtype {
                         Some(d) if a.descr.starts_with('>') => format!("{} (big-endian)", d.name()),
@@ -215,6 +233,14 @@ fn content_section(st: &crate::validate::FoldChunkStatus, all: bool, r: &mut Rep
                     ]
                 })
                 .collect();
+            if arrays.len() > ARRAYS_LISTED {
+                rows.push(vec![
+                    format!("... {} more", arrays.len() - ARRAYS_LISTED),
+                    String::new(),
+                    String::new(),
+                    format!("{} arrays in all; the first {ARRAYS_LISTED} are listed", arrays.len()),
+                ]);
+            }
             r.table(
                 format!("Chunk {:?} (NPZ0 arrays)", st.entry.name),
                 &["array", "dtype", "shape", "note"],

@@ -4,7 +4,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use rasterpack_common::{Format, Input, ValidateOptions};
+use rasterpack_common::{DType, Format, Input, InspectOptions, ValidateOptions};
 use rasterpack_fold::{FoldBuilder, FoldChunkOptions, FoldCompression, FoldFormat};
 
 struct Counting;
@@ -90,4 +90,140 @@ fn memory_is_bounded() {
         let _ = FoldFormat.validate(&input, &ValidateOptions::default());
     });
     assert!(peak < 4 * MIB, "hostile file peaked at {peak} bytes");
+
+    // Large central directories (issue 17, item 7; `hostile/more/fold_zip64_*_empty_members`
+    // held ~5.4 KB per member). What a member costs is bounded: findings and report rows are
+    // capped, verdicts are compact, the directory is held once.
+    const N: usize = 100_000;
+    for readable in [false, true] {
+        let z = many_members(N, readable);
+        let mut b = FoldBuilder::new();
+        b.created_at_unix = 1.0;
+        let stored = FoldChunkOptions {
+            compression: FoldCompression::None,
+            ecc: None,
+        };
+        b.add_raw_chunk("n", "NPZ0", &z, stored).unwrap();
+        let input = Input::from_bytes("many", b.to_bytes().unwrap());
+        drop(z);
+        let peak = peak_during(|| {
+            let r = FoldFormat.validate(&input, &ValidateOptions::default());
+            assert_eq!(
+                r.is_valid(false),
+                readable,
+                "{:?}",
+                &r.findings.0[..3.min(r.findings.len())]
+            );
+            let listed = r
+                .findings
+                .iter()
+                .filter(|f| f.code == "fold.payload.npz_member_name_mismatch")
+                .count();
+            // The first 100 members, then one finding that counts the rest.
+            assert_eq!(listed, if readable { 0 } else { 101 }, "readable {readable}");
+            if !readable {
+                let last = r
+                    .findings
+                    .0
+                    .iter()
+                    .rev()
+                    .find(|f| f.code.ends_with("name_mismatch"))
+                    .unwrap();
+                assert!(last.message.contains("99900 more"), "{}", last.message);
+            }
+        });
+        // Measured: 29 MiB (damaged) / 38 MiB (readable) for 100 000 members; 222 MiB for the
+        // damaged ones before (findings, JSON summary and table rows of every member).
+        eprintln!("validate, {N} members (readable {readable}): peak {} KiB", peak >> 10);
+        assert!(
+            peak < 64 * MIB,
+            "validate, {N} members (readable {readable}): peak {peak} bytes"
+        );
+        let peak = peak_during(|| {
+            let r = FoldFormat.inspect(&input, &InspectOptions::default()).unwrap();
+            let arrays = r.summary["arrays"].as_array().unwrap().len();
+            let chunk = &r.summary["chunks"][0];
+            assert_eq!(
+                chunk["arrays"].as_array().unwrap().len(),
+                rasterpack_fold::ARRAYS_LISTED
+            );
+            assert_eq!(chunk["arrays_not_listed"], (N - rasterpack_fold::ARRAYS_LISTED) as u64);
+            if readable {
+                assert_eq!(arrays, rasterpack_fold::ARRAYS_LISTED);
+                assert_eq!(
+                    r.summary["arrays_not_listed"],
+                    (N - rasterpack_fold::ARRAYS_LISTED) as u64
+                );
+            } else {
+                assert_eq!(arrays, 0);
+            }
+        });
+        eprintln!("inspect, {N} members (readable {readable}): peak {} KiB", peak >> 10);
+        assert!(
+            peak < 64 * MIB,
+            "inspect, {N} members (readable {readable}): peak {peak} bytes"
+        );
+    }
+}
+
+/// A stored zip of `n` members `m0000000.npy`.. Readable: each an empty `.npy` array of its
+/// own. Otherwise every directory entry points at one local header named `a.npy` (the layout
+/// of the hostile corpus files: Python's zipfile refuses every member).
+fn many_members(n: usize, readable: bool) -> Vec<u8> {
+    let npy = rasterpack_common::npy::header_bytes(DType::U8, &[0]);
+    let crc = rasterpack_fold::npz::crc32(&npy);
+    let local = |out: &mut Vec<u8>, name: &[u8]| {
+        out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+        out.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0x21, 0]);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out.extend_from_slice(&(npy.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(npy.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(name);
+        out.extend_from_slice(&npy);
+    };
+    let mut out = Vec::new();
+    let mut cd = Vec::new();
+    if !readable {
+        local(&mut out, b"a.npy");
+    }
+    for i in 0..n {
+        let name = format!("m{i:07}.npy");
+        let offset = if readable { out.len() as u32 } else { 0 };
+        if readable {
+            local(&mut out, name.as_bytes());
+        }
+        cd.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
+        cd.extend_from_slice(&[20, 3, 20, 0, 0, 0, 0, 0, 0, 0, 0x21, 0]);
+        cd.extend_from_slice(&crc.to_le_bytes());
+        cd.extend_from_slice(&(npy.len() as u32).to_le_bytes());
+        cd.extend_from_slice(&(npy.len() as u32).to_le_bytes());
+        cd.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        cd.extend_from_slice(&[0; 8]);
+        cd.extend_from_slice(&(0o100644u32 << 16).to_le_bytes());
+        cd.extend_from_slice(&offset.to_le_bytes());
+        cd.extend_from_slice(name.as_bytes());
+    }
+    let cd_off = out.len() as u64;
+    out.extend_from_slice(&cd);
+    // zip64 end records: more than 65535 members.
+    let z = out.len() as u64;
+    out.extend_from_slice(&0x0606_4b50u32.to_le_bytes());
+    out.extend_from_slice(&44u64.to_le_bytes());
+    out.extend_from_slice(&[45, 3, 45, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    out.extend_from_slice(&(n as u64).to_le_bytes());
+    out.extend_from_slice(&(n as u64).to_le_bytes());
+    out.extend_from_slice(&(cd.len() as u64).to_le_bytes());
+    out.extend_from_slice(&cd_off.to_le_bytes());
+    out.extend_from_slice(&0x0706_4b50u32.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&z.to_le_bytes());
+    out.extend_from_slice(&1u32.to_le_bytes());
+    out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+    out.extend_from_slice(&[0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF]);
+    out.extend_from_slice(&0xFFFF_FFFFu32.to_le_bytes());
+    out.extend_from_slice(&0xFFFF_FFFFu32.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out
 }

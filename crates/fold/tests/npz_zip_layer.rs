@@ -92,7 +92,11 @@ fn encrypted_members_are_unsupported_on_every_path() {
         check.feed(&z);
         assert_eq!(check.finish(), None, "{what}: left to the walk against the directory");
         let e = npz::read_array(&z, "b", &Limits::default()).unwrap_err();
-        assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::Unsupported, UNSUPPORTED), "{what}");
+        assert_eq!(
+            (e.kind, e.code.as_ref()),
+            (ErrorKind::Unsupported, UNSUPPORTED),
+            "{what}"
+        );
         assert_eq!(npz::read_array(&z, "a", &Limits::default()).unwrap().data, a.data);
         // Stored and zstd chunks take different validation paths (walk / streaming check).
         for compression in [FoldCompression::None, FoldCompression::Zstd(3)] {
@@ -111,10 +115,15 @@ fn encrypted_members_are_unsupported_on_every_path() {
             }
             // Whole, region and streamed reads of `b` are refused, nothing delivered.
             let whole = ArrayRequest::for_element("n/b");
-            let region = ArrayRequest::for_element("n/b").with_region(Region::from_start_size(&[1, 1], &[1, 2]).unwrap());
+            let region =
+                ArrayRequest::for_element("n/b").with_region(Region::from_start_size(&[1, 1], &[1, 2]).unwrap());
             for req in [&whole, &region] {
                 let e = FoldFormat.read_array(&input, req).unwrap_err();
-                assert_eq!((e.kind, e.code.as_ref()), (ErrorKind::Unsupported, UNSUPPORTED), "{what}: {e}");
+                assert_eq!(
+                    (e.kind, e.code.as_ref()),
+                    (ErrorKind::Unsupported, UNSUPPORTED),
+                    "{what}: {e}"
+                );
                 let file = FoldFile::from_input(input.clone(), Limits::default()).unwrap();
                 let mut spy = Spy::default();
                 let e = file.stream(req, &mut spy).unwrap_err();
@@ -123,7 +132,10 @@ fn encrypted_members_are_unsupported_on_every_path() {
             }
             // Without --element the file holds two arrays; `a` still reads exactly.
             assert_eq!(
-                FoldFormat.read_array(&input, &ArrayRequest::for_element("n/a")).unwrap().data,
+                FoldFormat
+                    .read_array(&input, &ArrayRequest::for_element("n/a"))
+                    .unwrap()
+                    .data,
                 a.data,
                 "{what}"
             );
@@ -131,7 +143,10 @@ fn encrypted_members_are_unsupported_on_every_path() {
     }
     // The control: without the flag the same bytes are a readable member.
     let z = archive(false, false);
-    assert!(npz::describe(&z, &Limits::default()).unwrap().iter().all(|i| i.is_readable()));
+    assert!(npz::describe(&z, &Limits::default())
+        .unwrap()
+        .iter()
+        .all(|i| i.is_readable()));
 }
 
 #[test]

@@ -7,8 +7,8 @@
 use rasterpack_common::{npy, Limits, Result};
 
 use super::zip::{
-    decode_name, directory_in, le16, le32, le64, Directory, END_RECORDS_MAX, FLAG_DESCRIPTOR, FLAG_ENCRYPTED, LOCAL_SIG,
-    MAX_DIRECTORY,
+    decode_name, directory_in, le16, le32, le64, Directory, END_RECORDS_MAX, FLAG_DESCRIPTOR, FLAG_ENCRYPTED,
+    LOCAL_SIG, MAX_DIRECTORY,
 };
 use super::{array_name, descr, NpzArrayInfo};
 

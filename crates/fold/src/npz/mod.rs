@@ -15,6 +15,9 @@ pub(crate) mod walk;
 mod write;
 pub(crate) mod zip;
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use rasterpack_common::{npy, DType, Error, Limits, NdArray, Result};
 
 pub use check::StreamCheck;
@@ -37,6 +40,11 @@ pub const MEMBER_NAME_MISMATCH: &str = "fold.payload.npz_member_name_mismatch";
 /// Code of a member whose data runs into the next member or the central directory.
 pub const MEMBER_OVERLAP: &str = "fold.payload.npz_member_overlap";
 
+/// Damaged members of one archive whose messages are kept in full; past them each gets a fixed
+/// sentence per code. A central directory may list 350 000 members, all damaged: their
+/// messages were ~60 MB (issue 17).
+pub const DAMAGE_DETAILED: usize = 100;
+
 /// Whether `code` is about one member of an archive (the other members stay readable).
 pub fn is_member_code(code: &str) -> bool {
     code.starts_with("fold.payload.npz_member_")
@@ -47,8 +55,9 @@ pub fn is_member_code(code: &str) -> bool {
 pub struct NpzDamage {
     /// Finding code ([`MEMBER_DAMAGED`], [`MEMBER_NAME_MISMATCH`], [`MEMBER_OVERLAP`]).
     pub code: &'static str,
-    /// What is wrong, for people.
-    pub message: String,
+    /// What is wrong, for people. Past the first [`DAMAGE_DETAILED`] damaged members of an
+    /// archive, a fixed sentence per code (the per-member detail is not held).
+    pub message: Cow<'static, str>,
 }
 
 /// What one `.npy` member of an archive holds.
@@ -113,7 +122,7 @@ pub(crate) fn descr(d: DType, big_endian: bool) -> String {
 /// such ([`NpzArrayInfo::damaged`], [`NpzArrayInfo::unsupported`]) and the others still are.
 /// Members are inflated through a small buffer, never held whole.
 pub fn describe(b: &[u8], limits: &Limits) -> Result<Vec<NpzArrayInfo>> {
-    let dir = directory_in(b, 0, limits)?;
+    let dir = Arc::new(directory_in(b, 0, limits)?);
     let mut walk: CdWalk = CdWalk::new(dir, b.len() as u64, limits, WalkMode::Verify, None);
     feed_all(&mut walk, b);
     walk.finish()
@@ -184,7 +193,7 @@ impl ArrayTarget for MemoryTarget {
 /// header, CRC-32 and sizes are checked. A name used by more than one member is refused
 /// (which one a reader picks differs).
 pub fn read_array(b: &[u8], name: &str, limits: &Limits) -> Result<NdArray> {
-    let dir = directory_in(b, 0, limits)?;
+    let dir = Arc::new(directory_in(b, 0, limits)?);
     let Some(idx) = dir.members.iter().position(|m| array_name(&m.name) == name) else {
         return Err(Error::usage(format!("no array {name:?} in the archive")));
     };

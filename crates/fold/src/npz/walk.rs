@@ -9,14 +9,18 @@
 //! captured as the bytes pass), so no byte is ever read twice whatever the layout, and memory
 //! is a few buffers plus the directory.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 
 use rasterpack_common::npy::NpyHeader;
 use rasterpack_common::{Error, ErrorKind, Limits, Result};
 
 use super::member::{MemberData, NpyPrefix};
 use super::zip::{le16, le32, Directory, Member, FLAG_ENCRYPTED, LOCAL_SIG};
-use super::{array_name, descr, NpzArrayInfo, NpzDamage, MEMBER_DAMAGED, MEMBER_NAME_MISMATCH, MEMBER_OVERLAP};
+use super::{
+    array_name, descr, NpzArrayInfo, NpzDamage, DAMAGE_DETAILED, MEMBER_DAMAGED, MEMBER_NAME_MISMATCH, MEMBER_OVERLAP,
+};
 use crate::scan::Flow;
 
 /// Most local-header bytes held at once (headers captured while other data passes).
@@ -101,8 +105,11 @@ struct DataTap {
 pub(crate) struct CdWalk<T: ArrayTarget = NoTarget> {
     total: u64,
     limits: Limits,
-    dir: Directory,
+    /// Shared with the chunk's status (reads extract members with it): never copied.
+    dir: Arc<Directory>,
     ends: Vec<u64>,
+    /// Damaged members so far (past [`DAMAGE_DETAILED`] their messages are fixed sentences).
+    damaged_count: usize,
     results: Vec<Option<NpzArrayInfo>>,
     headers: Vec<HeaderTap>,
     next_header: usize,
@@ -140,14 +147,30 @@ fn end_offsets(dir: &Directory) -> Vec<u64> {
 }
 
 fn damaged(code: &'static str, message: String) -> Option<NpzDamage> {
-    Some(NpzDamage { code, message })
+    Some(NpzDamage {
+        code,
+        message: Cow::Owned(message),
+    })
+}
+
+/// The message of a damaged member past [`DAMAGE_DETAILED`]: what its code means.
+fn brief(code: &'static str) -> &'static str {
+    match code {
+        MEMBER_NAME_MISMATCH => {
+            "its local header names it differently from the central directory (Python's zipfile refuses a member whose names differ)"
+        }
+        MEMBER_OVERLAP => {
+            "its data runs into the next member or the central directory (Python's zipfile refuses overlapping members)"
+        }
+        _ => "not a readable .npy member (CRC-32, sizes, .npy header or a name used twice)",
+    }
 }
 
 impl<T: ArrayTarget> CdWalk<T> {
     /// A walk over an archive of `total` bytes with directory `dir`: every member, or (with
     /// `target`) only member `target.0`, whose array goes to `target.1`.
     pub(crate) fn new(
-        dir: Directory,
+        dir: Arc<Directory>,
         total: u64,
         limits: &Limits,
         mode: WalkMode,
@@ -165,14 +188,21 @@ impl<T: ArrayTarget> CdWalk<T> {
             }
         }
         let mut at: Vec<(u64, usize)> = Vec::new();
+        let mut damaged_count = 0;
         for (i, m) in dir.members.iter().enumerate() {
             let name = array_name(&m.name);
             if twice.contains(name) {
+                damaged_count += 1;
+                let message = if damaged_count > DAMAGE_DETAILED {
+                    Cow::Borrowed(brief(MEMBER_DAMAGED))
+                } else {
+                    Cow::Owned(format!("array name {name:?} is used by more than one member"))
+                };
                 results[i] = Some(NpzArrayInfo {
-                    damaged: damaged(
-                        MEMBER_DAMAGED,
-                        format!("array name {name:?} is used by more than one member"),
-                    ),
+                    damaged: Some(NpzDamage {
+                        code: MEMBER_DAMAGED,
+                        message,
+                    }),
                     ..NpzArrayInfo::named(name)
                 });
             } else if target.as_ref().is_none_or(|t| t.0 == i) {
@@ -196,6 +226,7 @@ impl<T: ArrayTarget> CdWalk<T> {
             limits: *limits,
             dir,
             ends,
+            damaged_count,
             results,
             headers,
             next_header: 0,
@@ -210,6 +241,19 @@ impl<T: ArrayTarget> CdWalk<T> {
             target_error: None,
             error: None,
         }
+    }
+
+    /// Member `i`'s verdict. Past [`DAMAGE_DETAILED`] damaged members, a damaged member's
+    /// message is the fixed sentence of its code: what is held stays bounded whatever the
+    /// directory lists.
+    fn set_result(&mut self, i: usize, mut info: NpzArrayInfo) {
+        if let Some(d) = info.damaged.as_mut() {
+            self.damaged_count += 1;
+            if self.damaged_count > DAMAGE_DETAILED {
+                d.message = Cow::Borrowed(brief(d.code));
+            }
+        }
+        self.results[i] = Some(info);
     }
 
     /// With a target: whether the member is decoded to its end (CRC-32 checked) after the
@@ -317,17 +361,21 @@ impl<T: ArrayTarget> CdWalk<T> {
     /// Check member `i`'s local header (`bytes`, complete, at `offset`) as Python's zipfile
     /// does when it opens the member, then schedule its data.
     fn local_header(&mut self, i: usize, offset: u64, bytes: &[u8]) {
-        let m = &self.dir.members[i];
+        let dir = Arc::clone(&self.dir);
+        let m = &dir.members[i];
         let name = array_name(&m.name).to_string();
         let fail = |code, message| NpzArrayInfo {
             damaged: damaged(code, message),
             ..NpzArrayInfo::named(&name)
         };
         if le32(bytes, 0) != Some(LOCAL_SIG) {
-            self.results[i] = Some(fail(
-                MEMBER_DAMAGED,
-                format!("member {:?}: bad local header at archive offset {offset}", m.name),
-            ));
+            self.set_result(
+                i,
+                fail(
+                    MEMBER_DAMAGED,
+                    format!("member {:?}: bad local header at archive offset {offset}", m.name),
+                ),
+            );
             return;
         }
         let nlen = le16(bytes, 26).unwrap_or(0) as usize;
@@ -335,7 +383,7 @@ impl<T: ArrayTarget> CdWalk<T> {
         match super::zip::decode_name(local_name, m.flags) {
             Ok(n) if n == m.name => {}
             _ => {
-                self.results[i] = Some(fail(
+                self.set_result(i, fail(
                     MEMBER_NAME_MISMATCH,
                     format!(
                         "member {:?}: its local header names it {:?} (Python's zipfile refuses a member whose names differ)",
@@ -349,7 +397,7 @@ impl<T: ArrayTarget> CdWalk<T> {
         let start = offset + bytes.len() as u64;
         let data_end = start.saturating_add(m.comp_size);
         if data_end > self.ends[i] {
-            self.results[i] = Some(fail(
+            self.set_result(i, fail(
                 MEMBER_OVERLAP,
                 format!(
                     "member {:?}: its data (archive bytes {start}..{data_end}) runs into the next member or the central directory at {} (Python's zipfile refuses overlapping members)",
@@ -359,45 +407,54 @@ impl<T: ArrayTarget> CdWalk<T> {
             return;
         }
         if data_end > self.total {
-            self.results[i] = Some(fail(MEMBER_DAMAGED, format!("member {:?}: data out of bounds", m.name)));
+            self.set_result(
+                i,
+                fail(MEMBER_DAMAGED, format!("member {:?}: data out of bounds", m.name)),
+            );
             return;
         }
         if let Err(e) = self.limits.check_alloc(m.uncomp_size, "npz member", Some(start)) {
-            self.results[i] = Some(fail(MEMBER_DAMAGED, e.message));
+            self.set_result(i, fail(MEMBER_DAMAGED, e.message));
             return;
         }
         // Either header's flag is enough: a reader that trusts one of them would decode
         // ciphertext as the array.
         let local_flags = le16(bytes, 6).unwrap_or(0);
         if (m.flags | local_flags) & FLAG_ENCRYPTED != 0 {
-            self.results[i] = Some(NpzArrayInfo {
-                unsupported: Some(format!(
-                    "member {:?} is encrypted (zip flag bit 0 in its {} header): rasterpack does not decrypt",
-                    m.name,
-                    match (m.flags & FLAG_ENCRYPTED != 0, local_flags & FLAG_ENCRYPTED != 0) {
-                        (true, true) => "central directory and local",
-                        (true, false) => "central directory",
-                        _ => "local",
-                    }
-                )),
-                zip_method_unsupported: true,
-                ..NpzArrayInfo::named(&name)
-            });
+            self.set_result(
+                i,
+                NpzArrayInfo {
+                    unsupported: Some(format!(
+                        "member {:?} is encrypted (zip flag bit 0 in its {} header): rasterpack does not decrypt",
+                        m.name,
+                        match (m.flags & FLAG_ENCRYPTED != 0, local_flags & FLAG_ENCRYPTED != 0) {
+                            (true, true) => "central directory and local",
+                            (true, false) => "central directory",
+                            _ => "local",
+                        }
+                    )),
+                    zip_method_unsupported: true,
+                    ..NpzArrayInfo::named(&name)
+                },
+            );
             return;
         }
         if !MemberData::method_supported(m.method) {
-            self.results[i] = Some(NpzArrayInfo {
-                unsupported: Some(format!("member {:?}: zip method {} is not supported", m.name, m.method)),
-                zip_method_unsupported: true,
-                ..NpzArrayInfo::named(&name)
-            });
+            self.set_result(
+                i,
+                NpzArrayInfo {
+                    unsupported: Some(format!("member {:?}: zip method {} is not supported", m.name, m.method)),
+                    zip_method_unsupported: true,
+                    ..NpzArrayInfo::named(&name)
+                },
+            );
             return;
         }
         if m.method == 0 && m.comp_size != m.uncomp_size {
-            self.results[i] = Some(fail(
-                MEMBER_DAMAGED,
-                format!("member {:?}: stored sizes differ", m.name),
-            ));
+            self.set_result(
+                i,
+                fail(MEMBER_DAMAGED, format!("member {:?}: stored sizes differ", m.name)),
+            );
             return;
         }
         self.pending.insert((start, i));
@@ -552,7 +609,8 @@ impl<T: ArrayTarget> CdWalk<T> {
     /// A member's data has all passed (or decoding stopped): its verdict.
     fn end_member(&mut self, mut tap: DataTap) {
         let i = tap.idx;
-        let m = &self.dir.members[i];
+        let dir = Arc::clone(&self.dir);
+        let m = &dir.members[i];
         let name = array_name(&m.name).to_string();
         let mut info = NpzArrayInfo::named(&name);
         let header = tap.npy.result.clone();
@@ -563,7 +621,7 @@ impl<T: ArrayTarget> CdWalk<T> {
                 Some(Err(e)) => info.header_error(e),
                 None => {}
             }
-            self.results[i] = Some(info);
+            self.set_result(i, info);
             return;
         }
         if let Err(message) = tap.data.finish(m.crc32) {
@@ -577,7 +635,7 @@ impl<T: ArrayTarget> CdWalk<T> {
         if self.target.as_ref().is_some_and(|t| t.0 == i) && self.target_error.is_none() {
             self.target_error = info.read_error(m);
         }
-        self.results[i] = Some(info);
+        self.set_result(i, info);
     }
 
     /// The verdict of every member (directory order), or the archive-level error. With a
@@ -607,25 +665,36 @@ impl<T: ArrayTarget> CdWalk<T> {
         if let Some(e) = self.target_error.take() {
             return Err(e);
         }
-        let members = std::mem::take(&mut self.dir.members);
-        let mut out = Vec::with_capacity(members.len());
-        for (i, m) in members.iter().enumerate() {
-            let info = self.results[i].take().unwrap_or_else(|| {
-                // Never reached: the archive ended (or the stream stopped) first.
-                let selected = self.target.as_ref().is_none_or(|t| t.0 == i);
-                let mut info = NpzArrayInfo::named(array_name(&m.name));
-                if selected {
-                    info.damaged = damaged(
-                        MEMBER_DAMAGED,
-                        format!("member {:?}: truncated local header or data", m.name),
-                    );
-                }
-                info
-            });
-            out.push(info);
-        }
-        if let Some((t, _)) = &self.target {
-            if let Some(err) = out.get(*t).and_then(|info| info.read_error(&members[*t])) {
+        let dir = Arc::clone(&self.dir);
+        let target = self.target.as_ref().map(|t| t.0);
+        let mut count = self.damaged_count;
+        // Collected in place (an `Option<NpzArrayInfo>` is laid out as an `NpzArrayInfo`): a
+        // second vector of every member's verdict would double what the walk holds.
+        let out: Vec<NpzArrayInfo> = std::mem::take(&mut self.results)
+            .into_iter()
+            .zip(&dir.members)
+            .enumerate()
+            .map(|(i, (r, m))| {
+                r.unwrap_or_else(|| {
+                    // Never reached: the archive ended (or the stream stopped) first.
+                    let mut info = NpzArrayInfo::named(array_name(&m.name));
+                    if target.is_none_or(|t| t == i) {
+                        count += 1;
+                        info.damaged = Some(NpzDamage {
+                            code: MEMBER_DAMAGED,
+                            message: if count > DAMAGE_DETAILED {
+                                Cow::Borrowed(brief(MEMBER_DAMAGED))
+                            } else {
+                                Cow::Owned(format!("member {:?}: truncated local header or data", m.name))
+                            },
+                        });
+                    }
+                    info
+                })
+            })
+            .collect();
+        if let Some(t) = target {
+            if let Some(err) = out.get(t).and_then(|info| info.read_error(&dir.members[t])) {
                 return Err(err);
             }
         }

@@ -12,6 +12,8 @@ mod chunk;
 mod ecc_check;
 mod payload;
 
+pub use payload::MEMBER_FINDINGS_LISTED;
+
 use std::collections::HashMap;
 
 use rasterpack_common::{Error, Finding, Findings, Input, Limits, Progress, Severity};
@@ -70,7 +72,7 @@ pub struct FoldChunkStatus {
     /// of them (see [`NpzArrayInfo::damaged`]): the other members stay readable.
     pub errors: Vec<Finding>,
     /// An NPZ0 archive's central directory, for reads of its members.
-    pub(crate) directory: Option<crate::npz::Directory>,
+    pub(crate) directory: Option<std::sync::Arc<crate::npz::Directory>>,
 }
 
 impl FoldChunkStatus {

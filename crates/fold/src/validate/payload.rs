@@ -9,6 +9,8 @@
 //! - anything else is opaque: counted; reports keep the first bytes and, for a zip archive
 //!   (TSAV), its member names from the directory at the end.
 
+use std::sync::Arc;
+
 use rasterpack_common::{Error, ErrorKind, Severity};
 use sha2::{Digest, Sha256};
 
@@ -46,7 +48,7 @@ pub(crate) struct PayloadVerdict {
     pub decoded_sha256: Option<String>,
     pub payload: Option<Vec<u8>>,
     /// An NPZ0 archive's central directory (the read path extracts members with it).
-    pub directory: Option<Directory>,
+    pub directory: Option<Arc<Directory>>,
 }
 
 enum Kind {
@@ -57,7 +59,7 @@ enum Kind {
     /// Sequential check of a streamed archive.
     NpzStream(Box<StreamCheck>),
     /// Walk against a directory read first (and a copy of the directory).
-    NpzWalk(Box<CdWalk>, Directory),
+    NpzWalk(Box<CdWalk>, Arc<Directory>),
     /// The directory of a stored archive could not be read.
     NpzNoDirectory(Error),
     Opaque {
@@ -116,10 +118,13 @@ fn stored_directory(stored: Stored<'_>, opts: &FoldAnalyzeOptions, mode: WalkMod
         Stored::Memory(m) => npz::directory_in(m, 0, &opts.limits),
     };
     match dir {
-        Ok(dir) => Ok(Kind::NpzWalk(
-            Box::new(CdWalk::new(dir.clone(), total, &opts.limits, mode, None)),
-            dir,
-        )),
+        Ok(dir) => {
+            let dir = Arc::new(dir);
+            Ok(Kind::NpzWalk(
+                Box::new(CdWalk::new(Arc::clone(&dir), total, &opts.limits, mode, None)),
+                dir,
+            ))
+        }
         Err(e) if e.kind == ErrorKind::Io => Err(e),
         Err(e) => Ok(Kind::NpzNoDirectory(e)),
     }
@@ -235,11 +240,12 @@ impl PayloadCheck {
             Kind::NpzStream(check) => {
                 let arrays = match (*check).conclude() {
                     StreamVerdict::Vouched(arrays, dir) => {
-                        v.directory = Some(dir);
+                        v.directory = Some(Arc::new(dir));
                         Ok(arrays)
                     }
                     StreamVerdict::Directory(Ok(dir)) => {
-                        v.directory = Some(dir.clone());
+                        let dir = Arc::new(dir);
+                        v.directory = Some(Arc::clone(&dir));
                         walk_again(Ok(dir), stored, h, opts)?
                     }
                     StreamVerdict::Directory(Err(e)) => Err(e),
@@ -271,7 +277,7 @@ impl PayloadCheck {
 /// The second pass over an archive the streaming check could not follow: decode it again and
 /// walk it against the directory found at its end.
 fn walk_again(
-    dir: rasterpack_common::Result<Directory>,
+    dir: rasterpack_common::Result<Arc<Directory>>,
     stored: Stored<'_>,
     h: &ChunkHeader,
     opts: &FoldAnalyzeOptions,
@@ -291,27 +297,64 @@ fn walk_again(
     Ok(walk.finish())
 }
 
+/// Member findings of one code listed per NPZ0 chunk; past it they are counted in one more
+/// finding of that code. A central directory may list 350 000 members: a finding per member
+/// held ~5 KB each through the report (issue 17).
+pub const MEMBER_FINDINGS_LISTED: usize = 100;
+
 /// Findings and content from the archive's verdict.
 fn npz_verdict(arrays: rasterpack_common::Result<Vec<NpzArrayInfo>>, v: &mut PayloadVerdict) {
     match arrays {
         Ok(arrays) => {
             v.parsed = true;
+            // Per code: how many members had it (the first ones are listed), and severity.
+            let mut seen: Vec<(&'static str, Severity, usize)> = Vec::new();
             for a in &arrays {
-                if let Some(d) = &a.damaged {
+                let (severity, code) = if let Some(d) = &a.damaged {
+                    (Severity::Error, d.code)
+                } else if a.unsupported.is_some() {
+                    let code = if a.zip_method_unsupported {
+                        "fold.payload.npz_unsupported"
+                    } else {
+                        "fold.payload.npz_dtype_unsupported"
+                    };
+                    (Severity::Info, code)
+                } else {
+                    continue;
+                };
+                let n = match seen.iter_mut().find(|s| s.0 == code) {
+                    Some(s) => {
+                        s.2 += 1;
+                        s.2
+                    }
+                    None => {
+                        seen.push((code, severity, 1));
+                        1
+                    }
+                };
+                if n > MEMBER_FINDINGS_LISTED {
+                    continue;
+                }
+                let message = match (&a.damaged, &a.unsupported) {
+                    (Some(d), _) => format!("NPZ0 member of array {:?} is not readable: {}", a.name, d.message),
+                    (None, Some(why)) => format!("array {:?} cannot be decoded by rasterpack: {why}", a.name),
+                    (None, None) => continue,
+                };
+                v.findings.push(PayloadFinding {
+                    severity,
+                    code: code.into(),
+                    message,
+                });
+            }
+            for (code, severity, n) in seen {
+                if n > MEMBER_FINDINGS_LISTED {
                     v.findings.push(PayloadFinding {
-                        severity: Severity::Error,
-                        code: d.code.into(),
-                        message: format!("NPZ0 member of array {:?} is not readable: {}", a.name, d.message),
-                    });
-                } else if let Some(why) = &a.unsupported {
-                    v.findings.push(PayloadFinding {
-                        severity: Severity::Info,
-                        code: if a.zip_method_unsupported {
-                            "fold.payload.npz_unsupported".into()
-                        } else {
-                            "fold.payload.npz_dtype_unsupported".into()
-                        },
-                        message: format!("array {:?} cannot be decoded by rasterpack: {why}", a.name),
+                        severity,
+                        code: code.into(),
+                        message: format!(
+                            "{} more NPZ0 members with this finding are not listed ({n} in all; the first {MEMBER_FINDINGS_LISTED} are)",
+                            n - MEMBER_FINDINGS_LISTED
+                        ),
                     });
                 }
             }
