@@ -3,7 +3,7 @@
 
 use rasterpack_common::{ArrayRequest, DType, Format, Input, InspectOptions, NdArray, ValidateOptions};
 use rasterpack_fold::pjson::Value;
-use rasterpack_fold::{FoldBuilder, FoldChunkOptions, FoldCompression, FoldFormat};
+use rasterpack_fold::{analyze, FoldAnalyzeOptions, FoldBuilder, FoldChunkOptions, FoldCompression, FoldFormat};
 
 fn sample(compression: FoldCompression, ecc: Option<u8>) -> Vec<u8> {
     let mut b = FoldBuilder::new();
@@ -60,16 +60,65 @@ fn every_byte_flipped() {
 #[test]
 fn single_bit_flips() {
     let good = sample(FoldCompression::Zstd(3), Some(16));
+    let original = FoldFormat
+        .read_array(&Input::from_bytes("g", good.clone()), &ArrayRequest::default())
+        .unwrap();
+    // Where each chunk's stored payload and ECC bytes lie (every chunk is rs(16), one block).
+    let a = analyze(&Input::from_bytes("g", good.clone()), &FoldAnalyzeOptions::default()).unwrap();
+    let mut payloads = Vec::new();
+    let mut eccs = Vec::new();
+    for c in &a.chunks {
+        let (start, e) = (c.entry.offset as usize + 32, &c.entry);
+        assert!(e.comp_len <= 239 && e.ecc_len == 16, "{}: one rs(16) block", e.name);
+        payloads.push(start..start + e.comp_len as usize);
+        eccs.push(start + e.comp_len as usize..start + (e.comp_len + e.ecc_len) as usize);
+    }
+    let (mut repaired, mut ecc_flips, mut others) = (0, 0, 0);
     for i in 0..good.len() {
         for bit in [0u8, 3, 7] {
             let mut bad = good.clone();
             bad[i] ^= 1 << bit;
             let input = Input::from_bytes("x", bad);
             let r = FoldFormat.validate(&input, &ValidateOptions::default());
-            // Payload bit flips in rs(16) chunks are repaired: the file stays valid then.
-            let _ = r.is_valid(false);
+            let read = FoldFormat.read_array(&input, &ArrayRequest::default());
+            let at = format!("bit {bit} of byte {i}");
+            if payloads.iter().any(|p| p.contains(&i)) {
+                // One byte wrong in a block that rs(16) corrects up to 8 in: repaired, the
+                // file stays valid with a warning, the array reads as written.
+                assert!(r.is_valid(false) && !r.is_valid(true), "{at}: {:?}", r.findings);
+                assert!(r.findings.has_code("fold.ecc.repaired"), "{at}: {:?}", r.findings);
+                let back = read.unwrap_or_else(|e| panic!("{at}: {e}"));
+                assert_eq!(
+                    (back.shape, back.data),
+                    (original.shape.clone(), original.data.clone()),
+                    "{at}"
+                );
+                repaired += 1;
+            } else if eccs.iter().any(|p| p.contains(&i)) {
+                // The payload verifies; only its parity is off: valid with a warning.
+                assert!(r.is_valid(false) && !r.is_valid(true), "{at}: {:?}", r.findings);
+                let back = read.unwrap_or_else(|e| panic!("{at}: {e}"));
+                assert_eq!(back.data, original.data, "{at}");
+                ecc_flips += 1;
+            } else {
+                // Headers and the index: a verdict, and a read either fails or returns the
+                // values written, never others.
+                if let Ok(back) = read {
+                    assert_eq!(
+                        (back.dtype, back.shape, back.data),
+                        (original.dtype, original.shape.clone(), original.data.clone()),
+                        "{at}: a read returned other values ({:?})",
+                        r.findings
+                    );
+                }
+                others += 1;
+            }
         }
     }
+    assert!(
+        repaired > 0 && ecc_flips > 0 && others > 0,
+        "{repaired} {ecc_flips} {others}"
+    );
 }
 
 #[test]
