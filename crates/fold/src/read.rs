@@ -43,6 +43,7 @@ fn verify_chunk(
     c: &FoldContainer,
     e: &FoldEntry,
     limits: &Limits,
+    npz_members_held: &std::cell::Cell<u64>,
 ) -> Result<(FoldChunkStatus, Option<Vec<u8>>)> {
     let mut l = Layers::default();
     let hashes = chunk_hashes(c, &mut l);
@@ -62,6 +63,8 @@ fn verify_chunk(
         // The member read is checked by the read itself (below): the others need only be
         // listed. zstd chunks are checked wholly all the same (their directory is at the end).
         members: WalkMode::List,
+        keep_directory: true,
+        npz_members_held,
     };
     let before = l.counts();
     let mut repairs = Vec::new();
@@ -85,8 +88,10 @@ pub(crate) fn verify_candidates(
 ) -> Result<Verified> {
     let mut statuses = Vec::new();
     let mut repaired = Vec::new();
+    // The candidates' verdicts are held together: bounded over all of them, as in `validate`.
+    let held = std::cell::Cell::new(0);
     for e in candidates(c, element) {
-        let (st, rep) = verify_chunk(input, c, e, limits)?;
+        let (st, rep) = verify_chunk(input, c, e, limits, &held)?;
         statuses.push(st);
         repaired.push(rep);
     }

@@ -164,6 +164,35 @@ fn memory_is_bounded() {
             "inspect, {N} members (readable {readable}): peak {peak} bytes"
         );
     }
+
+    // Two NPZ0 chunks of 250 000 members each (issue 17): the second would take the file past
+    // the 400 000 member verdicts held at once; it is refused before its members are walked.
+    let z = many_members(250_000, false);
+    let mut b = FoldBuilder::new();
+    b.created_at_unix = 1.0;
+    let stored = FoldChunkOptions {
+        compression: FoldCompression::None,
+        ecc: None,
+    };
+    b.add_raw_chunk("a", "NPZ0", &z, stored).unwrap();
+    b.add_raw_chunk("b", "NPZ0", &z, stored).unwrap();
+    let input = Input::from_bytes("two", b.to_bytes().unwrap());
+    drop(z);
+    let peak = peak_during(|| {
+        let r = FoldFormat.validate(&input, &ValidateOptions::default());
+        let limit: Vec<_> = r
+            .findings
+            .iter()
+            .filter(|f| f.code == "fold.limits.npz_directory")
+            .collect();
+        assert_eq!(limit.len(), 1, "{limit:?}");
+        assert!(limit[0].message.contains("chunk \"b\""), "{}", limit[0].message);
+        assert!(limit[0].message.contains("400000"), "{}", limit[0].message);
+    });
+    eprintln!("validate, 2 x 250 000 members: peak {} KiB", peak >> 10);
+    // Measured: 74 MiB (one chunk's verdicts and the other's directory); 2 x 250 000 verdicts
+    // held without the bound.
+    assert!(peak < 112 * MIB, "two chunks of 250 000 members: peak {peak} bytes");
 }
 
 /// A stored zip of `n` members `m0000000.npy`.. Readable: each an empty `.npy` array of its

@@ -195,7 +195,7 @@ fn check_integrity(
         offset: payload_off,
         len: h.comp_len,
     };
-    let mut check = PayloadCheck::new(e, h, ctx.opts, ctx.members, stored)?;
+    let mut check = PayloadCheck::new(e, h, ctx.opts, ctx.members, npz_room(ctx), stored)?;
     let scanned = scan(stored, h.flags, h.uncomp_len, true, &mut |p| check.consume(p))?;
     let (crc, sha) = scanned.hashes.clone().unwrap_or_default();
     let mut verdict = Some(check.conclude(scanned.decode, stored, h, ctx.opts)?);
@@ -207,7 +207,7 @@ fn check_integrity(
             crc_ok = true;
             sha_ok = true;
             let stored = Stored::Memory(&payload);
-            let mut check = PayloadCheck::new(e, h, ctx.opts, ctx.members, stored)?;
+            let mut check = PayloadCheck::new(e, h, ctx.opts, ctx.members, npz_room(ctx), stored)?;
             let scanned = scan(stored, h.flags, h.uncomp_len, false, &mut |p| check.consume(p))?;
             verdict = Some(check.conclude(scanned.decode, stored, h, ctx.opts)?);
         }
@@ -278,7 +278,10 @@ fn check_semantics(
     }
     st.uncompressed_sha256 = verdict.decoded_sha256;
     st.payload = verdict.payload;
-    st.directory = verdict.directory;
+    // Only a read extracts members with the directory; a report has the verdicts.
+    if ctx.keep_directory {
+        st.directory = verdict.directory;
+    }
     for f in verdict.findings {
         l.semantics.push(
             f.severity,
@@ -288,9 +291,38 @@ fn check_semantics(
         );
     }
     st.decoded = verdict.parsed;
+    if let FoldContent::Npz(arrays) = &verdict.content {
+        // Every NPZ0 chunk's verdicts are kept (reports list the arrays, `--element` looks
+        // names up in all of them): bounded per file, not only per archive (issue 17).
+        let held = ctx.npz_members_held.get();
+        let n = arrays.len() as u64;
+        if held.saturating_add(n) > NPZ_MEMBERS_HELD_MAX {
+            l.semantics.error(
+                crate::npz::DIRECTORY_LIMIT_CODE,
+                payload_off,
+                format!(
+                    "chunk {name:?}: its archive lists {n} members, and the file's NPZ0 chunks before it {held}: more than rasterpack's limit of {NPZ_MEMBERS_HELD_MAX} members in one file"
+                ),
+            );
+            st.directory = None;
+            return;
+        }
+        ctx.npz_members_held.set(held + n);
+    }
     // An archive's array list is kept always (reports list the arrays); documents and
     // previews only when content was asked for.
     if ctx.opts.content || matches!(verdict.content, FoldContent::Npz(_)) {
         st.content = verdict.content;
     }
 }
+
+/// NPZ0 members a chunk checked with `ctx` may still hold verdicts for.
+fn npz_room(ctx: &ChunkContext<'_>) -> u64 {
+    NPZ_MEMBERS_HELD_MAX.saturating_sub(ctx.npz_members_held.get())
+}
+
+/// Most NPZ0 members whose verdicts one analysis (or read) of a file holds, over all its NPZ0
+/// chunks: above the largest central directory one archive may have (16 MiB, about 365 000
+/// members), so one archive always fits. Past it a chunk is refused with
+/// `fold.limits.npz_directory`: each member costs ~200 bytes held (issue 17).
+pub const NPZ_MEMBERS_HELD_MAX: u64 = 400_000;

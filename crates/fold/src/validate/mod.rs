@@ -12,6 +12,7 @@ mod chunk;
 mod ecc_check;
 mod payload;
 
+pub use chunk::NPZ_MEMBERS_HELD_MAX;
 pub use payload::MEMBER_FINDINGS_LISTED;
 
 use std::collections::HashMap;
@@ -223,6 +224,11 @@ pub(crate) struct ChunkContext<'a> {
     /// How far NPZ0 members of stored chunks are checked: wholly (validation), or as far as
     /// their `.npy` headers (a read, which checks the member it reads itself).
     pub members: crate::npz::WalkMode,
+    /// Keep NPZ0 central directories in the statuses (a read extracts members with them).
+    pub keep_directory: bool,
+    /// NPZ0 members whose verdicts are held so far, over the chunks checked with this context
+    /// (bounded by [`chunk::NPZ_MEMBERS_HELD_MAX`]).
+    pub npz_members_held: &'a std::cell::Cell<u64>,
 }
 
 /// Run every layer. I/O errors (not file problems) are returned as `Err`.
@@ -243,12 +249,15 @@ pub fn analyze(input: &Input, opts: &FoldAnalyzeOptions) -> Result<FoldAnalysis,
     // A malformed chunk_hashes leaves every chunk without its hierarchical check.
     let index_errors = l.errors_since(before);
     let name_counts = name_counts(&container);
+    let held = std::cell::Cell::new(0);
     let ctx = ChunkContext {
         input,
         container: &container,
         hashes: &hashes,
         opts,
         members: crate::npz::WalkMode::Verify,
+        keep_directory: false,
+        npz_members_held: &held,
     };
     let mut spans: Vec<(u64, u64, String)> = Vec::new();
     for entry in &container.index.entries {
@@ -436,12 +445,15 @@ pub fn read_chunk(input: &Input, c: &FoldContainer, name: &str, limits: &Limits)
         keep_payload: true,
         ..Default::default()
     };
+    let held = std::cell::Cell::new(0);
     let ctx = ChunkContext {
         input,
         container: c,
         hashes: &hashes,
         opts: &opts,
         members: crate::npz::WalkMode::Verify,
+        keep_directory: false,
+        npz_members_held: &held,
     };
     let mut l = Layers::default();
     let st = check_chunk(&ctx, e, &mut l, &mut Vec::new(), &mut Vec::new())?;

@@ -106,17 +106,38 @@ pub(crate) struct PayloadCheck {
     decoded_sha: Option<Sha256>,
     keep: Option<Vec<u8>>,
     uncomp_len: u64,
+    /// NPZ0 members this chunk may still hold verdicts for (the file's budget,
+    /// [`super::NPZ_MEMBERS_HELD_MAX`], less what earlier chunks hold).
+    npz_room: u64,
+}
+
+/// Refuse a directory listing more members than the file's budget has room for, before its
+/// members are walked (a walk holds ~200 bytes a member).
+fn within_room(dir: Directory, room: u64) -> rasterpack_common::Result<Directory> {
+    let n = dir.members.len() as u64;
+    if n > room {
+        return Err(Error::limit(
+            npz::DIRECTORY_LIMIT_CODE,
+            Some(dir.offset),
+            format!(
+                "the archive lists {n} members; with the NPZ0 chunks before it that is more than rasterpack's limit of {} members in one file",
+                super::NPZ_MEMBERS_HELD_MAX
+            ),
+        ));
+    }
+    Ok(dir)
 }
 
 /// The directory of an archive stored as is: read by position.
-fn stored_directory(stored: Stored<'_>, opts: &FoldAnalyzeOptions, mode: WalkMode) -> Result<Kind, Error> {
+fn stored_directory(stored: Stored<'_>, opts: &FoldAnalyzeOptions, mode: WalkMode, room: u64) -> Result<Kind, Error> {
     let total = stored.len();
     let dir = match stored {
         Stored::File { input, offset, len } => npz::directory_at(len, &opts.limits, &mut |at, buf| {
             input.read_at(offset + at, buf, "NPZ0 archive")
         }),
         Stored::Memory(m) => npz::directory_in(m, 0, &opts.limits),
-    };
+    }
+    .and_then(|d| within_room(d, room));
     match dir {
         Ok(dir) => {
             let dir = Arc::new(dir);
@@ -137,6 +158,7 @@ impl PayloadCheck {
         h: &ChunkHeader,
         opts: &FoldAnalyzeOptions,
         members: WalkMode,
+        npz_room: u64,
         stored: Stored<'_>,
     ) -> Result<PayloadCheck, Error> {
         let kind = match e.ctype.as_str() {
@@ -144,7 +166,9 @@ impl PayloadCheck {
                 check: JsonCheck::new(JSON_MAX_DEPTH),
                 keep: (opts.content && h.uncomp_len <= JSON_CONTENT_MAX).then(Vec::new),
             },
-            "NPZ0" if h.flags == FLAG_NONE && stored.len() == h.uncomp_len => stored_directory(stored, opts, members)?,
+            "NPZ0" if h.flags == FLAG_NONE && stored.len() == h.uncomp_len => {
+                stored_directory(stored, opts, members, npz_room)?
+            }
             "NPZ0" => Kind::NpzStream(Box::new(StreamCheck::new(&opts.limits))),
             _ => Kind::Opaque {
                 head: Vec::new(),
@@ -162,6 +186,7 @@ impl PayloadCheck {
             decoded_sha: opts.decoded_sha256.then(Sha256::new),
             keep,
             uncomp_len: h.uncomp_len,
+            npz_room,
         })
     }
 
@@ -243,11 +268,14 @@ impl PayloadCheck {
                         v.directory = Some(Arc::new(dir));
                         Ok(arrays)
                     }
-                    StreamVerdict::Directory(Ok(dir)) => {
-                        let dir = Arc::new(dir);
-                        v.directory = Some(Arc::clone(&dir));
-                        walk_again(Ok(dir), stored, h, opts)?
-                    }
+                    StreamVerdict::Directory(Ok(dir)) => match within_room(dir, self.npz_room) {
+                        Ok(dir) => {
+                            let dir = Arc::new(dir);
+                            v.directory = Some(Arc::clone(&dir));
+                            walk_again(Ok(dir), stored, h, opts)?
+                        }
+                        Err(e) => Err(e),
+                    },
                     StreamVerdict::Directory(Err(e)) => Err(e),
                 };
                 npz_verdict(arrays, &mut v);
