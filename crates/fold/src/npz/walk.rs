@@ -730,7 +730,12 @@ impl NpzArrayInfo {
     /// Why this member's array cannot be read, as an error.
     pub(crate) fn read_error(&self, m: &Member) -> Option<Error> {
         if let Some(d) = &self.damaged {
-            return Some(Error::invalid_at(d.code, None, d.message.clone()));
+            let message = match &d.message {
+                // The fixed sentence does not name the member.
+                Cow::Borrowed(brief) => format!("member of array {:?}: {brief}", self.name),
+                Cow::Owned(m) => m.clone(),
+            };
+            return Some(Error::invalid_at(d.code, None, message));
         }
         self.unsupported.as_ref().map(|why| {
             Error::unsupported(
