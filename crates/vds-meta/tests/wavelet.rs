@@ -147,6 +147,38 @@ fn truncated_and_flipped_chunks_fail_cleanly() {
     }
 }
 
+/// `edges/vds/wnbl_nan_inf_margin4.vds` (WaveletNormalizeBlockLossless, 424 x 1 R32, brick 64,
+/// margins 4, NaN and inf among the values) reads as exactly what was written (`.lod0.raw`, the
+/// generator's array, which OpenVDS also returns): the lossy part of the decode makes NaNs
+/// whose sign the lossless residual XORs into finite neighbours, so a NaN of the wrong sign
+/// there is a finite value of the wrong sign in the output.
+#[test]
+fn nonfinite_normalize_block_lossless_reads_what_was_written() {
+    use rasterpack_common::{ArrayRequest, Format, Input};
+    use rasterpack_vds_meta::VdsFormat;
+    let Some(dir) = rasterpack_common::testkit::corpus_dir("edges/vds") else {
+        return;
+    };
+    let name = "wnbl_nan_inf_margin4";
+    let want = std::fs::read(dir.join(format!("{name}.lod0.raw"))).unwrap();
+    let input = Input::open(dir.join(format!("{name}.vds"))).unwrap();
+    let a = VdsFormat
+        .read_array(
+            &input,
+            &ArrayRequest {
+                physical: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let nonfinite = want
+        .chunks_exact(4)
+        .filter(|c| !f32::from_le_bytes((*c).try_into().unwrap()).is_finite())
+        .count();
+    assert!(nonfinite >= 2, "the file should hold NaN and inf values");
+    assert!(a.data == want, "{name}: {}", differences(&a.data, &want, 4));
+}
+
 /// Where two reads differ: the count and the first few sample indices with their bits.
 fn differences(got: &[u8], want: &[u8], elem: usize) -> String {
     if got.len() != want.len() {
