@@ -352,9 +352,9 @@ fn check_header_record(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits
         unsupported: BTreeMap::new(),
     };
     check_record(&mut tmp, &rec, &bytes, "header", None);
-    for f in tmp.f.0 {
+    for f in tmp.f.into_vec() {
         if f.code.ends_with("crc_mismatch") || f.code.ends_with("crc_nonzero") {
-            ctx.f.0.push(f);
+            ctx.f.add(f);
         }
     }
 }
@@ -699,7 +699,7 @@ fn check_one_tile(file: &GvrsFile, checksums: bool, tile: u64, off: i64, entry_a
                 .push(rasterpack_common::Error::unsupported(code.clone(), at, msg.clone()));
         }
     }
-    res.findings = ctx.f.0;
+    res.findings = ctx.f.into_vec();
     res
 }
 
@@ -753,7 +753,7 @@ fn check_tiles(ctx: &mut Ctx, file: &GvrsFile, mut tiles: Vec<(u64, i64, u64)>, 
             for (n, k) in short_nulls.iter_mut().zip(&r.short_nulls) {
                 *n += k;
             }
-            ctx.f.0.extend(r.findings);
+            ctx.f.extend(r.findings.into());
             for e in &r.errors {
                 ctx.error(e);
             }
