@@ -231,7 +231,12 @@ fn preview(file: &UdfFile, ds: &UdfDataset, t: &UdfTable, all: bool, tj: &mut Ma
     if let Some(f) = file.doc.datasets[t.dataset].faults.iter().chain(&t.faults).next() {
         return format!("(unreadable: {})", f.code);
     }
-    if matches!(t.hint, Hint::Text | Hint::Json) && t.data_size > PREVIEW_TEXT_MAX && !all {
+    // A text list costs a String per row even when its rows are empty.
+    let decoded = match t.hint {
+        Hint::Text => t.data_size.max(t.shape.records().saturating_mul(crate::model::TEXT_ROW_COST)),
+        _ => t.data_size,
+    };
+    if matches!(t.hint, Hint::Text | Hint::Json) && decoded > PREVIEW_TEXT_MAX && !all {
         // Large documents are shown with --all only.
         return format!("({} bytes; --all shows it)", t.data_size);
     }
