@@ -316,9 +316,12 @@ fn file_json(r: &FileResult) -> Value {
         Value::Array(r.report.findings.iter().map(finding_json).collect()),
     );
     // Findings past the per-code cap: counted, with their severity (they count in the verdict).
-    let omitted = r.report.findings.omitted().iter().map(|o| {
-        json!({ "code": o.code, "severity": o.severity.as_str(), "count": o.count })
-    });
+    let omitted = r
+        .report
+        .findings
+        .omitted()
+        .iter()
+        .map(|o| json!({ "code": o.code, "severity": o.severity.as_str(), "count": o.count }));
     obj.insert("findings_omitted".into(), Value::Array(omitted.collect()));
     obj.insert("summary".into(), Value::Object(r.report.summary.clone()));
     Value::Object(obj)

@@ -203,7 +203,10 @@ fn a_text_list_of_empty_strings_validates_with_a_warning_and_converts() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let bytes = std::fs::read(&npy).unwrap();
     let header = String::from_utf8_lossy(&bytes[10..bytes.len().min(128)]).into_owned();
-    assert!(header.contains("'descr': '|u1'") && header.contains("'shape': (3, 0)"), "{header}");
+    assert!(
+        header.contains("'descr': '|u1'") && header.contains("'shape': (3, 0)"),
+        "{header}"
+    );
     assert_eq!(bytes.len(), 128, "no data bytes");
     std::fs::remove_dir_all(&dir).unwrap();
 }

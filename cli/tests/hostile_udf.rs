@@ -171,7 +171,10 @@ fn a_flood_of_130000_bad_tables_is_counted_not_listed() {
     let r = check(&["validate", f], 1);
     let text = r.stdout();
     assert!(
-        text.lines().next().unwrap_or("").ends_with("INVALID [udf] (259900 errors)"),
+        text.lines()
+            .next()
+            .unwrap_or("")
+            .ends_with("INVALID [udf] (259900 errors)"),
         "{}",
         text.lines().next().unwrap_or("")
     );
@@ -198,7 +201,10 @@ fn a_flood_of_130000_bad_tables_is_counted_not_listed() {
             assert_eq!(o[0]["severity"], "error");
             o[0]["count"].as_u64().unwrap()
         };
-        for (code, total) in [("udf.table.reserved_prim", 130_000), ("udf.table.duplicate_name", 129_900)] {
+        for (code, total) in [
+            ("udf.table.reserved_prim", 130_000),
+            ("udf.table.duplicate_name", 129_900),
+        ] {
             assert_eq!(listed(code), 256, "{command} {code}");
             assert_eq!(listed(code) + omitted(code), total, "{command} {code}");
         }

@@ -160,7 +160,11 @@ impl Findings {
 
     fn count_omitted(&mut self, code: String, severity: Severity, count: u64) {
         // Codes are a small fixed set: a linear search stays cheap.
-        match self.omitted.iter_mut().find(|o| o.code == code && o.severity == severity) {
+        match self
+            .omitted
+            .iter_mut()
+            .find(|o| o.code == code && o.severity == severity)
+        {
             Some(o) => o.count = o.count.saturating_add(count),
             None => self.omitted.push(Omitted { code, severity, count }),
         }
@@ -284,7 +288,11 @@ mod tests {
         assert_eq!(f.len(), 3);
         let listed: Vec<_> = f.iter().map(|x| (x.code.as_str(), x.offset)).collect();
         assert_eq!(listed, [("a.flood", Some(0)), ("a.flood", Some(1)), ("b.once", None)]);
-        let omitted: Vec<_> = f.omitted().iter().map(|o| (o.code.as_str(), o.severity, o.count)).collect();
+        let omitted: Vec<_> = f
+            .omitted()
+            .iter()
+            .map(|o| (o.code.as_str(), o.severity, o.count))
+            .collect();
         assert_eq!(
             omitted,
             [("a.flood", Severity::Error, 3), ("a.flood", Severity::Warning, 1)]

@@ -278,15 +278,25 @@ fn short_null_fill_counts_grid_cells_only() {
     let r = validate(&all_written);
     assert!(r.is_valid(true), "{:#?}", r.findings);
     assert!(!r.findings.has_code("gvrs.compat.short_null_fill"), "{:#?}", r.findings);
-    let a = GvrsFormat.read_array(&input(&all_written), &ArrayRequest::default()).unwrap();
-    let got: Vec<i16> = a.data.chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]])).collect();
+    let a = GvrsFormat
+        .read_array(&input(&all_written), &ArrayRequest::default())
+        .unwrap();
+    let got: Vec<i16> = a
+        .data
+        .chunks_exact(2)
+        .map(|c| i16::from_le_bytes([c[0], c[1]]))
+        .collect();
     assert_eq!(got, (0..100).collect::<Vec<i16>>());
 
     // One null in each of three tiles, one of them an edge tile.
     let three = short_edge_tiles(&[(0, 0), (3, 9), (9, 9)]);
     let r = validate(&three);
     assert!(r.is_valid(false) && !r.is_valid(true), "{:#?}", r.findings);
-    let w: Vec<_> = r.findings.iter().filter(|f| f.code == "gvrs.compat.short_null_fill").collect();
+    let w: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "gvrs.compat.short_null_fill")
+        .collect();
     assert_eq!(w.len(), 1, "{w:#?}");
     assert!(w[0].message.contains(": 3 grid cell(s)"), "{}", w[0].message);
 }
@@ -302,7 +312,11 @@ fn gridfour_short_fill_all_written_is_strictly_valid() {
     let r = validate(&bytes);
     assert!(r.is_valid(true), "{:#?}", r.findings);
     let a = GvrsFormat.read_array(&input(&bytes), &ArrayRequest::default()).unwrap();
-    let got: Vec<i16> = a.data.chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]])).collect();
+    let got: Vec<i16> = a
+        .data
+        .chunks_exact(2)
+        .map(|c| i16::from_le_bytes([c[0], c[1]]))
+        .collect();
     assert_eq!(got, (0..100).collect::<Vec<i16>>());
 }
 

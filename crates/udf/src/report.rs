@@ -233,7 +233,9 @@ fn preview(file: &UdfFile, ds: &UdfDataset, t: &UdfTable, all: bool, tj: &mut Ma
     }
     // A text list costs a String per row even when its rows are empty.
     let decoded = match t.hint {
-        Hint::Text => t.data_size.max(t.shape.records().saturating_mul(crate::model::TEXT_ROW_COST)),
+        Hint::Text => t
+            .data_size
+            .max(t.shape.records().saturating_mul(crate::model::TEXT_ROW_COST)),
         _ => t.data_size,
     };
     if matches!(t.hint, Hint::Text | Hint::Json) && decoded > PREVIEW_TEXT_MAX && !all {

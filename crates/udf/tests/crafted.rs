@@ -205,7 +205,12 @@ fn a_flood_of_one_finding_is_listed_up_to_a_count() {
         .filter(|f| f.code == codes::TABLE_RESERVED_BITS)
         .collect();
     assert_eq!(flood.len(), validate::LISTED_PER_CODE);
-    let omitted: Vec<_> = doc.findings.omitted().iter().map(|o| (o.code.as_str(), o.severity, o.count)).collect();
+    let omitted: Vec<_> = doc
+        .findings
+        .omitted()
+        .iter()
+        .map(|o| (o.code.as_str(), o.severity, o.count))
+        .collect();
     assert_eq!(omitted, [(codes::TABLE_RESERVED_BITS, Severity::Error, 44)]);
     assert_eq!(doc.findings.count(Severity::Error), 300);
     let f = UdfFile::open_lenient(&Input::from_bytes("x", b), &Limits::default());
@@ -237,13 +242,21 @@ fn a_text_list_of_only_empty_strings_is_a_compatibility_warning() {
     );
     let f = UdfFile::from_bytes(b.clone()).unwrap();
     let report = f.validate();
-    assert!(report.is_valid(false) && !report.is_valid(true), "{:?}", report.findings);
+    assert!(
+        report.is_valid(false) && !report.is_valid(true),
+        "{:?}",
+        report.findings
+    );
     let (_, t) = f.find("root/l").unwrap();
-    assert_eq!(f.text(t).unwrap(), rasterpack_udf::UdfText::List(vec![String::new(); 3]));
-    let a = f
-        .read(&rasterpack_udf::ArrayRequest::for_element("root/l"))
-        .unwrap();
-    assert_eq!((a.dtype, a.shape.clone(), a.data.len()), (rasterpack_udf::DType::U8, vec![3, 0], 0));
+    assert_eq!(
+        f.text(t).unwrap(),
+        rasterpack_udf::UdfText::List(vec![String::new(); 3])
+    );
+    let a = f.read(&rasterpack_udf::ArrayRequest::for_element("root/l")).unwrap();
+    assert_eq!(
+        (a.dtype, a.shape.clone(), a.data.len()),
+        (rasterpack_udf::DType::U8, vec![3, 0], 0)
+    );
 
     // With data bytes it is not that form: a 1-D text list of 3 bytes without a ghost axis
     // is still the hint error it always was.
