@@ -23,15 +23,12 @@ pub const CORPUS_VAR: &str = "RASTERPACK_CORPUS";
 /// `--nocapture`.
 pub fn corpus_dir(sub: &str) -> Option<PathBuf> {
     let Some(value) = std::env::var_os(CORPUS_VAR) else {
-        // libtest names each test's thread after the test.
-        let thread = std::thread::current();
-        let test = thread.name().unwrap_or("a test");
         let what = if sub.is_empty() {
             "the corpus".to_string()
         } else {
             format!("corpus/{sub}")
         };
-        let _ = writeln!(std::io::stderr(), "skipped: {test} needs {what} ({CORPUS_VAR} not set)");
+        skip(&format!("needs {what} ({CORPUS_VAR} not set)"));
         return None;
     };
     if value.is_empty() {
@@ -55,6 +52,17 @@ pub fn corpus_dir(sub: &str) -> Option<PathBuf> {
     Some(dir)
 }
 
+/// Say that the running test skips its checks, and why: writes `skipped: <test> <why>` to
+/// `std::io::stderr()` directly, so the line shows in a plain `cargo test` run (libtest
+/// captures only the `print!`/`eprint!` family, which a passing run hides). The caller then
+/// returns.
+pub fn skip(why: &str) {
+    // libtest names each test's thread after the test.
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    let _ = writeln!(std::io::stderr(), "skipped: {test} {why}");
+}
+
 /// The folder named by the environment variable `var` for a test that needs data made outside
 /// the repository (e.g. by a reference implementation), described by `what`.
 ///
@@ -64,12 +72,12 @@ pub fn corpus_dir(sub: &str) -> Option<PathBuf> {
 /// - set but empty or not a folder: panics naming the variable.
 pub fn env_dir(var: &str, what: &str) -> Option<PathBuf> {
     let Some(value) = std::env::var_os(var) else {
-        let thread = std::thread::current();
-        let test = thread.name().unwrap_or("a test");
         if std::env::var_os("CI").is_some_and(|v| v == "true") {
+            let thread = std::thread::current();
+            let test = thread.name().unwrap_or("a test");
             panic!("{test} needs {what}: {var} is not set, and CI=true does not allow the skip");
         }
-        let _ = writeln!(std::io::stderr(), "skipped: {test} needs {what} ({var} not set)");
+        skip(&format!("needs {what} ({var} not set)"));
         return None;
     };
     let dir = PathBuf::from(&value);
