@@ -170,6 +170,14 @@ impl Findings {
         }
     }
 
+    /// Count `count` more findings of `code` and `severity` without listing them: for a
+    /// collector that knows a flood is past [`LISTED_PER_CODE`] and need not build each one.
+    pub fn add_omitted(&mut self, code: impl Into<String>, severity: Severity, count: u64) {
+        if count > 0 {
+            self.count_omitted(code.into(), severity, count);
+        }
+    }
+
     /// Add an [`Severity::Error`] finding.
     pub fn error(&mut self, code: impl Into<String>, offset: Option<u64>, message: impl Into<String>) {
         self.push(Severity::Error, code, offset, message);
@@ -276,6 +284,20 @@ impl Findings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counted_findings_added_without_building_them_keep_their_effect() {
+        let mut f = Findings::new();
+        f.add_omitted("x.flood", Severity::Error, 0);
+        assert!(f.is_empty(), "nothing counted");
+        f.add_omitted("x.flood", Severity::Error, 5);
+        f.add_omitted("x.flood", Severity::Error, 2);
+        assert_eq!((f.len(), f.count(Severity::Error)), (0, 7));
+        assert!(f.has_errors() && f.has_code("x.flood"));
+        let mut report = Findings::listing_at_most(1);
+        report.extend(f);
+        assert_eq!(report.omitted()[0].count, 7);
+    }
 
     #[test]
     fn a_cap_lists_the_first_of_each_code_and_counts_the_rest() {

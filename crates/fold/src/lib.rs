@@ -96,10 +96,7 @@ pub use rasterpack_common::{
     NdArray, Region, Report, Result, Severity,
 };
 pub use report::ARRAYS_LISTED;
-pub use validate::{
-    analyze, FoldAnalysis, FoldAnalyzeOptions, FoldChunkStatus, FoldContent, MEMBER_FINDINGS_LISTED,
-    NPZ_MEMBERS_HELD_MAX,
-};
+pub use validate::{analyze, FoldAnalysis, FoldAnalyzeOptions, FoldChunkStatus, FoldContent, NPZ_MEMBERS_HELD_MAX};
 pub use write::{FoldBuilder, FoldChunkOptions, FoldCompression};
 pub use writer::FoldArrayWriter;
 

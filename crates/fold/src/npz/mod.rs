@@ -40,10 +40,10 @@ pub const MEMBER_NAME_MISMATCH: &str = "fold.payload.npz_member_name_mismatch";
 /// Code of a member whose data runs into the next member or the central directory.
 pub const MEMBER_OVERLAP: &str = "fold.payload.npz_member_overlap";
 
-/// Damaged members of one archive whose messages are kept in full; past them each gets a fixed
-/// sentence per code. A central directory may list 350 000 members, all damaged: their
-/// messages were ~60 MB (issue 17).
-pub const DAMAGE_DETAILED: usize = 100;
+/// Damaged members of one archive whose messages are kept in full (as many as a report
+/// lists findings of one code); past them each gets a fixed sentence per code. A central
+/// directory may list 350 000 members, all damaged: their messages were ~60 MB (issue 17).
+pub const DAMAGE_DETAILED: usize = rasterpack_common::LISTED_PER_CODE;
 
 /// Whether `code` is about one member of an archive (the other members stay readable).
 pub fn is_member_code(code: &str) -> bool {

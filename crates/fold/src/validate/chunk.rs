@@ -290,6 +290,9 @@ fn check_semantics(
             format!("chunk {name:?}: {}", f.message),
         );
     }
+    for (code, severity, n) in verdict.counted {
+        l.semantics.add_omitted(code, severity, n);
+    }
     st.decoded = verdict.parsed;
     if let FoldContent::Npz(arrays) = &verdict.content {
         // Every NPZ0 chunk's verdicts are kept (reports list the arrays, `--element` looks

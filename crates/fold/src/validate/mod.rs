@@ -13,7 +13,6 @@ mod ecc_check;
 mod payload;
 
 pub use chunk::NPZ_MEMBERS_HELD_MAX;
-pub use payload::MEMBER_FINDINGS_LISTED;
 
 use std::collections::HashMap;
 

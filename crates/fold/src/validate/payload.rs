@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use rasterpack_common::{Error, ErrorKind, Severity};
+use rasterpack_common::{Error, ErrorKind, Severity, LISTED_PER_CODE};
 use sha2::{Digest, Sha256};
 
 use super::{hex, FoldAnalyzeOptions, FoldContent};
@@ -44,6 +44,8 @@ pub(crate) struct PayloadVerdict {
     /// The payload is what its type says (JSON parses, the archive is readable).
     pub parsed: bool,
     pub findings: Vec<PayloadFinding>,
+    /// Findings counted, not listed: code, severity, how many.
+    pub counted: Vec<(&'static str, Severity, u64)>,
     pub content: FoldContent,
     pub decoded_sha256: Option<String>,
     pub payload: Option<Vec<u8>>,
@@ -238,6 +240,7 @@ impl PayloadCheck {
             decode,
             parsed: false,
             findings: Vec::new(),
+            counted: Vec::new(),
             content: FoldContent::None,
             decoded_sha256: self.decoded_sha.map(|s| hex(&s.finalize())),
             payload: self.keep,
@@ -325,11 +328,6 @@ fn walk_again(
     Ok(walk.finish())
 }
 
-/// Member findings of one code listed per NPZ0 chunk; past it they are counted in one more
-/// finding of that code. A central directory may list 350 000 members: a finding per member
-/// held ~5 KB each through the report (issue 17).
-pub const MEMBER_FINDINGS_LISTED: usize = 100;
-
 /// Findings and content from the archive's verdict.
 fn npz_verdict(arrays: rasterpack_common::Result<Vec<NpzArrayInfo>>, v: &mut PayloadVerdict) {
     match arrays {
@@ -360,7 +358,8 @@ fn npz_verdict(arrays: rasterpack_common::Result<Vec<NpzArrayInfo>>, v: &mut Pay
                         1
                     }
                 };
-                if n > MEMBER_FINDINGS_LISTED {
+                if n > LISTED_PER_CODE {
+                    // A report lists this many of a code; the rest are only counted.
                     continue;
                 }
                 let message = match (&a.damaged, &a.unsupported) {
@@ -374,18 +373,13 @@ fn npz_verdict(arrays: rasterpack_common::Result<Vec<NpzArrayInfo>>, v: &mut Pay
                     message,
                 });
             }
-            for (code, severity, n) in seen {
-                if n > MEMBER_FINDINGS_LISTED {
-                    v.findings.push(PayloadFinding {
-                        severity,
-                        code: code.into(),
-                        message: format!(
-                            "{} more NPZ0 members with this finding are not listed ({n} in all; the first {MEMBER_FINDINGS_LISTED} are)",
-                            n - MEMBER_FINDINGS_LISTED
-                        ),
-                    });
-                }
-            }
+            // Past LISTED_PER_CODE a member's finding is counted, never built: a directory may
+            // list 350 000 members, and a finding each held ~5 KB through the report (issue 17).
+            v.counted = seen
+                .into_iter()
+                .filter(|s| s.2 > LISTED_PER_CODE)
+                .map(|(code, severity, n)| (code, severity, (n - LISTED_PER_CODE) as u64))
+                .collect();
             v.content = FoldContent::Npz(arrays);
         }
         Err(err) if err.kind == ErrorKind::Unsupported => v.findings.push(PayloadFinding {
