@@ -78,9 +78,9 @@ pub struct ChunkSpec {
 }
 
 impl ChunkSpec {
-    /// Voxels in the chunk.
-    pub fn voxels(&self) -> u64 {
-        self.size.iter().product()
+    /// Voxels in the chunk (`None` when the declared sizes overflow u64).
+    pub fn voxels(&self) -> Option<u64> {
+        self.size.iter().try_fold(1u64, |a, &s| a.checked_mul(s))
     }
     /// Serialized payload bytes (1-bit packed per row).
     pub fn payload_len(&self) -> Option<u64> {
@@ -90,7 +90,7 @@ impl ChunkSpec {
                 .checked_mul(self.size[1])?
                 .checked_mul(self.size[2])
         } else {
-            self.voxels()
+            self.voxels()?
                 .checked_mul(self.format.native_bytes() as u64)?
                 .checked_mul(self.components as u64)
         }
@@ -674,6 +674,27 @@ pub fn unpack_bits(src: &[u8], size: [u64; 3], out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A per-trace channel's mapped values multiply the chunk's voxels: sizes whose product
+    /// passes u64 give no size (a panic with overflow checks, a wrapped size without them).
+    #[test]
+    fn chunk_sizes_past_u64_have_no_length() {
+        let spec = ChunkSpec {
+            format: VdsSampleFormat::R32,
+            components: 1,
+            dims: 3,
+            size: [i64::MAX as u64, 4096, 4096],
+            compression: VdsCompression::None,
+        };
+        assert_eq!(spec.voxels(), None);
+        assert_eq!(spec.payload_len(), None);
+        let fits = ChunkSpec {
+            size: [1 << 31, 4096, 1],
+            ..spec
+        };
+        assert_eq!(fits.voxels(), Some(1 << 43));
+        assert_eq!(fits.payload_len(), Some(1 << 45));
+    }
 
     #[test]
     fn rle_runs() {
