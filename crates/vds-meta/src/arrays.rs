@@ -78,6 +78,11 @@ impl VdsDataset {
                 values,
             });
         }
+        // A layer of the channel that is stored but cannot be located fails the read: only a
+        // layer the dataset itself says was never written reads as unwritten bricks.
+        if let Some(e) = self.unlocatable_error(channel) {
+            return Err(e);
+        }
         if self.channel_has_layers(channel) {
             let lods: Vec<String> = self.lods(channel).iter().map(u32::to_string).collect();
             if lod == 0 {
@@ -129,6 +134,9 @@ impl VdsDataset {
             .layers()
             .get(layer_index)
             .ok_or_else(|| Error::usage(format!("no layer {layer_index}")))?;
+        if let Some(e) = self.layer_unlocatable_error(layer) {
+            return Err(e);
+        }
         let g = layer
             .geometry
             .as_ref()

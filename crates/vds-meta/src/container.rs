@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rasterpack_common::{ByteReader, Error, Findings, Input, Limits, Result};
+use rasterpack_common::{ByteReader, Error, Finding, Findings, Input, Limits, Result, Severity};
 use serde_json::{json, Value};
 
 use crate::raw::*;
@@ -29,6 +29,9 @@ pub struct ContainerFile {
     pub revisions: u32,
     /// Whether every index page of the head could be read.
     pub usable: bool,
+    /// Why the file is not usable: its first error finding (a layer file the container holds
+    /// but cannot locate the chunks of; reads of its channel fail with it).
+    pub fault: Option<Finding>,
 }
 
 impl ContainerFile {
@@ -231,7 +234,11 @@ impl Container {
                     format!("file name {:?} used twice", entry.name_lossy()),
                 );
             }
-            let file = Self::open_file(input, limits, entry, &mut f);
+            let before = f.len();
+            let mut file = Self::open_file(input, limits, entry, &mut f);
+            if !file.usable {
+                file.fault = f.iter().skip(before).find(|x| x.severity == Severity::Error).cloned();
+            }
             files.push(file);
         }
         let mut by_name = HashMap::with_capacity(files.len());
@@ -261,6 +268,7 @@ impl Container {
             layer_meta: None,
             revisions: 0,
             usable: false,
+            fault: None,
         };
         if !check_file_entry(&file.entry, limits, f) {
             return file;

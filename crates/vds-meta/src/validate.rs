@@ -38,8 +38,18 @@ pub fn validate_dataset(ds: &VdsDataset, opts: &ValidateOptions, report: &mut Re
             object_store_checks(ds, layer, &mut report.findings);
         }
     }
-    for (ci, ch) in ds.layout().channels.iter().enumerate().skip(1) {
-        if !ds.channel_has_layers(ci) {
+    for (ci, ch) in ds.layout().channels.iter().enumerate() {
+        if ds.lod0_layer(ci).is_none() {
+            if let Some(e) = ds.unlocatable_error(ci) {
+                report.findings.error(
+                    "vds.channel.unlocatable",
+                    e.offset,
+                    format!("{} ({})", e.message, e.code),
+                );
+                continue;
+            }
+        }
+        if ci > 0 && !ds.channel_has_layers(ci) {
             report.findings.warning(
                 "vds.channel.unwritten",
                 None,
@@ -50,7 +60,7 @@ pub fn validate_dataset(ds: &VdsDataset, opts: &ValidateOptions, report: &mut Re
             );
         }
     }
-    if ds.lod0_layer(0).is_none() {
+    if ds.lod0_layer(0).is_none() && ds.unlocatable_error(0).is_none() {
         report.findings.warning(
             "vds.layer.no_primary",
             None,
