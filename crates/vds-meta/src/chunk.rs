@@ -617,6 +617,32 @@ pub fn quantize(ch: &VdsChannel, v: f32) -> u32 {
     }
 }
 
+/// The U8/U16 codes of a float wavelet stream of a U8/U16 channel: OpenVDS 3.4.9 stores some
+/// such layers as floats holding the written codes (not physical values). Each value becomes
+/// its nearest integer (halves away from zero), clamped to the code range; NaN becomes 0.
+pub fn float_codes_to_native(ch: &VdsChannel, src: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let top = if ch.format == VdsSampleFormat::U16 {
+        65535.0f32
+    } else {
+        255.0
+    };
+    // `as` saturates and maps NaN to 0; the clamp says so explicitly.
+    let code = |c: &[u8]| {
+        let v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        if v.is_nan() {
+            0u16
+        } else {
+            v.round().clamp(0.0, top) as u16
+        }
+    };
+    if ch.format == VdsSampleFormat::U16 {
+        out.extend(src.chunks_exact(4).flat_map(|c| code(c).to_le_bytes()));
+    } else {
+        out.extend(src.chunks_exact(4).map(|c| code(c) as u8));
+    }
+}
+
 /// Convert a decoded native payload (1-bit already unpacked to 0/1 bytes) to f32 values.
 pub fn native_to_f32(ch: &VdsChannel, src: &[u8], out: &mut Vec<u8>) {
     out.clear();

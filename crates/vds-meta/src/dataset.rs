@@ -607,35 +607,51 @@ impl VdsDataset {
                     ..e
                 };
                 let mut at = if spec.compression.is_wavelet() {
-                    let info = chunk::decode_wavelet(
-                        &bufs.io,
-                        &spec,
-                        ch,
-                        values == VdsValues::Physical,
-                        None,
-                        self.limits.max_alloc,
-                        &mut bufs.wavelet,
-                        &mut bufs.scratch,
-                    )
-                    .map_err(ctx)?;
-                    // Float streams of U8/U16 channels come out raw when R32 is asked for,
-                    // as OpenVDS returns them; integer streams come as codes, converted below.
-                    if info.format == VdsSampleFormat::R32 {
-                        return Ok(Brick::Scratch);
-                    }
-                    if info.format != ch.format {
-                        return Err(Error::unsupported(
-                            "vds.wavelet.format",
+                    let coded = matches!(ch.format, VdsSampleFormat::U8 | VdsSampleFormat::U16);
+                    let decode = |as_r32: bool, bufs: &mut Bufs| {
+                        chunk::decode_wavelet(
+                            &bufs.io,
+                            &spec,
+                            ch,
+                            as_r32,
                             None,
-                            format!(
-                                "{} chunk {index}: {} wavelet codes in a {} channel",
-                                layer.name(),
-                                info.format.name(),
-                                ch.format.name()
-                            ),
-                        ));
+                            self.limits.max_alloc,
+                            &mut bufs.wavelet,
+                            &mut bufs.scratch,
+                        )
+                        .map_err(ctx)
+                    };
+                    // U8/U16 channels are decoded as R32: a float stream (OpenVDS 3.4.9 stores
+                    // some U8/U16 layers so) then comes out as the written codes, as floats;
+                    // integer streams come out as their codes either way.
+                    let mut info = decode(values == VdsValues::Physical || coded, bufs)?;
+                    if coded && info.format == VdsSampleFormat::R32 {
+                        let mut conv = std::mem::take(&mut bufs.conv);
+                        chunk::float_codes_to_native(ch, &bufs.scratch, &mut conv);
+                        bufs.conv = conv;
+                        Brick::Conv
+                    } else if info.format == VdsSampleFormat::R32 {
+                        return Ok(Brick::Scratch);
+                    } else {
+                        // A U16 integer stream in a U8 channel: its native read is OpenVDS's
+                        // U8 quantization of the stream (asked for as U8).
+                        if info.format != ch.format && values == VdsValues::Native {
+                            info = decode(false, bufs)?;
+                        }
+                        if info.format != ch.format {
+                            return Err(Error::unsupported(
+                                "vds.wavelet.format",
+                                None,
+                                format!(
+                                    "{} chunk {index}: {} wavelet codes in a {} channel",
+                                    layer.name(),
+                                    info.format.name(),
+                                    ch.format.name()
+                                ),
+                            ));
+                        }
+                        Brick::Scratch
                     }
-                    Brick::Scratch
                 } else {
                     match chunk::decode_payload(&bufs.io, &spec, self.limits.max_alloc, &mut bufs.scratch)
                         .map_err(ctx)?
