@@ -324,10 +324,12 @@ impl Container {
     /// `(start, end, what)`.
     pub fn extents(&self) -> Vec<(u64, u64, String)> {
         let mut v = vec![(0, HEADER_LEN, "header".to_string())];
+        // Saturating: the declared numbers are only range-checked where they were read.
         let entry_len = FILE_ENTRY_FIXED + self.header.file_name_length.max(0) as u64;
+        let table_at = self.header.file_table_offset.max(0) as u64;
         v.push((
-            self.header.file_table_offset.max(0) as u64,
-            self.header.file_table_offset.max(0) as u64 + entry_len * self.header.file_count.max(0) as u64,
+            table_at,
+            table_at.saturating_add(entry_len.saturating_mul(self.header.file_count.max(0) as u64)),
             "file table".into(),
         ));
         for file in &self.files {
@@ -335,14 +337,19 @@ impl Container {
             let Some(pd) = &file.page_dir else { continue };
             v.push((
                 pd.offset,
-                pd.index_offsets_at + 8 * pd.index_page_offsets.len() as u64,
+                pd.index_offsets_at
+                    .saturating_add(8 * pd.index_page_offsets.len() as u64),
                 format!("page directory of {name}"),
             ));
             let page_len = (INDEX_ENTRY_FIXED + file.entry.chunk_metadata_length.max(0) as u64)
-                * file.entry.index_page_entry_count.max(0) as u64;
+                .saturating_mul(file.entry.index_page_entry_count.max(0) as u64);
             for (p, &po) in pd.index_page_offsets.iter().enumerate() {
                 if po > 0 {
-                    v.push((po as u64, po as u64 + page_len, format!("index page {p} of {name}")));
+                    v.push((
+                        po as u64,
+                        (po as u64).saturating_add(page_len),
+                        format!("index page {p} of {name}"),
+                    ));
                 }
             }
             if file.usable {
@@ -350,7 +357,7 @@ impl Container {
                     if ie.length > 0 {
                         v.push((
                             ie.offset as u64,
-                            ie.offset as u64 + ie.length as u64,
+                            (ie.offset as u64).saturating_add(ie.length as u64),
                             format!("chunk {i} of {name}"),
                         ));
                     }
