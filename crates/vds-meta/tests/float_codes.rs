@@ -68,7 +68,7 @@ fn corpus_u8_float_stream_reads_the_written_codes() {
         })
         .collect();
     assert_eq!(codes.len(), 40 * 40 * 20);
-    let input = Input::open(&edges.join("wnbl_u8_float_stream.vds")).unwrap();
+    let input = Input::open(edges.join("wnbl_u8_float_stream.vds")).unwrap();
     check(
         &input,
         &codes,
@@ -116,7 +116,7 @@ fn openvds_written_float_streams_read_the_written_codes() {
         } else {
             raw.iter().map(|&b| b as u32).collect()
         };
-        let input = Input::open(&out.join(format!("{name}.vds"))).unwrap();
+        let input = Input::open(out.join(format!("{name}.vds"))).unwrap();
         // OpenVDS's channel constructor that takes a noValue turns useNoValue on.
         let ch = VdsDataset::open(out.join(format!("{name}.vds")))
             .unwrap()

@@ -291,7 +291,7 @@ fn corpus_past_eof_files_fail_reads() {
             "Dimensions_012LOD0",
         ),
     ] {
-        let input = Input::open(&edges.join(file)).unwrap();
+        let input = Input::open(edges.join(file)).unwrap();
         for physical in [false, true] {
             let e = read(&input, physical, None).unwrap_err();
             assert_eq!(e.code, code, "{file}: {e}");
