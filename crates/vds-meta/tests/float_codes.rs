@@ -85,11 +85,12 @@ fn corpus_u8_float_stream_reads_the_written_codes() {
 #[test]
 fn openvds_written_float_streams_read_the_written_codes() {
     let Some(python) = std::env::var_os("RASTERPACK_PYTHON") else {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped: openvds_written_float_streams_read_the_written_codes needs RASTERPACK_PYTHON (a Python with openvds==3.4.9)"
+        // CI makes the venv (.ci/venv.sh): there the skip would hide a missing oracle.
+        assert!(
+            std::env::var_os("CI").is_none_or(|v| v != "true"),
+            "RASTERPACK_PYTHON is not set, and CI=true does not allow the skip"
         );
+        rasterpack_common::testkit::skip("needs RASTERPACK_PYTHON (a Python with openvds==3.4.9 and numpy)");
         return;
     };
     let out = std::env::temp_dir().join(format!("rasterpack-float-codes-{}", std::process::id()));
