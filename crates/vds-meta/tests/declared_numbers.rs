@@ -127,6 +127,7 @@ fn layout_numbers_at_their_extremes() {
         "{margins} margin and {mapped} mappedValues cases"
     );
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(format!("{}.objmeta.json", dir.display()));
 }
 
 #[test]
@@ -145,6 +146,7 @@ fn layer_status_numbers_at_their_extremes() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(format!("{}.objmeta.json", dir.display()));
 }
 
 /// `edges/vds/vds_margin_i64_max_objdir`: `negativeMargin` i64::MAX, `positiveMargin` 1.
