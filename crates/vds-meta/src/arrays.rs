@@ -162,9 +162,9 @@ impl VdsDataset {
             None => Region::full(&array.shape()),
         };
         let mut sink = MemorySink::new(*self.limits());
-        let request = array.box_request(&region)?;
+        let plan = Plan::new(array.box_request(&region)?, true, self.limits())?;
         sink.begin(&array.info(region.shape()))?;
-        let plan = Plan::new(request, true, self.limits())?;
+        plan.check_coverage()?;
         plan.run(&mut sink)?;
         sink.into_array()
     }
@@ -191,11 +191,12 @@ impl VdsDataset {
     pub(crate) fn stream_request(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
         let array = self.requested_array(req)?;
         let region = req.region_of(&array.shape())?;
-        let request = array.box_request(&region)?;
-        // The sink refuses an output beyond its limits before the plan walks the chunks along
-        // each axis (a declared 2^53-sample axis would otherwise be walked first).
+        // The plan refuses a working set that cannot fit before the sink begins; the sink
+        // refuses an output beyond its limits before the plan walks the chunks along each axis
+        // (a declared 2^53-sample axis would otherwise be walked first).
+        let plan = Plan::new(array.box_request(&region)?, sink.random_access(), &req.limits)?;
         sink.begin(&array.info(region.shape()))?;
-        let plan = Plan::new(request, sink.random_access(), &req.limits)?;
+        plan.check_coverage()?;
         plan.run(sink)
     }
 }
