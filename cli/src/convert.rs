@@ -8,7 +8,7 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use rasterpack_common::{
-    ArrayInfo, ArrayRequest, ArraySink, Error, Format, Input, InspectOptions, Limits, Output, ProgressSink,
+    ArrayInfo, ArrayRequest, ArraySink, Error, ErrorKind, Format, Input, InspectOptions, Limits, Output, ProgressSink,
     RequestFlag, Severity, WriteOptions,
 };
 
@@ -20,23 +20,10 @@ use crate::{detect, signals, subset, ConvertArgs};
 pub fn run(args: &ConvertArgs) -> Outcome {
     match convert(args) {
         Ok(()) => Outcome::Code(0),
-        Err(Failure::ClosedPipe) => Outcome::BrokenPipe,
-        Err(Failure::Error(e)) => {
+        Err(e) => {
             eprintln!("rasterpack: convert {} -> {}: {e}", args.input, args.output);
             Outcome::Code(exit_code_for(e.kind))
         }
-    }
-}
-
-enum Failure {
-    Error(Error),
-    /// Standard output was closed by its reader (`| head -c 100`): end quietly, like reports.
-    ClosedPipe,
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Self {
-        Failure::Error(e)
     }
 }
 
@@ -51,10 +38,10 @@ enum Destination {
     Atomic { path: PathBuf, replace: bool },
 }
 
-fn convert(args: &ConvertArgs) -> Result<(), Failure> {
+fn convert(args: &ConvertArgs) -> Result<(), Error> {
     let to_stdout = args.output == "-";
     if to_stdout && args.to.is_none() {
-        return Err(Error::usage("OUT is - (standard output): give its format with --to FORMAT").into());
+        return Err(Error::usage("OUT is - (standard output): give its format with --to FORMAT"));
     }
     let target = detect::target(args.to.as_deref(), &args.output)?;
     let subset = subset::from_args(args)?;
@@ -64,8 +51,7 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
             return Err(Error::usage(format!(
                 "refusing to write {} data to a terminal: redirect standard output or name a file",
                 target.name()
-            ))
-            .into());
+            )));
         }
         Destination::Stdout
     } else {
@@ -109,12 +95,19 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
             let stdout = std::io::stdout();
             let mut sink = Recorder::new(stdout.lock());
             let result = write_stream(&mut sink, "standard output", &job);
+            // Unlike a report, data cut short by a reader that closed the pipe is data lost.
             if sink
                 .error
                 .as_ref()
                 .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
             {
-                return Err(Failure::ClosedPipe);
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    "output.closed_pipe",
+                    None,
+                    "writing standard output: the reader closed the pipe before all the data was written \
+                     (Broken pipe)",
+                ));
             }
             result
         }

@@ -8,6 +8,7 @@ mod detect;
 mod output;
 mod progress;
 mod signals;
+mod stdio;
 mod subset;
 
 use std::process::ExitCode;
@@ -175,6 +176,16 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    let writes_stdout = match &cli.command {
+        Command::Inspect(_) => true,
+        Command::Validate(a) => !a.quiet,
+        Command::Convert(a) => a.output == "-",
+    };
+    if writes_stdout && stdio::stdout_was_closed() {
+        // A report or data with nowhere to go is lost work, never a success.
+        eprintln!("rasterpack: standard output is closed: nowhere to write the output");
+        return ExitCode::from(2);
+    }
     let outcome = match cli.command {
         Command::Inspect(a) => output::run_reports(output::Mode::Inspect { all: a.all }, &a.paths, a.json, false),
         Command::Validate(a) => {
@@ -184,7 +195,7 @@ fn main() -> ExitCode {
     };
     match outcome {
         Outcome::Code(c) => ExitCode::from(c),
-        // stdout was closed under us (`| head`): end quietly.
+        // The reader of a report closed the pipe (`| head`): end quietly.
         Outcome::BrokenPipe => ExitCode::SUCCESS,
     }
 }
