@@ -61,6 +61,21 @@ impl Input {
         })
     }
 
+    /// An open file, read by position and called `name` in messages: standard input when it
+    /// is a regular file, or a stream spooled into a temporary file.
+    pub fn from_file(name: impl Into<PathBuf>, file: File) -> Result<Input> {
+        let path = name.into();
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(&path.display().to_string(), &e))?
+            .len();
+        Ok(Input::File {
+            path,
+            file: Arc::new(file),
+            len,
+        })
+    }
+
     /// Bytes held in memory, called `name` in messages.
     pub fn from_bytes(name: impl Into<String>, data: Vec<u8>) -> Input {
         Input::Bytes {
