@@ -12,6 +12,7 @@ use rasterpack_common::{
     RequestFlag, Severity, WriteOptions,
 };
 
+use crate::budget::{self, Budget, Checked};
 use crate::output::{exit_code_for, Outcome};
 use crate::progress::Meter;
 use crate::subset::{Subset, SubsetGuard};
@@ -76,6 +77,17 @@ fn convert(args: &ConvertArgs) -> Result<(), Error> {
         compress: args.compress.clone(),
         limits,
     };
+    let source_bytes = match input.dir() {
+        Some(dir) => budget::dir_bytes(dir),
+        None => input.len(),
+    };
+    let budget = Budget {
+        source_bytes,
+        allow_expansion: args.allow_expansion,
+        free: None,
+        // .npy stores the values as they are: its size is known before writing.
+        exact_size: target.name() == "npy",
+    };
     let job = Job {
         source,
         target,
@@ -87,6 +99,7 @@ fn convert(args: &ConvertArgs) -> Result<(), Error> {
         special: subset.is_none() && args.lod.is_none(),
         subset: subset.as_ref(),
         label: &args.input,
+        budget: &budget,
     };
 
     signals::install();
@@ -122,6 +135,10 @@ fn convert(args: &ConvertArgs) -> Result<(), Error> {
         }
         Destination::Atomic { path, replace } => {
             let tmp = TempFile::create(&path)?;
+            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let mut sized = budget.clone();
+            sized.free = budget::free_space(&tmp.file).map(|free| (free, dir.display().to_string()));
+            let job = Job { budget: &sized, ..job };
             // Errors are reported as `convert IN -> OUT: ...`, so they name OUT already.
             write_file(&job, &tmp).and_then(|()| tmp.persist(&path, replace))
         }
@@ -168,6 +185,8 @@ struct Job<'a> {
     subset: Option<&'a Subset>,
     /// What the progress bar is labelled with (IN as given).
     label: &'a str,
+    /// What the output may cost, checked when the array's shape is known.
+    budget: &'a Budget,
 }
 
 impl Job<'_> {
@@ -191,6 +210,11 @@ impl Job<'_> {
             source: self.input.name(),
         };
         let mut sink: &mut dyn ArraySink = &mut said;
+        let mut checked = Checked {
+            inner: sink,
+            budget: self.budget,
+        };
+        sink = &mut checked;
         let mut guarded;
         if let Some(subset) = self.subset {
             guarded = SubsetGuard::new(sink, subset, self.source.name());

@@ -3,6 +3,7 @@
 //! The contract (commands, exit codes, JSON shape) is `docs/cli.md`; the formats plug in through
 //! `rasterpack_common::Format` and are listed in `registry.rs`.
 
+mod budget;
 mod convert;
 mod detect;
 mod output;
@@ -106,6 +107,10 @@ pub struct ConvertArgs {
     /// Overwrite OUT if it exists.
     #[arg(long)]
     force: bool,
+    /// Write an output more than 4096 times the size of its source and larger than 1 GiB (refused
+    /// without it, like a decompression bomb).
+    #[arg(long)]
+    allow_expansion: bool,
     /// Output format: npy, volp, gvrs, udf, fold (default: from OUT's extension).
     #[arg(long, value_name = "FORMAT")]
     to: Option<String>,
