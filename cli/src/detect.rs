@@ -4,24 +4,25 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 
-use rasterpack_common::{Error, ErrorKind, Format, Input, Limits, DETECT_BYTES};
+use rasterpack_common::{shown, Error, ErrorKind, Format, Input, Limits, DETECT_BYTES};
 
 use rasterpack_cli::registry;
 
 /// Open a path: `-` is standard input; FIFOs, devices and sockets are read as streams like
 /// standard input (their metadata has no length); anything else through [`Input::open`].
-pub fn open(path: &str, limits: &Limits) -> Result<Input, Error> {
-    if path == "-" {
+pub fn open(path: &Path, limits: &Limits) -> Result<Input, Error> {
+    if path.as_os_str() == "-" {
         if let Some(input) = stdin_as_file()? {
             return Ok(input);
         }
-        return read_stream("standard input", "-", std::io::stdin().lock(), limits);
+        return read_stream("standard input", Path::new("-"), std::io::stdin().lock(), limits);
     }
-    if is_stream(Path::new(path)) {
-        let file = File::open(path).map_err(|e| Error::io(path, &e))?;
-        return read_stream(path, path, file, limits);
+    if is_stream(path) {
+        let name = shown(path);
+        let file = File::open(path).map_err(|e| Error::io(&name, &e))?;
+        return read_stream(&name, path, file, limits);
     }
-    Input::open(Path::new(path))
+    Input::open(path)
 }
 
 /// Does `path` name something that can only be read front to back (no length, no seeking)?
@@ -70,7 +71,7 @@ fn stdin_as_file() -> Result<Option<Input>, Error> {
 /// access, and holding the stream in memory would cost its whole size in RSS. The first bytes
 /// are checked first: a stream no format claims (`/dev/zero`, `/dev/urandom`) is answered
 /// from them alone, without reading on.
-fn read_stream(what: &str, name: &str, mut stream: impl Read, limits: &Limits) -> Result<Input, Error> {
+fn read_stream(what: &str, name: &Path, mut stream: impl Read, limits: &Limits) -> Result<Input, Error> {
     let io = |e: std::io::Error| Error::io(&format!("reading {what}"), &e);
     let mut data = Vec::with_capacity(DETECT_BYTES);
     (&mut stream)
@@ -79,7 +80,7 @@ fn read_stream(what: &str, name: &str, mut stream: impl Read, limits: &Limits) -
         .map_err(io)?;
     let known = registry::formats().into_iter().any(|f| f.detect(&data));
     if data.len() < DETECT_BYTES || !known {
-        return Ok(Input::from_bytes(name, data));
+        return Ok(Input::from_bytes(shown(name), data));
     }
     let spool_error = |e: std::io::Error| {
         Error::io(
@@ -139,16 +140,17 @@ pub fn detect(input: &Input) -> Result<&'static dyn Format, Error> {
 }
 
 /// The format to write, from `--to` or the output's extension.
-pub fn target(to: Option<&str>, out: &str) -> Result<&'static dyn Format, Error> {
+pub fn target(to: Option<&str>, out: &Path) -> Result<&'static dyn Format, Error> {
     let wanted = match to {
         Some(t) => t.trim_start_matches('.').to_ascii_lowercase(),
-        None => Path::new(out)
+        None => out
             .extension()
             .and_then(|e| e.to_str())
             .map(|e| e.to_ascii_lowercase())
             .ok_or_else(|| {
                 Error::usage(format!(
-                    "cannot tell the output format of {out:?}: give --to FORMAT or an extension"
+                    "cannot tell the output format of {:?}: give --to FORMAT or an extension",
+                    shown(out)
                 ))
             })?,
     };

@@ -12,6 +12,7 @@ mod signals;
 mod stdio;
 mod subset;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Parser, Subcommand};
@@ -75,7 +76,7 @@ struct InspectArgs {
     all: bool,
     /// Files, directories (object-store VDS datasets), or `-` for standard input.
     #[arg(required = true, value_name = "PATH")]
-    paths: Vec<String>,
+    paths: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -91,7 +92,7 @@ struct ValidateArgs {
     quiet: bool,
     /// Files, directories (object-store VDS datasets), or `-` for standard input.
     #[arg(required = true, value_name = "PATH")]
-    paths: Vec<String>,
+    paths: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -99,11 +100,11 @@ struct ValidateArgs {
 pub struct ConvertArgs {
     /// Input file or directory (`-` for standard input).
     #[arg(value_name = "IN")]
-    input: String,
+    input: PathBuf,
     /// Output file (`-` for standard output, with --to); its format comes from --to or its
     /// extension.
     #[arg(value_name = "OUT")]
-    output: String,
+    output: PathBuf,
     /// Overwrite OUT if it exists.
     #[arg(long)]
     force: bool,
@@ -184,7 +185,7 @@ fn main() -> ExitCode {
     let writes_stdout = match &cli.command {
         Command::Inspect(_) => true,
         Command::Validate(a) => !a.quiet,
-        Command::Convert(a) => a.output == "-",
+        Command::Convert(a) => a.output.as_os_str() == "-",
     };
     if writes_stdout && stdio::stdout_was_closed() {
         // A report or data with nowhere to go is lost work, never a success.

@@ -2,7 +2,7 @@
 //! physical float64 values computed a window at a time.
 
 use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, DType, Input, Region, Result};
-use serde_json::{Map, Value};
+use serde_json::Map;
 
 use crate::body::{check_can_produce, decode_body, DecodePlan};
 use crate::model::{physical_le_bytes, VolpHeader};
@@ -16,7 +16,7 @@ pub(crate) fn array_info(header: &VolpHeader, shape: Vec<u64>, physical: bool) -
     for (k, v) in header.metadata.entries() {
         attrs.insert(k.into(), v.clone());
     }
-    attrs.insert("version".into(), Value::from(header.version));
+    attrs.insert("version".into(), header.version_json());
     let (scale_key, offset_key) = if physical {
         ("source_scale", "source_offset")
     } else {
