@@ -152,7 +152,7 @@ pub struct ConvertArgs {
     /// Output compression. GVRS (smallest block per tile): none; default (huffman, deflate,
     /// float: every Gridfour reads it); all (default and canonical, Gridfour 2026's list); lsop
     /// (default and LSOP12); or a comma list of those and huffman, deflate, float, canonical
-    /// (e.g. all,lsop). VOLP: zstd or zstd:LEVEL. FOLD: zstd or none, optionally
+    /// (e.g. all,lsop). VOLP: zstd or zstd:LEVEL (1..22, or negative for zstd's fast levels, e.g. zstd:-3). FOLD: zstd or none, optionally
     /// +rs16/+rs32/+rs64 (Reed-Solomon ECC).
     #[arg(long, value_name = "CODEC")]
     compress: Option<String>,

@@ -79,6 +79,11 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
             compression,
             metadata,
             unknown,
+            unknown_json: members
+                .iter()
+                .filter(|(k, _)| !KNOWN_KEYS.contains(&k.as_str()))
+                .map(|(k, n)| (k.clone(), n.value.to_json_text()))
+                .collect(),
         });
     }
     c

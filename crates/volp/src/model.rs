@@ -86,6 +86,9 @@ pub struct VolpHeader {
     pub metadata: VolpMetadata,
     /// Keys the spec does not define, in file order (ignored for decoding, shown by inspect).
     pub unknown: Map<String, Value>,
+    /// The same keys with their values as compact JSON text, numbers exactly as written: what
+    /// a conversion to VOLP carries into the new header.
+    pub unknown_json: Vec<(String, String)>,
 }
 
 impl VolpHeader {
