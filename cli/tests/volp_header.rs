@@ -117,3 +117,24 @@ fn negative_zstd_levels_write_volp() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// FOLD metadata, Python ints of any size, follows the same rule in `inspect --json`.
+#[test]
+fn fold_metadata_integers_beyond_64_bits_are_strings_too() {
+    use rasterpack_fold::pjson::Value;
+    let dir = scratch("fold");
+    let mut b = rasterpack_fold::FoldBuilder::new();
+    b.metadata("big", Value::Int("-123456789012345678901234567890".into())).unwrap();
+    b.metadata("max", Value::Int("18446744073709551615".into())).unwrap();
+    b.metadata("past", Value::Int("18446744073709551616".into())).unwrap();
+    let path = dir.join("m.fold");
+    std::fs::write(&path, b.to_bytes().unwrap()).unwrap();
+    let o = run(&["inspect", "--json", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let meta = &doc["files"][0]["summary"]["metadata"];
+    assert_eq!(meta["big"], "-123456789012345678901234567890", "{meta}");
+    assert_eq!(meta["max"], 18446744073709551615u64, "{meta}");
+    assert_eq!(meta["past"], "18446744073709551616", "{meta}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
