@@ -168,7 +168,10 @@ mod tests {
         let big = ArrayInfo::new(DType::F32, vec![2_147_483_647, 10]);
         let e = budget(2816, false, None).check(&big).unwrap_err();
         assert_eq!(e.code, "output.expansion");
-        assert!(e.message.contains("--allow-expansion") && e.message.contains("85899345880"), "{e}");
+        assert!(
+            e.message.contains("--allow-expansion") && e.message.contains("85899345880"),
+            "{e}"
+        );
         budget(2816, true, None).check(&big).unwrap();
         // Under 1 GiB any ratio is fine; over it, up to 4096 times the source.
         budget(1, false, None)
@@ -191,7 +194,10 @@ mod tests {
         let info = ArrayInfo::new(DType::U8, vec![1000]);
         let e = budget(1000, false, Some(999)).check(&info).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Io);
-        assert!(e.message.contains("1000 bytes") && e.message.contains("999 bytes"), "{e}");
+        assert!(
+            e.message.contains("1000 bytes") && e.message.contains("999 bytes"),
+            "{e}"
+        );
         budget(1000, false, Some(1000)).check(&info).unwrap();
         // Compressed targets: their size is not known before writing.
         let mut b = budget(1000, false, Some(1));

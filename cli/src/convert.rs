@@ -24,7 +24,11 @@ pub fn run(args: &ConvertArgs) -> Outcome {
     match convert(args) {
         Ok(()) => Outcome::Code(0),
         Err(e) => {
-            eprintln!("rasterpack: convert {} -> {}: {e}", shown(&args.input), shown(&args.output));
+            eprintln!(
+                "rasterpack: convert {} -> {}: {e}",
+                shown(&args.input),
+                shown(&args.output)
+            );
             Outcome::Code(exit_code_for(e.kind))
         }
     }
@@ -44,7 +48,9 @@ enum Destination {
 fn convert(args: &ConvertArgs) -> Result<(), Error> {
     let to_stdout = args.output.as_os_str() == "-";
     if to_stdout && args.to.is_none() {
-        return Err(Error::usage("OUT is - (standard output): give its format with --to FORMAT"));
+        return Err(Error::usage(
+            "OUT is - (standard output): give its format with --to FORMAT",
+        ));
     }
     let target = detect::target(args.to.as_deref(), &args.output)?;
     let subset = subset::from_args(args)?;
@@ -138,7 +144,10 @@ fn convert(args: &ConvertArgs) -> Result<(), Error> {
         }
         Destination::Atomic { path, replace } => {
             let tmp = TempFile::create(&path)?;
-            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
             let mut sized = budget.clone();
             sized.free = budget::free_space(&tmp.file).map(|free| (free, shown(&dir)));
             let job = Job { budget: &sized, ..job };
@@ -389,10 +398,7 @@ fn follow_links(path: &Path) -> Result<PathBuf, Error> {
 }
 
 fn exists_error(dest: &Path) -> Error {
-    Error::usage(format!(
-        "{} exists; pass --force to overwrite it",
-        shown(dest)
-    ))
+    Error::usage(format!("{} exists; pass --force to overwrite it", shown(dest)))
 }
 
 /// `dest` was not there when the conversion began, and is now (another process made it).
@@ -509,12 +515,7 @@ impl TempFile {
                     })
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(Error::io(
-                        &format!("creating a temporary file in {}", shown(&dir)),
-                        &e,
-                    ))
-                }
+                Err(e) => return Err(Error::io(&format!("creating a temporary file in {}", shown(&dir)), &e)),
             }
         }
         Err(Error::usage(format!(
@@ -537,7 +538,9 @@ impl TempFile {
                 .map_err(|e| Error::io(&format!("syncing {}", shown(&self.path)), &e))?;
         }
         let result = signals::untrack(|| {
-            let r = self.keep_mode(dest, force).and_then(|()| self.place(dest, replace || force));
+            let r = self
+                .keep_mode(dest, force)
+                .and_then(|()| self.place(dest, replace || force));
             // Removed here, under the same lock a signal's cleanup takes, when placing failed.
             if r.is_err() {
                 let _ = std::fs::remove_file(&self.path);

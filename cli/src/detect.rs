@@ -84,7 +84,10 @@ fn read_stream(what: &str, name: &Path, mut stream: impl Read, limits: &Limits) 
     }
     let spool_error = |e: std::io::Error| {
         Error::io(
-            &format!("copying {what} into a temporary file in {}", shown(&std::env::temp_dir())),
+            &format!(
+                "copying {what} into a temporary file in {}",
+                shown(&std::env::temp_dir())
+            ),
             &e,
         )
     };

@@ -20,10 +20,7 @@ mod probe {
 
     /// Runs before the runtime's fd sanitising: a `dup` of a closed descriptor fails (EBADF).
     extern "C" fn probe() {
-        let closed = std::io::stdout()
-            .as_fd()
-            .try_clone_to_owned()
-            .is_err();
+        let closed = std::io::stdout().as_fd().try_clone_to_owned().is_err();
         super::STDOUT_CLOSED.store(closed, super::Ordering::Relaxed);
     }
 

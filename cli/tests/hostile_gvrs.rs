@@ -113,8 +113,14 @@ fn an_86_gb_declaration_is_refused_before_writing() {
         let r = check(&["convert", s(&file), s(&out)], 2);
         assert!(r.elapsed < QUICK, "{target}: {:?}", r.elapsed);
         let err = r.stderr();
-        assert!(err.contains("output.expansion") && err.contains("--allow-expansion"), "{target}: {err}");
-        assert!(err.contains("85899345880 bytes") && err.contains("2816 bytes"), "{target}: {err}");
+        assert!(
+            err.contains("output.expansion") && err.contains("--allow-expansion"),
+            "{target}: {err}"
+        );
+        assert!(
+            err.contains("85899345880 bytes") && err.contains("2816 bytes"),
+            "{target}: {err}"
+        );
     }
     // To standard output (no free space to measure) the expansion rule holds too.
     let r = check(&["convert", s(&file), "-", "--to", "npy"], 2);
@@ -127,7 +133,10 @@ fn an_86_gb_declaration_is_refused_before_writing() {
             let r = check(&["convert", "--allow-expansion", s(&file), s(&out)], 2);
             assert!(r.elapsed < QUICK, "{:?}", r.elapsed);
             let err = r.stderr();
-            assert!(err.contains("output.no_space") && err.contains("needs 85899345880 bytes"), "{err}");
+            assert!(
+                err.contains("output.no_space") && err.contains("needs 85899345880 bytes"),
+                "{err}"
+            );
         }
         _ => eprintln!("SKIP the free-space refusal: {free:?} bytes free in {}", dir.display()),
     }

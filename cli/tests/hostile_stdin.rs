@@ -26,7 +26,13 @@ fn zeros_after(head: Vec<u8>, len: u64) -> impl FnOnce(&mut dyn Write) -> std::i
 
 #[track_caller]
 fn expect(args: &[&str], r: &Run, code: i32) {
-    assert_eq!(r.code(), Some(code), "{args:?}: stdout {}\nstderr {}", r.stdout(), r.stderr());
+    assert_eq!(
+        r.code(),
+        Some(code),
+        "{args:?}: stdout {}\nstderr {}",
+        r.stdout(),
+        r.stderr()
+    );
     check_bound(args, r);
 }
 

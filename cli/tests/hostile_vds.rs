@@ -67,7 +67,15 @@ fn a_huge_layout_with_a_few_bricks_stays_small() {
     let r = check(&["convert", s(&vds), "/dev/null", "--to", "npy", "--force"], 2);
     assert!(r.stderr().contains("--allow-expansion"), "{}", r.stderr());
     check(
-        &["convert", s(&vds), "/dev/null", "--to", "npy", "--force", "--allow-expansion"],
+        &[
+            "convert",
+            s(&vds),
+            "/dev/null",
+            "--to",
+            "npy",
+            "--force",
+            "--allow-expansion",
+        ],
         0,
     );
 

@@ -159,7 +159,11 @@ fn rle_bloat_256_mib_streams_within_the_bound() {
     // 2 GiB from 8 KB: more than 4096 times the source, refused without --allow-expansion.
     let r = check(&dir, &["convert", "--physical", src, &out("physical.npy")], 2);
     assert!(r.stderr.contains("--allow-expansion"), "{}", r.stderr);
-    check(&dir, &["convert", "--allow-expansion", "--physical", src, &out("physical.npy")], 0);
+    check(
+        &dir,
+        &["convert", "--allow-expansion", "--physical", src, &out("physical.npy")],
+        0,
+    );
     let physical = out("physical.npy");
     assert_eq!(npy_data_len(Path::new(&physical)), 2 << 30);
     // Spot-check the last level against the library's region read (stored * 2.0).
@@ -184,7 +188,11 @@ fn rle_bloat_256_mib_streams_within_the_bound() {
     check(&dir, &["validate", &out("copy.volp")], 0);
     let t = Instant::now();
     // --allow-expansion: past the expansion rule, to VOLP's own 256 MiB body limit.
-    let r = check(&dir, &["convert", "--allow-expansion", "--physical", src, &out("physical.volp")], 2);
+    let r = check(
+        &dir,
+        &["convert", "--allow-expansion", "--physical", src, &out("physical.volp")],
+        2,
+    );
     assert!(r.stderr.contains("volp.limit.body"), "{}", r.stderr);
     assert!(t.elapsed() < Duration::from_secs(5), "refused before decoding");
     assert!(!Path::new(&out("physical.volp")).exists());
@@ -205,7 +213,11 @@ fn rle_bloat_256_mib_into_udf_streams_within_the_bound() {
     check(&dir, &["convert", src, out.to_str().unwrap()], 0);
     check(&dir, &["validate", out.to_str().unwrap()], 0);
     std::fs::remove_file(&out).unwrap();
-    check(&dir, &["convert", "--allow-expansion", "--physical", src, out.to_str().unwrap()], 0);
+    check(
+        &dir,
+        &["convert", "--allow-expansion", "--physical", src, out.to_str().unwrap()],
+        0,
+    );
     assert!(std::fs::metadata(&out).unwrap().len() > 2 << 30);
     std::fs::remove_dir_all(&dir).unwrap();
 }

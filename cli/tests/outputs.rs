@@ -20,7 +20,11 @@ fn stderr(o: &Output) -> String {
 }
 
 fn testdata(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("testdata").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("testdata")
+        .join(rel)
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -41,7 +45,13 @@ fn force_keeps_the_permission_bits_of_the_file_it_replaces() {
         let out = dir.join("o.npy");
         std::fs::write(&out, b"old").unwrap();
         std::fs::set_permissions(&out, std::fs::Permissions::from_mode(mode)).unwrap();
-        let o = bin().arg("convert").arg(volp()).arg(&out).arg("--force").output().unwrap();
+        let o = bin()
+            .arg("convert")
+            .arg(volp())
+            .arg(&out)
+            .arg("--force")
+            .output()
+            .unwrap();
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         let meta = std::fs::metadata(&out).unwrap();
         assert_eq!(meta.permissions().mode() & 0o7777, mode, "mode {mode:o}");
@@ -62,7 +72,13 @@ fn output_names_up_to_255_bytes_are_written() {
         assert_eq!(o.status.code(), Some(0), "{len} bytes: {}", stderr(&o));
         assert!(out.is_file());
         // And over an existing one with --force.
-        let o = bin().arg("convert").arg(volp()).arg(&out).arg("--force").output().unwrap();
+        let o = bin()
+            .arg("convert")
+            .arg(volp())
+            .arg(&out)
+            .arg("--force")
+            .output()
+            .unwrap();
         assert_eq!(o.status.code(), Some(0), "{len} bytes, --force: {}", stderr(&o));
         std::fs::remove_file(&out).unwrap();
     }
@@ -94,7 +110,14 @@ fn a_race_to_create_one_path_ends_as_force_says() {
         let out = dir.join(format!("forced{round}.npy"));
         let children: Vec<_> = (0..4)
             .map(|_| {
-                bin().arg("convert").arg(&src).arg(&out).arg("--force").stderr(std::process::Stdio::piped()).spawn().unwrap()
+                bin()
+                    .arg("convert")
+                    .arg(&src)
+                    .arg(&out)
+                    .arg("--force")
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
             })
             .collect();
         for c in children {
@@ -105,14 +128,25 @@ fn a_race_to_create_one_path_ends_as_force_says() {
     }
     let out = dir.join("plain.npy");
     let children: Vec<_> = (0..4)
-        .map(|_| bin().arg("convert").arg(&src).arg(&out).stderr(std::process::Stdio::piped()).spawn().unwrap())
+        .map(|_| {
+            bin()
+                .arg("convert")
+                .arg(&src)
+                .arg(&out)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
         .collect();
     let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
     assert!(outputs.iter().any(|o| o.status.code() == Some(0)));
     for o in outputs.iter().filter(|o| o.status.code() != Some(0)) {
         assert_eq!(o.status.code(), Some(2));
         let e = stderr(o);
-        assert!(e.contains("appeared while converting") || e.contains("exists; pass --force"), "{e}");
+        assert!(
+            e.contains("appeared while converting") || e.contains("exists; pass --force"),
+            "{e}"
+        );
     }
     assert_eq!(std::fs::read(&out).unwrap(), want);
     let left: Vec<_> = std::fs::read_dir(&dir)
@@ -133,12 +167,20 @@ fn names_that_are_not_utf8_are_taken_and_shown_escaped() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = bin().arg("inspect").arg(&out).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("caf\\xe9.npy"), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("caf\\xe9.npy"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     let o = bin().arg("inspect").arg("--json").arg(&out).output().unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(doc["files"][0]["path"].as_str().unwrap().ends_with("caf\u{fffd}.npy"));
     // A missing one is named escaped in the error.
-    let o = bin().arg("validate").arg(dir.join(OsStr::from_bytes(b"gone\xff"))).output().unwrap();
+    let o = bin()
+        .arg("validate")
+        .arg(dir.join(OsStr::from_bytes(b"gone\xff")))
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("gone\\xff: No such file"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).unwrap();
@@ -155,14 +197,24 @@ fn control_characters_in_names_are_escaped() {
     for command in ["inspect", "validate"] {
         let o = bin().arg(command).arg(&out).output().unwrap();
         let text = String::from_utf8_lossy(&o.stdout);
-        assert!(!text.contains('\x1b') && text.contains("a\\u{1b}[2Jb\\nvalid.npy"), "{text}");
+        assert!(
+            !text.contains('\x1b') && text.contains("a\\u{1b}[2Jb\\nvalid.npy"),
+            "{text}"
+        );
     }
     let o = bin().arg("validate").arg("--json").arg(&out).output().unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(doc["files"][0]["path"].as_str().unwrap().ends_with("a\x1b[2Jb\nvalid.npy"));
+    assert!(doc["files"][0]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("a\x1b[2Jb\nvalid.npy"));
     for args in [
         vec![OsStr::new("inspect"), dir.join("x\x07\r.volp").as_os_str()],
-        vec![OsStr::new("convert"), dir.join("y\x1b.volp").as_os_str(), OsStr::new("o.npy")],
+        vec![
+            OsStr::new("convert"),
+            dir.join("y\x1b.volp").as_os_str(),
+            OsStr::new("o.npy"),
+        ],
         vec![OsStr::new("convert"), volp().as_os_str(), out.as_os_str()],
     ] {
         let o = bin().args(&args).output().unwrap();
@@ -203,6 +255,9 @@ fn a_volp_version_beyond_u64_is_shown_as_written() {
         .iter()
         .find(|f| f["code"] == "volp.version.newer")
         .unwrap();
-    assert_eq!(note["message"], "version 1e400 is newer than 1: decoded with the version 1 layout");
+    assert_eq!(
+        note["message"],
+        "version 1e400 is newer than 1: decoded with the version 1 layout"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

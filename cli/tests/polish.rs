@@ -206,11 +206,19 @@ fn a_closed_or_full_stdout_is_exit_2() {
             .output()
             .unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?} >&-: {}", stderr(&o));
-        assert!(stderr(&o).contains("standard output is closed"), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("standard output is closed"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
         let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
         let o = bin().args(args).stdout(full).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?} >/dev/full: {}", stderr(&o));
-        assert!(stderr(&o).contains("No space left on device"), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("No space left on device"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
     }
     let o = Command::new("sh")
         .arg("-c")

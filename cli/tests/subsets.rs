@@ -352,7 +352,14 @@ fn start_colon_on_an_empty_axis_is_the_empty_box() {
             assert_eq!(got.shape, shape, "{s} --region {region}");
             assert!(got.data.is_empty());
         }
-        let o = run(&["convert", "--force", s, dir.join("bad.npy").to_str().unwrap(), "--region", "1:"]);
+        let o = run(&[
+            "convert",
+            "--force",
+            s,
+            dir.join("bad.npy").to_str().unwrap(),
+            "--region",
+            "1:",
+        ]);
         assert_eq!(o.status.code(), Some(2), "{s}: {}", stderr(&o));
         assert!(stderr(&o).contains("usage.region"), "{s}: {}", stderr(&o));
     }

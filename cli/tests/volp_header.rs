@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rasterpack")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_rasterpack"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn stderr(o: &Output) -> String {
@@ -100,18 +103,34 @@ fn negative_zstd_levels_write_volp() {
     assert_eq!(run(&["convert", &src, whole.to_str().unwrap()]).status.code(), Some(0));
     for level in ["-1", "-3", "-131072", "1", "22"] {
         let out = dir.join(format!("l{level}.volp"));
-        let o = run(&["convert", &src, out.to_str().unwrap(), "--compress", &format!("zstd:{level}")]);
+        let o = run(&[
+            "convert",
+            &src,
+            out.to_str().unwrap(),
+            "--compress",
+            &format!("zstd:{level}"),
+        ]);
         assert_eq!(o.status.code(), Some(0), "zstd:{level}: {}", stderr(&o));
         let o = run(&["validate", out.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(0), "zstd:{level}");
         let back = dir.join("back.npy");
         let o = run(&["convert", "--force", out.to_str().unwrap(), back.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-        assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&whole).unwrap(), "zstd:{level}");
+        assert_eq!(
+            std::fs::read(&back).unwrap(),
+            std::fs::read(&whole).unwrap(),
+            "zstd:{level}"
+        );
     }
     for level in ["0", "23", "-131073", "x"] {
         let out = dir.join("bad.volp");
-        let o = run(&["convert", &src, out.to_str().unwrap(), "--compress", &format!("zstd:{level}")]);
+        let o = run(&[
+            "convert",
+            &src,
+            out.to_str().unwrap(),
+            "--compress",
+            &format!("zstd:{level}"),
+        ]);
         assert_eq!(o.status.code(), Some(2), "zstd:{level}");
         assert!(stderr(&o).contains("-131072"), "{}", stderr(&o));
     }
@@ -124,7 +143,8 @@ fn fold_metadata_integers_beyond_64_bits_are_strings_too() {
     use rasterpack_fold::pjson::Value;
     let dir = scratch("fold");
     let mut b = rasterpack_fold::FoldBuilder::new();
-    b.metadata("big", Value::Int("-123456789012345678901234567890".into())).unwrap();
+    b.metadata("big", Value::Int("-123456789012345678901234567890".into()))
+        .unwrap();
     b.metadata("max", Value::Int("18446744073709551615".into())).unwrap();
     b.metadata("past", Value::Int("18446744073709551616".into())).unwrap();
     let path = dir.join("m.fold");

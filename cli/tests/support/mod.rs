@@ -66,7 +66,10 @@ pub fn run(args: &[&str]) -> Run {
 /// Run rasterpack with `args` and standard input fed by `feed` from a thread (a pipe, as
 /// `producer | rasterpack ... -` gives it), under GNU time like [`run`]. A feeder stopped by a
 /// closed pipe (the command needed no more) is fine.
-pub fn run_fed(args: &[&str], feed: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send + 'static) -> Run {
+pub fn run_fed(
+    args: &[&str],
+    feed: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send + 'static,
+) -> Run {
     use std::process::Stdio;
     let bin = env!("CARGO_BIN_EXE_rasterpack");
     let time = Path::new("/usr/bin/time");

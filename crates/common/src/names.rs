@@ -40,7 +40,10 @@ mod tests {
     #[test]
     fn control_characters_and_stray_bytes_are_escaped() {
         assert_eq!(shown(Path::new("dir/cube.volp")), "dir/cube.volp");
-        assert_eq!(shown(Path::new("a\nb\tc\u{1b}[2J\u{7f}\u{9b}")), "a\\nb\\tc\\u{1b}[2J\\u{7f}\\u{9b}");
+        assert_eq!(
+            shown(Path::new("a\nb\tc\u{1b}[2J\u{7f}\u{9b}")),
+            "a\\nb\\tc\\u{1b}[2J\\u{7f}\\u{9b}"
+        );
         assert_eq!(shown(Path::new("é")), "é");
         #[cfg(unix)]
         {

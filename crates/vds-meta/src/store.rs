@@ -62,7 +62,10 @@ impl DirStore {
     /// Open the object-store dataset in directory `root`.
     pub fn open(root: &Path, limits: &Limits) -> Result<DirStore> {
         if !root.is_dir() {
-            return Err(Error::usage(format!("{} is not a directory", rasterpack_common::shown(&root))));
+            return Err(Error::usage(format!(
+                "{} is not a directory",
+                rasterpack_common::shown(&root)
+            )));
         }
         let mut headers = None;
         let mut side = root.as_os_str().to_owned();

@@ -101,7 +101,10 @@ fn a_version_beyond_u64_is_reported_as_itself() {
         let d = with_header(&format!(r#"{{"version":{v},{BASE},"compression":"zstd"}}"#));
         let f = assert_valid(&d);
         let note = f.iter().find(|x| x.code == "volp.version.newer").expect("a note");
-        assert_eq!(note.message, format!("version {v} is newer than 1: decoded with the version 1 layout"));
+        assert_eq!(
+            note.message,
+            format!("version {v} is newer than 1: decoded with the version 1 layout")
+        );
         let h = header(&d).unwrap();
         assert_eq!(h.version_text, v);
         assert_eq!(h.version_json(), json, "{v}");
@@ -113,7 +116,9 @@ fn a_version_beyond_u64_is_reported_as_itself() {
         )
         .unwrap();
         assert_eq!(report.summary["version"], json, "{v}");
-        assert!(!format!("{:?}", report.sections).contains("18446744073709551615") || v.starts_with("18446744073709551615"));
+        assert!(
+            !format!("{:?}", report.sections).contains("18446744073709551615") || v.starts_with("18446744073709551615")
+        );
     }
 }
 
