@@ -149,7 +149,7 @@ fn convert(args: &ConvertArgs) -> Result<(), Error> {
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
             let mut sized = budget.clone();
-            sized.free = budget::free_space(&tmp.file).map(|free| (free, shown(&dir)));
+            sized.free = budget::free_space(&tmp.file).map(|free| (free, shown(dir)));
             let job = Job { budget: &sized, ..job };
             // Errors are reported as `convert IN -> OUT: ...`, so they name OUT already.
             write_file(&job, &tmp).and_then(|()| tmp.persist(&path, replace, args.force))
@@ -344,7 +344,7 @@ fn destination(out: &Path, force: bool) -> Result<Destination, Error> {
     let exists = match std::fs::symlink_metadata(out) {
         Ok(_) => true,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(e) => return Err(Error::io(&shown(&out), &e)),
+        Err(e) => return Err(Error::io(&shown(out), &e)),
     };
     if !exists {
         return Ok(Destination::Atomic {
@@ -364,7 +364,7 @@ fn destination(out: &Path, force: bool) -> Result<Destination, Error> {
         Err(e) => return Err(Error::io(&shown(&path), &e)),
     };
     if meta.is_dir() {
-        return Err(Error::usage(format!("{} is a directory", shown(&out))));
+        return Err(Error::usage(format!("{} is a directory", shown(out))));
     }
     if meta.is_file() {
         Ok(Destination::Atomic { path, replace: true })
@@ -393,7 +393,7 @@ fn follow_links(path: &Path) -> Result<PathBuf, Error> {
     }
     Err(Error::usage(format!(
         "{}: too many levels of symbolic links",
-        shown(&path)
+        shown(path)
     )))
 }
 
@@ -515,12 +515,12 @@ impl TempFile {
                     })
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(Error::io(&format!("creating a temporary file in {}", shown(&dir)), &e)),
+                Err(e) => return Err(Error::io(&format!("creating a temporary file in {}", shown(dir)), &e)),
             }
         }
         Err(Error::usage(format!(
             "could not create a temporary file in {}",
-            shown(&dir)
+            shown(dir)
         )))
     }
 
@@ -569,7 +569,7 @@ impl TempFile {
     fn place(&self, dest: &Path, replace: bool) -> Result<(), Error> {
         if replace {
             return std::fs::rename(&self.path, dest)
-                .map_err(|e| Error::io(&format!("renaming to {}", shown(&dest)), &e));
+                .map_err(|e| Error::io(&format!("renaming to {}", shown(dest)), &e));
         }
         // A hard link fails if `dest` appeared meanwhile: never clobber without --force.
         match std::fs::hard_link(&self.path, dest) {
@@ -583,7 +583,7 @@ impl TempFile {
                 if std::fs::symlink_metadata(dest).is_ok() {
                     return Err(appeared_error(dest));
                 }
-                std::fs::rename(&self.path, dest).map_err(|e| Error::io(&format!("renaming to {}", shown(&dest)), &e))
+                std::fs::rename(&self.path, dest).map_err(|e| Error::io(&format!("renaming to {}", shown(dest)), &e))
             }
         }
     }

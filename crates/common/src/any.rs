@@ -52,7 +52,7 @@ pub fn detect<'f>(input: &Input, formats: &[&'f dyn Format]) -> Result<&'f dyn F
                 None,
                 format!(
                     "{}: the directory holds no dataset of a known format",
-                    crate::names::shown(&dir)
+                    crate::names::shown(dir)
                 ),
             )
         });

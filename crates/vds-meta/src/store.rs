@@ -64,7 +64,7 @@ impl DirStore {
         if !root.is_dir() {
             return Err(Error::usage(format!(
                 "{} is not a directory",
-                rasterpack_common::shown(&root)
+                rasterpack_common::shown(root)
             )));
         }
         let mut headers = None;
