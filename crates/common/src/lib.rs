@@ -74,6 +74,7 @@ pub mod array;
 pub mod error;
 pub mod finding;
 pub mod format;
+pub mod fortran;
 pub mod json;
 pub mod limits;
 pub mod npy;
@@ -86,13 +87,14 @@ pub mod stream;
 pub mod testkit;
 
 pub use any::{detect, open_any, ArrayFile, DETECT_BYTES};
-pub use array::{byte_len, DType, Element, NdArray};
+pub use array::{byte_len, f16_to_f64, DType, Element, NdArray};
 pub use error::{Error, ErrorKind, Result};
 pub use finding::{Finding, Findings, Severity};
 pub use format::{
     read_by_streaming, ArrayRequest, Format, InspectOptions, Progress, Report, RequestFlag, Section, ValidateOptions,
     WriteOptions,
 };
+pub use fortran::{FortranReorder, FortranSink};
 pub use limits::Limits;
 pub use npy_format::{NpyFile, NpyFormat};
 pub use output::Output;

@@ -1,0 +1,325 @@
+//! Fortran-order (column-major, first axis fastest) arrays turned into C order, the order every
+//! [`ArraySink`] takes, as their stored bytes stream by.
+//!
+//! The stored bytes of a Fortran-order array of shape `(s0, .., sn-1)` are the C-order bytes of
+//! its transpose, shape `(sn-1, .., s0)`. A region of the array is the reversed region of that
+//! transpose, so a source streams the stored region exactly as it streams a C-order one (with
+//! [`fortran_stored_region`]) and hands the bytes to a [`FortranSink`], which reorders them.
+//!
+//! Reordering needs, for each value of the last C axis, a slab of the stored data (one row of
+//! the transpose, `s0 * .. * sn-2` values). The sink holds slabs of up to
+//! [`Limits::working_set`] bytes: the whole array when it fits (then any sink takes it, in
+//! order); otherwise several rows at a time, written as runs to a random-access sink (a file,
+//! memory). A sequential sink (a pipe, a compressing writer) needs the whole array in order, so
+//! a Fortran-order array above the working set is refused there with `limit.working_set`
+//! before any byte is written, as is one whose single row is above it.
+
+use crate::error::{Error, Result};
+use crate::limits::Limits;
+use crate::stream::{ArrayInfo, ArraySink, Region, SequentialCursor};
+
+/// The region of the stored (transposed) array that holds `region` of a Fortran-order array.
+pub fn fortran_stored_region(region: &Region) -> Region {
+    Region {
+        ranges: region.ranges.iter().rev().cloned().collect(),
+    }
+}
+
+/// The shape of the stored (transposed) array of a Fortran-order array of `shape`.
+pub fn fortran_stored_shape(shape: &[u64]) -> Vec<u64> {
+    shape.iter().rev().copied().collect()
+}
+
+/// Whether Fortran and C order lay out an array of `shape` identically (at most one axis
+/// longer than 1): then the stored bytes pass through unchanged.
+pub fn same_in_both_orders(shape: &[u64]) -> bool {
+    shape.iter().filter(|&&d| d > 1).count() <= 1
+}
+
+/// The C-order bytes of a Fortran-order array held whole in memory (`data` holds exactly the
+/// array's values of `elem` bytes each).
+pub fn fortran_to_c(data: &[u8], elem: usize, shape: &[u64]) -> Result<Vec<u8>> {
+    if same_in_both_orders(shape) {
+        return Ok(data.to_vec());
+    }
+    let mut out = Vec::with_capacity(data.len());
+    let rows = *shape.last().unwrap_or(&1);
+    let mut t = Reorder::new(elem, shape)?;
+    t.slab_runs(data, 0, rows, &mut |_, run| {
+        out.extend_from_slice(run);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// The geometry of one reordering: C-order shape, value size, row size of the transpose.
+#[derive(Debug, Clone)]
+struct Reorder {
+    elem: usize,
+    /// The C-order shape.
+    shape: Vec<u64>,
+    /// Bytes of one row of the transpose (one index of the last C axis).
+    row_bytes: u64,
+    /// Reused buffer of one output run.
+    run: Vec<u8>,
+}
+
+impl Reorder {
+    fn new(elem: usize, shape: &[u64]) -> Result<Reorder> {
+        let inner = shape.len().saturating_sub(1);
+        let row_bytes = shape[..inner]
+            .iter()
+            .try_fold(elem as u64, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| Error::limit("limit.array", None, format!("array shape {shape:?} overflows")))?;
+        Ok(Reorder {
+            elem,
+            shape: shape.to_vec(),
+            row_bytes,
+            run: Vec::new(),
+        })
+    }
+
+    /// Deliver rows `k0..k1` of the transpose (`slab`, C order, `(k1 - k0) * row_bytes` bytes)
+    /// as C-order runs: `emit(output byte offset, run)`, one run per index of the C axes but
+    /// the last, in ascending output order.
+    fn slab_runs(
+        &mut self,
+        slab: &[u8],
+        k0: u64,
+        k1: u64,
+        emit: &mut dyn FnMut(u64, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let n = self.shape.len();
+        let elem = self.elem;
+        let last = self.shape[n - 1];
+        let outer = &self.shape[..n - 1];
+        let count = (k1 - k0) as usize;
+        // Fortran strides (in values) of the outer C axes: axis a steps s0 * .. * s(a-1).
+        let mut fstride = Vec::with_capacity(outer.len());
+        let mut acc = 1u64;
+        for &d in outer {
+            fstride.push(acc);
+            acc *= d;
+        }
+        let rows_apart = self.row_bytes as usize;
+        let mut idx = vec![0u64; outer.len()];
+        let mut fpos = 0u64;
+        let mut c_outer = 0u64;
+        let total_outer: u64 = outer.iter().product();
+        for _ in 0..total_outer {
+            self.run.clear();
+            let base = fpos as usize * elem;
+            for k in 0..count {
+                let at = base + k * rows_apart;
+                self.run.extend_from_slice(&slab[at..at + elem]);
+            }
+            emit((c_outer * last + k0) * elem as u64, &self.run)?;
+            c_outer += 1;
+            // Next outer index, the last outer axis fastest.
+            let mut axis = outer.len();
+            while axis > 0 {
+                axis -= 1;
+                idx[axis] += 1;
+                fpos += fstride[axis];
+                if idx[axis] < outer[axis] {
+                    break;
+                }
+                fpos -= fstride[axis] * outer[axis];
+                idx[axis] = 0;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The reordering state of one Fortran-order array: fed its stored bytes in ascending order,
+/// it writes the same values in C order to the sink given with each call (so a source can keep
+/// it beside a borrowed sink). [`FortranSink`] wraps it as an [`ArraySink`].
+#[derive(Debug)]
+pub struct FortranReorder {
+    reorder: Option<Reorder>,
+    cursor: SequentialCursor,
+    total: u64,
+    /// Rows of the transpose held per slab.
+    slab_rows: u64,
+    /// Row index of the first row in `buf`.
+    slab_start: u64,
+    buf: Vec<u8>,
+    /// Output bytes combined into one write while they are contiguous.
+    out: Vec<u8>,
+    out_at: u64,
+}
+
+/// Combined output is written once it reaches this size.
+const COMBINE: usize = 1 << 20;
+
+fn flush_out(inner: &mut dyn ArraySink, out: &mut Vec<u8>, out_at: u64) -> Result<()> {
+    if !out.is_empty() {
+        inner.write_at(out_at, out)?;
+        out.clear();
+    }
+    Ok(())
+}
+
+impl FortranReorder {
+    /// Plan the reordering of the array `info` describes (its C-order shape, as `inner` will
+    /// receive it) within `limits.working_set`, and call `inner.begin`. Refuses with
+    /// `limit.working_set` (before `inner.begin`) what cannot be reordered within the budget.
+    pub fn begin(info: &ArrayInfo, limits: &Limits, inner: &mut dyn ArraySink) -> Result<FortranReorder> {
+        let total = info.byte_len()?;
+        let elem = info.dtype.size();
+        let passthrough = same_in_both_orders(&info.shape) || total == 0;
+        let mut state = FortranReorder {
+            reorder: None,
+            cursor: SequentialCursor::default(),
+            total,
+            slab_rows: 0,
+            slab_start: 0,
+            buf: Vec::new(),
+            out: Vec::new(),
+            out_at: 0,
+        };
+        if !passthrough {
+            let reorder = Reorder::new(elem, &info.shape)?;
+            let rows = *info.shape.last().unwrap_or(&1);
+            let ws = limits.working_set;
+            let slab_rows = if total <= ws {
+                rows
+            } else if !inner.random_access() {
+                return Err(Error::limit(
+                    "limit.working_set",
+                    None,
+                    format!(
+                        "the Fortran-order {} array of shape {:?} ({total} bytes) must be reordered to C order whole for a sequential output, above the working set of {ws} bytes (write to a file, or raise the working set)",
+                        info.dtype.name(),
+                        info.shape
+                    ),
+                ));
+            } else if reorder.row_bytes > ws {
+                return Err(Error::limit(
+                    "limit.working_set",
+                    None,
+                    format!(
+                        "reordering the Fortran-order {} array of shape {:?} to C order needs slabs of {} bytes, above the working set of {ws} bytes",
+                        info.dtype.name(),
+                        info.shape,
+                        reorder.row_bytes
+                    ),
+                ));
+            } else {
+                (ws / reorder.row_bytes).clamp(1, rows)
+            };
+            let slab_bytes = slab_rows * reorder.row_bytes;
+            let n = limits.check_alloc(slab_bytes, "Fortran-order slab", None)?;
+            state.buf = Vec::with_capacity(n);
+            state.slab_rows = slab_rows;
+            state.reorder = Some(reorder);
+        }
+        inner.begin(info)?;
+        Ok(state)
+    }
+
+    /// Stored (Fortran-order) bytes at `offset`, which must follow the previous ones.
+    pub fn write_at(&mut self, inner: &mut dyn ArraySink, offset: u64, data: &[u8]) -> Result<()> {
+        if offset.checked_add(data.len() as u64).is_none_or(|e| e > self.total) {
+            return Err(Error::usage(format!(
+                "internal: a write of {} bytes at {offset} falls outside the {}-byte array",
+                data.len(),
+                self.total
+            )));
+        }
+        self.cursor.advance(offset, data.len())?;
+        let Some(reorder) = self.reorder.as_mut() else {
+            return inner.write_at(offset, data);
+        };
+        let slab_bytes = (self.slab_rows * reorder.row_bytes) as usize;
+        let rows = *reorder.shape.last().unwrap_or(&1);
+        let mut data = data;
+        while !data.is_empty() {
+            let take = (slab_bytes - self.buf.len()).min(data.len());
+            self.buf.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            let k0 = self.slab_start;
+            let k1 = (k0 + self.slab_rows).min(rows);
+            if self.buf.len() as u64 != (k1 - k0) * reorder.row_bytes {
+                continue;
+            }
+            let (out, out_at) = (&mut self.out, &mut self.out_at);
+            reorder.slab_runs(&self.buf, k0, k1, &mut |at, run| {
+                if out.is_empty() || *out_at + out.len() as u64 != at {
+                    flush_out(inner, out, *out_at)?;
+                    *out_at = at;
+                }
+                out.extend_from_slice(run);
+                if out.len() >= COMBINE {
+                    flush_out(inner, out, *out_at)?;
+                }
+                Ok(())
+            })?;
+            flush_out(inner, &mut self.out, self.out_at)?;
+            self.buf.clear();
+            self.slab_start = k1;
+        }
+        Ok(())
+    }
+
+    /// Stored bytes received so far.
+    pub fn received(&self) -> u64 {
+        self.cursor.position
+    }
+
+    /// Every stored byte arrived (and so every value went out).
+    pub fn is_complete(&self) -> bool {
+        self.cursor.position == self.total
+    }
+}
+
+/// An [`ArraySink`] adapter that takes a Fortran-order array's stored bytes, in ascending order,
+/// and hands `inner` the same values in C order (see the module docs for memory).
+///
+/// [`ArraySink::begin`] takes the info of the array as `inner` receives it (its C-order shape);
+/// [`ArraySink::write_at`] takes offsets into the stored (Fortran-order) bytes.
+pub struct FortranSink<'a> {
+    inner: &'a mut dyn ArraySink,
+    limits: Limits,
+    state: Option<FortranReorder>,
+}
+
+impl<'a> FortranSink<'a> {
+    /// Reorder into `inner`, holding at most `limits.working_set` bytes of the array.
+    pub fn new(inner: &'a mut dyn ArraySink, limits: Limits) -> FortranSink<'a> {
+        FortranSink {
+            inner,
+            limits,
+            state: None,
+        }
+    }
+}
+
+impl ArraySink for FortranSink<'_> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        self.state = Some(FortranReorder::begin(info, &self.limits, self.inner)?);
+        Ok(())
+    }
+
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        let st = self
+            .state
+            .as_mut()
+            .ok_or_else(|| Error::usage("internal: Fortran-order data before begin"))?;
+        st.write_at(self.inner, offset, data)
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        if let Some(st) = &self.state {
+            if !st.is_complete() {
+                return Err(Error::usage(format!(
+                    "internal: the source delivered {} of {} Fortran-order bytes",
+                    st.received(),
+                    st.total
+                )));
+            }
+        }
+        self.inner.finish()
+    }
+}
