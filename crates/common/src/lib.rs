@@ -78,6 +78,8 @@ pub mod fortran;
 pub mod json;
 pub mod limits;
 pub mod npy;
+#[doc(hidden)]
+pub mod npy_cases;
 pub mod npy_format;
 pub mod output;
 pub mod reader;
