@@ -10,13 +10,18 @@
 //! the transpose, `s0 * .. * sn-2` values). The sink holds slabs of up to
 //! [`Limits::working_set`] bytes: the whole array when it fits (then any sink takes it, in
 //! order); otherwise several rows at a time, written as runs to a random-access sink (a file,
-//! memory). A sequential sink (a pipe, a compressing writer) needs the whole array in order, so
-//! a Fortran-order array above the working set is refused there with `limit.working_set`
-//! before any byte is written, as is one whose single row is above it.
+//! memory). A sequential sink (a pipe, a compressing writer) needs its bytes in order: a source
+//! that can be read at any offset (a `.npy` file) then goes in bands of the first C axis, each
+//! reordered whole ([`stream_fortran_stored`]); a source read once from start to end (a
+//! deflated NPZ member) cannot, and a Fortran-order array above the working set is refused
+//! there with `limit.working_set` before any byte is written, as is one whose slab or band of
+//! a single index is above it.
 
+use crate::array::{byte_len, DType};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
-use crate::stream::{ArrayInfo, ArraySink, Region, SequentialCursor};
+use crate::source::Input;
+use crate::stream::{stream_stored_c_order, ArrayInfo, ArraySink, Region, SequentialCursor};
 
 /// The region of the stored (transposed) array that holds `region` of a Fortran-order array.
 pub fn fortran_stored_region(region: &Region) -> Region {
@@ -190,7 +195,7 @@ impl FortranReorder {
                     "limit.working_set",
                     None,
                     format!(
-                        "the Fortran-order {} array of shape {:?} ({total} bytes) must be reordered to C order whole for a sequential output, above the working set of {ws} bytes (write to a file, or raise the working set)",
+                        "the Fortran-order {} array of shape {:?} ({total} bytes) is read once from start to end and must be reordered to C order whole for a sequential output, above the working set of {ws} bytes (convert it to a .npy file first, which takes it in slabs)",
                         info.dtype.name(),
                         info.shape
                     ),
@@ -322,4 +327,97 @@ impl ArraySink for FortranSink<'_> {
         }
         self.inner.finish()
     }
+}
+
+/// Passes writes on at `base` bytes further, and does not pass `begin` on: one band of a
+/// larger array.
+struct Band<'a> {
+    inner: &'a mut dyn ArraySink,
+    base: u64,
+}
+
+impl ArraySink for Band<'_> {
+    fn begin(&mut self, _info: &ArrayInfo) -> Result<()> {
+        Ok(())
+    }
+    fn random_access(&self) -> bool {
+        self.inner.random_access()
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        self.inner.write_at(self.base + offset, data)
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Stream `region` of a Fortran-order array stored at `data_offset` of `input` (a `.npy`'s
+/// data) into `sink` in C order, calling `sink.begin`. `fix` sees the stored bytes first (a
+/// byte swap of whole values).
+///
+/// A source that can be read at any offset needs no output that takes writes in any order:
+/// when the array is above the working set and `sink` is sequential, the region goes in bands
+/// of its first axis, each within the working set, read as runs of the stored data (the first
+/// axis is the stored one's fastest) and reordered whole, so the output comes in order. Only a
+/// band of one index above the working set is refused.
+pub fn stream_fortran_stored(
+    input: &Input,
+    data_offset: u64,
+    dtype: DType,
+    shape: &[u64],
+    region: &Region,
+    fix: &mut dyn FnMut(&mut [u8]),
+    limits: &Limits,
+    sink: &mut dyn ArraySink,
+) -> Result<()> {
+    region.check_within(shape)?;
+    let stored = fortran_stored_shape(shape);
+    let info = ArrayInfo::new(dtype, region.shape());
+    let total = info.byte_len()?;
+    let rshape = region.shape();
+    let per_index = byte_len(dtype, rshape.get(1..).unwrap_or(&[]));
+    let banded = total > limits.working_set
+        && !sink.random_access()
+        && rshape.len() >= 2
+        && per_index.is_some_and(|p| p > 0 && p <= limits.working_set);
+    if !banded {
+        let mut reorder = FortranSink::new(sink, *limits);
+        reorder.begin(&info)?;
+        return stream_stored_c_order(
+            input,
+            data_offset,
+            dtype,
+            &stored,
+            Some(&fortran_stored_region(region)),
+            fix,
+            &mut reorder,
+        );
+    }
+    let per_index = per_index.unwrap_or(1);
+    let step = (limits.working_set / per_index).max(1);
+    sink.begin(&info)?;
+    let axis0 = region.ranges[0].clone();
+    let mut a = axis0.start;
+    let mut base = 0u64;
+    while a < axis0.end {
+        let b = a.saturating_add(step).min(axis0.end);
+        let mut band = region.clone();
+        band.ranges[0] = a..b;
+        let band_info = ArrayInfo::new(dtype, band.shape());
+        let mut shifted = Band { inner: sink, base };
+        let mut reorder = FortranSink::new(&mut shifted, *limits);
+        reorder.begin(&band_info)?;
+        stream_stored_c_order(
+            input,
+            data_offset,
+            dtype,
+            &stored,
+            Some(&fortran_stored_region(&band)),
+            fix,
+            &mut reorder,
+        )?;
+        base += band_info.byte_len()?;
+        a = b;
+    }
+    Ok(())
 }

@@ -8,7 +8,7 @@ use crate::any::ArrayFile;
 use crate::array::NdArray;
 use crate::error::{Error, Result};
 use crate::format::{read_by_streaming, ArrayRequest, Format, InspectOptions, Report, ValidateOptions, WriteOptions};
-use crate::fortran::{self, FortranSink};
+use crate::fortran;
 use crate::limits::Limits;
 use crate::npy;
 use crate::output::Output;
@@ -115,20 +115,16 @@ impl Format for NpyFormat {
             }
         };
         if h.fortran_order {
-            // The stored bytes are the C-order transpose: stream its (reversed) region and
-            // reorder on the way.
-            let mut reorder = FortranSink::new(sink, req.limits);
-            reorder.begin(&info)?;
-            let stored = fortran::fortran_stored_shape(&h.shape);
-            let stored_region = fortran::fortran_stored_region(&region);
-            return stream_stored_c_order(
+            // The stored bytes are the C-order transpose: reordered on the way.
+            return fortran::stream_fortran_stored(
                 input,
                 h.data_offset,
                 h.dtype,
-                &stored,
-                Some(&stored_region),
+                &h.shape,
+                &region,
                 &mut swap,
-                &mut reorder,
+                &req.limits,
+                sink,
             );
         }
         sink.begin(&info)?;

@@ -55,8 +55,9 @@ fn every_kind_byte_order_and_layout_reads_exactly() {
     assert_eq!(cases, KINDS.len() * 2 * 2 * SHAPES.len());
 }
 
-/// A Fortran-order array above the working set goes in slabs to a random-access output, and is
-/// refused (before any byte is written) for a sequential one.
+/// A Fortran-order array above the working set goes in slabs to a random-access output, in bands
+/// of its first axis to a sequential one, and is refused (before any byte is written) only when
+/// one slab or band does not fit.
 #[test]
 fn fortran_order_beyond_the_working_set() {
     let shape: &[u64] = &[6, 5, 7];
@@ -97,12 +98,53 @@ fn fortran_order_beyond_the_working_set() {
         };
         assert_eq!(npy.read(&req).unwrap().data, expected(dtype, shape, &region));
     }
-    // A sequential output needs the whole array at once.
+    // A sequential output gets bands of the first axis, each reordered whole, in order.
+    for bands_of in [1u64, 2, 4] {
+        let per_index = 5 * 7 * 8u64;
+        let req = ArrayRequest {
+            limits: Limits {
+                working_set: bands_of * per_index + 1,
+                ..Limits::default()
+            },
+            ..ArrayRequest::default()
+        };
+        let mut out = Vec::new();
+        {
+            let mut w = NpyWriter::new(Output::Stream(&mut out));
+            npy.stream(&req, &mut w).unwrap();
+            w.finish().unwrap();
+        }
+        let mut want = npy::header_bytes(dtype, shape);
+        want.extend_from_slice(&whole);
+        assert_eq!(out, want, "bands of {bands_of} to a sequential output");
+        // A region in bands: rows 1..5 of the first axis, one or two per band.
+        let region = Region::parse("1:5,2:4,3:7", shape).unwrap();
+        let req = ArrayRequest {
+            limits: Limits {
+                working_set: bands_of.min(2) * 2 * 4 * 8 + 1,
+                ..Limits::default()
+            },
+            region: Some(RegionSpec::parse("1:5,2:4,3:7").unwrap()),
+            ..ArrayRequest::default()
+        };
+        let mut out = Vec::new();
+        {
+            let mut w = NpyWriter::new(Output::Stream(&mut out));
+            npy.stream(&req, &mut w).unwrap();
+            w.finish().unwrap();
+        }
+        let mut want = npy::header_bytes(dtype, &region.shape());
+        want.extend_from_slice(&expected(dtype, shape, &region));
+        assert_eq!(out, want, "a region in bands of {}", bands_of.min(2));
+    }
+    // Refused, before any byte, when one band index (5 x 7 values) is above the working set, which
+    // still holds a slab of one row (6 x 5 values) for a random-access output.
+    let limits = Limits {
+        working_set: 250,
+        ..Limits::default()
+    };
     let req = ArrayRequest {
-        limits: Limits {
-            working_set: 3 * row,
-            ..Limits::default()
-        },
+        limits,
         ..ArrayRequest::default()
     };
     let mut out = Vec::new();
@@ -113,6 +155,7 @@ fn fortran_order_beyond_the_working_set() {
     assert_eq!(err.code, "limit.working_set", "{err}");
     assert!(err.message.contains("Fortran-order complex64"), "{err}");
     assert!(out.is_empty(), "nothing is written before the refusal");
+    assert_eq!(npy.read(&req).unwrap().data, whole, "slabs of one row to memory");
     // A random-access output whose one slab is above the working set.
     let req = ArrayRequest {
         limits: Limits {
