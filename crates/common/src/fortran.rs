@@ -65,8 +65,10 @@ struct Reorder {
     shape: Vec<u64>,
     /// Bytes of one row of the transpose (one index of the last C axis).
     row_bytes: u64,
-    /// Reused buffer of one output run.
+    /// Reused buffer of one chunk of output runs.
     run: Vec<u8>,
+    /// Output bytes gathered per chunk ([`GATHER`]; smaller in tests, to cross chunks).
+    gather: usize,
 }
 
 impl Reorder {
@@ -81,12 +83,17 @@ impl Reorder {
             shape: shape.to_vec(),
             row_bytes,
             run: Vec::new(),
+            gather: GATHER,
         })
     }
 
     /// Deliver rows `k0..k1` of the transpose (`slab`, C order, `(k1 - k0) * row_bytes` bytes)
-    /// as C-order runs: `emit(output byte offset, run)`, one run per index of the C axes but
-    /// the last, in ascending output order.
+    /// as C-order runs: `emit(output byte offset, bytes)`, in ascending output order.
+    ///
+    /// Outer indices (all C axes but the last) go in chunks whose output fits [`GATHER`] bytes:
+    /// for each slab row in turn, the chunk's values are read from that row (close together)
+    /// and placed in the chunk's output, so each pass over the slab touches a few pages per row
+    /// instead of one page per value.
     fn slab_runs(
         &mut self,
         slab: &[u8],
@@ -99,41 +106,87 @@ impl Reorder {
         let last = self.shape[n - 1];
         let outer = &self.shape[..n - 1];
         let count = (k1 - k0) as usize;
+        let run = count * elem;
         // Fortran strides (in values) of the outer C axes: axis a steps s0 * .. * s(a-1).
         let mut fstride = Vec::with_capacity(outer.len());
-        let mut acc = 1u64;
+        let mut acc = 1usize;
         for &d in outer {
             fstride.push(acc);
-            acc *= d;
+            acc *= d as usize;
         }
-        let rows_apart = self.row_bytes as usize;
-        let mut idx = vec![0u64; outer.len()];
-        let mut fpos = 0u64;
-        let mut c_outer = 0u64;
-        let total_outer: u64 = outer.iter().product();
-        for _ in 0..total_outer {
-            self.run.clear();
-            let base = fpos as usize * elem;
-            for k in 0..count {
-                let at = base + k * rows_apart;
-                self.run.extend_from_slice(&slab[at..at + elem]);
-            }
-            emit((c_outer * last + k0) * elem as u64, &self.run)?;
-            c_outer += 1;
-            // Next outer index, the last outer axis fastest.
-            let mut axis = outer.len();
-            while axis > 0 {
-                axis -= 1;
-                idx[axis] += 1;
-                fpos += fstride[axis];
-                if idx[axis] < outer[axis] {
-                    break;
+        let total_outer = acc;
+        let chunk = (self.gather / run.max(1)).clamp(1, total_outer.max(1));
+        let row = self.row_bytes as usize;
+        let whole_rows = k0 == 0 && k1 == last;
+        let mut idx = vec![0usize; outer.len()];
+        let mut fpos = 0usize;
+        let mut starts = Vec::with_capacity(chunk);
+        let mut done = 0usize;
+        while done < total_outer {
+            let nb = chunk.min(total_outer - done);
+            // The chunk's byte offsets within a slab row, the last outer axis fastest.
+            starts.clear();
+            for _ in 0..nb {
+                starts.push(fpos * elem);
+                let mut axis = outer.len();
+                while axis > 0 {
+                    axis -= 1;
+                    idx[axis] += 1;
+                    fpos += fstride[axis];
+                    if idx[axis] < outer[axis] as usize {
+                        break;
+                    }
+                    fpos -= fstride[axis] * outer[axis] as usize;
+                    idx[axis] = 0;
                 }
-                fpos -= fstride[axis] * outer[axis];
-                idx[axis] = 0;
             }
+            self.run.clear();
+            self.run.resize(nb * run, 0);
+            match elem {
+                1 => gather::<1>(slab, row, count, &starts, &mut self.run),
+                2 => gather::<2>(slab, row, count, &starts, &mut self.run),
+                4 => gather::<4>(slab, row, count, &starts, &mut self.run),
+                8 => gather::<8>(slab, row, count, &starts, &mut self.run),
+                16 => gather::<16>(slab, row, count, &starts, &mut self.run),
+                _ => {
+                    for k in 0..count {
+                        for (j, &at) in starts.iter().enumerate() {
+                            let src = k * row + at;
+                            let dst = (j * count + k) * elem;
+                            self.run[dst..dst + elem].copy_from_slice(&slab[src..src + elem]);
+                        }
+                    }
+                }
+            }
+            if whole_rows {
+                // Runs of whole output rows follow each other: one piece.
+                emit(done as u64 * last * elem as u64, &self.run)?;
+            } else {
+                for j in 0..nb {
+                    let at = ((done + j) as u64 * last + k0) * elem as u64;
+                    emit(at, &self.run[j * run..(j + 1) * run])?;
+                }
+            }
+            done += nb;
         }
         Ok(())
+    }
+}
+
+/// Bytes of output gathered per chunk of outer indices (fits a core's L2 cache).
+const GATHER: usize = 256 << 10;
+
+/// `out[j][k] = slab[k][starts[j]]` for values of `N` bytes (`out` is `starts.len()` runs of
+/// `count` values).
+fn gather<const N: usize>(slab: &[u8], row: usize, count: usize, starts: &[usize], out: &mut [u8]) {
+    for k in 0..count {
+        let src_row = &slab[k * row..];
+        for (j, &at) in starts.iter().enumerate() {
+            let mut v = [0u8; N];
+            v.copy_from_slice(&src_row[at..at + N]);
+            let dst = (j * count + k) * N;
+            out[dst..dst + N].copy_from_slice(&v);
+        }
     }
 }
 
@@ -420,4 +473,70 @@ pub fn stream_fortran_stored(
         a = b;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// C-order bytes of a Fortran-order array, one value at a time from the definition.
+    fn by_definition(data: &[u8], elem: usize, shape: &[u64]) -> Vec<u8> {
+        let count: u64 = shape.iter().product();
+        let mut out = Vec::new();
+        for c in 0..count {
+            let (mut rest, mut f, mut stride) = (c, 0u64, 1u64);
+            let mut idx = vec![0u64; shape.len()];
+            for a in (0..shape.len()).rev() {
+                idx[a] = rest % shape[a];
+                rest /= shape[a];
+            }
+            for a in 0..shape.len() {
+                f += idx[a] * stride;
+                stride *= shape[a];
+            }
+            out.extend_from_slice(&data[f as usize * elem..(f as usize + 1) * elem]);
+        }
+        out
+    }
+
+    #[test]
+    fn chunked_gathers_and_slabs_match_the_definition() {
+        let shapes: [&[u64]; 6] = [
+            &[4, 3],
+            &[3, 4, 5],
+            &[2, 3, 4, 5],
+            &[5, 1, 3],
+            &[7, 2],
+            &[2, 2, 2, 2, 3],
+        ];
+        for shape in shapes {
+            for elem in [1usize, 2, 3, 8, 16] {
+                let n: u64 = shape.iter().product();
+                let data: Vec<u8> = (0..n as usize * elem).map(|i| (i * 7 % 251) as u8).collect();
+                let want = by_definition(&data, elem, shape);
+                let rows = *shape.last().unwrap();
+                for gather in [1usize, elem * 2 + 1, 40, GATHER] {
+                    for slab_rows in 1..=rows {
+                        let mut r = Reorder::new(elem, shape).unwrap();
+                        r.gather = gather;
+                        let mut got = vec![0u8; data.len()];
+                        let row = r.row_bytes as usize;
+                        let mut k0 = 0;
+                        while k0 < rows {
+                            let k1 = (k0 + slab_rows).min(rows);
+                            let slab = &data[k0 as usize * row..k1 as usize * row];
+                            r.slab_runs(slab, k0, k1, &mut |at, b| {
+                                got[at as usize..at as usize + b.len()].copy_from_slice(b);
+                                Ok(())
+                            })
+                            .unwrap();
+                            k0 = k1;
+                        }
+                        assert_eq!(got, want, "{shape:?} elem {elem} gather {gather} slab {slab_rows}");
+                    }
+                }
+                assert_eq!(fortran_to_c(&data, elem, shape).unwrap(), want);
+            }
+        }
+    }
 }
