@@ -140,7 +140,33 @@ fn inspect_reports_the_dtype_byte_order_and_layout() {
     let summary = &doc["files"][0]["summary"];
     assert_eq!(summary["dtype"], "complex128", "{text}");
     assert_eq!(summary["fortran_order"], true, "{text}");
+    assert_eq!(summary["arrays"][0]["dtype"], "complex128", "{text}");
+    // The documented report schema lists every dtype name a report may hold.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/schema/report.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root).unwrap()).unwrap();
+    let names = dtype_enum(&schema).expect("the schema has a dtype enum");
+    for (dtype, _) in KINDS {
+        assert!(
+            names.contains(&dtype.name().to_string()),
+            "schema lacks {}",
+            dtype.name()
+        );
+    }
     let o = run(&["validate", "--strict", s(&input)]);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The `enum` of the schema's `dtype` property.
+fn dtype_enum(v: &serde_json::Value) -> Option<Vec<String>> {
+    match v {
+        serde_json::Value::Object(m) => {
+            if let Some(list) = m.get("dtype").and_then(|d| d.get("enum")).and_then(|e| e.as_array()) {
+                return Some(list.iter().filter_map(|n| n.as_str().map(String::from)).collect());
+            }
+            m.values().find_map(dtype_enum)
+        }
+        serde_json::Value::Array(a) => a.iter().find_map(dtype_enum),
+        _ => None,
+    }
 }
