@@ -413,6 +413,7 @@ impl ArraySink for Band<'_> {
 /// of its first axis, each within the working set, read as runs of the stored data (the first
 /// axis is the stored one's fastest) and reordered whole, so the output comes in order. Only a
 /// band of one index above the working set is refused.
+#[allow(clippy::too_many_arguments)] // the stored array (where, what, which part), then where it goes
 pub fn stream_fortran_stored(
     input: &Input,
     data_offset: u64,
