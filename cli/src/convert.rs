@@ -12,13 +12,15 @@ use rasterpack_common::{
     RequestFlag, Severity, WriteOptions,
 };
 
-use crate::output::{exit_code_for, Outcome};
+use crate::args::ConvertArgs;
 use crate::progress::Meter;
+use crate::report::{exit_code_for, Outcome};
 use crate::subset::{Subset, SubsetGuard};
-use crate::{detect, signals, subset, ConvertArgs};
+use crate::{detect, signals, subset};
 
+/// `rasterpack convert`: convert, say what failed on stderr, and end with the exit code.
 pub fn run(args: &ConvertArgs) -> Outcome {
-    match convert(args) {
+    match convert(args, true) {
         Ok(()) => Outcome::Code(0),
         Err(Failure::ClosedPipe) => Outcome::BrokenPipe,
         Err(Failure::Error(e)) => {
@@ -28,7 +30,9 @@ pub fn run(args: &ConvertArgs) -> Outcome {
     }
 }
 
-enum Failure {
+/// Why a conversion did not complete.
+pub enum Failure {
+    /// What went wrong.
     Error(Error),
     /// Standard output was closed by its reader (`| head -c 100`): end quietly, like reports.
     ClosedPipe,
@@ -51,7 +55,10 @@ enum Destination {
     Atomic { path: PathBuf, replace: bool },
 }
 
-fn convert(args: &ConvertArgs) -> Result<(), Failure> {
+/// Convert `args.input` to `args.output` as `rasterpack convert` does. With `signals`, SIGINT,
+/// SIGTERM and SIGHUP remove the temporary output and end the process (the CLI); a host with its
+/// own signal handling (Python) passes false and interrupts through the sink instead.
+pub fn convert(args: &ConvertArgs, signals: bool) -> Result<(), Failure> {
     let to_stdout = args.output == "-";
     if to_stdout && args.to.is_none() {
         return Err(Error::usage("OUT is - (standard output): give its format with --to FORMAT").into());
@@ -103,7 +110,9 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
         label: &args.input,
     };
 
-    signals::install();
+    if signals {
+        signals::install();
+    }
     let written = match destination {
         Destination::Stdout => {
             let stdout = std::io::stdout();

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use rasterpack_common::{Error, ErrorKind, Format, Input, Limits, DETECT_BYTES};
 
-use rasterpack_cli::registry;
+use crate::registry;
 
 /// Open a path: `-` is standard input; FIFOs, devices and sockets are read as streams like
 /// standard input (their metadata has no length); anything else through [`Input::open`].

@@ -28,6 +28,13 @@ pub trait ArrayFile: Send + Sync {
     /// calls `finish`.
     fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()>;
 
+    /// The file's own block shape for the array named `element` (GVRS tile, VDS brick), in the
+    /// array's C axis order: a region aligned to it decodes each block once. `None` when the
+    /// format stores the array in one piece (or has no such name).
+    fn chunk_shape(&self, _element: Option<&str>) -> Option<Vec<u64>> {
+        None
+    }
+
     /// One array (or `req.region` of it) in memory, bounded by `req.limits.max_array_bytes`.
     fn read(&self, req: &ArrayRequest) -> Result<NdArray> {
         let mut sink = MemorySink::new(req.limits);

@@ -1087,6 +1087,13 @@ impl ArrayFile for GvrsFile {
         GvrsFile::validate(self)
     }
 
+    /// Every element is cut into the same tiles.
+    fn chunk_shape(&self, element: Option<&str>) -> Option<Vec<u64>> {
+        element.and_then(|e| self.element_index(e))?;
+        let g = &self.geometry;
+        Some(vec![u64::from(g.tile_rows), u64::from(g.tile_cols)])
+    }
+
     fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
         GvrsFile::stream(self, req, sink)
     }

@@ -261,6 +261,11 @@ impl ArrayFile for VdsDataset {
         VdsDataset::validate(self)
     }
 
+    fn chunk_shape(&self, element: Option<&str>) -> Option<Vec<u64>> {
+        let channel = self.channel_named(element).ok()?;
+        Some(self.channel_array(channel, 0, VdsValues::Native).ok()?.chunk_shape())
+    }
+
     fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
         self.stream_request(req, sink)
     }
