@@ -1,7 +1,7 @@
 //! `rasterpack`: inspect, validate and convert VOLP, UDF, GVRS, FOLD and OpenVDS files.
 //!
 //! The contract (commands, exit codes, JSON shape) is `docs/cli.md`; the formats plug in through
-//! `rasterpack_common::Format` and are listed in `registry.rs`.
+//! `rasterpack_common::Format` and are listed once, in the library (`rasterpack::formats()`).
 
 mod convert;
 mod detect;

@@ -81,12 +81,12 @@ fn process(mode: &Mode, path: &str, label: &str, limits: &Limits) -> FileResult 
         Ok(i) => i,
         Err(e) => return failed(None, e),
     };
-    let format = match detect::detect(&input) {
-        Ok(f) => f,
-        Err(e) => return failed(None, e),
-    };
     let (report, strict) = match mode {
         Mode::Inspect { all } => {
+            let format = match detect::detect(&input) {
+                Ok(f) => f,
+                Err(e) => return failed(None, e),
+            };
             match format.inspect(
                 &input,
                 &InspectOptions {
@@ -104,7 +104,8 @@ fn process(mode: &Mode, path: &str, label: &str, limits: &Limits) -> FileResult 
                 limits: *limits,
                 progress: meter.as_ref().map(Meter::progress),
             };
-            let report = format.validate(&input, &opts);
+            // The library's one call for a full report, whatever is wrong with the input.
+            let report = rasterpack::validate_input(&input, &opts);
             if let Some(meter) = meter {
                 meter.finish();
             }
@@ -121,7 +122,8 @@ fn process(mode: &Mode, path: &str, label: &str, limits: &Limits) -> FileResult 
     };
     FileResult {
         path: path.to_string(),
-        format: Some(format.name()),
+        // An input of no known format is reported with no format (`null` in JSON).
+        format: (!report.format.is_empty()).then_some(report.format),
         report,
         valid: full.then_some(valid),
         exit_code,

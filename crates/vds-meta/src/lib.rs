@@ -265,3 +265,6 @@ impl ArrayFile for VdsDataset {
         self.stream_request(req, sink)
     }
 }
+
+// The reader API every format shares (no trait import needed).
+rasterpack_common::reader_api!(VdsDataset, crate::VdsFormat);

@@ -1,0 +1,234 @@
+//! The `rasterpack` library facade: `rasterpack::open` for every format without naming it,
+//! the full validation report whatever is broken (the same one the CLI prints), request
+//! options a format does not honour refused by the library too, and `save` for every writer.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rasterpack::{ArrayRequest, DType, ErrorKind, Format as _, NdArray, WriteOptions};
+use serde_json::Value;
+
+fn testdata(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata").join(rel)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rp-library-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn open_detects_every_format_and_reads_what_the_format_crate_reads() {
+    let cases = [
+        ("volp/temperature_4x32x32_int16.volp", "volp"),
+        ("gvrs/crafted_all_types.gvrs", "gvrs"),
+        ("udf/sample.udf", "udf"),
+        ("fold/sample.fold", "fold"),
+        ("vds/small_r32_zip.vds", "vds"),
+        ("vds/small_objdir", "vds"),
+    ];
+    for (rel, format) in cases {
+        let path = testdata(rel);
+        // No trait import: methods of `dyn ArrayFile` need none.
+        let file = rasterpack::open(&path).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        assert_eq!(file.format_name(), format, "{rel}");
+        let arrays = file.arrays().unwrap();
+        assert!(!arrays.is_empty(), "{rel}");
+        // Every listed array reads, with the dtype and shape listed, and equals what the
+        // format's own entry point (detected by the caller) reads.
+        let input = rasterpack::Input::open(&path).unwrap();
+        let direct = rasterpack::detect(&input).unwrap();
+        assert_eq!(direct.name(), format);
+        for info in &arrays {
+            let req = ArrayRequest {
+                element: info.name.clone(),
+                ..Default::default()
+            };
+            let a = file.read(&req).unwrap_or_else(|e| panic!("{rel} {:?}: {e}", info.name));
+            assert_eq!((a.dtype, &a.shape), (info.dtype, &info.shape), "{rel} {:?}", info.name);
+            assert_eq!(a, direct.read_array(&input, &req).unwrap(), "{rel} {:?}", info.name);
+        }
+        assert!(file.validate().is_valid(false), "{rel}");
+    }
+    // A known value: the temperature sample's first stored value is listed in its README
+    // generator; physical values are stored * 0.01 + 250 kelvin.
+    let t = rasterpack::open(testdata("volp/temperature_4x32x32_int16.volp")).unwrap();
+    let stored = t.read(&ArrayRequest::default()).unwrap();
+    let physical = t.read(&ArrayRequest::default().with_physical(true)).unwrap();
+    let s = stored.to_vec::<i16>().unwrap();
+    let p = physical.to_vec::<f64>().unwrap();
+    assert_eq!(s.len(), 4 * 32 * 32);
+    for (s, p) in s.iter().zip(&p) {
+        assert!((f64::from(*s) * 0.01 + 250.0 - p).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn open_of_unknown_content_and_of_a_missing_path_fail_with_their_kinds() {
+    let e = rasterpack::open(testdata("volp/invalid_bad_magic.volp")).err().unwrap();
+    assert_eq!((e.kind, &*e.code), (ErrorKind::Invalid, "format.unknown"));
+    let e = rasterpack::open(testdata("no/such/file.volp")).err().unwrap();
+    assert_eq!(e.kind, ErrorKind::Io);
+    assert!(rasterpack::validate(testdata("no/such/file.volp")).is_err());
+}
+
+/// The CLI's `validate --json` findings of `path`, as (severity, code, offset, message).
+fn cli_findings(path: &Path) -> (Value, Vec<(String, String, Value, String)>) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rasterpack"))
+        .args(["validate", "--json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let file = &doc["files"][0];
+    let findings = file["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["severity"].as_str().unwrap().to_string(),
+                f["code"].as_str().unwrap().to_string(),
+                f["offset"].clone(),
+                f["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    (file["format"].clone(), findings)
+}
+
+#[test]
+fn validate_gives_the_full_report_of_a_file_that_does_not_open() {
+    let dir = scratch("broken-header");
+    // A VOLP file whose JSON header is broken (its first byte is no longer `{`), and one with
+    // an unknown magic: neither opens, and both still get the report the CLI prints.
+    let mut bytes = std::fs::read(testdata("volp/temperature_4x32x32_int16.volp")).unwrap();
+    assert_eq!(bytes[8], b'{');
+    bytes[8] = b'x';
+    let broken = dir.join("broken_header.volp");
+    std::fs::write(&broken, &bytes).unwrap();
+    let e = rasterpack::volp::VolpFile::open(&broken).err().unwrap();
+    assert_eq!(e.kind, ErrorKind::Invalid);
+
+    for path in [broken.clone(), testdata("volp/invalid_bad_magic.volp")] {
+        let report = rasterpack::validate(&path).unwrap();
+        assert!(!report.is_valid(false), "{}", path.display());
+        let (cli_format, cli) = cli_findings(&path);
+        let lib: Vec<(String, String, Value, String)> = report
+            .findings
+            .iter()
+            .map(|f| {
+                (
+                    f.severity.as_str().to_string(),
+                    f.code.to_string(),
+                    f.offset.map(Value::from).unwrap_or(Value::Null),
+                    f.message.clone(),
+                )
+            })
+            .collect();
+        assert!(!lib.is_empty());
+        assert_eq!(lib, cli, "{}", path.display());
+        assert_eq!(
+            (!report.format.is_empty()).then_some(report.format),
+            cli_format.as_str(),
+            "{}",
+            path.display()
+        );
+    }
+    // The same report from the format's own reader type, without the facade.
+    let own = rasterpack::volp::VolpFile::validate_path(&broken).unwrap();
+    assert_eq!(own.findings, rasterpack::validate(&broken).unwrap().findings);
+    assert!(own.findings.iter().any(|f| f.code.starts_with("volp.header")));
+}
+
+#[test]
+fn request_options_a_format_does_not_honour_are_refused_by_the_library() {
+    let volp = rasterpack::open(testdata("volp/temperature_4x32x32_int16.volp")).unwrap();
+    // VOLP has no integer codes to return: `codes` was silently ignored before.
+    let e = volp.read(&ArrayRequest::default().with_codes(true)).err().unwrap();
+    assert_eq!((e.kind, &*e.code), (ErrorKind::Usage, "request.option_not_honoured"));
+    assert!(e.message.contains("ArrayRequest::codes"), "{e}");
+    assert!(!e.to_string().contains("--"), "library words, not flags: {e}");
+    // GVRS stores no levels of detail.
+    let gvrs = rasterpack::open(testdata("gvrs/crafted_all_types.gvrs")).unwrap();
+    let lod = ArrayRequest {
+        element: Some("a".into()),
+        lod: 1,
+        ..Default::default()
+    };
+    let e = gvrs.read(&lod).err().unwrap();
+    assert_eq!(&*e.code, "request.option_not_honoured");
+    assert!(e.message.contains("ArrayRequest::lod"), "{e}");
+    // The same through the format-level call, for `.npy` (which has no elements).
+    let dir = scratch("options");
+    let npy = dir.join("a.npy");
+    let a = NdArray::from_vec(vec![2, 3], (0..6).map(|v| v as f32).collect()).unwrap();
+    rasterpack::save(&a, &npy, &WriteOptions::default()).unwrap();
+    let input = rasterpack::Input::open(&npy).unwrap();
+    let e = rasterpack::common::NpyFormat
+        .read_array(&input, &ArrayRequest::for_element("x"))
+        .err()
+        .unwrap();
+    assert_eq!(&*e.code, "request.option_not_honoured");
+    // A writer option the target does not honour.
+    let opts = WriteOptions {
+        tile: Some((2, 2)),
+        ..Default::default()
+    };
+    let e = rasterpack::save(&a, dir.join("a.volp"), &opts).err().unwrap();
+    assert_eq!(&*e.code, "request.option_not_honoured");
+    assert!(e.message.contains("WriteOptions::tile"), "{e}");
+    assert!(!dir.join("a.volp").exists());
+}
+
+#[test]
+fn library_errors_name_the_element_without_cli_flags() {
+    let gvrs = rasterpack::open(testdata("gvrs/crafted_all_types.gvrs")).unwrap();
+    let e = gvrs.read(&ArrayRequest::default()).err().unwrap();
+    assert_eq!((e.kind, &*e.code), (ErrorKind::Usage, "request.element_required"));
+    assert!(!e.to_string().contains("--element"), "{e}");
+    assert!(!e.to_string().contains("[usage]"), "{e}");
+}
+
+#[test]
+fn save_writes_every_writable_format_and_the_file_reads_back_equal() {
+    let dir = scratch("save");
+    let shape = vec![2, 3, 4];
+    let values: Vec<f32> = (0..24).map(|v| v as f32 * 0.25 - 1.0).collect();
+    let a = NdArray::from_vec(shape.clone(), values.clone()).unwrap();
+    let two_d = NdArray::from_vec(vec![6, 4], values.clone()).unwrap();
+    for (ext, array) in [("npy", &a), ("volp", &a), ("udf", &a), ("fold", &a), ("gvrs", &two_d)] {
+        let path = dir.join(format!("saved.{ext}"));
+        rasterpack::save(array, &path, &WriteOptions::default()).unwrap_or_else(|e| panic!("{ext}: {e}"));
+        let file = rasterpack::open(&path).unwrap();
+        assert_eq!(file.format_name(), ext);
+        let info = &file.arrays().unwrap()[0];
+        let back = file.read(&ArrayRequest {
+            element: info.name.clone(),
+            ..Default::default()
+        });
+        let back = back.unwrap_or_else(|e| panic!("{ext}: {e}"));
+        assert_eq!(back.dtype, DType::F32, "{ext}");
+        assert_eq!(back.shape, array.shape, "{ext}");
+        assert_eq!(back.to_vec::<f32>().unwrap(), values, "{ext}");
+        // No temporary file is left beside it.
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+    }
+    // The format can be named instead of implied by the extension.
+    let named = dir.join("no_extension");
+    rasterpack::save_as(&a, &named, "volp", &WriteOptions::default()).unwrap();
+    assert_eq!(rasterpack::open(&named).unwrap().format_name(), "volp");
+    let e = rasterpack::save(&a, dir.join("x.unknown"), &WriteOptions::default())
+        .err()
+        .unwrap();
+    assert_eq!(e.kind, ErrorKind::Usage);
+    // VDS is read-only: saving says so instead of writing anything.
+    assert!(rasterpack::save(&a, dir.join("x.vds"), &WriteOptions::default()).is_err());
+    assert!(!dir.join("x.vds").exists());
+}
