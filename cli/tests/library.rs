@@ -232,3 +232,210 @@ fn save_writes_every_writable_format_and_the_file_reads_back_equal() {
     assert!(rasterpack::save(&a, dir.join("x.vds"), &WriteOptions::default()).is_err());
     assert!(!dir.join("x.vds").exists());
 }
+
+/// The arrays of every testdata file, with the request that reads each.
+fn every_testdata_array() -> Vec<(
+    String,
+    Box<dyn rasterpack::ArrayFile>,
+    ArrayRequest,
+    rasterpack::ArrayInfo,
+)> {
+    let mut out = Vec::new();
+    for rel in [
+        "volp/temperature_4x32x32_int16.volp",
+        "volp/cloud_2x8x8_float32.volp",
+        "gvrs/crafted_all_types.gvrs",
+        "gvrs/crafted_compressed.gvrs",
+        "udf/sample.udf",
+        "fold/sample.fold",
+        "fold/sample_rs16.fold",
+        "vds/small_r32_zip.vds",
+        "vds/small_4d_r32_none_lod1.vds",
+        "vds/small_u8_rle_novalue.vds",
+        "vds/small_objdir",
+    ] {
+        for info in rasterpack::open(testdata(rel)).unwrap().arrays().unwrap() {
+            let req = ArrayRequest {
+                element: info.name.clone(),
+                ..Default::default()
+            };
+            out.push((rel.to_string(), rasterpack::open(testdata(rel)).unwrap(), req, info));
+        }
+    }
+    out
+}
+
+/// The values of `array` as f64, whatever their dtype (for comparing typed blocks).
+fn as_f64(a: &NdArray) -> Vec<f64> {
+    macro_rules! conv {
+        ($($d:ident => $t:ty),*) => {
+            match a.dtype {
+                $(DType::$d => a.to_vec::<$t>().unwrap().into_iter().map(|v| v as f64).collect(),)*
+                other => panic!("no conversion for {other:?}"),
+            }
+        };
+    }
+    conv!(U8 => u8, I8 => i8, U16 => u16, I16 => i16, U32 => u32, I32 => i32, U64 => u64, I64 => i64, F32 => f32, F64 => f64)
+}
+
+/// Read `req` as blocks of `T` and put them together as f64 values in C order of the region.
+fn blocks_as_f64<T: rasterpack::Element + Into<f64>>(
+    file: &dyn rasterpack::ArrayFile,
+    req: &ArrayRequest,
+    block_bytes: u64,
+) -> (usize, Vec<f64>) {
+    let blocks = file.blocks::<T>(req).unwrap().with_block_bytes(block_bytes);
+    let region = blocks.region().clone();
+    let mut n = 0;
+    let mut values = Vec::new();
+    let mut next_outer = region.ranges.first().map(|r| r.start);
+    for block in blocks {
+        let block = block.unwrap();
+        n += 1;
+        // Blocks tile the region along the outermost axis, in order, with whole inner axes.
+        assert_eq!(block.region.ranges[1..], region.ranges[1..]);
+        assert_eq!(Some(block.region.ranges[0].start), next_outer);
+        next_outer = Some(block.region.ranges[0].end);
+        assert_eq!(block.values.len() as u64, block.shape().iter().product::<u64>());
+        values.extend(block.values.into_iter().map(Into::into));
+    }
+    assert_eq!(next_outer, region.ranges.first().map(|r| r.end));
+    (n, values)
+}
+
+#[test]
+fn typed_blocks_put_together_equal_the_whole_read_and_regions_of_it() {
+    let mut checked = 0;
+    for (rel, file, req, info) in every_testdata_array() {
+        let whole = file.read(&req).unwrap();
+        // Small blocks, so that every array comes in several (each at least one outer index).
+        let block_bytes = (whole.data.len() as u64 / 3).max(1);
+        let (n, values) = match info.dtype {
+            DType::F32 => blocks_as_f64::<f32>(&*file, &req, block_bytes),
+            DType::I16 => blocks_as_f64::<i16>(&*file, &req, block_bytes),
+            DType::U8 => blocks_as_f64::<u8>(&*file, &req, block_bytes),
+            DType::F64 => blocks_as_f64::<f64>(&*file, &req, block_bytes),
+            DType::I32 => blocks_as_f64::<i32>(&*file, &req, block_bytes),
+            DType::U16 => blocks_as_f64::<u16>(&*file, &req, block_bytes),
+            _ => continue,
+        };
+        let expected = as_f64(&whole);
+        assert_eq!(values.len(), expected.len(), "{rel} {:?}", info.name);
+        assert!(
+            values
+                .iter()
+                .zip(&expected)
+                .all(|(a, b)| a == b || (a.is_nan() && b.is_nan())),
+            "{rel} {:?}",
+            info.name
+        );
+        if info.shape[0] > 1 {
+            assert!(n > 1, "{rel} {:?}: {n} block(s)", info.name);
+        }
+        // A region: the last index of every axis and everything before it on axis 0.
+        let start: Vec<u64> = info.shape.iter().map(|&d| d / 2).collect();
+        let size: Vec<u64> = info.shape.iter().map(|&d| d - d / 2).collect();
+        let region = rasterpack::Region::from_start_size(&start, &size).unwrap();
+        let part_req = req.clone().with_region(&region);
+        let part = as_f64(&file.read(&part_req).unwrap());
+        let (_, got) = match info.dtype {
+            DType::F32 => blocks_as_f64::<f32>(&*file, &part_req, 64),
+            DType::I16 => blocks_as_f64::<i16>(&*file, &part_req, 64),
+            DType::U8 => blocks_as_f64::<u8>(&*file, &part_req, 64),
+            DType::F64 => blocks_as_f64::<f64>(&*file, &part_req, 64),
+            DType::I32 => blocks_as_f64::<i32>(&*file, &part_req, 64),
+            DType::U16 => blocks_as_f64::<u16>(&*file, &part_req, 64),
+            _ => unreachable!(),
+        };
+        assert!(
+            got.iter().zip(&part).all(|(a, b)| a == b || (a.is_nan() && b.is_nan())) && got.len() == part.len(),
+            "{rel} {:?} region",
+            info.name
+        );
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} arrays checked");
+    // The wrong type is refused before any block is read; so is an unknown element.
+    let volp = rasterpack::volp::VolpFile::open(testdata("volp/temperature_4x32x32_int16.volp")).unwrap();
+    let e = volp.blocks::<f32>(&ArrayRequest::default()).err().unwrap();
+    assert_eq!(&*e.code, "array.dtype_mismatch");
+    // Physical values are float64, and the concrete reader type offers blocks too.
+    let physical = ArrayRequest::default().with_physical(true);
+    let all: Vec<f64> = volp
+        .blocks::<f64>(&physical)
+        .unwrap()
+        .flat_map(|b| b.unwrap().values)
+        .collect();
+    assert_eq!(all, volp.read(&physical).unwrap().to_vec::<f64>().unwrap());
+    let gvrs = rasterpack::open(testdata("gvrs/crafted_all_types.gvrs")).unwrap();
+    assert!(gvrs.blocks::<f32>(&ArrayRequest::for_element("no such")).is_err());
+}
+
+/// A sink that checks every piece a source delivers is made of whole values.
+struct AlignedPieces {
+    size: u64,
+    random: bool,
+    pieces: usize,
+}
+
+impl rasterpack::ArraySink for AlignedPieces {
+    fn begin(&mut self, info: &rasterpack::ArrayInfo) -> rasterpack::Result<()> {
+        self.size = info.dtype.size() as u64;
+        Ok(())
+    }
+    fn random_access(&self) -> bool {
+        self.random
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> rasterpack::Result<()> {
+        assert_eq!(offset % self.size, 0, "piece at {offset} starts inside a value");
+        assert_eq!(
+            data.len() as u64 % self.size,
+            0,
+            "piece at {offset} of {} bytes",
+            data.len()
+        );
+        self.pieces += 1;
+        Ok(())
+    }
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> rasterpack::Result<()> {
+        assert_eq!(pattern.len() as u64, self.size);
+        assert_eq!(
+            (offset % self.size, len % self.size),
+            (0, 0),
+            "fill at {offset} of {len}"
+        );
+        self.pieces += 1;
+        Ok(())
+    }
+    fn finish(&mut self) -> rasterpack::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn array_sink_pieces_are_whole_values_for_every_format() {
+    for (rel, file, req, info) in every_testdata_array() {
+        let start: Vec<u64> = info.shape.iter().map(|&d| d / 3).collect();
+        let size: Vec<u64> = info.shape.iter().map(|&d| d - d / 3 - d / 4).collect();
+        let region = rasterpack::Region::from_start_size(&start, &size).unwrap();
+        for req in [
+            req.clone(),
+            req.clone().with_region(&region),
+            req.clone().with_physical(true),
+        ] {
+            for random in [true, false] {
+                let mut sink = AlignedPieces {
+                    size: 0,
+                    random,
+                    pieces: 0,
+                };
+                match file.stream(&req, &mut sink) {
+                    Ok(()) => assert!(sink.pieces > 0, "{rel} {:?}", info.name),
+                    // Physical values only where the format has them.
+                    Err(e) if req.physical && e.code == "request.option_not_honoured" => {}
+                    Err(e) => panic!("{rel} {:?}: {e}", info.name),
+                }
+            }
+        }
+    }
+}
