@@ -159,3 +159,8 @@ pub fn save_as(array: &NdArray, path: impl AsRef<Path>, format: &str, opts: &Wri
         format_by_name(format).ok_or_else(|| Error::usage(format!("rasterpack knows no format named {format:?}")))?;
     target.save(array, path.as_ref(), opts)
 }
+
+/// The repository README's examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

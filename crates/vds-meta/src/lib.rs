@@ -268,3 +268,8 @@ impl ArrayFile for VdsDataset {
 
 // The reader API every format shares (no trait import needed).
 rasterpack_common::reader_api!(VdsDataset, crate::VdsFormat);
+
+/// The README's examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
