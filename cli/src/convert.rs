@@ -24,9 +24,24 @@ pub fn run(args: &ConvertArgs) -> Outcome {
         Ok(()) => Outcome::Code(0),
         Err(Failure::ClosedPipe) => Outcome::BrokenPipe,
         Err(Failure::Error(e)) => {
-            eprintln!("rasterpack: convert {} -> {}: {e}", args.input, args.output);
+            eprintln!(
+                "rasterpack: convert {} -> {}: {e}{}",
+                args.input,
+                args.output,
+                flag_hint(&e)
+            );
             Outcome::Code(exit_code_for(e.kind))
         }
+    }
+}
+
+/// The command-line spelling of what a library error asks for: the library names the option
+/// (`ArrayRequest::element`), the CLI names its flag.
+fn flag_hint(e: &Error) -> &'static str {
+    match &*e.code {
+        "request.element_required" => "; choose one with --element",
+        "request.element_ambiguous" => "; name it with --element '[\"CHUNK\",\"ARRAY\"]'",
+        _ => "",
     }
 }
 

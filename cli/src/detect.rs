@@ -6,8 +6,6 @@ use std::path::Path;
 
 use rasterpack_common::{Error, ErrorKind, Format, Input, Limits, DETECT_BYTES};
 
-use crate::registry;
-
 /// Open a path: `-` is standard input; FIFOs, devices and sockets are read as streams like
 /// standard input (their metadata has no length); anything else through [`Input::open`].
 pub fn open(path: &str, limits: &Limits) -> Result<Input, Error> {
@@ -48,7 +46,7 @@ fn read_stream(what: &str, name: &str, mut stream: impl Read, limits: &Limits) -
         .take(DETECT_BYTES as u64)
         .read_to_end(&mut data)
         .map_err(io)?;
-    let known = registry::formats().into_iter().any(|f| f.detect(&data));
+    let known = crate::formats().iter().any(|f| f.detect(&data));
     if data.len() < DETECT_BYTES || !known {
         return Ok(Input::from_bytes(name, data));
     }
@@ -72,9 +70,9 @@ fn read_stream(what: &str, name: &str, mut stream: impl Read, limits: &Limits) -
 }
 
 /// The format of an opened input, or a clear "unknown format" error: the library's detection
-/// (content only, never the name) over every format the CLI knows.
+/// (content only, never the name) over every format it knows.
 pub fn detect(input: &Input) -> Result<&'static dyn Format, Error> {
-    rasterpack_common::detect(input, &registry::formats())
+    crate::detect(input)
 }
 
 /// The format to write, from `--to` or the output's extension.
@@ -91,12 +89,9 @@ pub fn target(to: Option<&str>, out: &str) -> Result<&'static dyn Format, Error>
                 ))
             })?,
     };
-    registry::formats()
-        .into_iter()
-        .find(|f| f.name() == wanted || f.extensions().contains(&wanted.as_str()))
-        .ok_or_else(|| {
-            Error::usage(format!(
-                "unknown output format {wanted:?} (known: volp, gvrs, udf, fold, npy)"
-            ))
-        })
+    crate::format_by_name(&wanted).ok_or_else(|| {
+        Error::usage(format!(
+            "unknown output format {wanted:?} (known: volp, gvrs, udf, fold, npy)"
+        ))
+    })
 }

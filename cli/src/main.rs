@@ -1,15 +1,15 @@
 //! `rasterpack`: inspect, validate and convert VOLP, UDF, GVRS, FOLD and OpenVDS files.
 //!
 //! The contract (commands, exit codes, JSON shape) is `docs/cli.md`; the formats plug in through
-//! `rasterpack_common::Format` and are listed in `registry.rs`.
+//! `rasterpack_common::Format` and are listed once, in the library (`rasterpack::formats()`).
 
 mod output;
 
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use rasterpack_cli::args::ConvertArgs;
-use rasterpack_cli::convert;
+use rasterpack::args::ConvertArgs;
+use rasterpack::convert;
 
 use crate::output::Outcome;
 

@@ -7,8 +7,8 @@ use comfy_table::{presets, Attribute, Cell, Color, ColumnConstraint, ContentArra
 use rasterpack_common::{Finding, Limits, Section, Severity};
 use serde_json::{json, Map, Value};
 
-use rasterpack_cli::progress::Meter;
-pub use rasterpack_cli::report::{check, file_json, worst, FileResult, Mode, Outcome, SCHEMA_VERSION};
+use rasterpack::progress::Meter;
+pub use rasterpack::report::{check, file_json, worst, FileResult, Mode, Outcome, SCHEMA_VERSION};
 
 /// Inspect or validate one input. `label` names it on a progress bar, drawn (validate only)
 /// when stderr is a terminal and the check takes more than about a second.

@@ -85,12 +85,12 @@ pub fn check(mode: &Mode, path: &str, limits: &Limits, progress: Option<Progress
         Ok(i) => i,
         Err(e) => return failed(None, e),
     };
-    let format = match detect::detect(&input) {
-        Ok(f) => f,
-        Err(e) => return failed(None, e),
-    };
     let (report, strict) = match mode {
         Mode::Inspect { all } => {
+            let format = match detect::detect(&input) {
+                Ok(f) => f,
+                Err(e) => return failed(None, e),
+            };
             match format.inspect(
                 &input,
                 &InspectOptions {
@@ -107,7 +107,8 @@ pub fn check(mode: &Mode, path: &str, limits: &Limits, progress: Option<Progress
                 limits: *limits,
                 progress,
             };
-            (format.validate(&input, &opts), *strict)
+            // The library's one call for a full report, whatever is wrong with the input.
+            (crate::validate_input(&input, &opts), *strict)
         }
     };
     let valid = report.is_valid(strict);
@@ -120,7 +121,8 @@ pub fn check(mode: &Mode, path: &str, limits: &Limits, progress: Option<Progress
     };
     FileResult {
         path: path.to_string(),
-        format: Some(format.name()),
+        // An input of no known format is reported with no format (`null` in JSON).
+        format: (!report.format.is_empty()).then_some(report.format),
         report,
         valid: full.then_some(valid),
         exit_code,

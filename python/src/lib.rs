@@ -1,7 +1,8 @@
 //! The compiled core of the Python package `rasterpack` (`rasterpack._rasterpack`).
 //!
 //! It holds no format logic: every call goes to the same library calls the CLI makes
-//! (`rasterpack_cli`'s registry, reports and convert; each format's `ArrayFile`), and this layer
+//! (the `rasterpack` facade's open and registry, the CLI's reports and convert; each format's
+//! `ArrayFile`), and this layer
 //! only converts arguments, errors and buffers. Reads decode into a numpy buffer that is made
 //! when the source announces the array (`ArraySink::begin`), with the GIL released; between
 //! pieces the sink checks for signals so Ctrl-C interrupts a long read. A Rust panic is caught
@@ -19,13 +20,12 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use pyo3::types::{PySlice, PyTuple};
 
-use rasterpack_cli::args::ConvertArgs;
-use rasterpack_cli::convert as cli_convert;
-use rasterpack_cli::registry;
-use rasterpack_cli::report::{self, Mode};
+use rasterpack::args::ConvertArgs;
+use rasterpack::convert as cli_convert;
+use rasterpack::report::{self, Mode};
 use rasterpack_common::{
-    open_any, ArrayFile, ArrayInfo, ArrayRequest, ArraySink, DType, Error, ErrorKind, Format, Limits, NdArray,
-    RegionSpec, WriteOptions,
+    ArrayFile, ArrayInfo, ArrayRequest, ArraySink, DType, Error, ErrorKind, Format, Limits, NdArray, RegionSpec,
+    WriteOptions,
 };
 
 /// Arrays up to this size may be decoded straight into the numpy buffer in one call
@@ -294,8 +294,7 @@ impl File {
         stat(&path)?;
         let opened = py.allow_threads(|| {
             guarded(|| {
-                let formats = registry::formats();
-                let file = open_any(&path, &formats)?;
+                let file = rasterpack::open(&path)?;
                 let arrays = file.arrays()?;
                 Ok((file, arrays))
             })
@@ -680,24 +679,10 @@ impl Array {
             };
             req.region = Some(spec.map_err(|e| to_py(py, e))?);
         }
-        // The options a format does not honour are refused as convert refuses them.
+        // Options the format does not honour are refused (the library's rule, as in convert).
         let reader = self.file.get().reader()?;
-        let format = registry::formats()
-            .into_iter()
-            .find(|f| f.name() == reader.format_name());
-        if let Some(format) = format {
-            for (asked, flag, option) in [
-                (physical, rasterpack_common::RequestFlag::Physical, "physical"),
-                (codes, rasterpack_common::RequestFlag::Codes, "codes"),
-                (lod != 0, rasterpack_common::RequestFlag::Lod, "lod"),
-            ] {
-                if asked && !format.honours_flag(flag) {
-                    return Err(to_py(
-                        py,
-                        Error::usage(format!("{} files have no {option} option", format.name())),
-                    ));
-                }
-            }
+        if let Some(format) = rasterpack::format_by_name(reader.format_name()) {
+            req.check_honoured(format).map_err(|e| to_py(py, e))?;
         }
         self.read_request(py, req)
     }
@@ -818,7 +803,7 @@ fn convert(
         None => None,
         Some(t) => Some(match t.extract::<(u32, u32)>() {
             Ok(rc) => rc,
-            Err(_) => rasterpack_cli::args::parse_tile(&t.extract::<String>()?).map_err(PyValueError::new_err)?,
+            Err(_) => rasterpack::args::parse_tile(&t.extract::<String>()?).map_err(PyValueError::new_err)?,
         }),
     };
     let args = ConvertArgs {
@@ -874,8 +859,9 @@ fn _write(
     compress: Option<String>,
 ) -> PyResult<()> {
     let path = fspath(path)?;
-    let target = registry::formats()
-        .into_iter()
+    let target = rasterpack::formats()
+        .iter()
+        .copied()
         .find(|f| f.name() == format)
         .ok_or_else(|| PyValueError::new_err(format!("rasterpack does not write {format:?} files")))?;
     let np = py.import("numpy")?;
@@ -896,22 +882,12 @@ fn _write(
             _ => return Err(PyTypeError::new_err("attrs must be a dict of JSON values")),
         }
     }
-    for (asked, flag, option) in [
-        (tile.is_some(), rasterpack_common::RequestFlag::Tile, "tile"),
-        (compress.is_some(), rasterpack_common::RequestFlag::Compress, "compress"),
-    ] {
-        if asked && !target.honours_flag(flag) {
-            return Err(to_py(
-                py,
-                Error::usage(format!("{format} files have no {option} option")),
-            ));
-        }
-    }
     let opts = WriteOptions {
         tile,
         compress,
         limits: Limits::default(),
     };
+    opts.check_honoured(target).map_err(|e| to_py(py, e))?;
     let written = py.allow_threads(|| guarded(|| write_file(target, &nd, &opts, &path, force)));
     written.map_err(|e| match e.kind {
         ErrorKind::Io => PyOSError::new_err(e.to_string()),
@@ -949,7 +925,7 @@ fn write_file(target: &dyn Format, nd: &NdArray, opts: &WriteOptions, path: &str
 /// The names of the formats rasterpack detects, in detection order.
 #[pyfunction]
 fn formats() -> Vec<&'static str> {
-    registry::formats().iter().map(|f| f.name()).collect()
+    rasterpack::formats().iter().map(|f| f.name()).collect()
 }
 
 /// The format of the file at `path` from its content, or None (for xarray's guess_can_open).
@@ -959,8 +935,7 @@ fn detect(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<Option<&'static s
     Ok(py.allow_threads(|| {
         guarded(|| {
             let input = rasterpack_common::Input::open(&path)?;
-            let formats = registry::formats();
-            Ok(rasterpack_common::detect(&input, &formats).ok().map(|f| f.name()))
+            Ok(rasterpack::detect(&input).ok().map(|f| f.name()))
         })
         .ok()
         .flatten()

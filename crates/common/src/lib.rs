@@ -71,6 +71,7 @@
 
 pub mod any;
 pub mod array;
+pub mod blocks;
 pub mod error;
 pub mod finding;
 pub mod format;
@@ -87,6 +88,7 @@ pub mod testkit;
 
 pub use any::{detect, open_any, ArrayFile, DETECT_BYTES};
 pub use array::{byte_len, DType, Element, NdArray};
+pub use blocks::{Block, Blocks};
 pub use error::{Error, ErrorKind, Result};
 pub use finding::{Finding, Findings, Severity};
 pub use format::{
@@ -95,7 +97,7 @@ pub use format::{
 };
 pub use limits::Limits;
 pub use npy_format::{NpyFile, NpyFormat};
-pub use output::Output;
+pub use output::{write_file_atomically, Output};
 pub use reader::{slice_at, ByteReader};
 pub use source::Input;
 pub use stream::{ArrayInfo, ArraySink, MemorySink, ProgressSink, Region, RegionRuns, RegionSpec};

@@ -795,10 +795,12 @@ impl GvrsFile {
     }
 
     /// One array per element, as reads produce them: `[rows, cols]`, the element's dtype
-    /// (integer-coded floats as their float32 values), its name and attributes.
-    pub fn arrays(&self) -> Vec<ArrayInfo> {
+    /// (integer-coded floats as their float32 values), its name and attributes. A `Result`
+    /// like every reader's `arrays` (a GVRS file that opened lists its elements without fail).
+    pub fn arrays(&self) -> Result<Vec<ArrayInfo>> {
         let shape = vec![self.geometry.rows as u64, self.geometry.cols as u64];
-        self.elements
+        Ok(self
+            .elements
             .iter()
             .enumerate()
             .map(|(i, e)| ArrayInfo {
@@ -807,7 +809,7 @@ impl GvrsFile {
                 name: Some(e.name()),
                 attrs: self.element_attrs(i),
             })
-            .collect()
+            .collect())
     }
 
     /// Every finding about the file (see [`crate::validate`]): the header, the directories,
@@ -850,6 +852,7 @@ impl GvrsFile {
     /// `limit.working_set` before anything is decoded when one band of the window cannot fit.
     /// Untouched tiles arrive as [`ArraySink::fill_at`] runs of the fill value.
     pub fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        req.check_honoured(&crate::GvrsFormat)?;
         self.stream_selection(req, sink)
     }
 
@@ -1080,7 +1083,7 @@ impl ArrayFile for GvrsFile {
     }
 
     fn arrays(&self) -> Result<Vec<ArrayInfo>> {
-        Ok(GvrsFile::arrays(self))
+        GvrsFile::arrays(self)
     }
 
     fn validate(&self) -> Report {
@@ -1098,3 +1101,6 @@ impl ArrayFile for GvrsFile {
         GvrsFile::stream(self, req, sink)
     }
 }
+
+// The reader API every format shares (no trait import needed).
+rasterpack_common::reader_api!(GvrsFile, crate::GvrsFormat);

@@ -180,6 +180,7 @@ impl VdsDataset {
     /// Stream `req` (channel, LOD, region, values) into `sink`: `begin`, then the bricks the
     /// region meets (see [`crate::read`]).
     pub(crate) fn stream_request(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        req.check_honoured(&crate::VdsFormat)?;
         let array = self.requested_array(req)?;
         let region = req.region_of(&array.shape())?;
         let plan = Plan::new(array.box_request(&region)?, sink.random_access(), &req.limits)?;

@@ -270,3 +270,11 @@ impl ArrayFile for VdsDataset {
         self.stream_request(req, sink)
     }
 }
+
+// The reader API every format shares (no trait import needed).
+rasterpack_common::reader_api!(VdsDataset, crate::VdsFormat);
+
+/// The README's examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
