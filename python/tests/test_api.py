@@ -34,6 +34,11 @@ def test_file_basics():
     assert f.closed
     with pytest.raises(ValueError, match="closed"):
         f.array()
+    # VDS: BrickSize_32 with margins 2/2 owns 28 samples per brick; Dim3 is outside the dimension
+    # group 012, so one voxel per chunk; short axes are clamped to their length.
+    assert rasterpack.open(VDS4).array().chunks == (1, 4, 3, 28)
+    assert rasterpack.open(TESTDATA / "vds" / "small_u8_rle_novalue.vds").array().chunks == (6, 10, 32)
+    assert rasterpack.open(UDF)["root/grid"].chunks == (3, 4)
     assert rasterpack.open(VOLP).arrays == [None]
     assert rasterpack.open(VOLP).array().attrs["scale"] is not None
 
