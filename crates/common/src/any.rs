@@ -83,7 +83,8 @@ pub fn detect<'f>(input: &Input, formats: &[&'f dyn Format]) -> Result<&'f dyn F
 }
 
 /// Open `path` (a file, or a directory holding an object-store dataset) as whichever of
-/// `formats` its content says, with default [`Limits`].
+/// `formats` its content says, with default [`Limits`]. Programs that want every format use
+/// the `rasterpack` crate's `rasterpack::open(path)`, which passes all of them.
 pub fn open_any(path: impl AsRef<Path>, formats: &[&dyn Format]) -> Result<Box<dyn ArrayFile>> {
     let input = Input::open(path.as_ref())?;
     let format = detect(&input, formats)?;
