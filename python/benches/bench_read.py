@@ -212,12 +212,16 @@ def bench_volp(d, repeat):
 
 # --- peak memory -----------------------------------------------------------------------------
 
+# VmHWM (the process's own peak RSS; ru_maxrss would carry the parent's over exec).
 CHILD = """
-import resource, sys, numpy as np, rasterpack
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+import sys, numpy as np, rasterpack
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+base = hwm()
 a = np.asarray(rasterpack.open(sys.argv[1]).array(sys.argv[2] if len(sys.argv) > 2 else None))
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(a.nbytes, base * 1024, peak * 1024)
+print(a.nbytes, base, hwm())
 """
 
 
