@@ -471,13 +471,13 @@ impl Array {
             Err(_) => vec![key.clone()],
         };
         let ndim = self.info.shape.len();
-        let ellipses = items.iter().filter(|i| i.is(&py.Ellipsis())).count();
+        let ellipses = items.iter().filter(|i| i.is(py.Ellipsis())).count();
         if ellipses > 1 {
             return Err(PyIndexError::new_err(
                 "an index can only have a single ellipsis ('...')",
             ));
         }
-        let consuming = items.iter().filter(|i| !i.is_none() && !i.is(&py.Ellipsis())).count();
+        let consuming = items.iter().filter(|i| !i.is_none() && !i.is(py.Ellipsis())).count();
         if consuming > ndim {
             return Err(PyIndexError::new_err(format!(
                 "too many indices for array: array is {ndim}-dimensional, but {consuming} were indexed"
@@ -494,7 +494,7 @@ impl Array {
             Ok(())
         };
         for item in &items {
-            if item.is(&py.Ellipsis()) {
+            if item.is(py.Ellipsis()) {
                 for _ in 0..(ndim - consuming) {
                     let axis = picks.len();
                     whole(&mut picks, &mut post, axis)?;
