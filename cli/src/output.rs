@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 
 use comfy_table::{presets, Attribute, Cell, Color, ColumnConstraint, ContentArrangement, Table, Width};
-use rasterpack_common::{Finding, Limits, Section, Severity};
+use rasterpack_common::{Finding, Findings, Limits, Section, Severity};
 use serde_json::{json, Map, Value};
 
 use rasterpack::progress::Meter;
@@ -428,8 +428,9 @@ fn verdict(r: &FileResult, colour: bool) -> String {
     }
 }
 
-fn counts(findings: &[Finding]) -> String {
-    let n = |s| findings.iter().filter(|f| f.severity == s).count();
+/// The findings of one report by severity, counted ones included: ` (3 errors, 1 warning)`.
+fn counts(findings: &Findings) -> String {
+    let n = |s| findings.count(s);
     let (e, w, i) = (n(Severity::Error), n(Severity::Warning), n(Severity::Info));
     let mut parts = Vec::new();
     for (count, word) in [(e, "error"), (w, "warning"), (i, "info")] {
@@ -447,18 +448,37 @@ fn counts(findings: &[Finding]) -> String {
     }
 }
 
+/// One line per code whose findings past the cap were counted, not listed.
+fn omitted_lines(findings: &Findings) -> String {
+    findings
+        .omitted()
+        .iter()
+        .map(|o| {
+            format!(
+                "{} more {} {} finding{} not listed ({} of each code are)\n",
+                o.count,
+                o.severity.as_str(),
+                o.code,
+                if o.count == 1 { "" } else { "s" },
+                findings.cap()
+            )
+        })
+        .collect()
+}
+
 fn render_validate(r: &FileResult, style: &TableStyle) -> String {
-    let findings: Vec<Finding> = r.report.findings.iter().cloned().collect();
+    let findings = r.report.findings.as_slice();
     let format = r.format.unwrap_or("?");
     let mut out = format!(
         "{}: {} [{format}]{}\n",
         r.path,
         verdict(r, style.colour),
-        counts(&findings)
+        counts(&r.report.findings)
     );
     if !findings.is_empty() {
-        out.push_str(&findings_table(&findings, style));
+        out.push_str(&findings_table(findings, style));
     }
+    out.push_str(&omitted_lines(&r.report.findings));
     out
 }
 
@@ -469,10 +489,11 @@ fn render_inspect(r: &FileResult, style: &TableStyle) -> String {
     for s in &r.report.sections {
         render_section(s, style, &mut out);
     }
-    let findings: Vec<Finding> = r.report.findings.iter().cloned().collect();
-    if !findings.is_empty() {
+    let findings = r.report.findings.as_slice();
+    if !r.report.findings.is_empty() {
         out.push_str("Findings\n");
-        out.push_str(&findings_table(&findings, style));
+        out.push_str(&findings_table(findings, style));
+        out.push_str(&omitted_lines(&r.report.findings));
     }
     // Errors found by the structural checks make a file invalid; their absence does not
     // make it valid: only validate says so.
@@ -480,7 +501,7 @@ fn render_inspect(r: &FileResult, style: &TableStyle) -> String {
         0 => "structure checked".to_string(),
         _ => verdict(r, style.colour),
     };
-    out.push_str(&format!("{}: {status}{}", r.path, counts(&findings)));
+    out.push_str(&format!("{}: {status}{}", r.path, counts(&r.report.findings)));
     if r.exit_code == 0 {
         out.push_str(" (inspect checks the structure only; `rasterpack validate` checks everything)");
     }

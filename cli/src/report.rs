@@ -1,7 +1,9 @@
 //! One input's `inspect`/`validate` result and its `--json` file entry (docs/cli.md), shared
 //! by the CLI's reports and the Python package's `validate`/`inspect`.
 
-use rasterpack_common::{Error, ErrorKind, Finding, InspectOptions, Limits, Progress, Report, ValidateOptions};
+use rasterpack_common::{
+    Error, ErrorKind, Finding, InspectOptions, Limits, Progress, Report, ValidateOptions, LISTED_PER_CODE,
+};
 use serde_json::{json, Map, Value};
 
 use crate::detect;
@@ -85,7 +87,7 @@ pub fn check(mode: &Mode, path: &str, limits: &Limits, progress: Option<Progress
         Ok(i) => i,
         Err(e) => return failed(None, e),
     };
-    let (report, strict) = match mode {
+    let (mut report, strict) = match mode {
         Mode::Inspect { all } => {
             let format = match detect::detect(&input) {
                 Ok(f) => f,
@@ -111,6 +113,9 @@ pub fn check(mode: &Mode, path: &str, limits: &Limits, progress: Option<Progress
             (crate::validate_input(&input, &opts), *strict)
         }
     };
+    // Whatever collection the format filled: the report lists at most this many findings of
+    // one code (the rest are counted), so a flood of one finding cannot fill memory here.
+    report.cap_findings(LISTED_PER_CODE);
     let valid = report.is_valid(strict);
     let exit_code = if report.unsupported {
         3
@@ -155,6 +160,14 @@ pub fn file_json(r: &FileResult) -> Value {
         "findings".into(),
         Value::Array(r.report.findings.iter().map(finding_json).collect()),
     );
+    // Findings past the per-code cap: counted, with their severity (they count in the verdict).
+    let omitted = r
+        .report
+        .findings
+        .omitted()
+        .iter()
+        .map(|o| json!({ "code": o.code, "severity": o.severity.as_str(), "count": o.count }));
+    obj.insert("findings_omitted".into(), Value::Array(omitted.collect()));
     obj.insert("summary".into(), Value::Object(r.report.summary.clone()));
     Value::Object(obj)
 }

@@ -98,6 +98,8 @@ class Report:
         self.findings: List[Finding] = [
             Finding(f["severity"], f["code"], f["offset"], f["message"]) for f in entry["findings"]
         ]
+        self.findings_omitted: List[Dict[str, Any]] = entry.get("findings_omitted", [])
+        """Findings past the per-code cap, counted: code, severity, count."""
         self.summary: Dict[str, Any] = entry.get("summary", {})
 
     def to_dict(self) -> Dict[str, Any]:
