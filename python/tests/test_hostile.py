@@ -20,7 +20,7 @@ BUDGET_KIB = 256 * 1024
 
 CHILD = textwrap.dedent(
     """
-    import json, resource, sys
+    import json, sys
     import numpy as np
     import rasterpack
     path = sys.argv[1]
@@ -36,7 +36,8 @@ CHILD = textwrap.dedent(
         outcome["read"] = "ok"
     except rasterpack.Error as e:
         outcome["read"] = type(e).__name__
-    outcome["rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # VmHWM: this process's own peak (ru_maxrss would carry the parent's over exec).
+    outcome["rss_kib"] = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
     print(json.dumps(outcome))
     """
 )
