@@ -88,7 +88,7 @@ pub mod testkit;
 
 pub use any::{detect, open_any, ArrayFile, DETECT_BYTES};
 pub use array::{byte_len, DType, Element, NdArray};
-pub use blocks::{Block, Blocks};
+pub use blocks::{for_each_block, Block, Blocks};
 pub use error::{Error, ErrorKind, Result};
 pub use finding::{Finding, Findings, Severity};
 pub use format::{
