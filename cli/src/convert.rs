@@ -163,10 +163,10 @@ fn note_findings(source: &dyn Format, input: &Input, name: &str, limits: &Limits
     };
     match source.inspect(input, &opts) {
         Ok(report) => {
-            let count = |s: Severity| report.findings.iter().filter(|f| f.severity == s).count();
+            let count = |s: Severity| report.findings.count(s);
             let (errors, warnings) = (count(Severity::Error), count(Severity::Warning));
             if errors + warnings > 0 {
-                let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+                let plural = |n: u64, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
                 eprintln!(
                     "note: {name} has findings ({}, {}); run `rasterpack validate {name}`",
                     plural(errors, "error"),

@@ -5,7 +5,8 @@ use std::io::{IsTerminal, Write};
 
 use comfy_table::{presets, Attribute, Cell, Color, ColumnConstraint, ContentArrangement, Table, Width};
 use rasterpack_common::{
-    Error, ErrorKind, Finding, InspectOptions, Limits, Report, Section, Severity, ValidateOptions,
+    Error, ErrorKind, Finding, Findings, InspectOptions, Limits, Report, Section, Severity, ValidateOptions,
+    LISTED_PER_CODE,
 };
 use serde_json::{json, Map, Value};
 
@@ -81,7 +82,7 @@ fn process(mode: &Mode, path: &str, label: &str, limits: &Limits) -> FileResult 
         Ok(i) => i,
         Err(e) => return failed(None, e),
     };
-    let (report, strict) = match mode {
+    let (mut report, strict) = match mode {
         Mode::Inspect { all } => {
             let format = match detect::detect(&input) {
                 Ok(f) => f,
@@ -112,6 +113,9 @@ fn process(mode: &Mode, path: &str, label: &str, limits: &Limits) -> FileResult 
             (report, *strict)
         }
     };
+    // Whatever collection the format filled: the report lists at most this many findings of
+    // one code (the rest are counted), so a flood of one finding cannot fill memory here.
+    report.cap_findings(LISTED_PER_CODE);
     let valid = report.is_valid(strict);
     let exit_code = if report.unsupported {
         3
@@ -313,6 +317,14 @@ fn file_json(r: &FileResult) -> Value {
         "findings".into(),
         Value::Array(r.report.findings.iter().map(finding_json).collect()),
     );
+    // Findings past the per-code cap: counted, with their severity (they count in the verdict).
+    let omitted = r
+        .report
+        .findings
+        .omitted()
+        .iter()
+        .map(|o| json!({ "code": o.code, "severity": o.severity.as_str(), "count": o.count }));
+    obj.insert("findings_omitted".into(), Value::Array(omitted.collect()));
     obj.insert("summary".into(), Value::Object(r.report.summary.clone()));
     Value::Object(obj)
 }
@@ -562,8 +574,9 @@ fn verdict(r: &FileResult, colour: bool) -> String {
     }
 }
 
-fn counts(findings: &[Finding]) -> String {
-    let n = |s| findings.iter().filter(|f| f.severity == s).count();
+/// The findings of one report by severity, counted ones included: ` (3 errors, 1 warning)`.
+fn counts(findings: &Findings) -> String {
+    let n = |s| findings.count(s);
     let (e, w, i) = (n(Severity::Error), n(Severity::Warning), n(Severity::Info));
     let mut parts = Vec::new();
     for (count, word) in [(e, "error"), (w, "warning"), (i, "info")] {
@@ -581,18 +594,37 @@ fn counts(findings: &[Finding]) -> String {
     }
 }
 
+/// One line per code whose findings past the cap were counted, not listed.
+fn omitted_lines(findings: &Findings) -> String {
+    findings
+        .omitted()
+        .iter()
+        .map(|o| {
+            format!(
+                "{} more {} {} finding{} not listed ({} of each code are)\n",
+                o.count,
+                o.severity.as_str(),
+                o.code,
+                if o.count == 1 { "" } else { "s" },
+                findings.cap()
+            )
+        })
+        .collect()
+}
+
 fn render_validate(r: &FileResult, style: &TableStyle) -> String {
-    let findings: Vec<Finding> = r.report.findings.iter().cloned().collect();
+    let findings = r.report.findings.as_slice();
     let format = r.format.unwrap_or("?");
     let mut out = format!(
         "{}: {} [{format}]{}\n",
         r.path,
         verdict(r, style.colour),
-        counts(&findings)
+        counts(&r.report.findings)
     );
     if !findings.is_empty() {
-        out.push_str(&findings_table(&findings, style));
+        out.push_str(&findings_table(findings, style));
     }
+    out.push_str(&omitted_lines(&r.report.findings));
     out
 }
 
@@ -603,10 +635,11 @@ fn render_inspect(r: &FileResult, style: &TableStyle) -> String {
     for s in &r.report.sections {
         render_section(s, style, &mut out);
     }
-    let findings: Vec<Finding> = r.report.findings.iter().cloned().collect();
-    if !findings.is_empty() {
+    let findings = r.report.findings.as_slice();
+    if !r.report.findings.is_empty() {
         out.push_str("Findings\n");
-        out.push_str(&findings_table(&findings, style));
+        out.push_str(&findings_table(findings, style));
+        out.push_str(&omitted_lines(&r.report.findings));
     }
     // Errors found by the structural checks make a file invalid; their absence does not
     // make it valid: only validate says so.
@@ -614,7 +647,7 @@ fn render_inspect(r: &FileResult, style: &TableStyle) -> String {
         0 => "structure checked".to_string(),
         _ => verdict(r, style.colour),
     };
-    out.push_str(&format!("{}: {status}{}", r.path, counts(&findings)));
+    out.push_str(&format!("{}: {status}{}", r.path, counts(&r.report.findings)));
     if r.exit_code == 0 {
         out.push_str(" (inspect checks the structure only; `rasterpack validate` checks everything)");
     }

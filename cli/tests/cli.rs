@@ -410,7 +410,7 @@ fn json_follows_the_schema_and_keeps_input_order() {
     let item = &schema()["properties"]["files"]["items"];
     let file = |checked: &str, valid: Option<bool>| {
         let mut f = serde_json::json!({"path": "a", "format": "npy", "checked": checked, "unsupported": false,
-                                       "exit_code": 0, "findings": [], "summary": {}});
+                                       "exit_code": 0, "findings": [], "findings_omitted": [], "summary": {}});
         if let Some(v) = valid {
             f["valid"] = Value::Bool(v);
         }

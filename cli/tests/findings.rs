@@ -171,3 +171,42 @@ fn intact_tables_convert_from_a_file_with_errors_and_the_cli_says_so() {
     assert_eq!(code(&o), 0);
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
 }
+
+/// Issue 17 item 15: a text list of only empty strings as the reference's `build_string_array`
+/// writes it (`[n, 0]`, no data bytes) is valid with a compatibility warning, invalid under
+/// `--strict`, and converts as any text list does (its code units, one row per string): a
+/// `uint8` `.npy` of shape `(3, 0)`, three empty strings.
+#[test]
+fn a_text_list_of_empty_strings_validates_with_a_warning_and_converts() {
+    let dir = scratch("empty-strings");
+    let mut w = UdfWriter::new("TXT").unwrap();
+    let root = w.add_dataset("ROOT").unwrap();
+    w.set_root(root);
+    let list = TableSpec::text_list("l", &["", "", ""], rasterpack_udf::UdfEncoding::Utf8);
+    w.add(root, list).unwrap();
+    let mut b = w.to_bytes().unwrap();
+    let d = desc(&b, "root/l");
+    for field in [0x08, 0x0C, 0x10, 0x18] {
+        // mem_start, mem_end, data_size and the packed y/z axes: what the reference writes
+        b[d + field..d + field + 4].copy_from_slice(&0u32.to_le_bytes());
+    }
+    let path = write(&dir, "empty_strings.udf", &b);
+    let o = run(&["validate", "--json", &path]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let f = &doc["files"][0]["findings"];
+    assert_eq!(f.as_array().unwrap().len(), 1, "{f}");
+    assert_eq!(f[0]["code"], codes::TEXT_EMPTY_STRINGS_NO_GHOST);
+    assert_eq!(code(&run(&["validate", "--strict", &path])), 1);
+    let npy = dir.join("l.npy");
+    let o = run(&["convert", "--element", "root/l", &path, npy.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let bytes = std::fs::read(&npy).unwrap();
+    let header = String::from_utf8_lossy(&bytes[10..bytes.len().min(128)]).into_owned();
+    assert!(
+        header.contains("'descr': '|u1'") && header.contains("'shape': (3, 0)"),
+        "{header}"
+    );
+    assert_eq!(bytes.len(), 128, "no data bytes");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

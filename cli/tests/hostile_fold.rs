@@ -58,16 +58,21 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// `validate --json`: exit code and finding codes.
+/// `validate --json`: exit code and the code of every finding, listed or counted.
 fn validate(path: &Path) -> (i32, Vec<String>) {
     let o = run(&["validate", "--json", path.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("validate --json output");
-    let codes = v["files"][0]["findings"]
+    let mut codes: Vec<String> = v["files"][0]["findings"]
         .as_array()
         .unwrap()
         .iter()
         .map(|f| f["code"].as_str().unwrap().to_string())
         .collect();
+    // Past 256 of one code, findings are counted, not listed: one code per counted finding.
+    for o in v["files"][0]["findings_omitted"].as_array().unwrap() {
+        let n = o["count"].as_u64().unwrap() as usize;
+        codes.extend(std::iter::repeat_n(o["code"].as_str().unwrap().to_string(), n));
+    }
     (code(&o), codes)
 }
 

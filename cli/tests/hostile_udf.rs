@@ -154,3 +154,76 @@ fn big_json_and_overlapping_headers_stay_bounded() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 17 item 8: `hostile/more/udf_100_datasets_x_1300_bad_tables.udf` (6 MiB) holds 100
+/// datasets of 1300 tables, each with a reserved primitive and all named `t`: 130,000
+/// `udf.table.reserved_prim` and 100 x 1299 `udf.table.duplicate_name` errors. Every report
+/// lists 256 findings of each code and counts the rest, so every command stays bounded (they
+/// took 425-795 MiB when every finding and every table row was kept), and the counts still
+/// add up to those numbers.
+#[test]
+fn a_flood_of_130000_bad_tables_is_counted_not_listed() {
+    let Some(dir) = rasterpack_common::testkit::corpus_dir("hostile/more") else {
+        return;
+    };
+    let file = dir.join("udf_100_datasets_x_1300_bad_tables.udf");
+    let f = s(&file);
+    let r = check(&["validate", f], 1);
+    let text = r.stdout();
+    assert!(
+        text.lines()
+            .next()
+            .unwrap_or("")
+            .ends_with("INVALID [udf] (259900 errors)"),
+        "{}",
+        text.lines().next().unwrap_or("")
+    );
+    assert!(text.contains("129744 more error udf.table.reserved_prim findings not listed"));
+    assert!(text.contains("129644 more error udf.table.duplicate_name findings not listed"));
+    check(&["validate", "--strict", f], 1);
+    check(&["inspect", f], 1);
+    for command in ["validate", "inspect"] {
+        let r = check(&[command, "--json", f], 1);
+        let v: serde_json::Value = serde_json::from_slice(&r.out.stdout).unwrap();
+        let report = &v["files"][0];
+        let listed = |code: &str| {
+            report["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|x| x["code"] == code)
+                .count() as u64
+        };
+        let omitted = |code: &str| {
+            let o = report["findings_omitted"].as_array().unwrap();
+            let o: Vec<_> = o.iter().filter(|x| x["code"] == code).collect();
+            assert_eq!(o.len(), 1, "{command}: {o:?}");
+            assert_eq!(o[0]["severity"], "error");
+            o[0]["count"].as_u64().unwrap()
+        };
+        for (code, total) in [
+            ("udf.table.reserved_prim", 130_000),
+            ("udf.table.duplicate_name", 129_900),
+        ] {
+            assert_eq!(listed(code), 256, "{command} {code}");
+            assert_eq!(listed(code) + omitted(code), total, "{command} {code}");
+        }
+        // 4096 table rows are described, the other 125,905 (of 130,001 with the root's
+        // DATASET table) counted.
+        let summary = &report["summary"];
+        let rows: usize = summary["datasets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["tables"].as_array().unwrap().len())
+            .sum();
+        let counted: u64 = summary["datasets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["table_count"].as_u64().unwrap())
+            .sum();
+        assert_eq!((rows, counted), (4096, 130_001), "{command}");
+        assert_eq!(summary["tables_not_listed"], 130_001 - 4096, "{command}");
+    }
+}

@@ -93,7 +93,10 @@ pub fn check_bound(args: &[&str], r: &Run) {
             );
             assert!(kib <= RSS_LIMIT_KIB, "{args:?}: peak RSS {} MiB > 256 MiB", kib / 1024);
         }
-        None => eprintln!("{args:?}: peak RSS not measured (no /usr/bin/time)"),
+        // Visible in a passing run (an `eprintln!` is captured and hidden there).
+        None => rasterpack_common::testkit::skip(&format!(
+            "the 256 MiB bound of {args:?} (peak RSS not measured: no /usr/bin/time)"
+        )),
     }
 }
 

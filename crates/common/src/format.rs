@@ -50,7 +50,8 @@ pub struct Report {
     pub format: &'static str,
     /// Format-specific facts as JSON (the `summary` member of the `--json` output).
     pub summary: Map<String, Value>,
-    /// Findings in the order they were found.
+    /// Findings in the order they were found: [`Report::new`] lists at most
+    /// [`crate::LISTED_PER_CODE`] of each code and counts the rest ([`Findings::omitted`]).
     pub findings: Findings,
     /// The same facts laid out for people.
     pub sections: Vec<Section>,
@@ -59,20 +60,26 @@ pub struct Report {
 }
 
 impl Report {
-    /// An empty report for `format`.
+    /// An empty report for `format`, listing at most [`crate::LISTED_PER_CODE`] findings of
+    /// each code.
     pub fn new(format: &'static str) -> Self {
         Report {
             format,
+            findings: Findings::listing_at_most(crate::LISTED_PER_CODE),
             ..Default::default()
         }
     }
 
-    /// Valid: no error finding (and, when `strict`, no warning either).
+    /// Valid: no error finding (and, when `strict`, no warning either), counted ones included.
     pub fn is_valid(&self, strict: bool) -> bool {
-        !self
-            .findings
-            .iter()
-            .any(|f| f.severity == Severity::Error || (strict && f.severity == Severity::Warning))
+        !(self.findings.has_severity(Severity::Error) || (strict && self.findings.has_severity(Severity::Warning)))
+    }
+
+    /// List at most `cap` findings of each code, counting the rest: for reports whose format
+    /// filled [`Report::findings`] with a collection of its own (fronts call it with
+    /// [`crate::LISTED_PER_CODE`] before showing a report).
+    pub fn cap_findings(&mut self, cap: usize) {
+        self.findings = std::mem::take(&mut self.findings).capped(cap);
     }
 
     /// Add a "field | value" section.

@@ -23,15 +23,12 @@ pub const CORPUS_VAR: &str = "RASTERPACK_CORPUS";
 /// `--nocapture`.
 pub fn corpus_dir(sub: &str) -> Option<PathBuf> {
     let Some(value) = std::env::var_os(CORPUS_VAR) else {
-        // libtest names each test's thread after the test.
-        let thread = std::thread::current();
-        let test = thread.name().unwrap_or("a test");
         let what = if sub.is_empty() {
             "the corpus".to_string()
         } else {
             format!("corpus/{sub}")
         };
-        let _ = writeln!(std::io::stderr(), "skipped: {test} needs {what} ({CORPUS_VAR} not set)");
+        skip(&format!("needs {what} ({CORPUS_VAR} not set)"));
         return None;
     };
     if value.is_empty() {
@@ -53,6 +50,17 @@ pub fn corpus_dir(sub: &str) -> Option<PathBuf> {
         panic!("{CORPUS_VAR} is set but {} is missing", dir.display());
     }
     Some(dir)
+}
+
+/// Say that the running test skips its checks, and why: writes `skipped: <test> <why>` to
+/// `std::io::stderr()` directly, so the line shows in a plain `cargo test` run (libtest
+/// captures only the `print!`/`eprint!` family, which a passing run hides). The caller then
+/// returns.
+pub fn skip(why: &str) {
+    // libtest names each test's thread after the test.
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    let _ = writeln!(std::io::stderr(), "skipped: {test} {why}");
 }
 
 #[cfg(test)]

@@ -69,6 +69,20 @@ impl GvrsGeometry {
     pub fn cells_per_tile(&self) -> u64 {
         self.tile_rows as u64 * self.tile_cols as u64
     }
+    /// The rows and columns of tile `tile` (row-major index in the tile grid) that lie in the
+    /// grid: the full tile but at the last tile row and column; `(0, 0)` past the tile grid.
+    pub fn tile_cells_in_grid(&self, tile: u64) -> (u32, u32) {
+        let gc = u64::from(self.grid_cols.max(1));
+        let (row, col) = (tile / gc, tile % gc);
+        let part = |index: u64, tile_len: u32, len: u32| {
+            let start = index.saturating_mul(u64::from(tile_len));
+            u64::from(len).saturating_sub(start).min(u64::from(tile_len)) as u32
+        };
+        (
+            part(row, self.tile_rows, self.rows),
+            part(col, self.tile_cols, self.cols),
+        )
+    }
     /// Tiles of the tile grid.
     pub fn tile_count(&self) -> u64 {
         self.grid_rows as u64 * self.grid_cols as u64
@@ -624,6 +638,22 @@ impl GvrsFile {
     /// As [`GvrsFile::decode_block_into`]; returns how many cells of a compressed Short block
     /// held Gridfour's null code (`i32::MIN`, read as `i16::MIN`).
     pub fn decode_block_counting(&self, element: usize, block: &[u8], at: u64, plane: &mut GvrsPlane) -> Result<u64> {
+        let all = (self.geometry.tile_rows, self.geometry.tile_cols);
+        self.decode_block_counting_in(element, block, at, plane, all)
+    }
+
+    /// As [`GvrsFile::decode_block_counting`], counting only the null cells of the tile's first
+    /// `inside.0` rows and `inside.1` columns: the part of an edge tile that lies in the grid
+    /// (see [`GvrsGeometry::tile_cells_in_grid`]). The cells beyond it are not cells of the
+    /// grid: no read returns them.
+    pub fn decode_block_counting_in(
+        &self,
+        element: usize,
+        block: &[u8],
+        at: u64,
+        plane: &mut GvrsPlane,
+        inside: (u32, u32),
+    ) -> Result<u64> {
         let mut nulls = 0u64;
         let el = self.check_element(element)?;
         let cells = self.geometry.cells_per_tile() as usize;
@@ -709,9 +739,13 @@ impl GvrsFile {
                     // Compressed Short blocks decode to i32 and are truncated to i16, except
                     // Gridfour's null (i32::MIN, what Gridfour 2026 codes a fill cell as), which
                     // reads as i16::MIN (its SHORT_NULL_CODE) whatever the element's fill.
-                    for v in &mut out {
+                    for (i, v) in out.iter_mut().enumerate() {
                         *v = if *v == i32::MIN {
-                            nulls += 1;
+                            // tc >= 1 (the geometry checks it).
+                            let (r, c) = (i / tc.max(1), i % tc.max(1));
+                            if r < inside.0 as usize && c < inside.1 as usize {
+                                nulls += 1;
+                            }
                             i32::from(i16::MIN)
                         } else {
                             *v as i16 as i32

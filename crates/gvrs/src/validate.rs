@@ -352,9 +352,9 @@ fn check_header_record(ctx: &mut Ctx, input: &Input, h: &Header, limits: &Limits
         unsupported: BTreeMap::new(),
     };
     check_record(&mut tmp, &rec, &bytes, "header", None);
-    for f in tmp.f.0 {
+    for f in tmp.f.into_vec() {
         if f.code.ends_with("crc_mismatch") || f.code.ends_with("crc_nonzero") {
-            ctx.f.0.push(f);
+            ctx.f.add(f);
         }
     }
 }
@@ -610,7 +610,7 @@ struct TileResult {
     findings: Vec<Finding>,
     errors: Vec<rasterpack_common::Error>,
     extent: Option<(u64, u64)>,
-    /// Per element: cells of compressed Short blocks holding Gridfour's null (`i32::MIN`).
+    /// Per element: grid cells of compressed Short blocks holding Gridfour's null (`i32::MIN`).
     short_nulls: Vec<u64>,
 }
 
@@ -679,7 +679,9 @@ fn check_one_tile(file: &GvrsFile, checksums: bool, tile: u64, off: i64, entry_a
             }
         }
         let mut plane = crate::GvrsPlane::Int(Vec::new());
-        match file.decode_block_counting(e, block, at, &mut plane) {
+        // Only cells of the grid count: an edge tile's cells beyond it are never read.
+        let inside = file.geometry.tile_cells_in_grid(tile);
+        match file.decode_block_counting_in(e, block, at, &mut plane, inside) {
             Ok(nulls) => {
                 res.short_nulls.resize(tr.blocks.len(), 0);
                 res.short_nulls[e] += nulls;
@@ -699,7 +701,7 @@ fn check_one_tile(file: &GvrsFile, checksums: bool, tile: u64, off: i64, entry_a
                 .push(rasterpack_common::Error::unsupported(code.clone(), at, msg.clone()));
         }
     }
-    res.findings = ctx.f.0;
+    res.findings = ctx.f.into_vec();
     res
 }
 
@@ -753,7 +755,7 @@ fn check_tiles(ctx: &mut Ctx, file: &GvrsFile, mut tiles: Vec<(u64, i64, u64)>, 
             for (n, k) in short_nulls.iter_mut().zip(&r.short_nulls) {
                 *n += k;
             }
-            ctx.f.0.extend(r.findings);
+            ctx.f.extend(r.findings.into());
             for e in &r.errors {
                 ctx.error(e);
             }
@@ -783,7 +785,7 @@ fn check_tiles(ctx: &mut Ctx, file: &GvrsFile, mut tiles: Vec<(u64, i64, u64)>, 
                 "gvrs.compat.short_null_code",
                 None,
                 format!(
-                    "element {:?}: {n} cell(s) of compressed Short blocks hold Gridfour 2026's null code; \
+                    "element {:?}: {n} grid cell(s) of compressed Short blocks hold Gridfour 2026's null code; \
                      they read as the fill -32768 (Gridfour e2e5824 reads them as 0)",
                     el.name()
                 ),
@@ -793,7 +795,7 @@ fn check_tiles(ctx: &mut Ctx, file: &GvrsFile, mut tiles: Vec<(u64, i64, u64)>, 
                 "gvrs.compat.short_null_fill",
                 Some(el.spec.range_offset + 4),
                 format!(
-                    "element {:?}: {n} cell(s) of compressed Short blocks hold Gridfour 2026's null code; \
+                    "element {:?}: {n} grid cell(s) of compressed Short blocks hold Gridfour 2026's null code; \
                      they read as -32768, as Gridfour 2026 reads them, not as the element's fill {fill} \
                      (the writer probably meant the fill)",
                     el.name()

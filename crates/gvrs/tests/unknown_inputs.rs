@@ -240,6 +240,86 @@ fn short_fill_convention_of_gridfour_2026() {
     }
 }
 
+/// A 10 x 10 Short element (fill -999) in 8 x 8 tiles, compressed, as Gridfour 2026 writes it:
+/// every grid cell holds `r * 10 + c` except `nulls` (which hold Gridfour's null code), and the
+/// 156 cells of the edge tiles beyond the grid hold the null code too (Gridfour writes unwritten
+/// cells as its null).
+fn short_edge_tiles(nulls: &[(u32, u32)]) -> Vec<u8> {
+    let mut c = Craft::new(10, 10, 8, 8, vec![El::short("s", -999)]);
+    // GvrsHuffman first: a prefix of Gridfour's codec list, so no codec-list warning.
+    c.codecs = vec!["GvrsHuffman".into()];
+    for tr in 0..2u32 {
+        for tc in 0..2u32 {
+            let mut v = Vec::new();
+            for r in 0..8 {
+                for col in 0..8 {
+                    let (gr, gc) = (tr * 8 + r, tc * 8 + col);
+                    v.push(if gr >= 10 || gc >= 10 || nulls.contains(&(gr, gc)) {
+                        i32::MIN
+                    } else {
+                        (gr * 10 + gc) as i32
+                    });
+                }
+            }
+            let b = codec::encode_int(&v, 8, 8, &[(0, Codec::Huffman)]).unwrap();
+            c.tiles.push((tr * 2 + tc, vec![b]));
+        }
+    }
+    c.build()
+}
+
+/// Issue 17 item 11: `gvrs.compat.short_null_fill` counts cells of the grid only. The cells of
+/// edge tiles beyond the grid are never read: a file whose every grid cell is written gets no
+/// warning (it used to count the 156 cells beyond the grid and fail `--strict`), and where the
+/// warning applies it counts the grid's null cells (3 here, not 159).
+#[test]
+fn short_null_fill_counts_grid_cells_only() {
+    let all_written = short_edge_tiles(&[]);
+    let r = validate(&all_written);
+    assert!(r.is_valid(true), "{:#?}", r.findings);
+    assert!(!r.findings.has_code("gvrs.compat.short_null_fill"), "{:#?}", r.findings);
+    let a = GvrsFormat
+        .read_array(&input(&all_written), &ArrayRequest::default())
+        .unwrap();
+    let got: Vec<i16> = a
+        .data
+        .chunks_exact(2)
+        .map(|c| i16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    assert_eq!(got, (0..100).collect::<Vec<i16>>());
+
+    // One null in each of three tiles, one of them an edge tile.
+    let three = short_edge_tiles(&[(0, 0), (3, 9), (9, 9)]);
+    let r = validate(&three);
+    assert!(r.is_valid(false) && !r.is_valid(true), "{:#?}", r.findings);
+    let w: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "gvrs.compat.short_null_fill")
+        .collect();
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert!(w[0].message.contains(": 3 grid cell(s)"), "{}", w[0].message);
+}
+
+/// The same on the Gridfour-written file of the corpus (`edges/gvrs`): `validate --strict`
+/// passes, and the grid reads 0..99.
+#[test]
+fn gridfour_short_fill_all_written_is_strictly_valid() {
+    let Some(dir) = rasterpack_common::testkit::corpus_dir("edges/gvrs") else {
+        return;
+    };
+    let bytes = std::fs::read(dir.join("short_fill_minus999_all_written.gvrs")).unwrap();
+    let r = validate(&bytes);
+    assert!(r.is_valid(true), "{:#?}", r.findings);
+    let a = GvrsFormat.read_array(&input(&bytes), &ArrayRequest::default()).unwrap();
+    let got: Vec<i16> = a
+        .data
+        .chunks_exact(2)
+        .map(|c| i16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    assert_eq!(got, (0..100).collect::<Vec<i16>>());
+}
+
 /// Gridfour maps tile codec indexes through its own default list unless `GvrsJavaCodecs`
 /// resolves the names: a file made elsewhere without the record gets a compatibility warning.
 #[test]

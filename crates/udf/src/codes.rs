@@ -60,6 +60,7 @@ pub const CODES: &[(&str, Severity, Option<&str>)] = &[
     (HINT_GHOST_DIMS, Severity::Error, Some("GHOST_DIMS")),
     (HINT_GHOST_ON_NONE, Severity::Warning, Some("GHOST_DIMS")),
     (TEXT_EMPTY_LIST_NO_GHOST, Severity::Warning, Some("GHOST_DIMS")),
+    (TEXT_EMPTY_STRINGS_NO_GHOST, Severity::Warning, Some("GHOST_DIMS")),
     (HINT_BAD_PRIM, Severity::Error, Some("BAD_PRIM_FOR_HINT")),
     (HINT_LINE, Severity::Warning, None),
     (HINT_TRANSFORM_FLAT, Severity::Warning, None),
@@ -169,6 +170,9 @@ pub const HINT_GHOST_DIMS: &str = "udf.hint.ghost_dims";
 pub const HINT_GHOST_ON_NONE: &str = "udf.hint.ghost_on_none";
 /// Empty 1-D text list stored as `[0, 0]` (the reference's `build_string_array` of no items) (warning).
 pub const TEXT_EMPTY_LIST_NO_GHOST: &str = "udf.text.empty_list_no_ghost";
+/// 1-D text list of only empty strings stored as `[n, 0]` with no data (the reference's
+/// `build_string_array` of empty items); read as `n` rows of width 0 (warning).
+pub const TEXT_EMPTY_STRINGS_NO_GHOST: &str = "udf.text.empty_strings_no_ghost";
 /// A scheme-17 stream that does not decode to exactly the shape (error).
 pub const COMPRESS_CORRUPT: &str = "udf.compress.corrupt";
 /// `inspect` only: tables over 1 MiB whose content was not checked (info).

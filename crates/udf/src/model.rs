@@ -19,6 +19,9 @@ use crate::raw::{FileHeader, FileOffset, Hint, Prim};
 use crate::read::TableSource;
 use crate::validate::{self, Position};
 
+/// What one decoded row of a text list costs at least (a `String`), against `Limits::max_text`.
+pub const TEXT_ROW_COST: u64 = std::mem::size_of::<String>() as u64;
+
 /// The values of a table, typed by primitive (little-endian decoded).
 #[derive(Debug, Clone, PartialEq)]
 pub enum UdfValues {
@@ -433,10 +436,24 @@ impl UdfFile {
                 format!("text table of {} bytes", t.data_size),
             ));
         }
+        // A list of empty strings holds no bytes but costs a `String` per row once decoded.
+        let rows = t.shape.records();
+        if t.hint == Hint::Text && rows.saturating_mul(TEXT_ROW_COST) > self.limits.max_text {
+            return Err(Error::limit(
+                "limit.text",
+                Some(t.desc_offset),
+                format!(
+                    "text list of {rows} strings ({TEXT_ROW_COST} bytes each once decoded) is above the \
+                     limit of {} bytes",
+                    self.limits.max_text
+                ),
+            ));
+        }
         Ok(())
     }
 
-    /// Decode a TEXT table (within `Limits::max_text`).
+    /// Decode a TEXT table (within `Limits::max_text`, counting each row as
+    /// [`TEXT_ROW_COST`] bytes at least).
     pub fn text(&self, t: &UdfTable) -> Result<UdfText> {
         if t.hint != Hint::Text || !t.hint_ok {
             return Err(Error::usage(format!(

@@ -15,9 +15,10 @@ use crate::validate;
 const PREVIEW: usize = 8;
 /// Text and JSON tables larger than this are not decoded by `inspect` unless `--all`.
 pub(crate) const PREVIEW_TEXT_MAX: u64 = 1 << 20;
-/// Tables described per dataset (without `--all`): a report costs a few KiB per table, and a
-/// dataset may declare 65535 of them in 3 MiB.
-const TABLES_SHOWN: usize = 4096;
+/// Tables described in a report (without `--all`), the first ones in walk order: each costs a
+/// few KiB in the report, and a 6 MiB file can hold 130,000 of them (100 datasets of 1300).
+/// The others are counted (`tables_not_listed`, and one row per dataset).
+pub const TABLES_LISTED: usize = 4096;
 
 impl UdfFile {
     /// Check every rule of the file and the content of every table: all findings, with the
@@ -44,9 +45,8 @@ impl UdfFile {
 
     fn report_with(&self, findings: rasterpack_common::Findings, opts: &ValidateOptions) -> Report {
         let mut report = Report::new("udf");
-        report.findings = findings;
+        report.findings.extend(findings);
         let progress = |done, total| opts.report_progress(done, total);
-        let mark = report.findings.len();
         validate::check_contents_upto(
             self.input(),
             &opts.limits,
@@ -55,7 +55,6 @@ impl UdfFile {
             &progress,
             &mut report.findings,
         );
-        validate::list_at_most(&mut report.findings, mark);
         describe(self, false, &mut report);
         report
     }
@@ -96,14 +95,14 @@ pub(crate) fn describe(file: &UdfFile, all: bool, report: &mut Report) {
         .collect();
     summary.insert("arrays".into(), Value::from(arrays));
     let mut datasets = Vec::new();
+    let mut left = if all { usize::MAX } else { TABLES_LISTED };
+    let mut not_listed = 0u64;
     for ds in file.datasets() {
         let mut rows = Vec::new();
         let mut tables = Vec::new();
-        let shown = if all {
-            ds.tables.len()
-        } else {
-            ds.tables.len().min(TABLES_SHOWN)
-        };
+        let shown = ds.tables.len().min(left);
+        left -= shown;
+        not_listed += (ds.tables.len() - shown) as u64;
         for t in &ds.tables[..shown] {
             let mut tj = table_facts(t);
             let preview = preview(file, ds, t, all, &mut tj);
@@ -136,6 +135,7 @@ pub(crate) fn describe(file: &UdfFile, all: bool, report: &mut Report) {
         }));
     }
     summary.insert("datasets".into(), Value::from(datasets));
+    summary.insert("tables_not_listed".into(), Value::from(not_listed));
     report.summary = summary;
 }
 
@@ -232,7 +232,14 @@ fn preview(file: &UdfFile, ds: &UdfDataset, t: &UdfTable, all: bool, tj: &mut Ma
     if let Some(f) = file.doc.datasets[t.dataset].faults.iter().chain(&t.faults).next() {
         return format!("(unreadable: {})", f.code);
     }
-    if matches!(t.hint, Hint::Text | Hint::Json) && t.data_size > PREVIEW_TEXT_MAX && !all {
+    // A text list costs a String per row even when its rows are empty.
+    let decoded = match t.hint {
+        Hint::Text => t
+            .data_size
+            .max(t.shape.records().saturating_mul(crate::model::TEXT_ROW_COST)),
+        _ => t.data_size,
+    };
+    if matches!(t.hint, Hint::Text | Hint::Json) && decoded > PREVIEW_TEXT_MAX && !all {
         // Large documents are shown with --all only.
         return format!("({} bytes; --all shows it)", t.data_size);
     }

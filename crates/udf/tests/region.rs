@@ -246,7 +246,9 @@ fn a_region_read_reads_only_what_it_needs() {
     drop(out);
     drop(w);
     let Some(probe) = thread_read_bytes() else {
-        eprintln!("skipped: /proc/thread-self/io is not readable here");
+        // Visible in a passing run (an `eprintln!` is captured and hidden there).
+        rasterpack_common::testkit::skip("needs /proc/thread-self/io, which is not readable here");
+        std::fs::remove_file(&path).unwrap();
         return;
     };
     // Reading the counter reads /proc: measure that once and take it off.

@@ -1,6 +1,13 @@
 //! Golden `inspect` output (JSON summary and text sections) of the sample files, so output
 //! changes show up in review. Regenerate with `VDS_BLESS=1 cargo test -p rasterpack-vds-meta
 //! --test golden`.
+//!
+//! This detects change, not correctness: the golden files are rasterpack's own output,
+//! blessed when they were written, so a value wrong since then stays "golden". Correctness is
+//! checked against independent sources elsewhere: `tests/interop.rs` compares layouts, chunk
+//! lists and full LOD0 dumps of datasets written by OpenVDS 3.4.9 (the corpus) with the
+//! sidecars and dumps made by OpenVDS itself, and `tests/testdata.rs` reads these samples back to the data the
+//! test-support writer put in them.
 
 use std::path::PathBuf;
 

@@ -1,5 +1,12 @@
 //! Golden `inspect` output of the committed samples: any change to the summary JSON or the
 //! human sections shows up in review. Regenerate with `VOLP_BLESS=1 cargo test -p rasterpack-volp --test golden`.
+//!
+//! This detects change, not correctness: the golden files are rasterpack's own output,
+//! blessed when they were written, so a value wrong since then stays "golden". What the values
+//! should be is checked against independent sources elsewhere: `tests/interop.rs` reads the
+//! reference-written corpus and compares with its truth sidecars (verdicts, codes, stored and
+//! physical values bit for bit), and `tests/testdata.rs` checks these samples against the generator that
+//! wrote them.
 
 use std::path::PathBuf;
 
@@ -54,7 +61,8 @@ fn inspect_output_is_stable() {
             .unwrap_or_else(|e| panic!("{}: {e} (run with VOLP_BLESS=1)", path.display()));
         assert_eq!(
             got, want,
-            "{name}: inspect output changed; rerun with VOLP_BLESS=1 if intended"
+            "{name}: inspect output changed (this test detects change, not correctness); rerun with \
+             VOLP_BLESS=1 if intended"
         );
     }
 }

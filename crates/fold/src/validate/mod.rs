@@ -162,7 +162,7 @@ impl Layers {
         self.all()
             .iter()
             .zip(before)
-            .flat_map(|(f, n)| f.0.get(n..).unwrap_or(&[]))
+            .flat_map(|(f, n)| f.since(n))
             .filter(|f| f.severity == Severity::Error && !crate::npz::is_member_code(&f.code))
             .cloned()
             .collect()

@@ -42,56 +42,16 @@ pub fn validate(input: &Input, limits: &Limits) -> UdfDocument {
 pub fn validate_with_progress(input: &Input, limits: &Limits, progress: &dyn Fn(u64, u64)) -> UdfDocument {
     let mut doc = walk(input, limits);
     let mut f = std::mem::take(&mut doc.findings);
-    let mark = f.len();
     check_contents_upto(input, limits, &doc, u64::MAX, progress, &mut f);
-    list_at_most(&mut f, mark);
     doc.findings = f;
     doc
 }
 
-/// Findings of one code listed per dataset (and per content check); the rest are counted in
-/// one finding of the same code and severity. A dataset can declare 65535 broken
-/// descriptors in 3 MiB, and every finding costs memory in each report that lists it.
-pub const LISTED_PER_CODE: usize = 256;
-
-/// Keep the first [`LISTED_PER_CODE`] findings of each code among `f[from..]`; replace the
-/// others by one finding per code that counts them.
-pub(crate) fn list_at_most(f: &mut Findings, from: usize) {
-    let Some(tail) = f.0.get(from..) else {
-        return;
-    };
-    if tail.len() <= LISTED_PER_CODE {
-        return;
-    }
-    let mut seen: std::collections::HashMap<String, (usize, Severity)> = std::collections::HashMap::new();
-    let mut kept = Vec::new();
-    let mut order = Vec::new();
-    for finding in f.0.drain(from..) {
-        let entry = seen.entry(finding.code.clone()).or_insert_with(|| {
-            order.push(finding.code.clone());
-            (0, finding.severity)
-        });
-        entry.0 += 1;
-        if entry.0 <= LISTED_PER_CODE {
-            kept.push(finding);
-        }
-    }
-    f.0.extend(kept);
-    for code in order {
-        let (n, severity) = seen[&code];
-        if n > LISTED_PER_CODE {
-            f.push(
-                severity,
-                code.clone(),
-                None,
-                format!(
-                    "{} more {code} findings like the above are not listed",
-                    n - LISTED_PER_CODE
-                ),
-            );
-        }
-    }
-}
+/// Findings of one code listed in a report; the others are counted per code and severity
+/// ([`Findings::omitted`]). A dataset can declare 65535 broken descriptors in 3 MiB, and every
+/// finding costs memory in each report that lists it. The walk applies it between datasets
+/// (each table keeps its own faults, so reads still refuse every broken table).
+pub use rasterpack_common::LISTED_PER_CODE;
 
 fn push(f: &mut Findings, code: &'static str, offset: Option<u64>, msg: String) {
     let sev = codes::severity(code).unwrap_or(Severity::Error);
@@ -181,7 +141,7 @@ mod tests {
         assert!(
             doc.findings.is_empty(),
             "{:?}",
-            &doc.findings.0[..doc.findings.len().min(3)]
+            &doc.findings.as_slice()[..doc.findings.len().min(3)]
         );
         assert_eq!(doc.datasets.len(), 101);
         let tables: usize = doc.datasets.iter().map(|d| d.tables.len()).sum();

@@ -40,7 +40,12 @@ impl Walker<'_> {
         let ti = parse::type_info(d.type_info);
         self.type_rules(&tt, at, &d, ti);
         let compressed = self.storage_rules(&tt, at, &d, ti.prim);
-        let shape = Shape::decode(ti.dims, d.data_shape);
+        let mut shape = Shape::decode(ti.dims, d.data_shape);
+        if empty_strings_form(ti.hint, &shape, d.data_size, compressed) {
+            // The reference's list of n empty strings: n rows of width 0 (a ghost axis of 0,
+            // which `ghost_rules` accepts with a compatibility warning).
+            shape.axes.push(0);
+        }
         if shape.gap {
             self.err(
                 SHAPE_GHOST_GAP,
@@ -299,6 +304,15 @@ impl Walker<'_> {
                 HINT_TRANSFORM_FLAT,
                 format!("{tt}: transform with one ghost axis {g:?} (the reference crate's form; the spec wants two)"),
             )
+        } else if hint == Hint::Text && shape.dims == 1 && g == [0] {
+            (
+                TEXT_EMPTY_STRINGS_NO_GHOST,
+                format!(
+                    "{tt}: text list of {} empty strings stored as shape [{0}, 0] with no data, without a \
+                     ghost axis (the reference writer's form); read as {0} rows of width 0",
+                    shape.axes[0]
+                ),
+            )
         } else if ghost_ok {
             return true;
         } else if hint == Hint::None {
@@ -329,6 +343,12 @@ impl Walker<'_> {
         self.err(code, Some(at + F::DATA_SHAPE), message);
         true
     }
+}
+
+/// The reference crate's `build_string_array` of `n > 0` empty strings: a 1-D TEXT table
+/// stored as `[n, 0]` (no ghost axis) with no data bytes.
+fn empty_strings_form(hint: Hint, shape: &Shape, data_size: u32, compressed: bool) -> bool {
+    hint == Hint::Text && shape.dims == 1 && shape.axes.len() == 1 && shape.axes[0] > 0 && data_size == 0 && !compressed
 }
 
 /// Does `hint` allow primitive `prim` and these ghost axes? `(prim ok, ghost axes ok)`.

@@ -153,7 +153,12 @@ pub(crate) fn decode_text(t: &UdfTable, b: &[u8]) -> Result<UdfText, (u64, Strin
     let rows = t.shape.records() as usize;
     let mut out = Vec::with_capacity(rows.min(b.len().max(1)));
     if width == 0 {
-        return Ok(UdfText::List(vec![String::new(); rows.min(1 << 20)]));
+        // Rows of width 0 (the reference's list of empty strings). Callers bound `rows`
+        // (`UdfFile::text` against `Limits::max_text`); never hand out fewer rows than stored.
+        if rows > 1 << 24 {
+            return Err((0, format!("a list of {rows} empty strings is too many to decode")));
+        }
+        return Ok(UdfText::List(vec![String::new(); rows]));
     }
     for (k, row) in b.chunks(width).enumerate() {
         // Trailing NUL code units are padding.

@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use rasterpack_common::{Finding, Input, Limits, Severity};
+use rasterpack_common::{Finding, Findings, Input, Limits, Severity, LISTED_PER_CODE};
 
 use super::push;
 use crate::codes::*;
@@ -27,7 +27,11 @@ pub(super) struct Walker<'a> {
     pub(super) input: &'a Input,
     pub(super) limits: &'a Limits,
     pub(super) file_len: u64,
+    /// `doc.findings` lists every finding of the stage under way (a dataset; the rules across
+    /// datasets): the stage attributes its errors to tables by position. Between stages they
+    /// move here, listed at most [`LISTED_PER_CODE`] per code.
     pub(super) doc: UdfDocument,
+    kept: Findings,
     by_loc: HashMap<FileOffset, usize>,
     /// DATASET links read in the whole file.
     pub(super) edges: u64,
@@ -62,6 +66,7 @@ impl<'a> Walker<'a> {
                 file_len: input.len(),
                 ..UdfDocument::default()
             },
+            kept: Findings::listing_at_most(LISTED_PER_CODE),
             by_loc: HashMap::new(),
             edges: 0,
             header_bytes: 0,
@@ -79,9 +84,7 @@ impl<'a> Walker<'a> {
     pub(super) fn errors_since(&self, mark: usize) -> Vec<Finding> {
         self.doc
             .findings
-            .0
-            .get(mark..)
-            .unwrap_or(&[])
+            .since(mark)
             .iter()
             .filter(|f| {
                 f.severity == Severity::Error
@@ -97,10 +100,17 @@ impl<'a> Walker<'a> {
                 self.bfs(root);
             }
         }
-        let mark = self.doc.findings.len();
+        self.end_stage();
         self.find_cycles();
         self.cross_checks();
-        super::list_at_most(&mut self.doc.findings, mark);
+        self.end_stage();
+        self.doc.findings = std::mem::take(&mut self.kept);
+    }
+
+    /// Move the findings of the stage that ended into the capped list.
+    fn end_stage(&mut self) {
+        let stage = std::mem::take(&mut self.doc.findings);
+        self.kept.extend(stage);
     }
 
     /// The file header's rules; the root's location when the header could be read.
@@ -203,9 +213,8 @@ impl<'a> Walker<'a> {
         self.doc.datasets.push(UdfDataset::blank(root, "root".into(), None, 0));
         queue.push_back(0usize);
         while let Some(i) = queue.pop_front() {
-            let mark = self.doc.findings.len();
             self.load_dataset(i);
-            super::list_at_most(&mut self.doc.findings, mark);
+            self.end_stage();
             if !self.follow_links(i, &mut queue) {
                 return;
             }
