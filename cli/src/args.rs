@@ -1,6 +1,8 @@
 //! `convert`'s arguments, shared by the binary (parsed by clap) and library callers (the
 //! Python package builds them from keywords), so both run the same conversion.
 
+use std::path::PathBuf;
+
 use clap::{ArgGroup, Args};
 
 /// The arguments of `rasterpack convert` (see docs/cli.md).
@@ -9,14 +11,18 @@ use clap::{ArgGroup, Args};
 pub struct ConvertArgs {
     /// Input file or directory (`-` for standard input).
     #[arg(value_name = "IN")]
-    pub input: String,
+    pub input: PathBuf,
     /// Output file (`-` for standard output, with --to); its format comes from --to or its
     /// extension.
     #[arg(value_name = "OUT")]
-    pub output: String,
+    pub output: PathBuf,
     /// Overwrite OUT if it exists.
     #[arg(long)]
     pub force: bool,
+    /// Write an output more than 4096 times the size of its source and larger than 1 GiB (refused
+    /// without it, like a decompression bomb).
+    #[arg(long)]
+    pub allow_expansion: bool,
     /// Output format: npy, volp, gvrs, udf, fold (default: from OUT's extension).
     #[arg(long, value_name = "FORMAT")]
     pub to: Option<String>,
@@ -57,7 +63,7 @@ pub struct ConvertArgs {
     /// Output compression. GVRS (smallest block per tile): none; default (huffman, deflate,
     /// float: every Gridfour reads it); all (default and canonical, Gridfour 2026's list); lsop
     /// (default and LSOP12); or a comma list of those and huffman, deflate, float, canonical
-    /// (e.g. all,lsop). VOLP: zstd or zstd:LEVEL. FOLD: zstd or none, optionally
+    /// (e.g. all,lsop). VOLP: zstd or zstd:LEVEL (1..22, or negative for zstd's fast levels, e.g. zstd:-3). FOLD: zstd or none, optionally
     /// +rs16/+rs32/+rs64 (Reed-Solomon ECC).
     #[arg(long, value_name = "CODEC")]
     pub compress: Option<String>,

@@ -116,15 +116,21 @@ pub fn validate(path: impl AsRef<Path>) -> Result<Report> {
 /// [`validate`] for an opened [`Input`], with options (limits, a progress callback). A format
 /// that cannot be detected is reported as a `format.unknown` finding (or, for a directory of
 /// no known layout, as unsupported), as the CLI reports it.
+///
+/// As in the CLI's reports, at most [`common::LISTED_PER_CODE`] findings of one code are
+/// listed and the rest counted (`report.findings.omitted()`), so a flood of one finding cannot
+/// fill memory.
 pub fn validate_input(input: &Input, opts: &ValidateOptions) -> Report {
-    match detect(input) {
+    let mut report = match detect(input) {
         Ok(format) => format.validate(input, opts),
         Err(e) => {
             let mut report = Report::new("");
             report.fail(&e);
             report
         }
-    }
+    };
+    report.cap_findings(common::LISTED_PER_CODE);
+    report
 }
 
 /// What the file at `path` holds (the report `rasterpack inspect` prints): header facts as
@@ -132,9 +138,11 @@ pub fn validate_input(input: &Input, opts: &ValidateOptions) -> Report {
 pub fn inspect(path: impl AsRef<Path>) -> Result<Report> {
     let input = Input::open(path.as_ref())?;
     let format = detect(&input)?;
-    format
+    let mut report = format
         .inspect(&input, &InspectOptions::default())
-        .map_err(|e| e.in_format(format.name()))
+        .map_err(|e| e.in_format(format.name()))?;
+    report.cap_findings(common::LISTED_PER_CODE);
+    Ok(report)
 }
 
 /// Write `array` to `path` in the format its extension names (`.volp`, `.gvrs`, `.udf`,
@@ -170,6 +178,9 @@ pub fn save_as(array: &NdArray, path: impl AsRef<Path>, format: &str, opts: &Wri
 pub mod args;
 #[cfg(feature = "cli")]
 #[allow(missing_docs)]
+pub mod budget;
+#[cfg(feature = "cli")]
+#[allow(missing_docs)]
 pub mod convert;
 #[cfg(feature = "cli")]
 #[allow(missing_docs)]
@@ -183,6 +194,7 @@ pub mod report;
 #[cfg(feature = "cli")]
 #[allow(missing_docs)]
 pub mod signals;
+
 #[cfg(feature = "cli")]
 #[allow(missing_docs)]
 pub mod subset;

@@ -4,7 +4,9 @@
 //! `rasterpack_common::Format` and are listed once, in the library (`rasterpack::formats()`).
 
 mod output;
+mod stdio;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
@@ -70,7 +72,7 @@ struct InspectArgs {
     all: bool,
     /// Files, directories (object-store VDS datasets), or `-` for standard input.
     #[arg(required = true, value_name = "PATH")]
-    paths: Vec<String>,
+    paths: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -86,7 +88,7 @@ struct ValidateArgs {
     quiet: bool,
     /// Files, directories (object-store VDS datasets), or `-` for standard input.
     #[arg(required = true, value_name = "PATH")]
-    paths: Vec<String>,
+    paths: Vec<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -103,6 +105,16 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    let writes_stdout = match &cli.command {
+        Command::Inspect(_) => true,
+        Command::Validate(a) => !a.quiet,
+        Command::Convert(a) => a.output.as_os_str() == "-",
+    };
+    if writes_stdout && stdio::stdout_was_closed() {
+        // A report or data with nowhere to go is lost work, never a success.
+        eprintln!("rasterpack: standard output is closed: nowhere to write the output");
+        return ExitCode::from(2);
+    }
     let outcome = match cli.command {
         Command::Inspect(a) => output::run_reports(output::Mode::Inspect { all: a.all }, &a.paths, a.json, false),
         Command::Validate(a) => {
@@ -112,7 +124,7 @@ fn main() -> ExitCode {
     };
     match outcome {
         Outcome::Code(c) => ExitCode::from(c),
-        // stdout was closed under us (`| head`): end quietly.
+        // The reader of a report closed the pipe (`| head`): end quietly.
         Outcome::BrokenPipe => ExitCode::SUCCESS,
     }
 }

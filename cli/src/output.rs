@@ -2,9 +2,10 @@
 //! document for machines, exit codes per docs/cli.md.
 
 use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, Attribute, Cell, Color, ColumnConstraint, ContentArrangement, Table, Width};
-use rasterpack_common::{Finding, Findings, Limits, Section, Severity};
+use rasterpack_common::{shown, Finding, Findings, Limits, Section, Severity};
 use serde_json::{json, Map, Value};
 
 use rasterpack::progress::Meter;
@@ -12,7 +13,7 @@ pub use rasterpack::report::{check, file_json, worst, FileResult, Mode, Outcome,
 
 /// Inspect or validate one input. `label` names it on a progress bar, drawn (validate only)
 /// when stderr is a terminal and the check takes more than about a second.
-fn process(mode: &Mode, path: &str, label: &str, limits: &Limits) -> FileResult {
+fn process(mode: &Mode, path: &Path, label: &str, limits: &Limits) -> FileResult {
     let meter = match mode {
         Mode::Validate { .. } => Meter::on_stderr(label),
         Mode::Inspect { .. } => None,
@@ -29,7 +30,7 @@ fn colour_enabled() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-pub fn run_reports(mode: Mode, paths: &[String], as_json: bool, quiet: bool) -> Outcome {
+pub fn run_reports(mode: Mode, paths: &[PathBuf], as_json: bool, quiet: bool) -> Outcome {
     let limits = Limits::default();
     let style = TableStyle {
         colour: colour_enabled(),
@@ -43,9 +44,9 @@ pub fn run_reports(mode: Mode, paths: &[String], as_json: bool, quiet: bool) -> 
     let mut json_files = Vec::new();
     for (i, path) in paths.iter().enumerate() {
         let label = if paths.len() > 1 {
-            format!("[{}/{}] {path}", i + 1, paths.len())
+            format!("[{}/{}] {}", i + 1, paths.len(), shown(path))
         } else {
-            path.clone()
+            shown(path)
         };
         if progress {
             eprint!("\r\x1b[2K{label}");
@@ -471,7 +472,7 @@ fn render_validate(r: &FileResult, style: &TableStyle) -> String {
     let format = r.format.unwrap_or("?");
     let mut out = format!(
         "{}: {} [{format}]{}\n",
-        r.path,
+        shown(&r.path),
         verdict(r, style.colour),
         counts(&r.report.findings)
     );
@@ -484,7 +485,7 @@ fn render_validate(r: &FileResult, style: &TableStyle) -> String {
 
 fn render_inspect(r: &FileResult, style: &TableStyle) -> String {
     let format = r.format.unwrap_or("?");
-    let mut out = paint(&format!("== {} [{format}] ==", r.path), "1", style.colour);
+    let mut out = paint(&format!("== {} [{format}] ==", shown(&r.path)), "1", style.colour);
     out.push('\n');
     for s in &r.report.sections {
         render_section(s, style, &mut out);
@@ -501,7 +502,7 @@ fn render_inspect(r: &FileResult, style: &TableStyle) -> String {
         0 => "structure checked".to_string(),
         _ => verdict(r, style.colour),
     };
-    out.push_str(&format!("{}: {status}{}", r.path, counts(&r.report.findings)));
+    out.push_str(&format!("{}: {status}{}", shown(&r.path), counts(&r.report.findings)));
     if r.exit_code == 0 {
         out.push_str(" (inspect checks the structure only; `rasterpack validate` checks everything)");
     }

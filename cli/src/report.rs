@@ -4,6 +4,8 @@
 use rasterpack_common::{
     Error, ErrorKind, Finding, InspectOptions, Limits, Progress, Report, ValidateOptions, LISTED_PER_CODE,
 };
+use std::path::{Path, PathBuf};
+
 use serde_json::{json, Map, Value};
 
 use crate::detect;
@@ -31,7 +33,8 @@ pub enum Outcome {
 
 /// One input's result.
 pub struct FileResult {
-    pub path: String,
+    /// The input as given (shown escaped in text, as UTF-8 with replacement characters in JSON).
+    pub path: PathBuf,
     pub format: Option<&'static str>,
     pub report: Report,
     /// The verdict of `validate`; `None` for `inspect`, which makes only the cheap structural
@@ -70,13 +73,13 @@ pub const SCHEMA_VERSION: u32 = 2;
 /// Inspect or validate one input, as `rasterpack inspect`/`validate` do for each path: a file
 /// that cannot be opened or detected is a report with one finding, never an `Err`. `progress`
 /// is told how far `validate` has come.
-pub fn check(mode: &Mode, path: &str, limits: &Limits, progress: Option<Progress>) -> FileResult {
+pub fn check(mode: &Mode, path: &Path, limits: &Limits, progress: Option<Progress>) -> FileResult {
     let full = matches!(mode, Mode::Validate { .. });
     let failed = |format: Option<&'static str>, err: Error| {
         let mut report = Report::new(format.unwrap_or(""));
         report.fail(&err);
         FileResult {
-            path: path.to_string(),
+            path: path.to_path_buf(),
             format,
             report,
             valid: full.then_some(false),
@@ -125,7 +128,7 @@ pub fn check(mode: &Mode, path: &str, limits: &Limits, progress: Option<Progress
         0
     };
     FileResult {
-        path: path.to_string(),
+        path: path.to_path_buf(),
         // An input of no known format is reported with no format (`null` in JSON).
         format: (!report.format.is_empty()).then_some(report.format),
         report,
@@ -142,7 +145,7 @@ pub fn finding_json(f: &Finding) -> Value {
 /// The `--json` document's entry for one file.
 pub fn file_json(r: &FileResult) -> Value {
     let mut obj = Map::new();
-    obj.insert("path".into(), Value::from(r.path.clone()));
+    obj.insert("path".into(), Value::from(r.path.to_string_lossy()));
     obj.insert("format".into(), r.format.map(Value::from).unwrap_or(Value::Null));
     // inspect reports what it checked and no verdict; validate adds its verdict.
     match r.valid {

@@ -439,3 +439,91 @@ fn array_sink_pieces_are_whole_values_for_every_format() {
         }
     }
 }
+
+/// The blocks `for_each_block` hands on, put together as f64 values, after checking they tile
+/// the region in order.
+fn one_pass_as_f64<T: rasterpack::Element + Into<f64>>(
+    file: &dyn rasterpack::ArrayFile,
+    req: &ArrayRequest,
+    region: &rasterpack::Region,
+    block_bytes: u64,
+) -> (usize, Vec<f64>) {
+    let mut n = 0;
+    let mut values = Vec::new();
+    let mut next_outer = region.ranges[0].start;
+    file.for_each_block::<T>(req, block_bytes, |block| {
+        n += 1;
+        assert_eq!(block.region.ranges[1..], region.ranges[1..]);
+        assert_eq!(block.region.ranges[0].start, next_outer);
+        next_outer = block.region.ranges[0].end;
+        // At most block_bytes, unless one slab alone is larger.
+        let bytes = block.values.len() as u64 * std::mem::size_of::<T>() as u64;
+        let slabs = block.region.ranges[0].end - block.region.ranges[0].start;
+        assert!(bytes <= block_bytes || slabs == 1, "{bytes} bytes in {slabs} slabs");
+        values.extend(block.values.into_iter().map(Into::into));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(next_outer, region.ranges[0].end);
+    (n, values)
+}
+
+#[test]
+fn one_pass_blocks_equal_the_whole_read_and_regions_of_it() {
+    let mut checked = 0;
+    for (rel, file, req, info) in every_testdata_array() {
+        let start: Vec<u64> = info.shape.iter().map(|&d| d / 2).collect();
+        let size: Vec<u64> = info.shape.iter().map(|&d| d - d / 2).collect();
+        let part = rasterpack::Region::from_start_size(&start, &size).unwrap();
+        for (req, region) in [
+            (req.clone(), rasterpack::Region::full(&info.shape)),
+            (req.clone().with_region(&part), part.clone()),
+        ] {
+            let expected = as_f64(&file.read(&req).unwrap());
+            let block_bytes = (expected.len() as u64 * info.dtype.size() as u64 / 3).max(1);
+            let (n, got) = match info.dtype {
+                DType::F32 => one_pass_as_f64::<f32>(&*file, &req, &region, block_bytes),
+                DType::I16 => one_pass_as_f64::<i16>(&*file, &req, &region, block_bytes),
+                DType::U8 => one_pass_as_f64::<u8>(&*file, &req, &region, block_bytes),
+                DType::F64 => one_pass_as_f64::<f64>(&*file, &req, &region, block_bytes),
+                DType::I32 => one_pass_as_f64::<i32>(&*file, &req, &region, block_bytes),
+                DType::U16 => one_pass_as_f64::<u16>(&*file, &req, &region, block_bytes),
+                _ => continue,
+            };
+            assert_eq!(got.len(), expected.len(), "{rel} {:?} {region:?}", info.name);
+            assert!(
+                got.iter()
+                    .zip(&expected)
+                    .all(|(a, b)| a == b || (a.is_nan() && b.is_nan())),
+                "{rel} {:?} {region:?}",
+                info.name
+            );
+            if region.shape()[0] > 2 {
+                assert!(n > 1, "{rel} {:?}: {n} block(s)", info.name);
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} reads checked");
+    // The concrete reader types have it too; the wrong type is refused before any value.
+    let fold = rasterpack::fold::FoldFile::open(testdata("fold/sample.fold")).unwrap();
+    let info = &fold.arrays().unwrap()[0];
+    let req = ArrayRequest {
+        element: info.name.clone(),
+        ..Default::default()
+    };
+    let mut calls = 0;
+    let r = if info.dtype == DType::U16 {
+        fold.for_each_block::<u8>(&req, 1 << 20, |_| {
+            calls += 1;
+            Ok(())
+        })
+    } else {
+        fold.for_each_block::<u16>(&req, 1 << 20, |_| {
+            calls += 1;
+            Ok(())
+        })
+    };
+    assert_eq!(r.err().map(|e| e.code.to_string()), Some("array.dtype_mismatch".into()));
+    assert_eq!(calls, 0);
+}

@@ -81,6 +81,7 @@ def convert(
     dst: _Path,
     *,
     force: bool = False,
+    allow_expansion: bool = False,
     to: Optional[str] = None,
     element: Optional[str] = None,
     physical: bool = False,

@@ -742,7 +742,16 @@ fn region_text(region: &Bound<'_, PyAny>) -> PyResult<String> {
 fn check(py: Python<'_>, path: &str, mode: Mode) -> PyResult<serde_json::Value> {
     stat(path)?;
     let path = path.to_string();
-    let result = py.allow_threads(|| guarded(|| Ok(report::check(&mode, &path, &Limits::default(), None))));
+    let result = py.allow_threads(|| {
+        guarded(|| {
+            Ok(report::check(
+                &mode,
+                std::path::Path::new(&path),
+                &Limits::default(),
+                None,
+            ))
+        })
+    });
     let result = result.map_err(|e| to_py(py, e))?;
     Ok(report::file_json(&result))
 }
@@ -771,7 +780,7 @@ fn inspect(py: Python<'_>, path: &Bound<'_, PyAny>, all: bool) -> PyResult<PyObj
 
 /// `rasterpack convert SRC DST` with its options as keywords.
 #[pyfunction]
-#[pyo3(signature = (src, dst, *, force=false, to=None, element=None, physical=false, codes=false,
+#[pyo3(signature = (src, dst, *, force=false, allow_expansion=false, to=None, element=None, physical=false, codes=false,
     region=None, window=None, r#box=None, levels=None, lod=None, tile=None, compress=None))]
 #[allow(clippy::too_many_arguments)]
 fn convert(
@@ -779,6 +788,7 @@ fn convert(
     src: &Bound<'_, PyAny>,
     dst: &Bound<'_, PyAny>,
     force: bool,
+    allow_expansion: bool,
     to: Option<String>,
     element: Option<String>,
     physical: bool,
@@ -807,9 +817,10 @@ fn convert(
         }),
     };
     let args = ConvertArgs {
-        input,
-        output,
+        input: PathBuf::from(input),
+        output: PathBuf::from(output),
         force,
+        allow_expansion,
         to,
         element,
         physical,
@@ -832,13 +843,7 @@ fn convert(
             Error::usage("give at most one of region, window, box and levels"),
         ));
     }
-    let done = py.allow_threads(|| {
-        guarded(|| match cli_convert::convert(&args, false) {
-            Ok(()) => Ok(()),
-            Err(cli_convert::Failure::Error(e)) => Err(e),
-            Err(cli_convert::Failure::ClosedPipe) => Err(Error::usage("the output was closed")),
-        })
-    });
+    let done = py.allow_threads(|| guarded(|| cli_convert::convert(&args, false)));
     done.map_err(|e| to_py(py, e))
 }
 

@@ -57,7 +57,10 @@ pub fn detect<'f>(input: &Input, formats: &[&'f dyn Format]) -> Result<&'f dyn F
                 ErrorKind::Unsupported,
                 "format.unknown",
                 None,
-                format!("{}: the directory holds no dataset of a known format", dir.display()),
+                format!(
+                    "{}: the directory holds no dataset of a known format",
+                    crate::names::shown(dir)
+                ),
             )
         });
     }
@@ -177,6 +180,17 @@ macro_rules! reader_api {
                 req: &$crate::ArrayRequest,
             ) -> $crate::Result<$crate::Blocks<'_, T>> {
                 $crate::Blocks::new(self, req)
+            }
+
+            /// The array `req` asks for in one pass of the source, as typed blocks of at most
+            /// `block_bytes` handed to `each` (see `rasterpack_common::for_each_block`).
+            pub fn for_each_block<T: $crate::Element>(
+                &self,
+                req: &$crate::ArrayRequest,
+                block_bytes: u64,
+                mut each: impl FnMut($crate::Block<T>) -> $crate::Result<()>,
+            ) -> $crate::Result<()> {
+                $crate::for_each_block(self, req, block_bytes, &mut each)
             }
         }
     };

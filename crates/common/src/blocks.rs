@@ -4,10 +4,12 @@
 //!
 //! A block is a slab of whole indices of the outermost axis (of at most
 //! [`Blocks::with_block_bytes`] bytes, 16 MiB by default, and at least one index), read as a
-//! region: formats that stream by region (GVRS tiles, VDS bricks, UDF tables, FOLD members,
-//! `.npy`) read only what each slab meets. A VOLP body is one zstd stream read front to back, so
-//! each block decodes the frames before it again unless they declare their size: read a VOLP
-//! file in few large blocks, or whole.
+//! region: formats whose region reads cost what the region holds (GVRS tiles, VDS bricks, UDF
+//! tables, `.npy`) read only what each slab meets. A VOLP body is one zstd stream read front to
+//! back, so each block decodes the frames before it again unless they declare their size, and
+//! a FOLD read verifies the member's whole chunk (CRC, SHA-256) and decodes the member to its
+//! end, for each block: for those, [`for_each_block`] (`file.for_each_block::<f32>(&req,
+//! bytes, |block| ..)`) hands the same blocks on in one pass of the source.
 
 use std::marker::PhantomData;
 
@@ -85,17 +87,11 @@ impl<'f, T: Element> Blocks<'f, T> {
     /// otherwise) and the request must hold for the file, both checked before any block is read.
     pub fn new(file: &'f dyn ArrayFile, req: &ArrayRequest) -> Result<Blocks<'f, T>> {
         // The whole array's dtype and shape, as the source announces them before decoding.
+        let info = probe(file, req)?;
         let whole = ArrayRequest {
             region: None,
             ..req.clone()
         };
-        let mut probe = Probe(None);
-        let info = match file.stream(&whole, &mut probe) {
-            Err(e) if e.code == PROBE_CODE => probe.0,
-            Err(e) => return Err(e),
-            Ok(()) => probe.0,
-        }
-        .ok_or_else(|| Error::usage("the source delivered no array"))?;
         if !T::holds(info.dtype) {
             return Err(Error::new(
                 ErrorKind::Usage,
@@ -164,10 +160,149 @@ impl<T: Element> Iterator for Blocks<'_, T> {
     }
 }
 
+/// The whole array's info for `req` (dtype, full shape), as the source announces it before
+/// decoding anything.
+fn probe(file: &dyn ArrayFile, req: &ArrayRequest) -> Result<ArrayInfo> {
+    let whole = ArrayRequest {
+        region: None,
+        ..req.clone()
+    };
+    let mut probe = Probe(None);
+    match file.stream(&whole, &mut probe) {
+        Err(e) if e.code == PROBE_CODE => probe.0,
+        Err(e) => return Err(e),
+        Ok(()) => probe.0,
+    }
+    .ok_or_else(|| Error::usage("the source delivered no array"))
+}
+
+/// The array `req` asks for, in one pass, handed to `each` as typed blocks of whole slabs of
+/// the outermost axis (at most `block_bytes` each, at least one slab): the one-pass form of
+/// [`Blocks`], whose cost is one read of the region whatever the format (VOLP and FOLD
+/// included), with memory bounded by one block plus the source's working set. An error from
+/// `each` stops the read and is returned.
+pub fn for_each_block<T: Element>(
+    file: &dyn ArrayFile,
+    req: &ArrayRequest,
+    block_bytes: u64,
+    each: &mut dyn FnMut(Block<T>) -> Result<()>,
+) -> Result<()> {
+    // Where the region starts in the whole array (only a region needs the announcement).
+    let start = match &req.region {
+        Some(_) => {
+            let info = probe(file, req)?;
+            req.region_of(&info.shape)?.ranges.iter().map(|r| r.start).collect()
+        }
+        None => Vec::new(),
+    };
+    let mut sink = SlabSink::<T> {
+        each,
+        start,
+        shape: Vec::new(),
+        slab_bytes: 0,
+        block_bytes,
+        buf: Vec::new(),
+        next_slab: 0,
+        _values: PhantomData,
+    };
+    file.stream(req, &mut sink)?;
+    sink.flush(true)
+}
+
+/// Collects in-order bytes into whole slabs and hands them on as blocks.
+struct SlabSink<'a, T: Element> {
+    each: &'a mut dyn FnMut(Block<T>) -> Result<()>,
+    /// Absolute start of the delivered region (empty: at the origin).
+    start: Vec<u64>,
+    shape: Vec<u64>,
+    slab_bytes: u64,
+    block_bytes: u64,
+    buf: Vec<u8>,
+    /// Index of the next slab (relative to the region) to hand on.
+    next_slab: u64,
+    _values: PhantomData<fn() -> T>,
+}
+
+impl<T: Element> SlabSink<'_, T> {
+    /// Hand on the whole slabs buffered once they fill a block (all of them when `last`).
+    fn flush(&mut self, last: bool) -> Result<()> {
+        let slab = self.slab_bytes.max(1);
+        let per_block = (self.block_bytes / slab).max(1).saturating_mul(slab);
+        let size = T::DTYPE.size();
+        while !self.buf.is_empty() && (self.buf.len() as u64 >= per_block || last) {
+            let take = (self.buf.len() as u64).min(per_block);
+            let take = if self.shape.is_empty() {
+                take
+            } else {
+                take - take % slab
+            };
+            if take == 0 {
+                break;
+            }
+            let rest = self.buf.split_off(take as usize);
+            let bytes = std::mem::replace(&mut self.buf, rest);
+            let slabs = if self.shape.is_empty() { 1 } else { take / slab };
+            let mut ranges: Vec<std::ops::Range<u64>> = Vec::with_capacity(self.shape.len());
+            for (axis, &d) in self.shape.iter().enumerate() {
+                let origin = self.start.get(axis).copied().unwrap_or(0);
+                ranges.push(if axis == 0 {
+                    origin + self.next_slab..origin + self.next_slab + slabs
+                } else {
+                    origin..origin + d
+                });
+            }
+            self.next_slab += slabs;
+            let values = bytes.chunks_exact(size).map(T::from_le_slice).collect();
+            (self.each)(Block {
+                region: Region { ranges },
+                values,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: Element> ArraySink for SlabSink<'_, T> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        if !T::holds(info.dtype) {
+            return Err(Error::new(
+                ErrorKind::Usage,
+                "array.dtype_mismatch",
+                None,
+                format!("the array holds {} values, not {}", info.dtype.name(), T::DTYPE.name()),
+            ));
+        }
+        let inner: u64 = info.shape.iter().skip(1).product();
+        self.slab_bytes = inner.saturating_mul(info.dtype.size() as u64);
+        self.shape = info.shape.clone();
+        Ok(())
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        // In order (not random-access): `offset` is where the delivered bytes end.
+        let _ = offset;
+        self.buf.extend_from_slice(data);
+        self.flush(false)
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
 impl dyn ArrayFile + '_ {
     /// The array `req` asks for, one typed block at a time (see [`crate::blocks`]):
     /// `for block in file.blocks::<f32>(&req)? { let block = block?; ... }`.
     pub fn blocks<T: Element>(&self, req: &ArrayRequest) -> Result<Blocks<'_, T>> {
         Blocks::new(self, req)
+    }
+
+    /// The array `req` asks for in one pass, as typed blocks of at most `block_bytes` handed
+    /// to `each` (see [`for_each_block`]).
+    pub fn for_each_block<T: Element>(
+        &self,
+        req: &ArrayRequest,
+        block_bytes: u64,
+        mut each: impl FnMut(Block<T>) -> Result<()>,
+    ) -> Result<()> {
+        for_each_block(self, req, block_bytes, &mut each)
     }
 }

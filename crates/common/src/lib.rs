@@ -77,6 +77,7 @@ pub mod finding;
 pub mod format;
 pub mod json;
 pub mod limits;
+pub mod names;
 pub mod npy;
 pub mod npy_format;
 pub mod output;
@@ -88,7 +89,7 @@ pub mod testkit;
 
 pub use any::{detect, open_any, ArrayFile, DETECT_BYTES};
 pub use array::{byte_len, DType, Element, NdArray};
-pub use blocks::{Block, Blocks};
+pub use blocks::{for_each_block, Block, Blocks};
 pub use error::{Error, ErrorKind, Result};
 pub use finding::{Finding, Findings, Omitted, Severity, LISTED_PER_CODE};
 pub use format::{
@@ -96,6 +97,7 @@ pub use format::{
     WriteOptions,
 };
 pub use limits::Limits;
+pub use names::shown;
 pub use npy_format::{NpyFile, NpyFormat};
 pub use output::{write_file_atomically, Output};
 pub use reader::{slice_at, ByteReader};
