@@ -14,23 +14,36 @@ use rasterpack_common::{
 
 use rasterpack_common::shown;
 
+use crate::args::ConvertArgs;
 use crate::budget::{self, Budget, Checked};
-use crate::output::{exit_code_for, Outcome};
 use crate::progress::Meter;
+use crate::report::{exit_code_for, Outcome};
 use crate::subset::{Subset, SubsetGuard};
-use crate::{detect, signals, subset, ConvertArgs};
+use crate::{detect, signals, subset};
 
+/// `rasterpack convert`: convert, say what failed on stderr, and end with the exit code.
 pub fn run(args: &ConvertArgs) -> Outcome {
-    match convert(args) {
+    match convert(args, true) {
         Ok(()) => Outcome::Code(0),
         Err(e) => {
             eprintln!(
-                "rasterpack: convert {} -> {}: {e}",
+                "rasterpack: convert {} -> {}: {e}{}",
                 shown(&args.input),
-                shown(&args.output)
+                shown(&args.output),
+                flag_hint(&e)
             );
             Outcome::Code(exit_code_for(e.kind))
         }
+    }
+}
+
+/// The command-line spelling of what a library error asks for: the library names the option
+/// (`ArrayRequest::element`), the CLI names its flag.
+fn flag_hint(e: &Error) -> &'static str {
+    match &*e.code {
+        "request.element_required" => "; choose one with --element",
+        "request.element_ambiguous" => "; name it with --element '[\"CHUNK\",\"ARRAY\"]'",
+        _ => "",
     }
 }
 
@@ -45,7 +58,10 @@ enum Destination {
     Atomic { path: PathBuf, replace: bool },
 }
 
-fn convert(args: &ConvertArgs) -> Result<(), Error> {
+/// Convert `args.input` to `args.output` as `rasterpack convert` does. With `signals`, SIGINT,
+/// SIGTERM and SIGHUP remove the temporary output and end the process (the CLI); a host with its
+/// own signal handling (Python) passes false.
+pub fn convert(args: &ConvertArgs, signals: bool) -> Result<(), Error> {
     let to_stdout = args.output.as_os_str() == "-";
     if to_stdout && args.to.is_none() {
         return Err(Error::usage(
@@ -111,7 +127,9 @@ fn convert(args: &ConvertArgs) -> Result<(), Error> {
         budget: &budget,
     };
 
-    signals::install();
+    if signals {
+        signals::install();
+    }
     let written = match destination {
         Destination::Stdout => {
             let stdout = std::io::stdout();

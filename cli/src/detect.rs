@@ -6,8 +6,6 @@ use std::path::Path;
 
 use rasterpack_common::{shown, Error, ErrorKind, Format, Input, Limits, DETECT_BYTES};
 
-use rasterpack_cli::registry;
-
 /// Open a path: `-` is standard input; FIFOs, devices and sockets are read as streams like
 /// standard input (their metadata has no length); anything else through [`Input::open`].
 pub fn open(path: &Path, limits: &Limits) -> Result<Input, Error> {
@@ -78,7 +76,7 @@ fn read_stream(what: &str, name: &Path, mut stream: impl Read, limits: &Limits) 
         .take(DETECT_BYTES as u64)
         .read_to_end(&mut data)
         .map_err(io)?;
-    let known = registry::formats().into_iter().any(|f| f.detect(&data));
+    let known = crate::formats().iter().any(|f| f.detect(&data));
     if data.len() < DETECT_BYTES || !known {
         return Ok(Input::from_bytes(shown(name), data));
     }
@@ -137,9 +135,9 @@ fn copy(from: &mut impl Read, to: &mut File) -> Result<u64, Copy> {
 }
 
 /// The format of an opened input, or a clear "unknown format" error: the library's detection
-/// (content only, never the name) over every format the CLI knows.
+/// (content only, never the name) over every format it knows.
 pub fn detect(input: &Input) -> Result<&'static dyn Format, Error> {
-    rasterpack_common::detect(input, &registry::formats())
+    crate::detect(input)
 }
 
 /// The format to write, from `--to` or the output's extension.
@@ -157,12 +155,9 @@ pub fn target(to: Option<&str>, out: &Path) -> Result<&'static dyn Format, Error
                 ))
             })?,
     };
-    registry::formats()
-        .into_iter()
-        .find(|f| f.name() == wanted || f.extensions().contains(&wanted.as_str()))
-        .ok_or_else(|| {
-            Error::usage(format!(
-                "unknown output format {wanted:?} (known: volp, gvrs, udf, fold, npy)"
-            ))
-        })
+    crate::format_by_name(&wanted).ok_or_else(|| {
+        Error::usage(format!(
+            "unknown output format {wanted:?} (known: volp, gvrs, udf, fold, npy)"
+        ))
+    })
 }

@@ -7,7 +7,7 @@
 use rasterpack_common::stream::REGION_ERROR_CODE;
 use rasterpack_common::{ArrayInfo, ArraySink, Error, ErrorKind, RegionSpec, Result};
 
-use crate::ConvertArgs;
+use crate::args::ConvertArgs;
 
 /// The subset asked for, and the flag it was spelled with (for messages).
 #[derive(Debug, Clone, PartialEq)]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rasterpack_common::{ArrayFile, ArrayRequest, Region};
+use rasterpack_common::{ArrayRequest, Region};
 use rasterpack_volp::VolpFile;
 
 /// Peak RSS every command must stay under.

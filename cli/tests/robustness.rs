@@ -72,10 +72,7 @@ fn exercise(bytes: Vec<u8>) -> usize {
     let input = Input::from_bytes("damaged", bytes);
     let head = input.head(64);
     let limits = test_limits();
-    for f in rasterpack_cli::registry::formats()
-        .into_iter()
-        .filter(|f| f.detect(&head))
-    {
+    for f in rasterpack::formats().iter().filter(|f| f.detect(&head)) {
         let _ = f.inspect(&input, &InspectOptions { all: false, limits });
         let _ = f.validate(
             &input,

@@ -272,9 +272,8 @@ fn write_array_round_trip(fmt: &dyn Format, array: &NdArray, compress: Option<&s
 }
 
 fn writers() -> Vec<&'static dyn Format> {
-    let all = rasterpack_cli::registry::formats();
+    let all = rasterpack::formats().iter().copied();
     let writes: Vec<&'static dyn Format> = all
-        .into_iter()
         .filter(|f| {
             let probe = NdArray::new(DType::F32, vec![1, 1, 1], vec![0; 4]).unwrap();
             !matches!(f.write_array(&probe, &WriteOptions::default(), &mut Vec::new()), Err(e) if e.message.contains("cannot write"))

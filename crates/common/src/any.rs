@@ -28,6 +28,13 @@ pub trait ArrayFile: Send + Sync {
     /// calls `finish`.
     fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()>;
 
+    /// The file's own block shape for the array named `element` (GVRS tile, VDS brick), in the
+    /// array's C axis order: a region aligned to it decodes each block once. `None` when the
+    /// format stores the array in one piece (or has no such name).
+    fn chunk_shape(&self, _element: Option<&str>) -> Option<Vec<u64>> {
+        None
+    }
+
     /// One array (or `req.region` of it) in memory, bounded by `req.limits.max_array_bytes`.
     fn read(&self, req: &ArrayRequest) -> Result<NdArray> {
         let mut sink = MemorySink::new(req.limits);
@@ -79,7 +86,8 @@ pub fn detect<'f>(input: &Input, formats: &[&'f dyn Format]) -> Result<&'f dyn F
 }
 
 /// Open `path` (a file, or a directory holding an object-store dataset) as whichever of
-/// `formats` its content says, with default [`Limits`].
+/// `formats` its content says, with default [`Limits`]. Programs that want every format use
+/// the `rasterpack` crate's `rasterpack::open(path)`, which passes all of them.
 pub fn open_any(path: impl AsRef<Path>, formats: &[&dyn Format]) -> Result<Box<dyn ArrayFile>> {
     let input = Input::open(path.as_ref())?;
     let format = detect(&input, formats)?;
@@ -119,4 +127,71 @@ impl ArrayRequest {
         self.limits = limits;
         self
     }
+}
+
+/// The inherent methods every format's reader type offers, so that no trait import is needed:
+/// `validate_path` (the full report of any file, even one that does not open) and `blocks`
+/// (typed blocks). With `delegate`, also `arrays`, `read` and `stream` forwarding to the type's
+/// [`ArrayFile`] implementation (for types without inherent ones).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! reader_api {
+    ($file:ty, $format:expr, delegate) => {
+        impl $file {
+            /// The arrays this file holds, named as [`ArrayRequest::element`]
+            /// (`rasterpack_common::ArrayRequest::element`) takes them (see
+            /// `rasterpack_common::ArrayFile::arrays`).
+            pub fn arrays(&self) -> $crate::Result<::std::vec::Vec<$crate::ArrayInfo>> {
+                $crate::ArrayFile::arrays(self)
+            }
+
+            /// One array (or `req.region` of it) in memory, within
+            /// `req.limits.max_array_bytes`; options the format does not honour are refused.
+            pub fn read(&self, req: &$crate::ArrayRequest) -> $crate::Result<$crate::NdArray> {
+                $crate::ArrayFile::read(self, req)
+            }
+
+            /// Stream one array (or `req.region` of it) into `sink`, following the protocol of
+            /// `rasterpack_common::stream`; the caller calls `finish`.
+            pub fn stream(&self, req: &$crate::ArrayRequest, sink: &mut dyn $crate::ArraySink) -> $crate::Result<()> {
+                $crate::ArrayFile::stream(self, req, sink)
+            }
+        }
+        $crate::reader_api!($file, $format);
+    };
+    ($file:ty, $format:expr) => {
+        impl $file {
+            /// Every finding of the file at `path`, whatever is wrong with it (a broken header
+            /// included): the report `rasterpack validate` prints. `Err` only when the path
+            /// cannot be read (`io`). `report.is_valid(strict)` is the verdict.
+            pub fn validate_path(path: impl AsRef<::std::path::Path>) -> $crate::Result<$crate::Report> {
+                let input = $crate::Input::open(path.as_ref())?;
+                Ok($crate::Format::validate(
+                    &$format,
+                    &input,
+                    &$crate::ValidateOptions::default(),
+                ))
+            }
+
+            /// The array `req` asks for, one typed block at a time (see
+            /// `rasterpack_common::blocks`): `for block in file.blocks::<f32>(&req)? { .. }`.
+            pub fn blocks<T: $crate::Element>(
+                &self,
+                req: &$crate::ArrayRequest,
+            ) -> $crate::Result<$crate::Blocks<'_, T>> {
+                $crate::Blocks::new(self, req)
+            }
+
+            /// The array `req` asks for in one pass of the source, as typed blocks of at most
+            /// `block_bytes` handed to `each` (see `rasterpack_common::for_each_block`).
+            pub fn for_each_block<T: $crate::Element>(
+                &self,
+                req: &$crate::ArrayRequest,
+                block_bytes: u64,
+                mut each: impl FnMut($crate::Block<T>) -> $crate::Result<()>,
+            ) -> $crate::Result<()> {
+                $crate::for_each_block(self, req, block_bytes, &mut each)
+            }
+        }
+    };
 }

@@ -202,6 +202,74 @@ impl ArrayRequest {
     }
 }
 
+impl ArrayRequest {
+    /// Is the option behind `flag` set to something other than its default? (Target-side
+    /// flags never are: they live in [`WriteOptions`].)
+    pub fn sets(&self, flag: RequestFlag) -> bool {
+        match flag {
+            RequestFlag::Element => self.element.is_some(),
+            RequestFlag::Physical => self.physical,
+            RequestFlag::Codes => self.codes,
+            RequestFlag::Region => self.region.is_some(),
+            RequestFlag::Lod => self.lod != 0,
+            RequestFlag::Tile | RequestFlag::Compress => false,
+        }
+    }
+
+    /// Refuse an option `format` does not honour (`request.option_not_honoured`) instead of
+    /// silently ignoring it: every reader calls this before it reads.
+    pub fn check_honoured<F: Format + ?Sized>(&self, format: &F) -> Result<()> {
+        refuse_unhonoured(format, "reader", |f| f.is_source_flag() && self.sets(f))
+    }
+}
+
+impl WriteOptions {
+    /// Is the option behind `flag` set? (Source-side flags never are.)
+    pub fn sets(&self, flag: RequestFlag) -> bool {
+        match flag {
+            RequestFlag::Tile => self.tile.is_some(),
+            RequestFlag::Compress => self.compress.is_some(),
+            _ => false,
+        }
+    }
+
+    /// Refuse an option `format`'s writer does not honour (`request.option_not_honoured`).
+    pub fn check_honoured<F: Format + ?Sized>(&self, format: &F) -> Result<()> {
+        refuse_unhonoured(format, "writer", |f| !f.is_source_flag() && self.sets(f))
+    }
+}
+
+/// The first option `is_set` that `format` does not honour, as an error in the library's terms.
+fn refuse_unhonoured<F: Format + ?Sized>(format: &F, side: &str, is_set: impl Fn(RequestFlag) -> bool) -> Result<()> {
+    let Some(flag) = RequestFlag::ALL
+        .into_iter()
+        .find(|f| is_set(*f) && !format.honours_flag(*f))
+    else {
+        return Ok(());
+    };
+    let source = flag.is_source_flag();
+    let honoured: Vec<&str> = RequestFlag::ALL
+        .into_iter()
+        .filter(|f| f.is_source_flag() == source && format.honours_flag(*f))
+        .map(RequestFlag::option_name)
+        .collect();
+    let takes = if honoured.is_empty() {
+        "none".to_string()
+    } else {
+        honoured.join(", ")
+    };
+    Err(Error::new(
+        crate::ErrorKind::Usage,
+        "request.option_not_honoured",
+        None,
+        format!(
+            "the {} {side} does not honour {} (it honours: {takes})",
+            format.name(),
+            flag.option_name()
+        ),
+    ))
+}
+
 /// How `write_array` should encode (flags of `convert`).
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
@@ -261,6 +329,19 @@ impl RequestFlag {
             RequestFlag::Compress => "--compress",
             RequestFlag::Region => "--region",
             RequestFlag::Lod => "--lod",
+        }
+    }
+
+    /// The library's name for the option (`ArrayRequest::element`), for library errors.
+    pub fn option_name(self) -> &'static str {
+        match self {
+            RequestFlag::Element => "ArrayRequest::element",
+            RequestFlag::Physical => "ArrayRequest::physical",
+            RequestFlag::Codes => "ArrayRequest::codes",
+            RequestFlag::Tile => "WriteOptions::tile",
+            RequestFlag::Compress => "WriteOptions::compress",
+            RequestFlag::Region => "ArrayRequest::region",
+            RequestFlag::Lod => "ArrayRequest::lod",
         }
     }
 
@@ -326,6 +407,14 @@ pub trait Format: Send + Sync {
     /// Encode one array as a complete file of this format.
     fn write_array(&self, _array: &NdArray, _opts: &WriteOptions, _out: &mut dyn Write) -> Result<()> {
         Err(Error::usage(format!("rasterpack cannot write {} files", self.name())))
+    }
+    /// Write `array` to the file at `path` as this format: the one way to save an [`NdArray`]
+    /// with any format that writes (`VolpFormat.save(&array, "x.volp", &opts)`). Options the
+    /// format does not honour are refused. The file appears only when complete: it is written
+    /// beside `path` under a temporary name and renamed over it (replacing a file there).
+    fn save(&self, array: &NdArray, path: &Path, opts: &WriteOptions) -> Result<()> {
+        opts.check_honoured(self)?;
+        crate::output::write_file_atomically(path, |out| self.write_array(array, opts, out))
     }
     /// A sink that encodes the array it receives as a complete file of this format on `out`.
     ///

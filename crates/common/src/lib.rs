@@ -71,6 +71,7 @@
 
 pub mod any;
 pub mod array;
+pub mod blocks;
 pub mod error;
 pub mod finding;
 pub mod format;
@@ -91,6 +92,7 @@ pub mod testkit;
 
 pub use any::{detect, open_any, ArrayFile, DETECT_BYTES};
 pub use array::{byte_len, f16_to_f64, DType, Element, NdArray};
+pub use blocks::{for_each_block, Block, Blocks};
 pub use error::{Error, ErrorKind, Result};
 pub use finding::{Finding, Findings, Omitted, Severity, LISTED_PER_CODE};
 pub use format::{
@@ -101,7 +103,7 @@ pub use fortran::{FortranReorder, FortranSink};
 pub use limits::Limits;
 pub use names::shown;
 pub use npy_format::{NpyFile, NpyFormat};
-pub use output::Output;
+pub use output::{write_file_atomically, Output};
 pub use reader::{slice_at, ByteReader};
 pub use source::Input;
 pub use stream::{ArrayInfo, ArraySink, MemorySink, ProgressSink, Region, RegionRuns, RegionSpec};

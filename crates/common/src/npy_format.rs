@@ -105,6 +105,7 @@ impl Format for NpyFormat {
         read_by_streaming(self, input, req)
     }
     fn stream_array(&self, input: &Input, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        req.check_honoured(self)?;
         let h = npy::parse_header(&input.head(1 << 20))?;
         npy::check_data(&h, input.len())?;
         let region = req.region_of(&h.shape)?;
@@ -197,6 +198,16 @@ impl ArrayFile for NpyFile {
         NpyFormat.stream_array(&self.input, req, sink)
     }
 }
+
+impl NpyFile {
+    /// Every finding of this file (the header rules, and that the data is all there).
+    pub fn validate(&self) -> Report {
+        ArrayFile::validate(self)
+    }
+}
+
+// The reader API every format shares (no trait import needed).
+crate::reader_api!(NpyFile, NpyFormat, delegate);
 
 #[cfg(test)]
 mod tests {

@@ -2,7 +2,9 @@
 //! temporary file) or a forward-only stream (standard output, a pipe, a `Vec<u8>`).
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 
@@ -62,4 +64,38 @@ fn write_at_impl(file: &File, mut buf: &[u8], mut offset: u64) -> std::io::Resul
         }
     }
     Ok(())
+}
+
+/// Write a file through `write` so that `path` only ever holds a complete one: the bytes go to
+/// a temporary file in the same folder (same file system, so the rename is atomic), which is
+/// renamed onto `path` on success and removed on failure.
+pub fn write_file_atomically(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let shown = path.display().to_string();
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::usage(format!("{shown}: not a file name to write to")))?;
+    let mut temp_name = std::ffi::OsString::from(".");
+    temp_name.push(name);
+    temp_name.push(format!(
+        ".{}-{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let temp = path.with_file_name(temp_name);
+    let result = (|| {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(|e| Error::io(&format!("creating {}", temp.display()), &e))?;
+        let mut out = BufWriter::new(file);
+        write(&mut out)?;
+        out.flush().map_err(|e| Error::io(&format!("writing {shown}"), &e))?;
+        std::fs::rename(&temp, path).map_err(|e| Error::io(&format!("renaming onto {shown}"), &e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
 }

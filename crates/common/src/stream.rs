@@ -9,6 +9,12 @@
 //!    order when [`ArraySink::random_access`] says so, otherwise in ascending, gapless order;
 //! 3. return. The caller (who owns the sink) calls [`ArraySink::finish`].
 //!
+//! Every piece is made of whole values: each `write_at` and `fill_at` starts at a multiple of
+//! the dtype's size and covers a whole number of values (every source of rasterpack keeps to
+//! this; `cli/tests/library.rs` checks each format, whole, by region, in and out of order), so a
+//! sink may convert values piece by piece. For typed values without writing a sink, use
+//! [`crate::Blocks`] (`file.blocks::<f32>(&req)`).
+//!
 //! A sink that is not random-access needs C order; a blocked source (tiles, bricks) then decodes a
 //! band of blocks at a time into a buffer of at most [`Limits::working_set`] bytes, or refuses with
 //! `limit.working_set` before decoding anything when one band cannot fit.

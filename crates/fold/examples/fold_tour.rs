@@ -6,7 +6,7 @@
 
 use rasterpack_fold::pjson::Value;
 use rasterpack_fold::{
-    ArrayFile, ArrayRequest, FoldBuilder, FoldChunkOptions, FoldCompression, FoldFile, NdArray, Region, Result,
+    ArrayRequest, FoldBuilder, FoldChunkOptions, FoldCompression, FoldFile, NdArray, Region, Result,
 };
 
 fn demo_file() -> Result<Vec<u8>> {

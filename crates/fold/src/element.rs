@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use rasterpack_common::{Error, Result};
+use rasterpack_common::{Error, ErrorKind, Result};
 
 use crate::npz::NpzArrayInfo;
 use crate::validate::FoldChunkStatus;
@@ -212,10 +212,15 @@ pub fn pick_array<'a>(chunks: &'a [NpzChunk<'a>], element: Option<&str>) -> Resu
                 Some((i, a)) => Ok((&chunks[*i], a.name.clone())),
                 None => Err(Error::usage("the file holds no NPZ0 array")),
             },
-            _ => Err(Error::usage(format!(
-                "the file holds several arrays; choose one with --element CHUNK/ARRAY: {}",
-                listing()
-            ))),
+            _ => Err(Error::new(
+                ErrorKind::Usage,
+                "request.element_required",
+                None,
+                format!(
+                    "the file holds several arrays; name the one to read as CHUNK/ARRAY: {}",
+                    listing()
+                ),
+            )),
         };
     };
     let mut meanings = lookup.meanings(el);
@@ -246,10 +251,15 @@ pub fn pick_array<'a>(chunks: &'a [NpzChunk<'a>], element: Option<&str>) -> Resu
                 .iter()
                 .map(|(i, a)| serde_json::to_string(&[chunks[*i].name(), a.as_str()]).unwrap_or_default())
                 .collect();
-            Err(Error::usage(format!(
-                "--element {el:?} can mean {}; name one with --element '[\"CHUNK\",\"ARRAY\"]'",
-                options.join(" or ")
-            )))
+            Err(Error::new(
+                ErrorKind::Usage,
+                "request.element_ambiguous",
+                None,
+                format!(
+                    "element {el:?} can mean {}; name one as [\"CHUNK\",\"ARRAY\"]",
+                    options.join(" or ")
+                ),
+            ))
         }
     }
 }

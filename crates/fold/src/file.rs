@@ -149,6 +149,10 @@ impl ArrayFile for FoldFile {
     }
 
     fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        req.check_honoured(&FoldFormat)?;
         crate::read::stream_array(&self.input, &self.container, req, sink)
     }
 }
+
+// The reader API every format shares (no trait import needed).
+rasterpack_common::reader_api!(FoldFile, crate::FoldFormat, delegate);

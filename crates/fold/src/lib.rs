@@ -302,3 +302,8 @@ pub fn repair_copy(input: &Input, limits: &Limits, out: &mut dyn Write) -> Resul
     copy_until(&mut pos, input.len(), out)?;
     Ok(())
 }
+
+/// The README's examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -337,7 +337,7 @@ impl ArrayTarget for RegionTarget<'_, '_> {
 
 #[cfg(test)]
 mod tests {
-    use rasterpack_common::{ArrayFile, DType, MemorySink, NdArray, RegionSpec};
+    use rasterpack_common::{DType, MemorySink, NdArray, RegionSpec};
 
     use crate::npz::crc32;
     use crate::write::{FoldBuilder, FoldChunkOptions, FoldCompression};

@@ -93,7 +93,7 @@ fn main() -> Result<()> {
         g.tile_cols,
         file.header.codecs.iter().map(|c| c.lossy()).collect::<Vec<_>>()
     );
-    for array in file.arrays() {
+    for array in file.arrays()? {
         println!(
             "  element {:?}: {} {:?}",
             array.name.unwrap_or_default(),

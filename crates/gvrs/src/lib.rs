@@ -152,3 +152,8 @@ impl Format for GvrsFormat {
         Ok(Box::new(GvrsFile::from_input(input, limits)?))
     }
 }
+
+/// The README's examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

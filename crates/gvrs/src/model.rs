@@ -829,10 +829,12 @@ impl GvrsFile {
     }
 
     /// One array per element, as reads produce them: `[rows, cols]`, the element's dtype
-    /// (integer-coded floats as their float32 values), its name and attributes.
-    pub fn arrays(&self) -> Vec<ArrayInfo> {
+    /// (integer-coded floats as their float32 values), its name and attributes. A `Result`
+    /// like every reader's `arrays` (a GVRS file that opened lists its elements without fail).
+    pub fn arrays(&self) -> Result<Vec<ArrayInfo>> {
         let shape = vec![self.geometry.rows as u64, self.geometry.cols as u64];
-        self.elements
+        Ok(self
+            .elements
             .iter()
             .enumerate()
             .map(|(i, e)| ArrayInfo {
@@ -841,7 +843,7 @@ impl GvrsFile {
                 name: Some(e.name()),
                 attrs: self.element_attrs(i),
             })
-            .collect()
+            .collect())
     }
 
     /// Every finding about the file (see [`crate::validate`]): the header, the directories,
@@ -884,6 +886,7 @@ impl GvrsFile {
     /// `limit.working_set` before anything is decoded when one band of the window cannot fit.
     /// Untouched tiles arrive as [`ArraySink::fill_at`] runs of the fill value.
     pub fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        req.check_honoured(&crate::GvrsFormat)?;
         self.stream_selection(req, sink)
     }
 
@@ -1114,14 +1117,24 @@ impl ArrayFile for GvrsFile {
     }
 
     fn arrays(&self) -> Result<Vec<ArrayInfo>> {
-        Ok(GvrsFile::arrays(self))
+        GvrsFile::arrays(self)
     }
 
     fn validate(&self) -> Report {
         GvrsFile::validate(self)
     }
 
+    /// Every element is cut into the same tiles.
+    fn chunk_shape(&self, element: Option<&str>) -> Option<Vec<u64>> {
+        element.and_then(|e| self.element_index(e))?;
+        let g = &self.geometry;
+        Some(vec![u64::from(g.tile_rows), u64::from(g.tile_cols)])
+    }
+
     fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
         GvrsFile::stream(self, req, sink)
     }
 }
+
+// The reader API every format shares (no trait import needed).
+rasterpack_common::reader_api!(GvrsFile, crate::GvrsFormat);

@@ -16,7 +16,7 @@ use std::cell::Cell;
 use std::ops::Range;
 use std::sync::mpsc;
 
-use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, DType, Error, Region, Result};
+use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, DType, Error, ErrorKind, Region, Result};
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 
@@ -117,11 +117,16 @@ impl GvrsFile {
             None if names.len() == 1 => vec![0],
             None if stacked => (0..names.len()).collect(),
             None => {
-                return Err(Error::usage(format!(
-                    "this GVRS file has {} elements; choose one with --element ({})",
-                    names.len(),
-                    names.join(", ")
-                )))
+                return Err(Error::new(
+                    ErrorKind::Usage,
+                    "request.element_required",
+                    None,
+                    format!(
+                        "this GVRS file has {} elements; name the one to read ({})",
+                        names.len(),
+                        names.join(", ")
+                    ),
+                ))
             }
         };
         let dtype_of = |i: usize| self.elements[i].dtype(req.codes);
@@ -130,10 +135,15 @@ impl GvrsFile {
                 .iter()
                 .map(|&i| format!("{} ({})", names[i], dtype_of(i).name()))
                 .collect();
-            return Err(Error::usage(format!(
-                "cannot stack GVRS elements of different types into one VOLP volume: {}; choose one with --element",
-                list.join(", ")
-            )));
+            return Err(Error::new(
+                ErrorKind::Usage,
+                "request.element_required",
+                None,
+                format!(
+                    "cannot stack GVRS elements of different types into one VOLP volume: {}; name the one to read",
+                    list.join(", ")
+                ),
+            ));
         }
         Ok(chosen)
     }

@@ -5,7 +5,7 @@
 //! directory), or `cargo run -p rasterpack-udf --example udf_tour -- FILE.udf` to look at a
 //! file of your own.
 
-use rasterpack_udf::{ArrayFile, ArrayRequest, Hint, Region, Result, TableSpec, UdfEncoding, UdfFile, UdfWriter};
+use rasterpack_udf::{ArrayRequest, Hint, Region, Result, TableSpec, UdfEncoding, UdfFile, UdfWriter};
 use serde_json::json;
 
 fn main() -> Result<()> {

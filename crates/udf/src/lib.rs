@@ -181,3 +181,8 @@ impl rasterpack_common::Format for UdfFormat {
         Ok(Box::new(UdfFile::from_input(input, limits)?))
     }
 }
+
+/// The README's examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

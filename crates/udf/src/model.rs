@@ -246,11 +246,16 @@ impl UdfFile {
         let mut numeric = self.tables().filter(|(_, t)| t.is_value_array());
         match (numeric.next(), numeric.next()) {
             (Some(only), None) => Ok(only),
-            _ => Err(Error::usage(format!(
-                "this UDF file holds {} datatables; choose one with --element DATASET_PATH/TABLE: {}",
-                self.table_paths().len(),
-                self.table_paths().join(", ")
-            ))),
+            _ => Err(Error::new(
+                ErrorKind::Usage,
+                "request.element_required",
+                None,
+                format!(
+                    "this UDF file holds {} datatables; name the one to read as DATASET_PATH/TABLE: {}",
+                    self.table_paths().len(),
+                    self.table_paths().join(", ")
+                ),
+            )),
         }
     }
 

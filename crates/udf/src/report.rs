@@ -76,6 +76,7 @@ impl ArrayFile for UdfFile {
 
     /// The table `req.element` names (or the file's only numeric table), or `req.region` of it.
     fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        req.check_honoured(&crate::UdfFormat)?;
         let (ds, t) = self.select(req.element.as_deref())?;
         self.stream_table(ds, t, req, sink)
     }
@@ -343,3 +344,6 @@ fn shorten(s: &str, n: usize) -> String {
         format!("{}...", s.chars().take(n).collect::<String>())
     }
 }
+
+// The reader API every format shares (no trait import needed).
+rasterpack_common::reader_api!(UdfFile, crate::UdfFormat, delegate);

@@ -1,7 +1,7 @@
 //! Rules the corpus does not exercise, on writer output patched byte by byte.
 
 use rasterpack_common::{Input, Limits, Severity};
-use rasterpack_udf::{codes, validate, ArrayFile, Hint, Prim, TableSpec, UdfEncoding, UdfFile, UdfWriter};
+use rasterpack_udf::{codes, validate, Hint, Prim, TableSpec, UdfEncoding, UdfFile, UdfWriter};
 use serde_json::json;
 
 fn build(tables: Vec<TableSpec>) -> Vec<u8> {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rasterpack_common::npy::NpyWriter;
 use rasterpack_common::{
-    ArrayFile, ArrayInfo, ArrayRequest, ArraySink, DType, Format, Input, Limits, Output, Region, ValidateOptions,
+    ArrayInfo, ArrayRequest, ArraySink, DType, Format, Input, Limits, Output, Region, ValidateOptions,
 };
 use rasterpack_udf::{codes, parse, Hint, Prim, TableSpec, UdfArrayWriter, UdfFile, UdfFormat, UdfWriter};
 

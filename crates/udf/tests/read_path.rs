@@ -397,7 +397,6 @@ fn every_byte_flipped_reads_only_what_validates() {
 /// refused, and `validate` reports the errors. `open_strict` refuses any structural error.
 #[test]
 fn the_library_opens_leniently() {
-    use rasterpack_common::ArrayFile;
     let b = base();
     let mut junk = b"not a UDF file".to_vec();
     junk.resize(100, b'.');

@@ -3,7 +3,7 @@
 //! RANGE, SimpleU32); a region read reads only the bytes the region needs, and judges only the
 //! records it meets, so damage outside the region does not stop it while the whole read fails.
 
-use rasterpack_common::{open_any, ArrayFile, ArrayRequest, Format, Input, Limits, NdArray, Region};
+use rasterpack_common::{open_any, ArrayRequest, Format, Input, Limits, NdArray, Region};
 use rasterpack_udf::{codes, parse, Hint, Prim, TableSpec, UdfEncoding, UdfFile, UdfFormat, UdfWriter};
 
 fn set_u16(b: &mut [u8], at: usize, v: u16) {

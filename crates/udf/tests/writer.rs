@@ -2,7 +2,7 @@
 //! is byte for byte the file `write_array` writes, on a stream (in order) and on a file (any
 //! order, zero runs left as holes); it refuses what cannot be written before writing anything.
 
-use rasterpack_common::{ArrayFile, ArrayInfo, ArrayRequest, ArraySink, DType, Format, Input, NdArray, Output};
+use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, DType, Format, Input, NdArray, Output};
 use rasterpack_udf::{writer_for_array, UdfArrayWriter, UdfFile, UdfFormat};
 use serde_json::json;
 

@@ -189,6 +189,7 @@ impl VdsDataset {
     /// Stream `req` (channel, LOD, region, values) into `sink`: `begin`, then the bricks the
     /// region meets (see [`crate::read`]).
     pub(crate) fn stream_request(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        req.check_honoured(&crate::VdsFormat)?;
         let array = self.requested_array(req)?;
         let region = req.region_of(&array.shape())?;
         // The plan refuses a working set that cannot fit before the sink begins; the sink
@@ -219,6 +220,28 @@ impl<'a> ChannelArray<'a> {
             shape.push(self.ch().components as u64);
         }
         shape
+    }
+
+    /// The brick stride (what one brick owns, margins excluded) in the array's axis order,
+    /// clamped to the shape; components last. Regions aligned to it decode each brick once.
+    pub fn chunk_shape(&self) -> Vec<u64> {
+        let n = self.ds.layout().dimensionality();
+        let g = &self.geometry;
+        let mut chunks: Vec<u64> = (0..n)
+            .rev()
+            .map(|d| {
+                let stride = if g.scaled[d] {
+                    g.brick[d] >> self.lod.min(63)
+                } else {
+                    g.brick[d]
+                };
+                stride.clamp(1, g.shape[d].max(1))
+            })
+            .collect();
+        if self.ch().components > 1 {
+            chunks.push(self.ch().components as u64);
+        }
+        chunks
     }
 
     /// The dtype of the delivered values.

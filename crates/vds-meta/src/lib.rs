@@ -261,7 +261,20 @@ impl ArrayFile for VdsDataset {
         VdsDataset::validate(self)
     }
 
+    fn chunk_shape(&self, element: Option<&str>) -> Option<Vec<u64>> {
+        let channel = self.channel_named(element).ok()?;
+        Some(self.channel_array(channel, 0, VdsValues::Native).ok()?.chunk_shape())
+    }
+
     fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
         self.stream_request(req, sink)
     }
 }
+
+// The reader API every format shares (no trait import needed).
+rasterpack_common::reader_api!(VdsDataset, crate::VdsFormat);
+
+/// The README's examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -10,7 +10,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use rasterpack_volp::{ArrayFile, ArrayRequest, VolpFile, VolpWriteOptions, VolpWriter};
+use rasterpack_volp::{ArrayRequest, VolpFile, VolpWriteOptions, VolpWriter};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();

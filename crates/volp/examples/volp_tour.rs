@@ -5,9 +5,7 @@
 //! `cargo run -p rasterpack-volp --example volp_tour -- FILE.volp` (without a file, the tour
 //! writes a small demo volume into the system's temporary directory and uses that).
 
-use rasterpack_volp::{
-    ArrayFile, ArrayRequest, ArraySink, NdArray, Output, Region, VolpFile, VolpWriteOptions, VolpWriter,
-};
+use rasterpack_volp::{ArrayRequest, ArraySink, NdArray, Output, Region, VolpFile, VolpWriteOptions, VolpWriter};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = match std::env::args().nth(1) {

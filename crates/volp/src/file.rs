@@ -151,6 +151,10 @@ impl ArrayFile for VolpFile {
                 "a VOLP file holds one unnamed array; there is no element {name:?}"
             )));
         }
+        req.check_honoured(&crate::VolpFormat)?;
         stream_volume(&self.input, &self.header, self.body_offset, req, sink)
     }
 }
+
+// The reader API every format shares (no trait import needed).
+rasterpack_common::reader_api!(VolpFile, crate::VolpFormat, delegate);

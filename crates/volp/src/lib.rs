@@ -94,3 +94,8 @@ pub use rasterpack_common::{
     NdArray, Output, Region, Report, Result, Severity,
 };
 pub use write::{VolpWriteOptions, VolpWriter, DEFAULT_LEVEL};
+
+/// The README's examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -9,8 +9,8 @@ use common::{file, validate};
 use rasterpack_common::npy::NpyWriter;
 use rasterpack_common::{Format, MemorySink};
 use rasterpack_volp::{
-    ArrayFile, ArrayInfo, ArrayRequest, ArraySink, DType, ErrorKind, Input, Limits, NdArray, Output, Region, VolpFile,
-    VolpFormat, VolpWriteOptions, VolpWriter,
+    ArrayInfo, ArrayRequest, ArraySink, DType, ErrorKind, Input, Limits, NdArray, Output, Region, VolpFile, VolpFormat,
+    VolpWriteOptions, VolpWriter,
 };
 
 const SHAPE: [u64; 3] = [4, 5, 6];

@@ -2,8 +2,7 @@
 #![allow(dead_code)]
 
 use rasterpack_volp::{
-    ArrayFile, ArrayRequest, DType, Findings, Input, Limits, NdArray, Result, VolpFile, VolpHeader, VolpWriteOptions,
-    VolpWriter,
+    ArrayRequest, DType, Findings, Input, Limits, NdArray, Result, VolpFile, VolpHeader, VolpWriteOptions, VolpWriter,
 };
 use serde_json::{Map, Value};
 

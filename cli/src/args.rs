@@ -1,0 +1,80 @@
+//! `convert`'s arguments, shared by the binary (parsed by clap) and library callers (the
+//! Python package builds them from keywords), so both run the same conversion.
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args};
+
+/// The arguments of `rasterpack convert` (see docs/cli.md).
+#[derive(Args, Debug, Clone, Default)]
+#[command(group(ArgGroup::new("subset").multiple(false)))]
+pub struct ConvertArgs {
+    /// Input file or directory (`-` for standard input).
+    #[arg(value_name = "IN")]
+    pub input: PathBuf,
+    /// Output file (`-` for standard output, with --to); its format comes from --to or its
+    /// extension.
+    #[arg(value_name = "OUT")]
+    pub output: PathBuf,
+    /// Overwrite OUT if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Write an output more than 4096 times the size of its source and larger than 1 GiB (refused
+    /// without it, like a decompression bomb).
+    #[arg(long)]
+    pub allow_expansion: bool,
+    /// Output format: npy, volp, gvrs, udf, fold (default: from OUT's extension).
+    #[arg(long, value_name = "FORMAT")]
+    pub to: Option<String>,
+    /// Which array: GVRS element, UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY` (or
+    /// `'["CHUNK","ARRAY"]'` for names holding `/`), VDS channel.
+    #[arg(long, value_name = "NAME")]
+    pub element: Option<String>,
+    /// Write physical values (VOLP: stored*scale+offset as float64; VDS: dequantized float32).
+    #[arg(long)]
+    pub physical: bool,
+    /// GVRS integer-coded floats: write the stored int32 codes instead of decoded floats.
+    #[arg(long)]
+    pub codes: bool,
+    /// Only a box of the array, as numpy slices in the output's axis order: `START:END`,
+    /// `START:`, `:END`, `:` or `INDEX` per axis, comma-separated; axes left out are whole
+    /// (e.g. `0:2,100:200` or `:,5`).
+    #[arg(long, value_name = "SLICES", group = "subset", allow_hyphen_values = true)]
+    pub region: Option<String>,
+    /// A window of a 2-D grid (GVRS), as gdal_translate -srcwin: first row and column, then the
+    /// number of rows and columns.
+    #[arg(long, value_name = "ROW,COL,ROWS,COLS", group = "subset", allow_hyphen_values = true)]
+    pub window: Option<String>,
+    /// A box of a VDS volume: one `START:END` (or `:`, or `INDEX`) per dimension, in VDS order,
+    /// dimension 0 (the fastest, e.g. Sample) first, as `inspect` lists the axes. The output
+    /// reverses them, like every VDS conversion.
+    #[arg(long = "box", value_name = "RANGES", group = "subset", allow_hyphen_values = true)]
+    pub box_ranges: Option<String>,
+    /// A range of levels of a VOLP volume (axis 0): `A:B` is levels A to B-1; `A` one level.
+    #[arg(long, value_name = "A:B", group = "subset", allow_hyphen_values = true)]
+    pub levels: Option<String>,
+    /// VDS level of detail (0 = full resolution, 1 = half, ...); a subset flag then counts in
+    /// that level's samples.
+    #[arg(long, value_name = "N")]
+    pub lod: Option<u32>,
+    /// GVRS output tile size, `ROWSxCOLS` (e.g. 128x128).
+    #[arg(long, value_name = "ROWSxCOLS", value_parser = parse_tile)]
+    pub tile: Option<(u32, u32)>,
+    /// Output compression. GVRS (smallest block per tile): none; default (huffman, deflate,
+    /// float: every Gridfour reads it); all (default and canonical, Gridfour 2026's list); lsop
+    /// (default and LSOP12); or a comma list of those and huffman, deflate, float, canonical
+    /// (e.g. all,lsop). VOLP: zstd or zstd:LEVEL (1..22, or negative for zstd's fast levels, e.g. zstd:-3). FOLD: zstd or none, optionally
+    /// +rs16/+rs32/+rs64 (Reed-Solomon ECC).
+    #[arg(long, value_name = "CODEC")]
+    pub compress: Option<String>,
+}
+
+pub fn parse_tile(s: &str) -> Result<(u32, u32), String> {
+    let (r, c) = s.split_once(['x', 'X']).ok_or("expected ROWSxCOLS, e.g. 128x128")?;
+    let r: u32 = r.trim().parse().map_err(|_| format!("bad row count {r:?}"))?;
+    let c: u32 = c.trim().parse().map_err(|_| format!("bad column count {c:?}"))?;
+    if r == 0 || c == 0 {
+        return Err("tile dimensions must be at least 1".into());
+    }
+    Ok((r, c))
+}

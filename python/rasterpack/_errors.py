@@ -1,0 +1,123 @@
+"""rasterpack's exception classes, findings and reports (pure Python: the compiled core builds
+its exceptions through :func:`_from_library`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding of ``validate`` (or the error that stopped a read), as the CLI reports it."""
+
+    severity: str
+    """``"error"``, ``"warning"`` or ``"info"``."""
+    code: str
+    """Stable machine code, e.g. ``"volp.magic"``."""
+    offset: Optional[int]
+    """Byte offset in the file the finding is about, when there is one."""
+    message: str
+    """What is wrong, for people."""
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The finding as the ``--json`` document writes it."""
+        return {"severity": self.severity, "code": self.code, "offset": self.offset, "message": self.message}
+
+
+class Error(Exception):
+    """Base of every error rasterpack raises about a file's content or a request.
+
+    ``code`` is the library's stable error code, ``offset`` the byte offset (or None) and
+    ``kind`` one of ``invalid``, ``truncated``, ``limit_exceeded``, ``unsupported``, ``usage``.
+    """
+
+    def __init__(
+        self,
+        text: str,
+        code: str = "error",
+        offset: Optional[int] = None,
+        kind: str = "invalid",
+        message: Optional[str] = None,
+    ):
+        super().__init__(text)
+        self.code = code
+        self.offset = offset
+        self.kind = kind
+        self.message = text if message is None else message
+        """The message alone (``str(e)`` adds the offset and code, as the CLI prints it)."""
+
+    def __reduce__(self):  # keep the attributes across processes (Dask workers)
+        return (type(self), (str(self), self.code, self.offset, self.kind, self.message))
+
+
+class InvalidFileError(Error, ValueError):
+    """The file breaks a rule of its format, is truncated, or asks for more than the limits
+    allow (the CLI's exit code 1). ``findings`` lists what was found."""
+
+    @property
+    def findings(self) -> List[Finding]:
+        return [Finding("error", self.code, self.offset, self.message)]
+
+
+class UnsupportedError(Error, NotImplementedError):
+    """The file uses a feature rasterpack does not implement (the CLI's exit code 3)."""
+
+
+class UsageError(Error, ValueError):
+    """A request the file cannot answer: an option the format does not honour, a bad region."""
+
+
+def _from_library(kind: str, code: str, offset: Optional[int], message: str, text: str) -> BaseException:
+    """The exception for a library error (called by the compiled core)."""
+    if code == "internal.panic":
+        return Error(text, code, offset, kind, message)
+    if kind == "io":
+        return OSError(text)
+    if kind == "unsupported":
+        return UnsupportedError(text, code, offset, kind, message)
+    if kind == "usage":
+        return UsageError(text, code, offset, kind, message)
+    return InvalidFileError(text, code, offset, kind, message)
+
+
+class Report:
+    """What ``rasterpack validate`` says about one file.
+
+    ``valid`` is the verdict, ``findings`` every finding in order, ``exit_code`` the CLI's exit
+    code for it (0 valid, 1 invalid, 3 unsupported), ``format`` the detected format (or None).
+    """
+
+    def __init__(self, entry: Dict[str, Any]):
+        self._entry = entry
+        self.path: str = entry["path"]
+        self.format: Optional[str] = entry["format"]
+        self.valid: bool = bool(entry.get("valid", False))
+        self.unsupported: bool = bool(entry["unsupported"])
+        self.exit_code: int = int(entry["exit_code"])
+        self.findings: List[Finding] = [
+            Finding(f["severity"], f["code"], f["offset"], f["message"]) for f in entry["findings"]
+        ]
+        self.findings_omitted: List[Dict[str, Any]] = entry.get("findings_omitted", [])
+        """Findings past the per-code cap, counted: code, severity, count."""
+        self.summary: Dict[str, Any] = entry.get("summary", {})
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The file's entry of ``rasterpack validate --json`` (the same document)."""
+        import copy
+
+        return copy.deepcopy(self._entry)
+
+    def __bool__(self) -> bool:
+        return self.valid
+
+    def __repr__(self) -> str:
+        verdict = "valid" if self.valid else ("unsupported" if self.unsupported else "invalid")
+        return f"<rasterpack.Report {self.path!r} {self.format} {verdict}, {len(self.findings)} findings>"
+
+
+def _open_array(path: str, name: Optional[str]):
+    """Unpickle an Array: reopen its file and take the array by name."""
+    from . import open as _open
+
+    return _open(path).array(name)

@@ -1,0 +1,116 @@
+"""Type stubs of the compiled core (rasterpack._rasterpack)."""
+
+import os
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+_Path = Union[str, "os.PathLike[str]"]
+_Index = Union[int, slice, "ellipsis", None, Tuple[Union[int, slice, "ellipsis", None], ...]]
+
+__version__: str
+
+class File:
+    """An open file of any format rasterpack reads (see :func:`open`)."""
+
+    @property
+    def format(self) -> str:
+        """``"volp"``, ``"gvrs"``, ``"udf"``, ``"fold"``, ``"vds"`` or ``"npy"``."""
+    @property
+    def path(self) -> str: ...
+    @property
+    def arrays(self) -> List[Optional[str]]:
+        """Array names as ``convert --element`` takes them (None: the one unnamed array)."""
+    @property
+    def attrs(self) -> Dict[str, Any]:
+        """The file's metadata: ``inspect --json``'s ``summary``."""
+    @property
+    def closed(self) -> bool: ...
+    def array(self, name: Optional[str] = None) -> Array:
+        """The array ``convert`` takes by default, or the one named (KeyError if none)."""
+    def __getitem__(self, name: str) -> Array: ...
+    def __contains__(self, name: str) -> bool: ...
+    def __len__(self) -> int: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> File: ...
+    def __exit__(self, *args: Any) -> bool: ...
+
+class Array:
+    """One array of a File; values are read when indexed, read, or converted by numpy."""
+
+    @property
+    def name(self) -> Optional[str]: ...
+    @property
+    def file(self) -> File: ...
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    @property
+    def ndim(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+    @property
+    def chunks(self) -> Tuple[int, ...]:
+        """The file's own tile/brick shape in numpy axis order (the shape when unblocked)."""
+    @property
+    def attrs(self) -> Dict[str, Any]: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, key: _Index) -> Any: ...
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> npt.NDArray[Any]: ...
+    def read(
+        self,
+        region: Union[str, _Index, None] = None,
+        physical: bool = False,
+        lod: int = 0,
+        codes: bool = False,
+    ) -> npt.NDArray[Any]:
+        """Read with ``convert``'s meanings (``region`` as ``--region`` takes it)."""
+
+def open(path: _Path) -> File:
+    """Open a file (or VDS directory) of any format rasterpack reads, detected from content."""
+
+def inspect(path: _Path, all: bool = False) -> Dict[str, Any]:
+    """``rasterpack inspect --json``'s entry for the file."""
+
+def convert(
+    src: _Path,
+    dst: _Path,
+    *,
+    force: bool = False,
+    allow_expansion: bool = False,
+    to: Optional[str] = None,
+    element: Optional[str] = None,
+    physical: bool = False,
+    codes: bool = False,
+    region: Optional[str] = None,
+    window: Optional[str] = None,
+    box: Optional[str] = None,
+    levels: Optional[str] = None,
+    lod: Optional[int] = None,
+    tile: Union[str, Tuple[int, int], None] = None,
+    compress: Optional[str] = None,
+) -> None:
+    """``rasterpack convert SRC DST`` with the CLI's options as keywords."""
+
+def formats() -> List[str]:
+    """The formats rasterpack detects, in detection order."""
+
+def detect(path: _Path) -> Optional[str]:
+    """The format of the file from its content, or None."""
+
+def _validate(path: _Path, strict: bool = False) -> Dict[str, Any]: ...
+def _write(
+    format: str,
+    path: _Path,
+    array: Any,
+    *,
+    name: Optional[str] = None,
+    attrs: Optional[Dict[str, Any]] = None,
+    force: bool = False,
+    tile: Optional[Tuple[int, int]] = None,
+    compress: Optional[str] = None,
+) -> None: ...

@@ -1,0 +1,101 @@
+"""Hostile corpus files through Python: open, validate and a small slice answer within the CLI's
+memory budget (256 MiB peak RSS), measured in a child process; and Ctrl-C stops a long read."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import rasterpack
+from conftest import hostile_inputs, ids
+
+HOSTILE = hostile_inputs()
+BUDGET_KIB = 256 * 1024
+
+CHILD = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import rasterpack
+    path = sys.argv[1]
+    outcome = {}
+    report = rasterpack.validate(path)
+    outcome["exit_code"] = report.exit_code
+    try:
+        f = rasterpack.open(path)
+        for name in f.arrays:
+            a = f.array(name)
+            if a.ndim:
+                a[(slice(0, 1),) * a.ndim]
+        outcome["read"] = "ok"
+    except rasterpack.Error as e:
+        outcome["read"] = type(e).__name__
+    # VmHWM: this process's own peak (ru_maxrss would carry the parent's over exec).
+    outcome["rss_kib"] = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+    print(json.dumps(outcome))
+    """
+)
+
+
+# Costs hostile/README.md records for the library (the CLI pays them too); their fixes belong to
+# the FOLD and UDF work, and this test holds Python to the same budget once they land.
+KNOWN_LIBRARY_COSTS = {
+    "fold_zip64_150000_empty_members.fold": "NPZ0 central directory held per member (hostile/README.md)",
+    "fold_zip64_330000_empty_members.fold": "NPZ0 central directory held per member (hostile/README.md)",
+    "udf_100_datasets_x_1300_bad_tables.udf": "every finding of 130,000 bad tables kept (hostile/README.md)",
+}
+
+
+def hostile_param(path):
+    reason = KNOWN_LIBRARY_COSTS.get(path.name)
+    marks = [pytest.mark.xfail(reason=reason, strict=False)] if reason else []
+    return pytest.param(path, marks=marks, id=ids([path])[0])
+
+
+@pytest.mark.skipif(not HOSTILE, reason="RASTERPACK_CORPUS is not set (the shared corpus)")
+@pytest.mark.parametrize("path", [hostile_param(p) for p in HOSTILE])
+def test_hostile_files_stay_in_budget(path):
+    out = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    outcome = json.loads(out.stdout)
+    assert outcome["rss_kib"] <= BUDGET_KIB, outcome
+    assert outcome["exit_code"] in (0, 1, 3), outcome
+
+
+INTERRUPT = textwrap.dedent(
+    """
+    import os, signal, sys, threading, time
+    import numpy as np
+    import rasterpack
+    a = rasterpack.open(sys.argv[1]).array()
+    t0 = time.perf_counter(); np.asarray(a); one = time.perf_counter() - t0
+    sent = []
+    def fire():
+        time.sleep(0.2)
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=fire).start()
+    try:
+        while True:
+            np.asarray(a)
+    except KeyboardInterrupt:
+        print(one, time.perf_counter() - sent[0])
+    """
+)
+
+
+def test_ctrl_c_interrupts_a_read(tmp_path):
+    # 96 MiB of float32 as a VOLP volume: each read takes a noticeable time.
+    values = np.tile(np.linspace(0, 1, 1024, dtype="float32"), (24, 1024, 1))
+    path = tmp_path / "big.volp"
+    rasterpack.write_volp(path, values)
+    out = subprocess.run([sys.executable, "-c", INTERRUPT, str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    one_read, latency = map(float, out.stdout.split())
+    assert latency < 1.0, (one_read, latency)
