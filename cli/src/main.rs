@@ -8,6 +8,7 @@ mod detect;
 mod output;
 mod progress;
 mod signals;
+mod stats;
 mod subset;
 
 use std::process::ExitCode;
@@ -61,6 +62,34 @@ enum Command {
     Validate(ValidateArgs),
     /// Convert an array between formats (e.g. VOLP -> .npy), or repair a FOLD file.
     Convert(Box<ConvertArgs>),
+    /// Value statistics per array: counts of fill/NaN/inf cells, min, max, mean, std, sum,
+    /// histogram.
+    Stats(StatsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    /// Write one JSON document (schema in docs/schema/report.schema.json).
+    #[arg(long)]
+    json: bool,
+    /// Only this array (GVRS element, UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY`, VDS
+    /// channel); default: every array of the file.
+    #[arg(long, value_name = "NAME")]
+    element: Option<String>,
+    /// Only a box of the array, as numpy slices in `convert`'s axis order (as `convert
+    /// --region`).
+    #[arg(long, value_name = "SLICES", allow_hyphen_values = true)]
+    region: Option<String>,
+    /// VDS level of detail (0 = full resolution).
+    #[arg(long, value_name = "N")]
+    lod: Option<u32>,
+    /// Also count the valid cells in BINS equal bins over [min, max] (numpy.histogram; reads
+    /// the array a second time).
+    #[arg(long, value_name = "BINS")]
+    histogram: Option<u64>,
+    /// Files, directories (object-store VDS datasets), or `-` for standard input.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -181,6 +210,7 @@ fn main() -> ExitCode {
             output::run_reports(output::Mode::Validate { strict: a.strict }, &a.paths, a.json, a.quiet)
         }
         Command::Convert(a) => convert::run(&a),
+        Command::Stats(a) => stats::run(&a),
     };
     match outcome {
         Outcome::Code(c) => ExitCode::from(c),

@@ -61,7 +61,7 @@ pub fn worst(a: u8, b: u8) -> u8 {
 }
 
 /// The version of the `--json` document's shape (docs/schema/report.schema.json).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Inspect or validate one input. `label` names it on a progress bar, drawn (validate only)
 /// when stderr is a terminal and the check takes more than about a second.

@@ -81,6 +81,7 @@ pub mod npy_format;
 pub mod output;
 pub mod reader;
 pub mod source;
+pub mod stats;
 pub mod stream;
 #[doc(hidden)]
 pub mod testkit;
