@@ -5,6 +5,7 @@
 
 mod convert;
 mod detect;
+mod diff;
 mod output;
 mod progress;
 mod signals;
@@ -65,6 +66,35 @@ enum Command {
     /// Value statistics per array: counts of fill/NaN/inf cells, min, max, mean, std, sum,
     /// histogram.
     Stats(StatsArgs),
+    /// Compare two arrays cell by cell (across formats): exit 0 when equal within the
+    /// tolerance, 1 when not.
+    Diff(DiffArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// First input (its array is side A).
+    #[arg(value_name = "A")]
+    a: String,
+    /// Second input (side B; relative differences are relative to its values).
+    #[arg(value_name = "B")]
+    b: String,
+    /// Which array of A (as `convert --element`).
+    #[arg(long, value_name = "NAME")]
+    element_a: Option<String>,
+    /// Which array of B.
+    #[arg(long, value_name = "NAME")]
+    element_b: Option<String>,
+    /// Absolute tolerance: cells are equal when |a - b| <= atol + rtol * |b| (numpy.isclose);
+    /// NaN equals NaN.
+    #[arg(long, value_name = "X", default_value_t = 0.0)]
+    atol: f64,
+    /// Relative tolerance (see --atol).
+    #[arg(long, value_name = "Y", default_value_t = 0.0)]
+    rtol: f64,
+    /// Write one JSON document.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -211,6 +241,7 @@ fn main() -> ExitCode {
         }
         Command::Convert(a) => convert::run(&a),
         Command::Stats(a) => stats::run(&a),
+        Command::Diff(a) => diff::run(&a),
     };
     match outcome {
         Outcome::Code(c) => ExitCode::from(c),

@@ -71,6 +71,7 @@
 
 pub mod any;
 pub mod array;
+pub mod diff;
 pub mod error;
 pub mod finding;
 pub mod format;

@@ -504,7 +504,7 @@ fn pairwise_sq_dev(v: &[f64], mean: f64) -> f64 {
 
 /// Little-endian values of `dtype` as f64 (exact for every type but 64-bit integers beyond
 /// 2^53, which round to the nearest f64 as numpy's `astype(float64)` does).
-fn decode_f64(dtype: DType, d: &[u8], out: &mut Vec<f64>) {
+pub(crate) fn decode_f64(dtype: DType, d: &[u8], out: &mut Vec<f64>) {
     macro_rules! le {
         ($t:ty, $n:expr) => {
             out.extend(d.chunks_exact($n).map(|c| {
