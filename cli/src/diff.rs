@@ -2,6 +2,7 @@
 //! in step; this module opens the files and prints).
 
 use std::io::Write;
+use std::path::Path;
 
 use rasterpack_common::diff::{self, Diff, Tolerance};
 use rasterpack_common::json::fmt_f64;
@@ -12,7 +13,7 @@ use crate::detect;
 use crate::output::{exit_code_for, Outcome, SCHEMA_VERSION};
 use crate::DiffArgs;
 
-fn open(path: &str, limits: &Limits) -> Result<Box<dyn ArrayFile>, Error> {
+fn open(path: &Path, limits: &Limits) -> Result<Box<dyn ArrayFile>, Error> {
     let input = detect::open(path, limits)?;
     let format = detect::detect(&input)?;
     format.open(input, *limits).map_err(|e| e.in_format(format.name()))
@@ -42,14 +43,14 @@ pub fn run(args: &DiffArgs) -> Outcome {
     let d = match result {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("rasterpack: diff {} {}: {e}", args.a, args.b);
+            eprintln!("rasterpack: diff {} {}: {e}", args.a.display(), args.b.display());
             return Outcome::Code(exit_code_for(e.kind));
         }
     };
     let text = if args.json {
         let mut v = d.to_json();
-        v["a"] = json!(args.a);
-        v["b"] = json!(args.b);
+        v["a"] = json!(args.a.display().to_string());
+        v["b"] = json!(args.b.display().to_string());
         v["atol"] = json!(tol.atol);
         v["rtol"] = json!(tol.rtol);
         let doc = json!({ "schema_version": SCHEMA_VERSION, "diff": v });
@@ -70,9 +71,9 @@ pub fn run(args: &DiffArgs) -> Outcome {
 }
 
 fn render(args: &DiffArgs, d: &Diff) -> String {
-    let side = |path: &str, (dtype, shape): &(rasterpack_common::DType, Vec<u64>)| {
+    let side = |path: &Path, (dtype, shape): &(rasterpack_common::DType, Vec<u64>)| {
         let shape: Vec<String> = shape.iter().map(u64::to_string).collect();
-        format!("{path}: {} ({})\n", dtype.name(), shape.join(" x "))
+        format!("{}: {} ({})\n", path.display(), dtype.name(), shape.join(" x "))
     };
     let mut s = side(&args.a, &d.a) + &side(&args.b, &d.b);
     if d.a.1 != d.b.1 {

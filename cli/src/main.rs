@@ -3,6 +3,7 @@
 //! The contract (commands, exit codes, JSON shape) is `docs/cli.md`; the formats plug in through
 //! `rasterpack_common::Format` and are listed in `registry.rs`.
 
+mod budget;
 mod convert;
 mod detect;
 mod diff;
@@ -10,8 +11,10 @@ mod output;
 mod progress;
 mod signals;
 mod stats;
+mod stdio;
 mod subset;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Parser, Subcommand};
@@ -75,10 +78,10 @@ enum Command {
 pub struct DiffArgs {
     /// First input (its array is side A).
     #[arg(value_name = "A")]
-    a: String,
+    a: PathBuf,
     /// Second input (side B; relative differences are relative to its values).
     #[arg(value_name = "B")]
-    b: String,
+    b: PathBuf,
     /// Which array of A (as `convert --element`).
     #[arg(long, value_name = "NAME")]
     element_a: Option<String>,
@@ -119,7 +122,7 @@ pub struct StatsArgs {
     histogram: Option<u64>,
     /// Files, directories (object-store VDS datasets), or `-` for standard input.
     #[arg(required = true, value_name = "PATH")]
-    paths: Vec<String>,
+    paths: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -132,7 +135,7 @@ struct InspectArgs {
     all: bool,
     /// Files, directories (object-store VDS datasets), or `-` for standard input.
     #[arg(required = true, value_name = "PATH")]
-    paths: Vec<String>,
+    paths: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -148,7 +151,7 @@ struct ValidateArgs {
     quiet: bool,
     /// Files, directories (object-store VDS datasets), or `-` for standard input.
     #[arg(required = true, value_name = "PATH")]
-    paths: Vec<String>,
+    paths: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -156,14 +159,18 @@ struct ValidateArgs {
 pub struct ConvertArgs {
     /// Input file or directory (`-` for standard input).
     #[arg(value_name = "IN")]
-    input: String,
+    input: PathBuf,
     /// Output file (`-` for standard output, with --to); its format comes from --to or its
     /// extension.
     #[arg(value_name = "OUT")]
-    output: String,
+    output: PathBuf,
     /// Overwrite OUT if it exists.
     #[arg(long)]
     force: bool,
+    /// Write an output more than 4096 times the size of its source and larger than 1 GiB (refused
+    /// without it, like a decompression bomb).
+    #[arg(long)]
+    allow_expansion: bool,
     /// Output format: npy, volp, gvrs, udf, fold (default: from OUT's extension).
     #[arg(long, value_name = "FORMAT")]
     to: Option<String>,
@@ -204,7 +211,7 @@ pub struct ConvertArgs {
     /// Output compression. GVRS (smallest block per tile): none; default (huffman, deflate,
     /// float: every Gridfour reads it); all (default and canonical, Gridfour 2026's list); lsop
     /// (default and LSOP12); or a comma list of those and huffman, deflate, float, canonical
-    /// (e.g. all,lsop). VOLP: zstd or zstd:LEVEL. FOLD: zstd or none, optionally
+    /// (e.g. all,lsop). VOLP: zstd or zstd:LEVEL (1..22, or negative for zstd's fast levels, e.g. zstd:-3). FOLD: zstd or none, optionally
     /// +rs16/+rs32/+rs64 (Reed-Solomon ECC).
     #[arg(long, value_name = "CODEC")]
     compress: Option<String>,
@@ -234,6 +241,17 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    let writes_stdout = match &cli.command {
+        Command::Inspect(_) => true,
+        Command::Validate(a) => !a.quiet,
+        Command::Convert(a) => a.output.as_os_str() == "-",
+        Command::Stats(_) | Command::Diff(_) => true,
+    };
+    if writes_stdout && stdio::stdout_was_closed() {
+        // A report or data with nowhere to go is lost work, never a success.
+        eprintln!("rasterpack: standard output is closed: nowhere to write the output");
+        return ExitCode::from(2);
+    }
     let outcome = match cli.command {
         Command::Inspect(a) => output::run_reports(output::Mode::Inspect { all: a.all }, &a.paths, a.json, false),
         Command::Validate(a) => {
@@ -245,7 +263,7 @@ fn main() -> ExitCode {
     };
     match outcome {
         Outcome::Code(c) => ExitCode::from(c),
-        // stdout was closed under us (`| head`): end quietly.
+        // The reader of a report closed the pipe (`| head`): end quietly.
         Outcome::BrokenPipe => ExitCode::SUCCESS,
     }
 }

@@ -2,6 +2,7 @@
 //! them while the array streams; this module only chooses the arrays and prints).
 
 use std::io::Write;
+use std::path::Path;
 
 use rasterpack_common::json::fmt_f64;
 use rasterpack_common::stats::{self, Stats};
@@ -52,6 +53,7 @@ pub fn run(args: &StatsArgs) -> Outcome {
     let mut files = Vec::new();
     for path in &args.paths {
         let result = process(args, path, region.as_ref(), &limits);
+        let path = &result.path;
         code = worst(code, result.exit_code);
         if let Some(e) = &result.error {
             eprintln!("rasterpack: stats {path}: {e}");
@@ -94,9 +96,9 @@ fn write_failed(e: &std::io::Error) -> Outcome {
     }
 }
 
-fn process(args: &StatsArgs, path: &str, region: Option<&RegionSpec>, limits: &Limits) -> FileResult {
+fn process(args: &StatsArgs, path: &Path, region: Option<&RegionSpec>, limits: &Limits) -> FileResult {
     let mut result = FileResult {
-        path: path.to_string(),
+        path: path.display().to_string(),
         format: None,
         error: None,
         arrays: Vec::new(),

@@ -77,6 +77,7 @@ pub mod finding;
 pub mod format;
 pub mod json;
 pub mod limits;
+pub mod names;
 pub mod npy;
 pub mod npy_format;
 pub mod output;
@@ -96,6 +97,7 @@ pub use format::{
     WriteOptions,
 };
 pub use limits::Limits;
+pub use names::shown;
 pub use npy_format::{NpyFile, NpyFormat};
 pub use output::Output;
 pub use reader::{slice_at, ByteReader};
