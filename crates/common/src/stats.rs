@@ -176,7 +176,7 @@ impl Stats {
 }
 
 /// The fill (no-data) value an array declares in its [`ArrayInfo::attrs`], as each format
-/// defines it (docs/formats/<format>.md, "stats"):
+/// defines it (`docs/formats/<format>.md`, "stats"):
 /// - GVRS: the element's `fill` (`fill_int` for the int32 codes of an integer-coded float
 ///   element read with `--codes`); NaN for float elements by default;
 /// - VDS: with `useNoValue`, the channel's `noValue` (as f32 for float channels; stored U8/U16
