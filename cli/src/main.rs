@@ -3,7 +3,9 @@
 //! The contract (commands, exit codes, JSON shape) is `docs/cli.md`; the formats plug in through
 //! `rasterpack_common::Format` and are listed once, in the library (`rasterpack::formats()`).
 
+mod diff;
 mod output;
+mod stats;
 mod stdio;
 
 use std::path::PathBuf;
@@ -60,6 +62,63 @@ enum Command {
     Validate(ValidateArgs),
     /// Convert an array between formats (e.g. VOLP -> .npy), or repair a FOLD file.
     Convert(Box<ConvertArgs>),
+    /// Value statistics per array: counts of fill/NaN/inf cells, min, max, mean, std, sum,
+    /// histogram.
+    Stats(StatsArgs),
+    /// Compare two arrays cell by cell (across formats): exit 0 when equal within the
+    /// tolerance, 1 when not.
+    Diff(DiffArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// First input (its array is side A).
+    #[arg(value_name = "A")]
+    a: PathBuf,
+    /// Second input (side B; relative differences are relative to its values).
+    #[arg(value_name = "B")]
+    b: PathBuf,
+    /// Which array of A (as `convert --element`).
+    #[arg(long, value_name = "NAME")]
+    element_a: Option<String>,
+    /// Which array of B.
+    #[arg(long, value_name = "NAME")]
+    element_b: Option<String>,
+    /// Absolute tolerance: cells are equal when |a - b| <= atol + rtol * |b| (numpy.isclose);
+    /// NaN equals NaN.
+    #[arg(long, value_name = "X", default_value_t = 0.0)]
+    atol: f64,
+    /// Relative tolerance (see --atol).
+    #[arg(long, value_name = "Y", default_value_t = 0.0)]
+    rtol: f64,
+    /// Write one JSON document.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    /// Write one JSON document (schema in docs/schema/report.schema.json).
+    #[arg(long)]
+    json: bool,
+    /// Only this array (GVRS element, UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY`, VDS
+    /// channel); default: every array of the file.
+    #[arg(long, value_name = "NAME")]
+    element: Option<String>,
+    /// Only a box of the array, as numpy slices in `convert`'s axis order (as `convert
+    /// --region`).
+    #[arg(long, value_name = "SLICES", allow_hyphen_values = true)]
+    region: Option<String>,
+    /// VDS level of detail (0 = full resolution).
+    #[arg(long, value_name = "N")]
+    lod: Option<u32>,
+    /// Also count the valid cells in BINS equal bins over [min, max] (numpy.histogram; reads
+    /// the array a second time).
+    #[arg(long, value_name = "BINS")]
+    histogram: Option<u64>,
+    /// Files, directories (object-store VDS datasets), or `-` for standard input.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -109,6 +168,7 @@ fn main() -> ExitCode {
         Command::Inspect(_) => true,
         Command::Validate(a) => !a.quiet,
         Command::Convert(a) => a.output.as_os_str() == "-",
+        Command::Stats(_) | Command::Diff(_) => true,
     };
     if writes_stdout && stdio::stdout_was_closed() {
         // A report or data with nowhere to go is lost work, never a success.
@@ -121,6 +181,8 @@ fn main() -> ExitCode {
             output::run_reports(output::Mode::Validate { strict: a.strict }, &a.paths, a.json, a.quiet)
         }
         Command::Convert(a) => convert::run(&a),
+        Command::Stats(a) => stats::run(&a),
+        Command::Diff(a) => diff::run(&a),
     };
     match outcome {
         Outcome::Code(c) => ExitCode::from(c),

@@ -68,7 +68,7 @@ pub fn worst(a: u8, b: u8) -> u8 {
 }
 
 /// The version of the `--json` document's shape (docs/schema/report.schema.json).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Inspect or validate one input, as `rasterpack inspect`/`validate` do for each path: a file
 /// that cannot be opened or detected is a report with one finding, never an `Err`. `progress`

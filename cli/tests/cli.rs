@@ -266,7 +266,7 @@ fn every_format_speaks_one_vocabulary() {
         for path in &files {
             let o = run(&[cmd, "--json", path.to_str().unwrap()]);
             let doc: Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
-            assert_eq!(doc["schema_version"], 2);
+            assert_eq!(doc["schema_version"], 3);
             let file = &doc["files"][0];
             let format = file["format"].as_str().unwrap_or("");
             let summary = &file["summary"];

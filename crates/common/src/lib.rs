@@ -72,6 +72,7 @@
 pub mod any;
 pub mod array;
 pub mod blocks;
+pub mod diff;
 pub mod error;
 pub mod finding;
 pub mod format;
@@ -86,6 +87,7 @@ pub mod npy_format;
 pub mod output;
 pub mod reader;
 pub mod source;
+pub mod stats;
 pub mod stream;
 #[doc(hidden)]
 pub mod testkit;

@@ -8,7 +8,7 @@
 use rasterpack_common::npy::{self, NpyWriter};
 use rasterpack_common::npy_cases::{expected, npy_file, regions, stored, KINDS, SHAPES};
 use rasterpack_common::{
-    f16_to_f64, ArrayFile, ArrayRequest, ArraySink, DType, Limits, NdArray, NpyFile, Output, Region, RegionSpec,
+    f16_to_f64, ArrayRequest, ArraySink, DType, Limits, NdArray, NpyFile, Output, Region, RegionSpec,
 };
 
 #[test]

@@ -5,9 +5,7 @@
 //! independently of the reader.
 
 use rasterpack_common::npy_cases::{expected, npy_case, regions, KINDS, SHAPES};
-use rasterpack_common::{
-    ArrayFile, ArrayInfo, ArrayRequest, ArraySink, DType, Limits, MemorySink, Region, RegionSpec, Result,
-};
+use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, DType, Limits, MemorySink, Region, RegionSpec, Result};
 use rasterpack_fold::npz::{self, crc32};
 use rasterpack_fold::{FoldBuilder, FoldChunkOptions, FoldCompression, FoldFile};
 

@@ -2,8 +2,8 @@
 //! unsupported on every path and never read as plaintext (item 5).
 
 use rasterpack_common::{
-    ArrayFile, ArrayInfo, ArrayRequest, ArraySink, DType, ErrorKind, Format, Input, InspectOptions, Limits, NdArray,
-    Region, Severity, ValidateOptions,
+    ArrayInfo, ArrayRequest, ArraySink, DType, ErrorKind, Format, Input, InspectOptions, Limits, NdArray, Region,
+    Severity, ValidateOptions,
 };
 use rasterpack_fold::npz;
 use rasterpack_fold::{FoldBuilder, FoldChunkOptions, FoldCompression, FoldFile, FoldFormat};

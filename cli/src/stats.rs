@@ -1,0 +1,293 @@
+//! `stats FILE...`: the value statistics of each array (`rasterpack_common::stats` computes
+//! them while the array streams; this module only chooses the arrays and prints).
+
+use std::io::Write;
+use std::path::Path;
+
+use rasterpack_common::json::fmt_f64;
+use rasterpack_common::stats::{self, Stats};
+use rasterpack_common::{ArrayInfo, ArrayRequest, Error, Limits, RegionSpec, Report};
+use serde_json::{json, Map, Value};
+
+use crate::StatsArgs;
+use rasterpack::detect;
+use rasterpack::report::{exit_code_for, finding_json, worst, Outcome, SCHEMA_VERSION};
+
+/// One array's outcome.
+struct ArrayResult {
+    name: Option<String>,
+    /// What the source announced (or listed); `None` when the array could not be found.
+    info: Option<ArrayInfo>,
+    stats: Result<Stats, Error>,
+}
+
+/// One input's outcome.
+struct FileResult {
+    path: String,
+    format: Option<&'static str>,
+    /// Why the file could not be opened or its arrays listed.
+    error: Option<Error>,
+    arrays: Vec<ArrayResult>,
+    /// Arrays of the file past [`MAX_ARRAYS`], not computed.
+    omitted: usize,
+    exit_code: u8,
+}
+
+/// Without `--element`, the figures of at most this many arrays per file (the first ones the
+/// file lists; the others are counted), as `inspect` describes at most 4096 UDF tables: a file
+/// of 330,000 empty arrays must not hold 330,000 results in memory.
+const MAX_ARRAYS: usize = 4096;
+
+pub fn run(args: &StatsArgs) -> Outcome {
+    let limits = Limits::default();
+    let region = match args.region.as_deref().map(RegionSpec::parse).transpose() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rasterpack: stats: --region: {e}");
+            return Outcome::Code(2);
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut code = 0u8;
+    let mut files = Vec::new();
+    for path in &args.paths {
+        let result = process(args, path, region.as_ref(), &limits);
+        let path = &result.path;
+        code = worst(code, result.exit_code);
+        if let Some(e) = &result.error {
+            eprintln!("rasterpack: stats {path}: {e}");
+        }
+        for a in &result.arrays {
+            if let Err(e) = &a.stats {
+                eprintln!(
+                    "rasterpack: stats {path} {}: {e}",
+                    a.name.as_deref().unwrap_or("(array)")
+                );
+            }
+        }
+        if args.json {
+            files.push(file_json(&result));
+        } else if let Err(e) = out.write_all(render(&result).as_bytes()) {
+            return write_failed(&e);
+        }
+    }
+    if args.json {
+        let doc = json!({ "schema_version": SCHEMA_VERSION, "files": files });
+        let written = serde_json::to_writer_pretty(&mut out, &doc)
+            .map_err(std::io::Error::from)
+            .and_then(|_| out.write_all(b"\n"));
+        if let Err(e) = written {
+            return write_failed(&e);
+        }
+    }
+    if let Err(e) = out.flush() {
+        return write_failed(&e);
+    }
+    Outcome::Code(code)
+}
+
+fn write_failed(e: &std::io::Error) -> Outcome {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Outcome::BrokenPipe
+    } else {
+        eprintln!("rasterpack: writing the report: {e}");
+        Outcome::Code(2)
+    }
+}
+
+fn process(args: &StatsArgs, path: &Path, region: Option<&RegionSpec>, limits: &Limits) -> FileResult {
+    let mut result = FileResult {
+        path: path.display().to_string(),
+        format: None,
+        error: None,
+        arrays: Vec::new(),
+        omitted: 0,
+        exit_code: 0,
+    };
+    let fail = |mut r: FileResult, e: Error| {
+        r.exit_code = exit_code_for(e.kind);
+        r.error = Some(e);
+        r
+    };
+    let input = match detect::open(path, limits) {
+        Ok(i) => i,
+        Err(e) => return fail(result, e),
+    };
+    let format = match detect::detect(&input) {
+        Ok(f) => f,
+        Err(e) => return fail(result, e),
+    };
+    result.format = Some(format.name());
+    let file = match format.open(input, *limits) {
+        Ok(f) => f,
+        Err(e) => return fail(result, e.in_format(format.name())),
+    };
+    // The arrays asked for, or every array the file lists.
+    let listed = match file.arrays() {
+        Ok(a) => a,
+        Err(e) => return fail(result, e.in_format(format.name())),
+    };
+    // With --element, the reader itself finds the array (or says why it cannot).
+    let chosen: Vec<Option<String>> = match &args.element {
+        Some(name) => vec![Some(name.clone())],
+        None => {
+            result.omitted = listed.len().saturating_sub(MAX_ARRAYS);
+            listed.into_iter().take(MAX_ARRAYS).map(|a| a.name).collect()
+        }
+    };
+    for name in chosen {
+        let req = ArrayRequest {
+            element: name.clone(),
+            region: region.cloned(),
+            lod: args.lod.unwrap_or(0),
+            limits: *limits,
+            ..ArrayRequest::default()
+        };
+        let mut announced: Option<ArrayInfo> = None;
+        // The second pass (the histogram) announces the same array again.
+        let stats = stats::compute(
+            |sink| {
+                let mut tap = Tap {
+                    inner: sink,
+                    info: &mut announced,
+                };
+                file.stream(&req, &mut tap)
+            },
+            args.histogram,
+        );
+        if let Err(e) = &stats {
+            result.exit_code = worst(result.exit_code, exit_code_for(e.kind));
+        }
+        result.arrays.push(ArrayResult {
+            name,
+            info: announced,
+            stats,
+        });
+    }
+    result
+}
+
+/// Passes everything on and keeps what the source announced (the dtype and shape of the
+/// region actually read).
+struct Tap<'a, 'b> {
+    inner: &'a mut dyn rasterpack_common::ArraySink,
+    info: &'b mut Option<ArrayInfo>,
+}
+
+impl rasterpack_common::ArraySink for Tap<'_, '_> {
+    fn begin(&mut self, info: &ArrayInfo) -> rasterpack_common::Result<()> {
+        *self.info = Some(ArrayInfo {
+            attrs: Map::new(),
+            ..info.clone()
+        });
+        self.inner.begin(info)
+    }
+    fn random_access(&self) -> bool {
+        self.inner.random_access()
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> rasterpack_common::Result<()> {
+        self.inner.write_at(offset, data)
+    }
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> rasterpack_common::Result<()> {
+        self.inner.fill_at(offset, len, pattern)
+    }
+    fn finish(&mut self) -> rasterpack_common::Result<()> {
+        self.inner.finish()
+    }
+}
+
+fn file_json(r: &FileResult) -> Value {
+    let mut obj = Map::new();
+    obj.insert("path".into(), Value::from(r.path.clone()));
+    obj.insert("format".into(), r.format.map(Value::from).unwrap_or(Value::Null));
+    obj.insert("checked".into(), Value::from("values"));
+    obj.insert("unsupported".into(), Value::from(r.exit_code == 3));
+    obj.insert("exit_code".into(), Value::from(r.exit_code));
+    let mut report = Report::new(r.format.unwrap_or(""));
+    if let Some(e) = &r.error {
+        report.fail(e);
+    }
+    for a in &r.arrays {
+        if let Err(e) = &a.stats {
+            report.fail(e);
+        }
+    }
+    let findings: Vec<Value> = report.findings.iter().map(finding_json).collect();
+    obj.insert("findings".into(), Value::Array(findings));
+    obj.insert("findings_omitted".into(), Value::Array(Vec::new()));
+    obj.insert("summary".into(), Value::Object(Map::new()));
+    let arrays = r
+        .arrays
+        .iter()
+        .map(|a| {
+            json!({
+                "name": a.name,
+                "dtype": a.info.as_ref().map(|i| i.dtype.name()),
+                "shape": a.info.as_ref().map(|i| i.shape.clone()),
+                "stats": a.stats.as_ref().map(Stats::to_json).unwrap_or(Value::Null),
+            })
+        })
+        .collect();
+    obj.insert("stats".into(), Value::Array(arrays));
+    obj.insert("arrays_omitted".into(), Value::from(r.omitted));
+    Value::Object(obj)
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map(fmt_f64).unwrap_or_else(|| "-".into())
+}
+
+fn render(r: &FileResult) -> String {
+    let mut s = format!("{} ({})\n", r.path, r.format.unwrap_or("unreadable"));
+    for a in &r.arrays {
+        let name = a.name.as_deref().unwrap_or("(array)");
+        match &a.info {
+            Some(info) => {
+                let shape: Vec<String> = info.shape.iter().map(u64::to_string).collect();
+                s += &format!("  {name}  {} ({})\n", info.dtype.name(), shape.join(" x "));
+            }
+            None => s += &format!("  {name}\n"),
+        }
+        let st = match &a.stats {
+            Ok(st) => st,
+            Err(e) => {
+                s += &format!("    error: {e}\n");
+                continue;
+            }
+        };
+        let fill = st
+            .fill
+            .map(|f| format!(" (fill value {})", fmt_f64(f)))
+            .unwrap_or_default();
+        s += &format!(
+            "    cells {}: valid {}, fill {}{fill}, NaN {}, inf {}\n",
+            st.count, st.valid_count, st.fill_count, st.nan_count, st.inf_count
+        );
+        s += &format!(
+            "    min {}  max {}  mean {}  std {}  sum {}\n",
+            opt(st.min),
+            opt(st.max),
+            opt(st.mean),
+            opt(st.std),
+            fmt_f64(st.sum)
+        );
+        if let Some(h) = &st.histogram {
+            let counts: Vec<String> = h.counts.iter().map(u64::to_string).collect();
+            s += &format!(
+                "    histogram of {} bins over [{}, {}]: {}\n",
+                h.counts.len(),
+                fmt_f64(h.min),
+                fmt_f64(h.max),
+                counts.join(" ")
+            );
+        }
+    }
+    if r.omitted > 0 {
+        s += &format!(
+            "  ... and {} more arrays not computed (stats computes the first {MAX_ARRAYS}; choose one with --element)\n",
+            r.omitted
+        );
+    }
+    s
+}

@@ -1,0 +1,288 @@
+//! `rasterpack stats` against numpy: every array of every testdata file and public corpus file
+//! that reads, converted to `.npy` with the same flags, and numpy's figures over
+//! `a[np.isfinite(a)]` less the fill value (exact counts, min, max and histogram, 1e-12 relative
+//! mean, std and sum). numpy runs from `$RASTERPACK_PYTHON` (the venv of `.ci/venv.sh`); without
+//! it the test says it skips, and fails under CI=true.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+use support::{check, run, s, scratch};
+
+const BINS: u64 = 16;
+
+/// numpy's figures for each job `{"npy", "fill", "bins"}` read from stdin, as one JSON list.
+const NUMPY_FIGURES: &str = r#"
+import json, sys
+import numpy as np
+out = []
+for job in json.load(sys.stdin):
+    a = np.load(job["npy"]).ravel()
+    fill = job["fill"]
+    fill = None if fill is None else float(fill) if not isinstance(fill, str) else float(fill.replace("Infinity", "inf"))
+    if fill is None:
+        is_fill = np.zeros(a.shape, bool)
+    elif np.isnan(fill):
+        is_fill = np.isnan(a)
+    else:
+        is_fill = a == fill
+    finite = np.isfinite(a)
+    cells = a[finite & ~is_fill].astype(np.float64)
+    r = {"count": int(a.size), "valid_count": int(cells.size), "fill_count": int(is_fill.sum()),
+         "nan_count": int(np.isnan(a).sum()), "inf_count": int(np.isinf(a).sum()),
+         "sum": float(cells.sum())}
+    if cells.size:
+        lo, hi = float(cells.min()), float(cells.max())
+        r.update(min=lo, max=hi, mean=float(cells.mean()), std=float(cells.std()))
+    else:
+        lo, hi = 0.0, 1.0
+        r.update(min=None, max=None, mean=None, std=None)
+    counts, edges = np.histogram(cells, job["bins"], (lo, hi))
+    r["histogram"] = {"min": float(edges[0]), "max": float(edges[-1]), "counts": [int(c) for c in counts]}
+    out.append(r)
+def plain(v):
+    # the CLI contract's strings for non-finite floats
+    if isinstance(v, float) and not np.isfinite(v):
+        return "NaN" if np.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    return v
+json.dump(plain(out), sys.stdout, allow_nan=False)
+"#;
+
+fn python() -> Option<PathBuf> {
+    match std::env::var_os("RASTERPACK_PYTHON") {
+        Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
+        _ => {
+            if std::env::var_os("CI").is_some_and(|v| v == "true") {
+                panic!(
+                    "the numpy comparison needs RASTERPACK_PYTHON (.ci/venv.sh), and CI=true does not allow the skip"
+                );
+            }
+            rasterpack_common::testkit::skip("needs numpy: RASTERPACK_PYTHON is not set (source .ci/venv.sh)");
+            None
+        }
+    }
+}
+
+fn numpy_figures(python: &Path, jobs: &[Value]) -> Vec<Value> {
+    use std::io::Write;
+    let mut child = Command::new(python)
+        .args(["-c", NUMPY_FIGURES])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run python");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(serde_json::to_string(jobs).unwrap().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "numpy failed");
+    serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap()
+}
+
+fn f(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) if s == "NaN" => Some(f64::NAN),
+        Value::String(s) if s == "Infinity" => Some(f64::INFINITY),
+        Value::String(s) if s == "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => None,
+    }
+}
+
+fn close(ours: f64, theirs: f64, scale: f64) -> bool {
+    ours == theirs || (ours - theirs).abs() <= 1e-12 * theirs.abs().max(scale)
+}
+
+/// The files the comparison covers: testdata and the public corpus folders (not `hostile/`
+/// or `edges/`, whose files are there to be refused or to read specially).
+fn inputs() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut dirs = vec![root.join("testdata")];
+    if let Some(corpus) = rasterpack_common::testkit::corpus_dir("") {
+        for sub in ["volp", "gvrs", "udf", "fold", "vds"] {
+            dirs.push(corpus.join(sub));
+        }
+    }
+    let mut files = Vec::new();
+    let mut stack = dirs;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                // An object-store VDS dataset is a folder holding a layout document.
+                if p.join("VolumeDataLayout").exists() || p.join("LayerStatus").exists() {
+                    files.push(p);
+                } else {
+                    stack.push(p);
+                }
+            } else if !p
+                .extension()
+                .is_some_and(|x| x == "md" || x == "json" || x == "txt" || x == "py" || x == "raw")
+            {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn stats_agree_with_numpy_on_every_testdata_and_corpus_array() {
+    let Some(python) = python() else { return };
+    let dir = scratch("stats", "numpy");
+    let bins = BINS.to_string();
+    let mut jobs = Vec::new();
+    let mut ours = Vec::new();
+    for file in inputs() {
+        let path = s(&file);
+        let r = run(&["stats", "--json", "--histogram", &bins, path]);
+        let Ok(doc) = serde_json::from_str::<Value>(&r.stdout()) else {
+            continue;
+        };
+        let entry = &doc["files"][0];
+        for a in entry["stats"].as_array().into_iter().flatten() {
+            if a["stats"].is_null() {
+                continue;
+            }
+            let npy = dir.join(format!("{}.npy", jobs.len()));
+            let mut args = vec!["convert", path, s(&npy), "--force"];
+            let name = a["name"].as_str().map(str::to_string);
+            if let Some(n) = &name {
+                args.extend(["--element", n.as_str()]);
+            }
+            let c = run(&args);
+            if c.code() != Some(0) {
+                // An array `convert` cannot write to .npy (a UDF text table, ...) has no numpy
+                // figures to compare; stats read it, so it must be a target-side refusal.
+                assert!(!c.stderr().is_empty());
+                continue;
+            }
+            jobs.push(json!({"npy": s(&npy), "fill": a["stats"]["fill"], "bins": BINS}));
+            ours.push((format!("{path} {name:?}"), a["stats"].clone()));
+        }
+    }
+    assert!(jobs.len() >= 20, "only {} arrays compared", jobs.len());
+    let theirs = numpy_figures(&python, &jobs);
+    let mut failures = Vec::new();
+    for ((what, o), t) in ours.iter().zip(&theirs) {
+        for k in ["count", "valid_count", "fill_count", "nan_count", "inf_count"] {
+            if o[k] != t[k] {
+                failures.push(format!("{what}: {k} {} vs numpy {}", o[k], t[k]));
+            }
+        }
+        for k in ["min", "max"] {
+            if f(&o[k]) != f(&t[k]) {
+                failures.push(format!("{what}: {k} {} vs numpy {}", o[k], t[k]));
+            }
+        }
+        let mean = f(&t["mean"]).unwrap_or(0.0).abs();
+        for (k, scale) in [("mean", 0.0), ("std", mean * 1e-3), ("sum", 0.0)] {
+            match (f(&o[k]), f(&t[k])) {
+                (Some(a), Some(b)) if close(a, b, scale) => {}
+                (None, None) => {}
+                (a, b) => failures.push(format!("{what}: {k} {a:?} vs numpy {b:?}")),
+            }
+        }
+        let (oh, th) = (&o["histogram"], &t["histogram"]);
+        if oh["counts"] != th["counts"] || f(&oh["min"]) != f(&th["min"]) || f(&oh["max"]) != f(&th["max"]) {
+            failures.push(format!("{what}: histogram {oh} vs numpy {th}"));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        failures.is_empty(),
+        "{} of {} arrays differ from numpy:\n{}",
+        failures.len(),
+        jobs.len(),
+        failures.join("\n")
+    );
+    eprintln!("stats agree with numpy on {} arrays", jobs.len());
+}
+
+#[test]
+fn stats_json_has_every_key_and_the_schema_version() {
+    let r = check(
+        &[
+            "stats",
+            "--json",
+            "--histogram",
+            "3",
+            "../testdata/gvrs/crafted_all_types.gvrs",
+        ],
+        0,
+    );
+    let doc: Value = serde_json::from_str(&r.stdout()).unwrap();
+    assert_eq!(doc["schema_version"], 3);
+    let a = &doc["files"][0]["stats"][0];
+    assert_eq!((a["name"].as_str(), a["dtype"].as_str()), (Some("a"), Some("int32")));
+    for k in [
+        "count",
+        "valid_count",
+        "fill_count",
+        "nan_count",
+        "inf_count",
+        "min",
+        "max",
+        "mean",
+        "std",
+        "sum",
+        "histogram",
+    ] {
+        assert!(a["stats"].get(k).is_some(), "no {k}");
+    }
+    // Element a of crafted_all_types: fill -9999 (its header), 15 unwritten cells of 63.
+    assert_eq!(a["stats"]["fill"], -9999.0);
+    assert_eq!(
+        (a["stats"]["count"].as_u64(), a["stats"]["fill_count"].as_u64()),
+        (Some(63), Some(15))
+    );
+    assert_eq!(a["stats"]["histogram"]["bins"], 3);
+}
+
+#[test]
+fn stats_of_a_missing_element_and_a_bad_file_exit_like_convert() {
+    let r = run(&["stats", "--element", "nope", "../testdata/gvrs/crafted_all_types.gvrs"]);
+    assert_eq!(r.code(), Some(2), "{}", r.stderr());
+    let r = run(&["stats", "../testdata/volp/invalid_truncated_body.volp"]);
+    assert_eq!(r.code(), Some(1), "{}", r.stderr());
+}
+
+/// The hostile corpus's top folder. `hostile/more/` is left out: opening
+/// `fold_zip64_330000_empty_members.fold` alone costs 285 MiB (as much under `convert`), a FOLD
+/// reader matter that `stats` inherits, not adds to.
+#[test]
+fn stats_stays_within_the_memory_bound_on_the_hostile_corpus() {
+    let Some(dir) = rasterpack_common::testkit::corpus_dir("hostile") else {
+        return;
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && p.extension().is_none_or(|x| x != "md"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10);
+    for f in &files {
+        let r = run(&["stats", s(f)]);
+        assert!(
+            matches!(r.code(), Some(0..=3)),
+            "{}: exit {:?} {}",
+            f.display(),
+            r.code(),
+            r.stderr()
+        );
+        support::check_bound(&["stats", s(f)], &r);
+        assert!(r.elapsed.as_secs() < 60, "{}: {:?}", f.display(), r.elapsed);
+    }
+}

@@ -1,0 +1,664 @@
+//! Value statistics of an array (`rasterpack stats`): counts of fill/NoValue, NaN and infinite
+//! cells, min, max, mean, population standard deviation, sum and a numpy-compatible histogram
+//! over the valid cells, computed while the array streams through an [`ArraySink`], so any
+//! front (CLI, Python) gets the same figures from the same code.
+//!
+//! Determinism: the sink takes the array in C order ([`ArraySink::random_access`] is false),
+//! whatever order or thread count the source decodes with, and groups the valid values into
+//! fixed chunks of [`CHUNK`] values in that order. Each chunk's mean and squared deviations are
+//! computed in two passes over the chunk; chunks merge in order with Chan's formula (the
+//! variance) and a Neumaier-compensated sum (the sum and the mean). The same input therefore
+//! gives the same bits on 1 or N threads, and the figures agree with numpy's pairwise sums to
+//! about 1e-15 relative.
+//!
+//! Valid cells: finite and not equal to the array's fill value ([`fill_value`]). The histogram
+//! follows `numpy.histogram(cells.astype(float64), bins, (min, max))` bin for bin: the same
+//! `linspace` edges, the same index arithmetic and its corrections, the last bin closed on the
+//! right, and `(min - 0.5, max + 0.5)` when every valid cell holds one value.
+
+use serde_json::{Map, Value};
+
+use crate::array::DType;
+use crate::error::{Error, Result};
+use crate::json::f64_value;
+use crate::stream::{ArrayInfo, ArraySink};
+
+/// Valid values per chunk of the stable mean/variance (a fixed number, so that the grouping,
+/// and so the rounding, never depends on how the source delivers the bytes).
+pub const CHUNK: usize = 4096;
+
+/// The most histogram bins `stats` computes (the counts are held in memory).
+pub const MAX_BINS: u64 = 1 << 20;
+
+/// The figures of one array (see the module docs for which cells are valid).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stats {
+    /// Cells read (the product of the shape).
+    pub count: u64,
+    /// Finite cells that are not the fill value: the cells the figures below are over.
+    pub valid_count: u64,
+    /// Cells equal to the fill value (NaN matches a NaN fill); `0` without a fill value.
+    pub fill_count: u64,
+    /// NaN cells (fill or not).
+    pub nan_count: u64,
+    /// Infinite cells (fill or not).
+    pub inf_count: u64,
+    /// The fill value the array declares, when it declares one.
+    pub fill: Option<f64>,
+    /// Smallest valid value (`None` without valid cells).
+    pub min: Option<f64>,
+    /// Largest valid value.
+    pub max: Option<f64>,
+    /// Mean of the valid values.
+    pub mean: Option<f64>,
+    /// Population standard deviation (numpy's `std`, `ddof=0`) of the valid values.
+    pub std: Option<f64>,
+    /// Sum of the valid values (`0.0` without valid cells, as numpy's `sum` of nothing).
+    pub sum: f64,
+    /// The histogram, when asked for.
+    pub histogram: Option<Histogram>,
+}
+
+/// Counts of equal bins over `[min, max]` (numpy's `histogram`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Histogram {
+    /// The first edge.
+    pub min: f64,
+    /// The last edge (the last bin includes it).
+    pub max: f64,
+    /// Count per bin.
+    pub counts: Vec<u64>,
+}
+
+impl Histogram {
+    /// Equal bins over `[min, max]`, widened to `[min - 0.5, max + 0.5]` when `min == max`,
+    /// as numpy does.
+    pub fn new(bins: u64, min: f64, max: f64) -> Result<Histogram> {
+        if bins == 0 || bins > MAX_BINS {
+            return Err(Error::usage(format!(
+                "--histogram takes 1 to {MAX_BINS} bins, not {bins}"
+            )));
+        }
+        if !(min.is_finite() && max.is_finite()) || min > max {
+            return Err(Error::usage(format!(
+                "histogram range [{min}, {max}] is not a finite range"
+            )));
+        }
+        let (min, max) = if min == max { (min - 0.5, max + 0.5) } else { (min, max) };
+        Ok(Histogram {
+            min,
+            max,
+            counts: vec![0; bins as usize],
+        })
+    }
+
+    /// Edge `i` of `bins + 1`, as `numpy.linspace(min, max, bins + 1)` computes it: `i * step +
+    /// min` with `step = (max - min) / bins` (or `i / bins * delta + min` when the step
+    /// underflows to 0), and exactly `max` last.
+    pub fn edge(&self, i: usize) -> f64 {
+        let bins = self.counts.len();
+        if i >= bins {
+            return self.max;
+        }
+        let delta = self.max - self.min;
+        let step = delta / bins as f64;
+        if step == 0.0 {
+            (i as f64 / bins as f64) * delta + self.min
+        } else {
+            i as f64 * step + self.min
+        }
+    }
+
+    /// The bin of `x` (within `[min, max]`), with numpy's arithmetic and corrections.
+    pub fn bin(&self, x: f64) -> usize {
+        let bins = self.counts.len();
+        let f = ((x - self.min) / (self.max - self.min)) * bins as f64;
+        // numpy casts to intp (truncation); x >= min so f >= 0.
+        let mut i = if f.is_finite() && f >= 0.0 {
+            (f as u64).min(bins as u64) as usize
+        } else {
+            0
+        };
+        if i == bins {
+            i -= 1;
+        }
+        if x < self.edge(i) && i > 0 {
+            i -= 1;
+        }
+        if i != bins - 1 && x >= self.edge(i + 1) {
+            i += 1;
+        }
+        i
+    }
+
+    fn add(&mut self, x: f64) {
+        if x >= self.min && x <= self.max {
+            let i = self.bin(x);
+            self.counts[i] += 1;
+        }
+    }
+
+    /// `{"bins", "min", "max", "counts"}`.
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("bins".into(), Value::from(self.counts.len() as u64));
+        m.insert("min".into(), f64_value(self.min));
+        m.insert("max".into(), f64_value(self.max));
+        m.insert("counts".into(), Value::from(self.counts.clone()));
+        Value::Object(m)
+    }
+}
+
+impl Stats {
+    /// The figures as the report's JSON object: `count`, `valid_count`, `fill_count`,
+    /// `nan_count`, `inf_count`, `min`, `max`, `mean`, `std`, `sum`, `histogram` (`null` when
+    /// not asked for or without valid cells), and `fill` (the fill value, or `null`).
+    pub fn to_json(&self) -> Value {
+        let opt = |v: Option<f64>| v.map(f64_value).unwrap_or(Value::Null);
+        let mut m = Map::new();
+        m.insert("count".into(), Value::from(self.count));
+        m.insert("valid_count".into(), Value::from(self.valid_count));
+        m.insert("fill_count".into(), Value::from(self.fill_count));
+        m.insert("nan_count".into(), Value::from(self.nan_count));
+        m.insert("inf_count".into(), Value::from(self.inf_count));
+        m.insert("fill".into(), opt(self.fill));
+        m.insert("min".into(), opt(self.min));
+        m.insert("max".into(), opt(self.max));
+        m.insert("mean".into(), opt(self.mean));
+        m.insert("std".into(), opt(self.std));
+        m.insert("sum".into(), f64_value(self.sum));
+        m.insert(
+            "histogram".into(),
+            self.histogram.as_ref().map(Histogram::to_json).unwrap_or(Value::Null),
+        );
+        Value::Object(m)
+    }
+}
+
+/// The fill (no-data) value an array declares in its [`ArrayInfo::attrs`], as each format
+/// defines it (`docs/formats/<format>.md`, "stats"):
+/// - GVRS: the element's `fill` (`fill_int` for the int32 codes of an integer-coded float
+///   element read with `--codes`); NaN for float elements by default;
+/// - VDS: with `useNoValue`, the channel's `noValue` (as f32 for float channels; stored U8/U16
+///   codes use the NoValue code 255 / 65535, physical values the dequantized `noValue`);
+/// - VOLP, UDF, FOLD, `.npy`: none (those formats declare no fill value).
+pub fn fill_value(info: &ArrayInfo) -> Option<f64> {
+    let num = |v: &Value| -> Option<f64> {
+        match v {
+            Value::Number(n) => n.as_f64(),
+            Value::String(s) if s == "NaN" => Some(f64::NAN),
+            Value::String(s) if s == "Infinity" => Some(f64::INFINITY),
+            Value::String(s) if s == "-Infinity" => Some(f64::NEG_INFINITY),
+            _ => None,
+        }
+    };
+    let a = &info.attrs;
+    // GVRS: the element's attributes sit at the top level (one element).
+    if a.contains_key("type_code") {
+        let int_coded = a.get("type").and_then(Value::as_str) == Some("int_coded_float") || a.contains_key("fill_int");
+        if int_coded && info.dtype == DType::I32 {
+            return a.get("fill_int").and_then(num);
+        }
+        return a.get("fill").and_then(num);
+    }
+    if let Some(Value::Object(ch)) = a.get("channel") {
+        if ch.get("use_no_value").and_then(Value::as_bool) != Some(true) {
+            return None;
+        }
+        let nv = ch.get("no_value").and_then(num)?;
+        return match info.dtype {
+            DType::U8 => Some(255.0),
+            DType::U16 => Some(65535.0),
+            DType::F32 => Some(nv as f32 as f64),
+            _ => Some(nv),
+        };
+    }
+    None
+}
+
+/// What a pass over the cells does with them.
+#[derive(Debug)]
+enum Pass {
+    /// Counts, min, max, sum, mean and variance.
+    Figures,
+    /// The histogram over the valid cells (the range known from the first pass).
+    Histogram(Histogram),
+}
+
+/// The sink of one pass: takes the array in C order and classifies every cell.
+#[derive(Debug)]
+pub struct StatsSink {
+    pass: Pass,
+    fill: Option<f64>,
+    dtype: Option<DType>,
+    /// The bytes of a value split across two writes.
+    carry: Vec<u8>,
+    position: u64,
+    values: Vec<f64>,
+    chunk: Vec<f64>,
+    count: u64,
+    fill_count: u64,
+    nan_count: u64,
+    inf_count: u64,
+    min: f64,
+    max: f64,
+    valid: u64,
+    /// Neumaier sum and its compensation.
+    sum: f64,
+    comp: f64,
+    /// Chan's running mean and sum of squared deviations over the merged chunks.
+    mean: f64,
+    m2: f64,
+}
+
+impl StatsSink {
+    fn new(pass: Pass, fill: Option<f64>) -> StatsSink {
+        StatsSink {
+            pass,
+            fill,
+            dtype: None,
+            carry: Vec::new(),
+            position: 0,
+            values: Vec::with_capacity(CHUNK),
+            chunk: Vec::with_capacity(CHUNK),
+            count: 0,
+            fill_count: 0,
+            nan_count: 0,
+            inf_count: 0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            valid: 0,
+            sum: 0.0,
+            comp: 0.0,
+            mean: 0.0,
+            m2: 0.0,
+        }
+    }
+
+    /// Classify `v` and account for it.
+    #[inline]
+    fn cell(&mut self, v: f64) {
+        let is_fill = match self.fill {
+            Some(f) if f.is_nan() => v.is_nan(),
+            Some(f) => v == f,
+            None => false,
+        };
+        if !v.is_finite() {
+            if v.is_nan() {
+                self.nan_count += 1;
+            } else {
+                self.inf_count += 1;
+            }
+            self.fill_count += is_fill as u64;
+            return;
+        }
+        if is_fill {
+            self.fill_count += 1;
+            return;
+        }
+        match &mut self.pass {
+            Pass::Figures => {
+                if v < self.min {
+                    self.min = v;
+                }
+                if v > self.max {
+                    self.max = v;
+                }
+                self.chunk.push(v);
+                if self.chunk.len() == CHUNK {
+                    self.merge_chunk();
+                }
+            }
+            Pass::Histogram(h) => h.add(v),
+        }
+    }
+
+    /// Fold the chunk's values into the running figures (two passes over the chunk, then
+    /// Chan's merge), in the order the chunks arrive.
+    fn merge_chunk(&mut self) {
+        let n = self.chunk.len();
+        if n == 0 {
+            return;
+        }
+        let s = pairwise_sum(&self.chunk);
+        let mean_b = s / n as f64;
+        let m2_b = pairwise_sq_dev(&self.chunk, mean_b);
+        // Neumaier: keep the low bits the running sum loses.
+        let t = self.sum + s;
+        self.comp += if self.sum.abs() >= s.abs() {
+            (self.sum - t) + s
+        } else {
+            (s - t) + self.sum
+        };
+        self.sum = t;
+        let na = self.valid as f64;
+        let nb = n as f64;
+        let total = na + nb;
+        let delta = mean_b - self.mean;
+        self.mean += delta * (nb / total);
+        self.m2 += m2_b + delta * delta * (na * nb / total);
+        self.valid += n as u64;
+        self.chunk.clear();
+    }
+
+    /// Decode whole values from `data` and account for each.
+    fn take(&mut self, mut data: &[u8]) -> Result<()> {
+        let dtype = self
+            .dtype
+            .ok_or_else(|| Error::usage("internal: stats got data before begin"))?;
+        let size = dtype.size();
+        if !self.carry.is_empty() {
+            let need = size - self.carry.len();
+            let n = need.min(data.len());
+            self.carry.extend_from_slice(&data[..n]);
+            data = &data[n..];
+            if self.carry.len() < size {
+                return Ok(());
+            }
+            let carry = std::mem::take(&mut self.carry);
+            self.decode_and_count(dtype, &carry);
+        }
+        let whole = data.len() / size * size;
+        for part in data[..whole].chunks(CHUNK * size) {
+            self.decode_and_count(dtype, part);
+        }
+        self.carry.extend_from_slice(&data[whole..]);
+        Ok(())
+    }
+
+    fn decode_and_count(&mut self, dtype: DType, bytes: &[u8]) {
+        let mut values = std::mem::take(&mut self.values);
+        values.clear();
+        decode_f64(dtype, bytes, &mut values);
+        self.count += values.len() as u64;
+        for &v in &values {
+            self.cell(v);
+        }
+        self.values = values;
+    }
+
+    /// The first pass's figures (the histogram is added by [`compute`]).
+    fn into_stats(mut self) -> Result<Stats> {
+        if !self.carry.is_empty() {
+            return Err(Error::usage("internal: the source delivered a partial value"));
+        }
+        self.merge_chunk();
+        let any = self.valid > 0;
+        let n = self.valid as f64;
+        Ok(Stats {
+            count: self.count,
+            valid_count: self.valid,
+            fill_count: self.fill_count,
+            nan_count: self.nan_count,
+            inf_count: self.inf_count,
+            fill: self.fill,
+            min: any.then_some(self.min),
+            max: any.then_some(self.max),
+            mean: any.then(|| (self.sum + self.comp) / n),
+            std: any.then(|| (self.m2 / n).max(0.0).sqrt()),
+            sum: self.sum + self.comp,
+            histogram: None,
+        })
+    }
+}
+
+impl ArraySink for StatsSink {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        require_real(info.dtype, "stats")?;
+        self.dtype = Some(info.dtype);
+        self.fill = fill_value(info);
+        Ok(())
+    }
+
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        if offset != self.position {
+            return Err(Error::usage(format!(
+                "internal: stats got bytes at {offset} while at {}",
+                self.position
+            )));
+        }
+        self.position += data.len() as u64;
+        self.take(data)
+    }
+
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
+        // A run of one value that is not valid (a fill run, NaN): counted without a pass over
+        // its cells, so an all-fill grid of 2^30 cells costs nothing per cell.
+        if let Some(dtype) = self.dtype {
+            if pattern.len() == dtype.size() && self.carry.is_empty() && len.is_multiple_of(pattern.len() as u64) {
+                let mut one = Vec::with_capacity(1);
+                decode_f64(dtype, pattern, &mut one);
+                let v = one[0];
+                let n = len / pattern.len() as u64;
+                let is_fill = match self.fill {
+                    Some(f) if f.is_nan() => v.is_nan(),
+                    Some(f) => v == f,
+                    None => false,
+                };
+                if is_fill || !v.is_finite() {
+                    if offset != self.position {
+                        return Err(Error::usage(format!(
+                            "internal: stats got bytes at {offset} while at {}",
+                            self.position
+                        )));
+                    }
+                    self.position += len;
+                    self.count += n;
+                    self.fill_count += if is_fill { n } else { 0 };
+                    if v.is_nan() {
+                        self.nan_count += n;
+                    } else if v.is_infinite() {
+                        self.inf_count += n;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        crate::stream::fill_by_chunks(self, offset, len, pattern)
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Sum with pairwise halving below 8-wide blocks (error grows with log n, not n).
+fn pairwise_sum(v: &[f64]) -> f64 {
+    if v.len() <= 128 {
+        let mut acc = [0.0f64; 8];
+        let mut it = v.chunks_exact(8);
+        for c in &mut it {
+            for (a, x) in acc.iter_mut().zip(c) {
+                *a += x;
+            }
+        }
+        let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        for &x in it.remainder() {
+            s += x;
+        }
+        return s;
+    }
+    let half = v.len() / 2 / 8 * 8;
+    pairwise_sum(&v[..half]) + pairwise_sum(&v[half..])
+}
+
+/// Sum of `(x - mean)^2`, pairwise like [`pairwise_sum`].
+fn pairwise_sq_dev(v: &[f64], mean: f64) -> f64 {
+    if v.len() <= 128 {
+        let mut acc = [0.0f64; 8];
+        let mut it = v.chunks_exact(8);
+        for c in &mut it {
+            for (a, x) in acc.iter_mut().zip(c) {
+                let d = x - mean;
+                *a += d * d;
+            }
+        }
+        let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        for &x in it.remainder() {
+            s += (x - mean) * (x - mean);
+        }
+        return s;
+    }
+    let half = v.len() / 2 / 8 * 8;
+    pairwise_sq_dev(&v[..half], mean) + pairwise_sq_dev(&v[half..], mean)
+}
+
+/// Little-endian values of `dtype` as f64 (exact for every type but 64-bit integers beyond
+/// 2^53, which round to the nearest f64 as numpy's `astype(float64)` does).
+pub(crate) fn decode_f64(dtype: DType, d: &[u8], out: &mut Vec<f64>) {
+    macro_rules! le {
+        ($t:ty, $n:expr) => {
+            out.extend(d.chunks_exact($n).map(|c| {
+                let mut b = [0u8; $n];
+                b.copy_from_slice(c);
+                <$t>::from_le_bytes(b) as f64
+            }))
+        };
+    }
+    match dtype {
+        DType::Bool | DType::U8 => out.extend(d.iter().map(|&v| v as f64)),
+        DType::I8 => out.extend(d.iter().map(|&v| v as i8 as f64)),
+        DType::U16 => le!(u16, 2),
+        DType::I16 => le!(i16, 2),
+        DType::U32 => le!(u32, 4),
+        DType::I32 => le!(i32, 4),
+        DType::U64 => le!(u64, 8),
+        DType::I64 => le!(i64, 8),
+        DType::F32 => le!(f32, 4),
+        DType::F64 => le!(f64, 8),
+        DType::F16 => out.extend(
+            d.chunks_exact(2)
+                .map(|c| crate::array::f16_to_f64(u16::from_le_bytes([c[0], c[1]]))),
+        ),
+        // Never reached: `require_real` refuses complex arrays at `begin`. NaN, not a part of
+        // the value, should that ever change.
+        DType::C64 => out.extend(d.chunks_exact(8).map(|_| f64::NAN)),
+        DType::C128 => out.extend(d.chunks_exact(16).map(|_| f64::NAN)),
+    }
+}
+
+/// Statistics and differences are defined here over real values only: a complex array is
+/// unsupported (exit 3) rather than reduced to one of its parts.
+pub(crate) fn require_real(dtype: DType, what: &str) -> Result<()> {
+    if matches!(dtype, DType::C64 | DType::C128) {
+        return Err(Error::unsupported(
+            "request.complex_unsupported",
+            None,
+            format!("{what} of {} values is not supported", dtype.name()),
+        ));
+    }
+    Ok(())
+}
+
+/// The statistics of one array. `stream` delivers the array into the sink it is given (e.g.
+/// `|sink| format.stream_array(&input, &req, sink)`); it is called once, or twice with
+/// `histogram` (the second pass bins the valid cells between the first pass's min and max).
+pub fn compute(mut stream: impl FnMut(&mut dyn ArraySink) -> Result<()>, histogram: Option<u64>) -> Result<Stats> {
+    if let Some(bins) = histogram {
+        // Refuse a bad bin count before any work.
+        Histogram::new(bins, 0.0, 1.0)?;
+    }
+    let mut first = StatsSink::new(Pass::Figures, None);
+    stream(&mut first)?;
+    first.finish()?;
+    let mut stats = first.into_stats()?;
+    if let Some(bins) = histogram {
+        // numpy's range for no cells is (0, 1): every bin empty.
+        let (lo, hi) = match (stats.min, stats.max) {
+            (Some(lo), Some(hi)) => (lo, hi),
+            _ => (0.0, 1.0),
+        };
+        let h = Histogram::new(bins, lo, hi)?;
+        if stats.valid_count == 0 {
+            stats.histogram = Some(h);
+        } else {
+            let mut second = StatsSink::new(Pass::Histogram(h), None);
+            stream(&mut second)?;
+            second.finish()?;
+            if let Pass::Histogram(h) = second.pass {
+                stats.histogram = Some(h);
+            }
+        }
+    }
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::array::NdArray;
+
+    fn stats_of(a: &NdArray, bins: Option<u64>) -> Stats {
+        compute(
+            |sink| {
+                sink.begin(&ArrayInfo::of(a))?;
+                // Odd-sized writes: values split across writes must still count once.
+                let mut at = 0;
+                for part in a.data.chunks(7) {
+                    sink.write_at(at, part)?;
+                    at += part.len() as u64;
+                }
+                Ok(())
+            },
+            bins,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn counts_and_figures_of_a_small_float_array() {
+        let v = vec![1.0f32, f32::NAN, 3.0, f32::INFINITY, -2.0, 6.0];
+        let s = stats_of(&NdArray::from_vec(vec![2, 3], v).unwrap(), Some(4));
+        assert_eq!(
+            (s.count, s.valid_count, s.nan_count, s.inf_count, s.fill_count),
+            (6, 4, 1, 1, 0)
+        );
+        assert_eq!((s.min, s.max, s.sum), (Some(-2.0), Some(6.0), 8.0));
+        assert_eq!(s.mean, Some(2.0));
+        // population variance of 1, 3, -2, 6: (1 + 1 + 16 + 16) / 4 = 8.5
+        assert_eq!(s.std, Some(8.5f64.sqrt()));
+        // edges -2, 0, 2, 4, 6: -2 | 1 | 3 | 6 (last bin closed)
+        assert_eq!(s.histogram.unwrap().counts, vec![1, 1, 1, 1]);
+    }
+
+    #[test]
+    fn a_gvrs_fill_value_is_not_valid_and_a_fill_run_costs_no_cells() {
+        let mut info = ArrayInfo::new(DType::I32, vec![1 << 30]);
+        info.attrs.insert("type_code".into(), Value::from(0));
+        info.attrs.insert("fill".into(), Value::from(-9));
+        let s = compute(
+            |sink| {
+                sink.begin(&info)?;
+                sink.fill_at(0, 4 << 30, &(-9i32).to_le_bytes())
+            },
+            Some(3),
+        )
+        .unwrap();
+        assert_eq!((s.count, s.valid_count, s.fill_count), (1 << 30, 0, 1 << 30));
+        assert_eq!((s.min, s.mean, s.sum), (None, None, 0.0));
+        assert_eq!(s.histogram.unwrap().counts, vec![0, 0, 0]);
+    }
+
+    #[test]
+    fn one_value_widens_the_histogram_like_numpy() {
+        let s = stats_of(&NdArray::from_vec(vec![3], vec![5u8, 5, 5]).unwrap(), Some(2));
+        let h = s.histogram.unwrap();
+        assert_eq!((h.min, h.max, h.counts), (4.5, 5.5, vec![0, 3]));
+        assert_eq!(s.std, Some(0.0));
+    }
+
+    #[test]
+    fn the_result_does_not_depend_on_how_the_bytes_arrive() {
+        let v: Vec<f64> = (0..20_000).map(|i| ((i * 7919) % 1000) as f64 * 0.1 + 1e6).collect();
+        let a = NdArray::from_vec(vec![20_000], v).unwrap();
+        let whole = compute(
+            |sink| {
+                sink.begin(&ArrayInfo::of(&a))?;
+                sink.write_at(0, &a.data)
+            },
+            Some(10),
+        )
+        .unwrap();
+        assert_eq!(whole, stats_of(&a, Some(10)));
+    }
+}
