@@ -3,14 +3,35 @@
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
+use std::sync::OnceLock;
+
+use rasterpack_store::StoreOptions;
 
 use rasterpack_common::{Error, ErrorKind, Format, Input, Limits, DETECT_BYTES};
 
 use rasterpack_cli::registry;
 
-/// Open a path: `-` is standard input; FIFOs, devices and sockets are read as streams like
-/// standard input (their metadata has no length); anything else through [`Input::open`].
+/// `--storage-option` pairs for URLs, set once by `main` before any input is opened.
+static STORE_OPTIONS: OnceLock<StoreOptions> = OnceLock::new();
+
+/// Keep the `--storage-option` pairs for every URL opened later.
+pub fn set_store_options(opts: StoreOptions) {
+    let _ = STORE_OPTIONS.set(opts);
+}
+
+/// The `--storage-option` pairs (none when not set).
+pub fn store_options() -> StoreOptions {
+    STORE_OPTIONS.get().cloned().unwrap_or_default()
+}
+
+/// Open a path: `-` is standard input; a URL (`s3://`, `gs://`, `az://`, `http(s)://`,
+/// `file://`) through `rasterpack-store`, read by ranges; FIFOs, devices and sockets are read
+/// as streams like standard input (their metadata has no length); anything else through
+/// [`Input::open`].
 pub fn open(path: &str, limits: &Limits) -> Result<Input, Error> {
+    if rasterpack_store::is_url(path) {
+        return rasterpack_store::open(path, &store_options());
+    }
     if path == "-" {
         return read_stream("standard input", "-", std::io::stdin().lock(), limits);
     }

@@ -71,7 +71,13 @@ struct InspectArgs {
     /// Show everything (every chunk, whole JSON documents) instead of truncating.
     #[arg(long)]
     all: bool,
-    /// Files, directories (object-store VDS datasets), or `-` for standard input.
+    /// Object-store setting for URL inputs and outputs, `KEY=VALUE` (repeatable):
+    /// `object_store` keys such as aws_endpoint, allow_http, aws_region, plus max_requests,
+    /// max_retries, retry_timeout_secs. Overrides the environment (AWS_*, GOOGLE_*, AZURE_*).
+    #[arg(long = "storage-option", value_name = "KEY=VALUE")]
+    storage_option: Vec<String>,
+    /// Files, directories (object-store VDS datasets), URLs (s3://, gs://, az://, http(s)://,
+    /// file://; a URL ending in `/` validates every object under it), or `-` for standard input.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<String>,
 }
@@ -87,7 +93,13 @@ struct ValidateArgs {
     /// Print nothing on stdout; only the exit code tells the verdict.
     #[arg(long, short)]
     quiet: bool,
-    /// Files, directories (object-store VDS datasets), or `-` for standard input.
+    /// Object-store setting for URL inputs and outputs, `KEY=VALUE` (repeatable):
+    /// `object_store` keys such as aws_endpoint, allow_http, aws_region, plus max_requests,
+    /// max_retries, retry_timeout_secs. Overrides the environment (AWS_*, GOOGLE_*, AZURE_*).
+    #[arg(long = "storage-option", value_name = "KEY=VALUE")]
+    storage_option: Vec<String>,
+    /// Files, directories (object-store VDS datasets), URLs (s3://, gs://, az://, http(s)://,
+    /// file://; a URL ending in `/` validates every object under it), or `-` for standard input.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<String>,
 }
@@ -95,7 +107,12 @@ struct ValidateArgs {
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("subset").multiple(false)))]
 pub struct ConvertArgs {
-    /// Input file or directory (`-` for standard input).
+    /// Object-store setting for URL inputs and outputs, `KEY=VALUE` (repeatable):
+    /// `object_store` keys such as aws_endpoint, allow_http, aws_region, plus max_requests,
+    /// max_retries, retry_timeout_secs. Overrides the environment (AWS_*, GOOGLE_*, AZURE_*).
+    #[arg(long = "storage-option", value_name = "KEY=VALUE")]
+    storage_option: Vec<String>,
+    /// Input file, directory or URL (`-` for standard input).
     #[arg(value_name = "IN")]
     input: String,
     /// Output file (`-` for standard output, with --to); its format comes from --to or its
@@ -175,6 +192,18 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    let storage = match &cli.command {
+        Command::Inspect(a) => &a.storage_option,
+        Command::Validate(a) => &a.storage_option,
+        Command::Convert(a) => &a.storage_option,
+    };
+    match rasterpack_store::StoreOptions::parse(storage) {
+        Ok(o) => detect::set_store_options(o),
+        Err(e) => {
+            eprintln!("rasterpack: {}", e.message);
+            return ExitCode::from(2);
+        }
+    }
     let outcome = match cli.command {
         Command::Inspect(a) => output::run_reports(output::Mode::Inspect { all: a.all }, &a.paths, a.json, false),
         Command::Validate(a) => {

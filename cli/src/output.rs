@@ -139,6 +139,20 @@ fn colour_enabled() -> bool {
 
 pub fn run_reports(mode: Mode, paths: &[String], as_json: bool, quiet: bool) -> Outcome {
     let limits = Limits::default();
+    // A store URL ending in `/` stands for every object under it, one report each. A listing
+    // that fails is reported as that URL's unreadable input.
+    let mut expanded = Vec::with_capacity(paths.len());
+    for p in paths {
+        if rasterpack_store::is_prefix(p) {
+            match rasterpack_store::list(p, &crate::detect::store_options()) {
+                Ok(urls) if !urls.is_empty() => expanded.extend(urls),
+                _ => expanded.push(p.clone()),
+            }
+        } else {
+            expanded.push(p.clone());
+        }
+    }
+    let paths = &expanded[..];
     let style = TableStyle {
         colour: colour_enabled(),
         width: table_width(),
