@@ -59,16 +59,20 @@ impl StoreOptions {
         let mut options = Vec::new();
         for p in pairs {
             let p = p.as_ref();
-            let (k, v) = p.split_once('=').ok_or_else(|| {
-                usage("store.bad_option", format!("--storage-option {p:?} is not KEY=VALUE"))
-            })?;
+            let (k, v) = p
+                .split_once('=')
+                .ok_or_else(|| usage("store.bad_option", format!("--storage-option {p:?} is not KEY=VALUE")))?;
             options.push((k.trim().to_ascii_lowercase(), v.to_string()));
         }
         Ok(StoreOptions { options })
     }
 
     fn get(&self, key: &str) -> Option<&str> {
-        self.options.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.options
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     fn number(&self, key: &str) -> Result<Option<u64>> {
@@ -116,7 +120,14 @@ fn runtime() -> Result<&'static Runtime> {
             .map_err(|e| e.to_string())
     })
     .as_ref()
-    .map_err(|e| Error::new(ErrorKind::Io, "store.runtime", None, format!("cannot start the I/O runtime: {e}")))
+    .map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            "store.runtime",
+            None,
+            format!("cannot start the I/O runtime: {e}"),
+        )
+    })
 }
 
 /// Run a future to completion from synchronous code.
@@ -190,7 +201,12 @@ pub fn connect(url: &str, opts: &StoreOptions) -> Result<Location> {
             }
             Arc::new(b.with_retry(retry).build().map_err(built)?)
         }
-        other => return Err(usage("store.bad_url", format!("{url}: scheme {other}:// is not an object store"))),
+        other => {
+            return Err(usage(
+                "store.bad_url",
+                format!("{url}: scheme {other}:// is not an object store"),
+            ))
+        }
     };
     let raw = parsed.path();
     let path = ObjectPath::from_url_path(raw.trim_start_matches('/'))
@@ -382,7 +398,10 @@ pub fn list(url: &str, opts: &StoreOptions) -> Result<Vec<String>> {
     .map_err(|e| store_error(url, e))?;
     // The URL up to the prefix (scheme and bucket), then each object's full path.
     let base = url.trim_end_matches('/');
-    let base = base.strip_suffix(loc.path.as_ref()).unwrap_or(base).trim_end_matches('/');
+    let base = base
+        .strip_suffix(loc.path.as_ref())
+        .unwrap_or(base)
+        .trim_end_matches('/');
     let mut urls: Vec<String> = metas.iter().map(|m| format!("{base}/{}", m.location)).collect();
     urls.sort();
     Ok(urls)
