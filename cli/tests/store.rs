@@ -144,7 +144,7 @@ fn files_under(dir: &Path, prefix: &str) -> Vec<(String, PathBuf)> {
             let meta = std::fs::symlink_metadata(&p).unwrap();
             if meta.is_dir() {
                 stack.push(p);
-            } else if meta.is_file() && !p.extension().is_some_and(|x| x == "md") {
+            } else if meta.is_file() && p.extension().is_none_or(|x| x != "md") {
                 let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().to_string();
                 out.push((format!("{prefix}{rel}"), p));
             }

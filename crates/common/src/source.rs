@@ -49,6 +49,10 @@ pub trait RangeSource: std::fmt::Debug + Send + Sync {
     fn name(&self) -> String;
     /// The object's length, known when it was opened.
     fn len(&self) -> u64;
+    /// True for an empty object.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// Fill `buf` from `offset` (the caller has checked the range against `len`). A response
     /// shorter than asked is an error, never partly used.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
