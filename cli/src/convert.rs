@@ -8,10 +8,13 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use rasterpack_common::{
-    ArrayInfo, ArrayRequest, ArraySink, Error, Format, Input, InspectOptions, Limits, Output, ProgressSink,
+    ArrayInfo, ArrayRequest, ArraySink, Error, ErrorKind, Format, Input, InspectOptions, Limits, Output, ProgressSink,
     RequestFlag, Severity, WriteOptions,
 };
 
+use rasterpack_common::shown;
+
+use crate::budget::{self, Budget, Checked};
 use crate::output::{exit_code_for, Outcome};
 use crate::progress::Meter;
 use crate::subset::{Subset, SubsetGuard};
@@ -20,23 +23,14 @@ use crate::{detect, signals, subset, ConvertArgs};
 pub fn run(args: &ConvertArgs) -> Outcome {
     match convert(args) {
         Ok(()) => Outcome::Code(0),
-        Err(Failure::ClosedPipe) => Outcome::BrokenPipe,
-        Err(Failure::Error(e)) => {
-            eprintln!("rasterpack: convert {} -> {}: {e}", args.input, args.output);
+        Err(e) => {
+            eprintln!(
+                "rasterpack: convert {} -> {}: {e}",
+                shown(&args.input),
+                shown(&args.output)
+            );
             Outcome::Code(exit_code_for(e.kind))
         }
-    }
-}
-
-enum Failure {
-    Error(Error),
-    /// Standard output was closed by its reader (`| head -c 100`): end quietly, like reports.
-    ClosedPipe,
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Self {
-        Failure::Error(e)
     }
 }
 
@@ -51,10 +45,12 @@ enum Destination {
     Atomic { path: PathBuf, replace: bool },
 }
 
-fn convert(args: &ConvertArgs) -> Result<(), Failure> {
-    let to_stdout = args.output == "-";
+fn convert(args: &ConvertArgs) -> Result<(), Error> {
+    let to_stdout = args.output.as_os_str() == "-";
     if to_stdout && args.to.is_none() {
-        return Err(Error::usage("OUT is - (standard output): give its format with --to FORMAT").into());
+        return Err(Error::usage(
+            "OUT is - (standard output): give its format with --to FORMAT",
+        ));
     }
     let target = detect::target(args.to.as_deref(), &args.output)?;
     let subset = subset::from_args(args)?;
@@ -64,12 +60,11 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
             return Err(Error::usage(format!(
                 "refusing to write {} data to a terminal: redirect standard output or name a file",
                 target.name()
-            ))
-            .into());
+            )));
         }
         Destination::Stdout
     } else {
-        destination(Path::new(&args.output), args.force)?
+        destination(&args.output, args.force)?
     };
 
     let limits = Limits::default();
@@ -90,6 +85,18 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
         compress: args.compress.clone(),
         limits,
     };
+    let source_bytes = match input.dir() {
+        Some(dir) => budget::dir_bytes(dir),
+        None => input.len(),
+    };
+    let budget = Budget {
+        source_bytes,
+        allow_expansion: args.allow_expansion,
+        free: None,
+        // .npy stores the values as they are: its size is known before writing.
+        exact_size: target.name() == "npy",
+    };
+    let label = shown(&args.input);
     let job = Job {
         source,
         target,
@@ -100,7 +107,8 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
         // conversion (the FOLD repair), which would ignore it.
         special: subset.is_none() && args.lod.is_none(),
         subset: subset.as_ref(),
-        label: &args.input,
+        label: &label,
+        budget: &budget,
     };
 
     signals::install();
@@ -109,12 +117,19 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
             let stdout = std::io::stdout();
             let mut sink = Recorder::new(stdout.lock());
             let result = write_stream(&mut sink, "standard output", &job);
+            // Unlike a report, data cut short by a reader that closed the pipe is data lost.
             if sink
                 .error
                 .as_ref()
                 .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
             {
-                return Err(Failure::ClosedPipe);
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    "output.closed_pipe",
+                    None,
+                    "writing standard output: the reader closed the pipe before all the data was written \
+                     (Broken pipe)",
+                ));
             }
             result
         }
@@ -123,18 +138,25 @@ fn convert(args: &ConvertArgs) -> Result<(), Failure> {
             let file = OpenOptions::new()
                 .write(true)
                 .open(&path)
-                .map_err(|e| Error::io(&format!("opening {}", path.display()), &e))?;
+                .map_err(|e| Error::io(&format!("opening {}", shown(&path)), &e))?;
             let mut sink = Recorder::new(file);
-            write_stream(&mut sink, &path.display().to_string(), &job)
+            write_stream(&mut sink, &shown(&path), &job)
         }
         Destination::Atomic { path, replace } => {
             let tmp = TempFile::create(&path)?;
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let mut sized = budget.clone();
+            sized.free = budget::free_space(&tmp.file).map(|free| (free, shown(dir)));
+            let job = Job { budget: &sized, ..job };
             // Errors are reported as `convert IN -> OUT: ...`, so they name OUT already.
-            write_file(&job, &tmp).and_then(|()| tmp.persist(&path, replace))
+            write_file(&job, &tmp).and_then(|()| tmp.persist(&path, replace, args.force))
         }
     };
     written?;
-    note_findings(source, &input, &args.input, &limits);
+    note_findings(source, &input, &label, &limits);
     Ok(())
 }
 
@@ -175,6 +197,8 @@ struct Job<'a> {
     subset: Option<&'a Subset>,
     /// What the progress bar is labelled with (IN as given).
     label: &'a str,
+    /// What the output may cost, checked when the array's shape is known.
+    budget: &'a Budget,
 }
 
 impl Job<'_> {
@@ -198,6 +222,11 @@ impl Job<'_> {
             source: self.input.name(),
         };
         let mut sink: &mut dyn ArraySink = &mut said;
+        let mut checked = Checked {
+            inner: sink,
+            budget: self.budget,
+        };
+        sink = &mut checked;
         let mut guarded;
         if let Some(subset) = self.subset {
             guarded = SubsetGuard::new(sink, subset, self.source.name());
@@ -315,7 +344,7 @@ fn destination(out: &Path, force: bool) -> Result<Destination, Error> {
     let exists = match std::fs::symlink_metadata(out) {
         Ok(_) => true,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(e) => return Err(Error::io(&out.display().to_string(), &e)),
+        Err(e) => return Err(Error::io(&shown(out), &e)),
     };
     if !exists {
         return Ok(Destination::Atomic {
@@ -332,10 +361,10 @@ fn destination(out: &Path, force: bool) -> Result<Destination, Error> {
         Ok(m) => m,
         // A dangling link: create the file it names.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Destination::Atomic { path, replace: true }),
-        Err(e) => return Err(Error::io(&path.display().to_string(), &e)),
+        Err(e) => return Err(Error::io(&shown(&path), &e)),
     };
     if meta.is_dir() {
-        return Err(Error::usage(format!("{} is a directory", out.display())));
+        return Err(Error::usage(format!("{} is a directory", shown(out))));
     }
     if meta.is_file() {
         Ok(Destination::Atomic { path, replace: true })
@@ -353,7 +382,7 @@ fn follow_links(path: &Path) -> Result<PathBuf, Error> {
     for _ in 0..40 {
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.file_type().is_symlink() => {
-                let target = std::fs::read_link(&at).map_err(|e| Error::io(&at.display().to_string(), &e))?;
+                let target = std::fs::read_link(&at).map_err(|e| Error::io(&shown(&at), &e))?;
                 at = match at.parent() {
                     Some(dir) if target.is_relative() => dir.join(target),
                     _ => target,
@@ -364,12 +393,40 @@ fn follow_links(path: &Path) -> Result<PathBuf, Error> {
     }
     Err(Error::usage(format!(
         "{}: too many levels of symbolic links",
-        path.display()
+        shown(path)
     )))
 }
 
 fn exists_error(dest: &Path) -> Error {
-    Error::usage(format!("{} exists; pass --force to overwrite it", dest.display()))
+    Error::usage(format!("{} exists; pass --force to overwrite it", shown(dest)))
+}
+
+/// `dest` was not there when the conversion began, and is now (another process made it).
+fn appeared_error(dest: &Path) -> Error {
+    Error::usage(format!(
+        "{} appeared while converting (another process created it) and was left as it is; \
+         pass --force to overwrite it",
+        shown(dest)
+    ))
+}
+
+/// Longest file name most filesystems take (NAME_MAX of ext4, XFS, btrfs, tmpfs).
+const NAME_MAX: usize = 255;
+
+/// The temporary file's name beside `name`: `.NAME.rasterpack-PID-N.tmp`, or, when that would
+/// pass [`NAME_MAX`] (names of 236 bytes and more), `.rasterpack-HASH-PID-N.tmp` with a hash of
+/// the name, so any name the filesystem takes can be written.
+fn temp_name(name: &std::ffi::OsStr, pid: u32, attempt: u32) -> std::ffi::OsString {
+    let mut full = std::ffi::OsString::from(".");
+    full.push(name);
+    full.push(format!(".rasterpack-{pid}-{attempt}.tmp"));
+    if full.len() <= NAME_MAX {
+        return full;
+    }
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    format!(".rasterpack-{:016x}-{pid}-{attempt}.tmp", h.finish()).into()
 }
 
 /// Convert into a forward-only stream (standard output, a FIFO, a device) through a 1 MiB
@@ -439,12 +496,9 @@ impl TempFile {
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        let name = dest
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "out".into());
+        let name = dest.file_name().unwrap_or(std::ffi::OsStr::new("out"));
         for attempt in 0..100u32 {
-            let path = dir.join(format!(".{name}.rasterpack-{}-{attempt}.tmp", std::process::id()));
+            let path = dir.join(temp_name(name, std::process::id(), attempt));
             let made = signals::track(|| {
                 OpenOptions::new()
                     .write(true)
@@ -461,21 +515,19 @@ impl TempFile {
                     })
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(Error::io(
-                        &format!("creating a temporary file in {}", dir.display()),
-                        &e,
-                    ))
-                }
+                Err(e) => return Err(Error::io(&format!("creating a temporary file in {}", shown(dir)), &e)),
             }
         }
         Err(Error::usage(format!(
             "could not create a temporary file in {}",
-            dir.display()
+            shown(dir)
         )))
     }
 
-    fn persist(mut self, dest: &Path, replace: bool) -> Result<(), Error> {
+    /// Put the file in place as `dest`. `replace`: `dest` existed when the conversion began (its
+    /// permission bits are kept); `force`: an existing `dest` may be replaced, also one that
+    /// appeared while converting (another process writing the same new path).
+    fn persist(mut self, dest: &Path, replace: bool, force: bool) -> Result<(), Error> {
         // Replacing a file puts its old data at stake: the new bytes reach the disk before the
         // rename, so a crash leaves the old file or the new one, whole. A new file risks nothing
         // of the user's, and is left to the page cache as cp, np.save and gdal_translate do
@@ -483,10 +535,12 @@ impl TempFile {
         if replace {
             self.file
                 .sync_all()
-                .map_err(|e| Error::io(&format!("syncing {}", self.path.display()), &e))?;
+                .map_err(|e| Error::io(&format!("syncing {}", shown(&self.path)), &e))?;
         }
         let result = signals::untrack(|| {
-            let r = self.place(dest, replace);
+            let r = self
+                .keep_mode(dest, force)
+                .and_then(|()| self.place(dest, replace || force));
             // Removed here, under the same lock a signal's cleanup takes, when placing failed.
             if r.is_err() {
                 let _ = std::fs::remove_file(&self.path);
@@ -497,10 +551,25 @@ impl TempFile {
         result
     }
 
+    /// With `--force`, the file replaced keeps its permission bits (a 640 file stays 640, as
+    /// `cp` over an existing file leaves it): the temporary file takes them before the rename.
+    fn keep_mode(&self, dest: &Path, force: bool) -> Result<(), Error> {
+        if !force {
+            return Ok(());
+        }
+        match std::fs::metadata(dest) {
+            Ok(old) if old.is_file() => self
+                .file
+                .set_permissions(old.permissions())
+                .map_err(|e| Error::io(&format!("keeping the permissions of {}", shown(dest)), &e)),
+            _ => Ok(()),
+        }
+    }
+
     fn place(&self, dest: &Path, replace: bool) -> Result<(), Error> {
         if replace {
             return std::fs::rename(&self.path, dest)
-                .map_err(|e| Error::io(&format!("renaming to {}", dest.display()), &e));
+                .map_err(|e| Error::io(&format!("renaming to {}", shown(dest)), &e));
         }
         // A hard link fails if `dest` appeared meanwhile: never clobber without --force.
         match std::fs::hard_link(&self.path, dest) {
@@ -508,13 +577,13 @@ impl TempFile {
                 let _ = std::fs::remove_file(&self.path);
                 Ok(())
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(exists_error(dest)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(appeared_error(dest)),
             Err(_) => {
                 // Filesystems without hard links: fall back to a checked rename.
                 if std::fs::symlink_metadata(dest).is_ok() {
-                    return Err(exists_error(dest));
+                    return Err(appeared_error(dest));
                 }
-                std::fs::rename(&self.path, dest).map_err(|e| Error::io(&format!("renaming to {}", dest.display()), &e))
+                std::fs::rename(&self.path, dest).map_err(|e| Error::io(&format!("renaming to {}", shown(dest)), &e))
             }
         }
     }

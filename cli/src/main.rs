@@ -3,13 +3,16 @@
 //! The contract (commands, exit codes, JSON shape) is `docs/cli.md`; the formats plug in through
 //! `rasterpack_common::Format` and are listed in `registry.rs`.
 
+mod budget;
 mod convert;
 mod detect;
 mod output;
 mod progress;
 mod signals;
+mod stdio;
 mod subset;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Parser, Subcommand};
@@ -79,7 +82,7 @@ struct InspectArgs {
     /// Files, directories (object-store VDS datasets), URLs (s3://, gs://, az://, http(s)://,
     /// file://; a URL ending in `/` validates every object under it), or `-` for standard input.
     #[arg(required = true, value_name = "PATH")]
-    paths: Vec<String>,
+    paths: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -101,7 +104,7 @@ struct ValidateArgs {
     /// Files, directories (object-store VDS datasets), URLs (s3://, gs://, az://, http(s)://,
     /// file://; a URL ending in `/` validates every object under it), or `-` for standard input.
     #[arg(required = true, value_name = "PATH")]
-    paths: Vec<String>,
+    paths: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -114,14 +117,18 @@ pub struct ConvertArgs {
     storage_option: Vec<String>,
     /// Input file, directory or URL (`-` for standard input).
     #[arg(value_name = "IN")]
-    input: String,
+    input: PathBuf,
     /// Output file (`-` for standard output, with --to); its format comes from --to or its
     /// extension.
     #[arg(value_name = "OUT")]
-    output: String,
+    output: PathBuf,
     /// Overwrite OUT if it exists.
     #[arg(long)]
     force: bool,
+    /// Write an output more than 4096 times the size of its source and larger than 1 GiB (refused
+    /// without it, like a decompression bomb).
+    #[arg(long)]
+    allow_expansion: bool,
     /// Output format: npy, volp, gvrs, udf, fold (default: from OUT's extension).
     #[arg(long, value_name = "FORMAT")]
     to: Option<String>,
@@ -162,7 +169,7 @@ pub struct ConvertArgs {
     /// Output compression. GVRS (smallest block per tile): none; default (huffman, deflate,
     /// float: every Gridfour reads it); all (default and canonical, Gridfour 2026's list); lsop
     /// (default and LSOP12); or a comma list of those and huffman, deflate, float, canonical
-    /// (e.g. all,lsop). VOLP: zstd or zstd:LEVEL. FOLD: zstd or none, optionally
+    /// (e.g. all,lsop). VOLP: zstd or zstd:LEVEL (1..22, or negative for zstd's fast levels, e.g. zstd:-3). FOLD: zstd or none, optionally
     /// +rs16/+rs32/+rs64 (Reed-Solomon ECC).
     #[arg(long, value_name = "CODEC")]
     compress: Option<String>,
@@ -204,6 +211,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    let writes_stdout = match &cli.command {
+        Command::Inspect(_) => true,
+        Command::Validate(a) => !a.quiet,
+        Command::Convert(a) => a.output.as_os_str() == "-",
+    };
+    if writes_stdout && stdio::stdout_was_closed() {
+        // A report or data with nowhere to go is lost work, never a success.
+        eprintln!("rasterpack: standard output is closed: nowhere to write the output");
+        return ExitCode::from(2);
+    }
     let outcome = match cli.command {
         Command::Inspect(a) => output::run_reports(output::Mode::Inspect { all: a.all }, &a.paths, a.json, false),
         Command::Validate(a) => {
@@ -213,7 +230,7 @@ fn main() -> ExitCode {
     };
     match outcome {
         Outcome::Code(c) => ExitCode::from(c),
-        // stdout was closed under us (`| head`): end quietly.
+        // The reader of a report closed the pipe (`| head`): end quietly.
         Outcome::BrokenPipe => ExitCode::SUCCESS,
     }
 }

@@ -2,10 +2,11 @@
 //! document for machines, exit codes per docs/cli.md.
 
 use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, Attribute, Cell, Color, ColumnConstraint, ContentArrangement, Table, Width};
 use rasterpack_common::{
-    Error, ErrorKind, Finding, Findings, InspectOptions, Limits, Report, Section, Severity, ValidateOptions,
+    shown, Error, ErrorKind, Finding, Findings, InspectOptions, Limits, Report, Section, Severity, ValidateOptions,
     LISTED_PER_CODE,
 };
 use serde_json::{json, Map, Value};
@@ -27,7 +28,8 @@ pub enum Outcome {
 
 /// One input's result.
 pub struct FileResult {
-    pub path: String,
+    /// The input as given (shown escaped in text, as UTF-8 with replacement characters in JSON).
+    pub path: PathBuf,
     pub format: Option<&'static str>,
     pub report: Report,
     /// The verdict of `validate`; `None` for `inspect`, which makes only the cheap structural
@@ -65,13 +67,13 @@ pub const SCHEMA_VERSION: u32 = 2;
 
 /// Inspect or validate one input. `label` names it on a progress bar, drawn (validate only)
 /// when stderr is a terminal and the check takes more than about a second.
-fn process(mode: &Mode, path: &str, label: &str, limits: &Limits) -> FileResult {
+fn process(mode: &Mode, path: &Path, label: &str, limits: &Limits) -> FileResult {
     let full = matches!(mode, Mode::Validate { .. });
     let failed = |format: Option<&'static str>, err: Error| {
         let mut report = Report::new(format.unwrap_or(""));
         report.fail(&err);
         FileResult {
-            path: path.to_string(),
+            path: path.to_path_buf(),
             format,
             report,
             valid: full.then_some(false),
@@ -124,7 +126,7 @@ fn process(mode: &Mode, path: &str, label: &str, limits: &Limits) -> FileResult 
         0
     };
     FileResult {
-        path: path.to_string(),
+        path: path.to_path_buf(),
         format: Some(format.name()),
         report,
         valid: full.then_some(valid),
@@ -137,19 +139,18 @@ fn colour_enabled() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-pub fn run_reports(mode: Mode, paths: &[String], as_json: bool, quiet: bool) -> Outcome {
+pub fn run_reports(mode: Mode, paths: &[PathBuf], as_json: bool, quiet: bool) -> Outcome {
     let limits = Limits::default();
     // A store URL ending in `/` stands for every object under it, one report each. A listing
     // that fails is reported as that URL's unreadable input.
-    let mut expanded = Vec::with_capacity(paths.len());
+    let mut expanded: Vec<PathBuf> = Vec::with_capacity(paths.len());
     for p in paths {
-        if rasterpack_store::is_prefix(p) {
-            match rasterpack_store::list(p, &crate::detect::store_options()) {
-                Ok(urls) if !urls.is_empty() => expanded.extend(urls),
+        match p.to_str().filter(|u| rasterpack_store::is_prefix(u)) {
+            Some(url) => match rasterpack_store::list(url, &crate::detect::store_options()) {
+                Ok(urls) if !urls.is_empty() => expanded.extend(urls.into_iter().map(PathBuf::from)),
                 _ => expanded.push(p.clone()),
-            }
-        } else {
-            expanded.push(p.clone());
+            },
+            None => expanded.push(p.clone()),
         }
     }
     let paths = &expanded[..];
@@ -165,9 +166,9 @@ pub fn run_reports(mode: Mode, paths: &[String], as_json: bool, quiet: bool) -> 
     let mut json_files = Vec::new();
     for (i, path) in paths.iter().enumerate() {
         let label = if paths.len() > 1 {
-            format!("[{}/{}] {path}", i + 1, paths.len())
+            format!("[{}/{}] {}", i + 1, paths.len(), shown(path))
         } else {
-            path.clone()
+            shown(path)
         };
         if progress {
             eprint!("\r\x1b[2K{label}");
@@ -311,7 +312,7 @@ pub fn finding_json(f: &Finding) -> Value {
 
 fn file_json(r: &FileResult) -> Value {
     let mut obj = Map::new();
-    obj.insert("path".into(), Value::from(r.path.clone()));
+    obj.insert("path".into(), Value::from(r.path.to_string_lossy()));
     obj.insert("format".into(), r.format.map(Value::from).unwrap_or(Value::Null));
     // inspect reports what it checked and no verdict; validate adds its verdict.
     match r.valid {
@@ -629,7 +630,7 @@ fn render_validate(r: &FileResult, style: &TableStyle) -> String {
     let format = r.format.unwrap_or("?");
     let mut out = format!(
         "{}: {} [{format}]{}\n",
-        r.path,
+        shown(&r.path),
         verdict(r, style.colour),
         counts(&r.report.findings)
     );
@@ -642,7 +643,7 @@ fn render_validate(r: &FileResult, style: &TableStyle) -> String {
 
 fn render_inspect(r: &FileResult, style: &TableStyle) -> String {
     let format = r.format.unwrap_or("?");
-    let mut out = paint(&format!("== {} [{format}] ==", r.path), "1", style.colour);
+    let mut out = paint(&format!("== {} [{format}] ==", shown(&r.path)), "1", style.colour);
     out.push('\n');
     for s in &r.report.sections {
         render_section(s, style, &mut out);
@@ -659,7 +660,7 @@ fn render_inspect(r: &FileResult, style: &TableStyle) -> String {
         0 => "structure checked".to_string(),
         _ => verdict(r, style.colour),
     };
-    out.push_str(&format!("{}: {status}{}", r.path, counts(&r.report.findings)));
+    out.push_str(&format!("{}: {status}{}", shown(&r.path), counts(&r.report.findings)));
     if r.exit_code == 0 {
         out.push_str(" (inspect checks the structure only; `rasterpack validate` checks everything)");
     }

@@ -63,7 +63,21 @@ fn a_huge_layout_with_a_few_bricks_stays_small() {
     );
     check(&["inspect", s(&vds), "--all"], 0);
     check(&["validate", s(&vds)], 0);
-    check(&["convert", s(&vds), "/dev/null", "--to", "npy", "--force"], 0);
+    // 16 GiB from 460 KB: refused without --allow-expansion, streamed to the null device with it.
+    let r = check(&["convert", s(&vds), "/dev/null", "--to", "npy", "--force"], 2);
+    assert!(r.stderr().contains("--allow-expansion"), "{}", r.stderr());
+    check(
+        &[
+            "convert",
+            s(&vds),
+            "/dev/null",
+            "--to",
+            "npy",
+            "--force",
+            "--allow-expansion",
+        ],
+        0,
+    );
 
     // 1 GiB declared into a file: the bricks land where they belong, the rest reads 0.
     let small = dir.join("one_gib.vds");

@@ -156,7 +156,14 @@ fn rle_bloat_256_mib_streams_within_the_bound() {
     check(&dir, &["convert", src, &out("stored.npy")], 0);
     assert_eq!(npy_data_len(Path::new(&out("stored.npy"))), 256 << 20);
     std::fs::remove_file(out("stored.npy")).unwrap();
-    check(&dir, &["convert", "--physical", src, &out("physical.npy")], 0);
+    // 2 GiB from 8 KB: more than 4096 times the source, refused without --allow-expansion.
+    let r = check(&dir, &["convert", "--physical", src, &out("physical.npy")], 2);
+    assert!(r.stderr.contains("--allow-expansion"), "{}", r.stderr);
+    check(
+        &dir,
+        &["convert", "--allow-expansion", "--physical", src, &out("physical.npy")],
+        0,
+    );
     let physical = out("physical.npy");
     assert_eq!(npy_data_len(Path::new(&physical)), 2 << 30);
     // Spot-check the last level against the library's region read (stored * 2.0).
@@ -180,18 +187,21 @@ fn rle_bloat_256_mib_streams_within_the_bound() {
     check(&dir, &["convert", src, &out("copy.volp")], 0);
     check(&dir, &["validate", &out("copy.volp")], 0);
     let t = Instant::now();
-    let r = check(&dir, &["convert", "--physical", src, &out("physical.volp")], 2);
+    // --allow-expansion: past the expansion rule, to VOLP's own 256 MiB body limit.
+    let r = check(
+        &dir,
+        &["convert", "--allow-expansion", "--physical", src, &out("physical.volp")],
+        2,
+    );
     assert!(r.stderr.contains("volp.limit.body"), "{}", r.stderr);
     assert!(t.elapsed() < Duration::from_secs(5), "refused before decoding");
     assert!(!Path::new(&out("physical.volp")).exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The same file into UDF. UDF's writer must stream for this to hold (its streaming writer is
-/// the UDF helper's work on branch `udf12`); with the writer that collects the whole array, the
-/// stored 256 MiB array costs about 530 MB.
+/// The same file into UDF, whose writer streams: the stored 256 MiB array and the physical
+/// 2 GiB (with --allow-expansion) stay within the bound.
 #[test]
-#[ignore = "needs the streaming UDF writer (branch udf12); run with --ignored after merging it"]
 fn rle_bloat_256_mib_into_udf_streams_within_the_bound() {
     let Some(src) = hostile("volp_256MiB_u8_rle_physical_bloat.volp") else {
         return;
@@ -203,7 +213,11 @@ fn rle_bloat_256_mib_into_udf_streams_within_the_bound() {
     check(&dir, &["convert", src, out.to_str().unwrap()], 0);
     check(&dir, &["validate", out.to_str().unwrap()], 0);
     std::fs::remove_file(&out).unwrap();
-    check(&dir, &["convert", "--physical", src, out.to_str().unwrap()], 0);
+    check(
+        &dir,
+        &["convert", "--allow-expansion", "--physical", src, out.to_str().unwrap()],
+        0,
+    );
     assert!(std::fs::metadata(&out).unwrap().len() > 2 << 30);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -155,9 +155,11 @@ fn dash_as_out_is_standard_output() {
     assert_eq!(doc["files"][0]["summary"]["shape"], serde_json::json!([4, 32, 32]));
 }
 
-/// A reader that stops early (`| head -c 100`) ends `convert ... -` quietly, as it does reports.
+/// A reader that stops early (`| head -c 100`) loses data that `convert ... -` was writing:
+/// exit 2 with a message saying so (a report cut short by `| head` still ends quietly: see
+/// `broken_pipe_ends_quietly` in cli.rs).
 #[test]
-fn a_closed_pipe_ends_convert_to_stdout_quietly() {
+fn a_closed_pipe_fails_convert_to_stdout() {
     use std::io::Read;
     // 4 MiB: far more than a pipe buffer holds, so the writer meets the closed pipe.
     let dir = scratch("closed-pipe");
@@ -177,8 +179,58 @@ fn a_closed_pipe_ends_convert_to_stdout_quietly() {
     child.stdout.take().unwrap().read_exact(&mut head).unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(&head[..6], b"\x93NUMPY");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("closed the pipe"), "{}", stderr(&o));
+}
+
+/// Every command that writes to stdout fails (exit 2, a message on stderr) when stdout is
+/// closed (`>&-`) or cannot take the bytes (`/dev/full`), instead of exiting 0 with the output
+/// lost. `validate --quiet` writes nothing to stdout, so a closed stdout does not matter to it.
+#[test]
+fn a_closed_or_full_stdout_is_exit_2() {
+    let volp = testdata("volp/temperature_4x32x32_int16.volp");
+    let commands: [&[&str]; 5] = [
+        &["inspect", &volp],
+        &["inspect", "--json", &volp],
+        &["validate", &volp],
+        &["validate", "--json", &volp],
+        &["convert", &volp, "-", "--to", "npy"],
+    ];
+    for args in commands {
+        // `>&-`: the shell closes descriptor 1 before running the program.
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(r#"exec "$0" "$@" >&-"#)
+            .arg(env!("CARGO_BIN_EXE_rasterpack"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?} >&-: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("standard output is closed"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let o = bin().args(args).stdout(full).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?} >/dev/full: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("No space left on device"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(r#"exec "$0" validate --quiet "$1" >&-"#)
+        .arg(env!("CARGO_BIN_EXE_rasterpack"))
+        .arg(&volp)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+    // Writing to /dev/null is writing somewhere: success.
+    let o = bin().args(["inspect", &volp]).stdout(Stdio::null()).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
 fn o_stdout_npy(src: &str) -> Vec<u8> {

@@ -325,3 +325,43 @@ fn vds_levels_of_detail() {
     let o = run(&["convert", "--force", &src, out.to_str().unwrap(), "--lod", "5"]);
     assert_ne!(o.status.code(), Some(0));
 }
+
+/// `START:` on an axis of length 0 is the whole empty axis, as `:0` and `:` are (issue 17 item
+/// 14: `0:` was refused as a region the reader ignored, exit 3), from a .npy and from the
+/// formats that hold an empty axis (UDF, FOLD); a start past the empty axis stays a usage
+/// error, as `11:` on an axis of 10 is.
+#[test]
+fn start_colon_on_an_empty_axis_is_the_empty_box() {
+    let dir = scratch("empty-axis");
+    let src = dir.join("empty.npy");
+    let empty = NdArray::new(rasterpack_common::DType::F32, vec![0, 3], Vec::new()).unwrap();
+    let mut bytes = Vec::new();
+    npy::write(&mut bytes, &empty).unwrap();
+    std::fs::write(&src, bytes).unwrap();
+    let src = src.to_str().unwrap().to_string();
+    let mut sources = vec![src.clone()];
+    for ext in ["udf", "fold"] {
+        let out = dir.join(format!("empty.{ext}"));
+        let o = run(&["convert", &src, out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{ext}: {}", stderr(&o));
+        sources.push(out.to_str().unwrap().to_string());
+    }
+    for s in &sources {
+        for (region, shape) in [("0:", [0, 3]), ("0:,1:", [0, 2]), (":0", [0, 3]), ("0:,:", [0, 3])] {
+            let got = convert(s, &dir.join("part.npy"), &["--region", region]);
+            assert_eq!(got.shape, shape, "{s} --region {region}");
+            assert!(got.data.is_empty());
+        }
+        let o = run(&[
+            "convert",
+            "--force",
+            s,
+            dir.join("bad.npy").to_str().unwrap(),
+            "--region",
+            "1:",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{s}: {}", stderr(&o));
+        assert!(stderr(&o).contains("usage.region"), "{s}: {}", stderr(&o));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -45,7 +45,7 @@ fn text(max: usize) -> impl Strategy<Value = String> {
     prop::collection::vec(tricky_char(), 0..=max).prop_map(|v| v.into_iter().collect())
 }
 
-const DTYPES: [DType; 11] = [
+const DTYPES: [DType; 14] = [
     DType::Bool,
     DType::U8,
     DType::I8,
@@ -57,7 +57,15 @@ const DTYPES: [DType; 11] = [
     DType::I64,
     DType::F32,
     DType::F64,
+    DType::F16,
+    DType::C64,
+    DType::C128,
 ];
+
+/// The dtypes UDF has a primitive for (its spec ends at f64: no float16, no complex).
+fn udf_holds(d: DType) -> bool {
+    !matches!(d, DType::F16 | DType::C64 | DType::C128)
+}
 
 /// An array of any dtype and rank 0..=4 with at most ~60 elements and any bit patterns
 /// (NaN payloads, -0.0, infinities included). Bools hold 0 or 1.
@@ -162,7 +170,8 @@ fn strictly_valid(fmt: &dyn Format, bytes: &[u8], what: &str) -> Input {
 fn supported(fmt: &str, a: &NdArray, compress: Option<&str>) -> bool {
     let no_empty_axis = !a.shape.contains(&0);
     match fmt {
-        "npy" | "udf" => true,
+        "npy" => true,
+        "udf" => udf_holds(a.dtype),
         "fold" => compress.is_none_or(|c| ["zstd", "none", "zstd+rs16", "none+rs64", "zstd+rs32"].contains(&c)),
         "volp" => {
             a.shape.len() == 3
@@ -506,6 +515,7 @@ mod udf {
             serde_value().prop_map(Table::Json),
             ndarray()
                 .prop_filter("UDF holds up to 3 axes", |a| a.shape.len() <= 3)
+                .prop_filter("UDF holds the dtypes it has primitives for", |a| udf_holds(a.dtype))
                 .prop_map(Table::Array),
         ]
     }
@@ -531,6 +541,7 @@ mod udf {
                     DType::I64 => rasterpack_udf::Prim::I64,
                     DType::F32 => rasterpack_udf::Prim::F32,
                     DType::F64 => rasterpack_udf::Prim::F64,
+                    DType::F16 | DType::C64 | DType::C128 => unreachable!("filtered out by table()"),
                 };
                 TableSpec::raw(name, prim, rasterpack_udf::Hint::None, &axes, &[], a.data.clone())
             }

@@ -63,6 +63,50 @@ pub fn run(args: &[&str]) -> Run {
     Run { out, peak_kib, elapsed }
 }
 
+/// Run rasterpack with `args` and standard input fed by `feed` from a thread (a pipe, as
+/// `producer | rasterpack ... -` gives it), under GNU time like [`run`]. A feeder stopped by a
+/// closed pipe (the command needed no more) is fine.
+pub fn run_fed(
+    args: &[&str],
+    feed: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send + 'static,
+) -> Run {
+    use std::process::Stdio;
+    let bin = env!("CARGO_BIN_EXE_rasterpack");
+    let time = Path::new("/usr/bin/time");
+    let start = Instant::now();
+    let mut command = if time.exists() {
+        let mut c = Command::new(time);
+        c.args(["-f", "RASTERPACK_PEAK_KIB=%M", bin]);
+        c
+    } else {
+        Command::new(bin)
+    };
+    let mut child = command
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run rasterpack");
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let r = feed(&mut stdin);
+        assert!(
+            r.as_ref().is_ok() || r.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe),
+            "feeding standard input: {r:?}"
+        );
+    });
+    let out = child.wait_with_output().expect("wait for rasterpack");
+    feeder.join().unwrap();
+    let elapsed = start.elapsed();
+    let peak_kib = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("RASTERPACK_PEAK_KIB=").map(str::to_string))
+        .and_then(|v| v.trim().parse().ok());
+    Run { out, peak_kib, elapsed }
+}
+
 /// The command exits with `code` and stays within [`RSS_LIMIT_KIB`] (the bound is skipped, with
 /// a message, where GNU time is missing).
 #[track_caller]

@@ -50,7 +50,10 @@ pub fn detect<'f>(input: &Input, formats: &[&'f dyn Format]) -> Result<&'f dyn F
                 ErrorKind::Unsupported,
                 "format.unknown",
                 None,
-                format!("{}: the directory holds no dataset of a known format", dir.display()),
+                format!(
+                    "{}: the directory holds no dataset of a known format",
+                    crate::names::shown(dir)
+                ),
             )
         });
     }

@@ -32,6 +32,12 @@ pub enum DType {
     F32,
     /// numpy `float64` (IEEE 754 binary64).
     F64,
+    /// numpy `float16` (IEEE 754 binary16).
+    F16,
+    /// numpy `complex64`: a binary32 real part, then a binary32 imaginary part.
+    C64,
+    /// numpy `complex128`: a binary64 real part, then a binary64 imaginary part.
+    C128,
 }
 
 impl DType {
@@ -39,9 +45,28 @@ impl DType {
     pub fn size(self) -> usize {
         match self {
             DType::Bool | DType::U8 | DType::I8 => 1,
-            DType::U16 | DType::I16 => 2,
+            DType::U16 | DType::I16 | DType::F16 => 2,
             DType::U32 | DType::I32 | DType::F32 => 4,
-            DType::U64 | DType::I64 | DType::F64 => 8,
+            DType::U64 | DType::I64 | DType::F64 | DType::C64 => 8,
+            DType::C128 => 16,
+        }
+    }
+
+    /// Bytes of each part that is byte-swapped on its own between byte orders: the value's size,
+    /// except for complex values, whose real and imaginary halves swap separately.
+    pub fn swap_unit(self) -> usize {
+        match self {
+            DType::C64 => 4,
+            DType::C128 => 8,
+            d => d.size(),
+        }
+    }
+
+    /// Turn whole big-endian values into little-endian ones in place (`bytes` holds whole values).
+    pub fn swap_to_le(self, bytes: &mut [u8]) {
+        let unit = self.swap_unit();
+        if unit > 1 {
+            bytes.chunks_exact_mut(unit).for_each(|v| v.reverse());
         }
     }
 
@@ -59,6 +84,9 @@ impl DType {
             DType::I64 => "int64",
             DType::F32 => "float32",
             DType::F64 => "float64",
+            DType::F16 => "float16",
+            DType::C64 => "complex64",
+            DType::C128 => "complex128",
         }
     }
 
@@ -76,6 +104,9 @@ impl DType {
             "int64" => DType::I64,
             "float32" => DType::F32,
             "float64" => DType::F64,
+            "float16" => DType::F16,
+            "complex64" => DType::C64,
+            "complex128" => DType::C128,
             _ => return None,
         })
     }
@@ -94,12 +125,21 @@ impl DType {
             DType::I64 => "<i8",
             DType::F32 => "<f4",
             DType::F64 => "<f8",
+            DType::F16 => "<f2",
+            DType::C64 => "<c8",
+            DType::C128 => "<c16",
         }
     }
 
-    /// True for `float32` and `float64`.
+    /// True for the real floating-point types (`float16`, `float32`, `float64`).
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+        matches!(self, DType::F16 | DType::F32 | DType::F64)
+    }
+
+    /// True for `complex64` and `complex128`: values that have no single real number, so
+    /// statistics, scale/offset and "physical" values do not apply to them.
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
     }
 }
 
@@ -170,10 +210,24 @@ impl NdArray {
         sink.into_array()
     }
 
-    /// Values as f64 (for previews and physical conversions); lossy for 64-bit integers.
+    /// Values as f64 (for previews and physical conversions); lossy for 64-bit integers, exact
+    /// for every other real type (`float16` included). Complex arrays give two numbers per value,
+    /// the real part then the imaginary part.
     pub fn to_f64(&self) -> Vec<f64> {
         let d = &self.data;
         match self.dtype {
+            DType::F16 => d
+                .chunks_exact(2)
+                .map(|c| f16_to_f64(u16::from_le_bytes([c[0], c[1]])))
+                .collect(),
+            DType::C64 => d
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+                .collect(),
+            DType::C128 => d
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap_or_default()))
+                .collect(),
             DType::Bool | DType::U8 => d.iter().map(|&v| v as f64).collect(),
             DType::I8 => d.iter().map(|&v| v as i8 as f64).collect(),
             DType::U16 => d
@@ -319,6 +373,20 @@ impl NdArray {
     pub fn from_ndarray<T: Element, D: ndarray::Dimension>(array: &ndarray::ArrayRef<T, D>) -> Result<NdArray> {
         let shape = array.shape().iter().map(|&d| d as u64).collect();
         NdArray::from_vec(shape, array.iter().copied().collect())
+    }
+}
+
+/// The value of IEEE 754 binary16 bits, exactly (every binary16 value is a binary64 value). NaN
+/// keeps its sign and payload (shifted into the wider significand, as a hardware conversion does).
+pub fn f16_to_f64(bits: u16) -> f64 {
+    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = (bits >> 10) & 0x1f;
+    let frac = u64::from(bits & 0x3ff);
+    match exp {
+        // Subnormal (and zero): frac x 2^-24, exact in binary64.
+        0 => sign * (frac as f64) * f64::from_bits(0x3e70_0000_0000_0000),
+        0x1f => f64::from_bits((u64::from(bits & 0x8000) << 48) | 0x7ff0_0000_0000_0000 | (frac << 42)),
+        e => f64::from_bits((u64::from(bits & 0x8000) << 48) | ((u64::from(e) + 1008) << 52) | (frac << 42)),
     }
 }
 

@@ -74,9 +74,13 @@ pub mod array;
 pub mod error;
 pub mod finding;
 pub mod format;
+pub mod fortran;
 pub mod json;
 pub mod limits;
+pub mod names;
 pub mod npy;
+#[doc(hidden)]
+pub mod npy_cases;
 pub mod npy_format;
 pub mod output;
 pub mod reader;
@@ -86,14 +90,16 @@ pub mod stream;
 pub mod testkit;
 
 pub use any::{detect, open_any, ArrayFile, DETECT_BYTES};
-pub use array::{byte_len, DType, Element, NdArray};
+pub use array::{byte_len, f16_to_f64, DType, Element, NdArray};
 pub use error::{Error, ErrorKind, Result};
 pub use finding::{Finding, Findings, Omitted, Severity, LISTED_PER_CODE};
 pub use format::{
     read_by_streaming, ArrayRequest, Format, InspectOptions, Progress, Report, RequestFlag, Section, ValidateOptions,
     WriteOptions,
 };
+pub use fortran::{FortranReorder, FortranSink};
 pub use limits::Limits;
+pub use names::shown;
 pub use npy_format::{NpyFile, NpyFormat};
 pub use output::Output;
 pub use reader::{slice_at, ByteReader};

@@ -1,5 +1,6 @@
-//! numpy `.npy` files: reading versions 1.0-3.0 and writing version 1.0 (little-endian, C order),
-//! which every numpy since 1.0 loads.
+//! numpy `.npy` files: reading versions 1.0-3.0 (either byte order, C or Fortran order; values
+//! come out little-endian in C order) and writing version 1.0 (little-endian, C order), which
+//! every numpy since 1.0 loads.
 
 use std::io::Write;
 
@@ -20,9 +21,10 @@ pub struct NpyHeader {
     pub version: (u8, u8),
     /// Element type (byte order aside).
     pub dtype: DType,
-    /// `>` byte order in the descr: values must be byte-swapped on read.
+    /// `>` byte order in the descr: values must be byte-swapped on read ([`DType::swap_to_le`]).
     pub big_endian: bool,
-    /// `fortran_order: True`: column-major data (refused on read).
+    /// `fortran_order: True`: column-major data (first axis fastest), reordered to C order on
+    /// read ([`crate::fortran`]).
     pub fortran_order: bool,
     /// Extent per axis.
     pub shape: Vec<u64>,
@@ -84,16 +86,8 @@ pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader> {
     })
 }
 
-/// Check that an input of `input_len` bytes holds exactly the data `h` declares, in an order
-/// rasterpack reads.
+/// Check that an input of `input_len` bytes holds exactly the data `h` declares.
 pub fn check_data(h: &NpyHeader, input_len: u64) -> Result<()> {
-    if h.fortran_order {
-        return Err(Error::unsupported(
-            "npy.fortran_order",
-            Some(8),
-            "Fortran-ordered .npy arrays are not supported",
-        ));
-    }
     let available = input_len.saturating_sub(h.data_offset);
     if available < h.data_len {
         return Err(Error::truncated("npy data", h.data_offset, h.data_len, available));
@@ -114,10 +108,11 @@ pub fn read(bytes: &[u8], limits: &Limits) -> Result<NdArray> {
     check_data(&h, bytes.len() as u64)?;
     limits.check_alloc(h.data_len, "npy data", Some(h.data_offset))?;
     let mut data = bytes[h.data_offset as usize..].to_vec();
-    if h.big_endian && h.dtype.size() > 1 {
-        for v in data.chunks_exact_mut(h.dtype.size()) {
-            v.reverse();
-        }
+    if h.big_endian {
+        h.dtype.swap_to_le(&mut data);
+    }
+    if h.fortran_order {
+        data = crate::fortran::fortran_to_c(&data, h.dtype.size(), &h.shape)?;
     }
     NdArray::new(h.dtype, h.shape, data)
 }
@@ -294,6 +289,9 @@ fn parse_descr(descr: &str) -> Option<(DType, bool)> {
         "i8" => DType::I64,
         "f4" => DType::F32,
         "f8" => DType::F64,
+        "f2" => DType::F16,
+        "c8" => DType::C64,
+        "c16" => DType::C128,
         _ => return None,
     };
     Some((dtype, order))

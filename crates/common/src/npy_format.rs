@@ -8,6 +8,7 @@ use crate::any::ArrayFile;
 use crate::array::NdArray;
 use crate::error::{Error, Result};
 use crate::format::{read_by_streaming, ArrayRequest, Format, InspectOptions, Report, ValidateOptions, WriteOptions};
+use crate::fortran;
 use crate::limits::Limits;
 use crate::npy;
 use crate::output::Output;
@@ -107,13 +108,26 @@ impl Format for NpyFormat {
         let h = npy::parse_header(&input.head(1 << 20))?;
         npy::check_data(&h, input.len())?;
         let region = req.region_of(&h.shape)?;
-        sink.begin(&ArrayInfo::new(h.dtype, region.shape()))?;
-        let size = h.dtype.size();
+        let info = ArrayInfo::new(h.dtype, region.shape());
         let mut swap = |b: &mut [u8]| {
-            if h.big_endian && size > 1 {
-                b.chunks_exact_mut(size).for_each(|v| v.reverse());
+            if h.big_endian {
+                h.dtype.swap_to_le(b);
             }
         };
+        if h.fortran_order {
+            // The stored bytes are the C-order transpose: reordered on the way.
+            return fortran::stream_fortran_stored(
+                input,
+                h.data_offset,
+                h.dtype,
+                &h.shape,
+                &region,
+                &mut swap,
+                &req.limits,
+                sink,
+            );
+        }
+        sink.begin(&info)?;
         stream_stored_c_order(input, h.data_offset, h.dtype, &h.shape, Some(&region), &mut swap, sink)
     }
     fn write_array(&self, array: &NdArray, _opts: &WriteOptions, out: &mut dyn Write) -> Result<()> {

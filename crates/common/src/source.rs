@@ -70,17 +70,32 @@ impl Input {
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Input> {
         let path = path.as_ref();
-        let meta = std::fs::metadata(path).map_err(|e| Error::io(&path.display().to_string(), &e))?;
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(&crate::names::shown(path), &e))?;
         if meta.is_dir() {
             return Ok(Input::Dir {
                 path: path.to_path_buf(),
             });
         }
-        let file = File::open(path).map_err(|e| Error::io(&path.display().to_string(), &e))?;
+        let file = File::open(path).map_err(|e| Error::io(&crate::names::shown(path), &e))?;
         Ok(Input::File {
             path: path.to_path_buf(),
             len: meta.len(),
             file: Arc::new(file),
+        })
+    }
+
+    /// An open file, read by position and called `name` in messages: standard input when it
+    /// is a regular file, or a stream spooled into a temporary file.
+    pub fn from_file(name: impl Into<PathBuf>, file: File) -> Result<Input> {
+        let path = name.into();
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(&crate::names::shown(&path), &e))?
+            .len();
+        Ok(Input::File {
+            path,
+            file: Arc::new(file),
+            len,
         })
     }
 
@@ -100,7 +115,7 @@ impl Input {
     /// The path or name of the input, for messages.
     pub fn name(&self) -> String {
         match self {
-            Input::File { path, .. } | Input::Dir { path } => path.display().to_string(),
+            Input::File { path, .. } | Input::Dir { path } => crate::names::shown(path),
             Input::Bytes { name, .. } => name.clone(),
             Input::Remote { source } => source.name(),
         }
@@ -151,7 +166,7 @@ impl Input {
         }
         match self {
             Input::File { file, path, .. } => read_exact_at(file, buf, offset)
-                .map_err(|e| Error::io(&format!("reading {} at offset {offset}", path.display()), &e)),
+                .map_err(|e| Error::io(&format!("reading {} at offset {offset}", crate::names::shown(path)), &e)),
             Input::Bytes { data, .. } => {
                 buf.copy_from_slice(&data[offset as usize..offset as usize + buf.len()]);
                 Ok(())
@@ -161,7 +176,7 @@ impl Input {
                 ErrorKind::Usage,
                 "input.is_directory",
                 None,
-                format!("{} is a directory", path.display()),
+                format!("{} is a directory", crate::names::shown(path)),
             )),
         }
     }

@@ -553,6 +553,26 @@ impl RegionSpec {
     }
 }
 
+impl RegionSpec {
+    /// Can a source honouring this spec have delivered an array of `shape`? Axes with both ends
+    /// given must have exactly that extent, `:END` axes the extent END; a `START:` axis depends
+    /// on the full shape, which only the source knows: any extent above 0, and 0 too when START
+    /// is 0 (`0:` of an axis of length 0 is that whole empty axis, as [`RegionSpec::resolve`]
+    /// takes it). Callers check a delivered array with it before writing anything, so a reader
+    /// that ignored the region is caught instead of writing the whole array as the box.
+    pub fn could_deliver(&self, shape: &[u64]) -> bool {
+        if self.axes.len() > shape.len() || (self.every_axis && self.axes.len() != shape.len()) {
+            return false;
+        }
+        self.axes.iter().zip(shape).all(|(&bounds, &extent)| match bounds {
+            (Some(start), Some(end)) => extent == end.saturating_sub(start),
+            (None, Some(end)) => extent == end,
+            (Some(start), None) => extent > 0 || start == 0,
+            (None, None) => true,
+        })
+    }
+}
+
 impl From<Region> for RegionSpec {
     fn from(region: Region) -> RegionSpec {
         RegionSpec {
@@ -813,6 +833,27 @@ mod tests {
             out.extend_from_slice(&data[at..at + elem]);
         }
         out
+    }
+
+    #[test]
+    fn could_deliver_matches_what_resolve_gives() {
+        let s = |v: &str| RegionSpec::parse(v).unwrap();
+        assert!(s("1:3,:").could_deliver(&[2, 7]));
+        assert!(!s("1:3,:").could_deliver(&[4, 7]));
+        assert!(s(":5").could_deliver(&[5, 9]));
+        assert!(!s(":5").could_deliver(&[9, 9]));
+        assert!(s("4:").could_deliver(&[2]));
+        assert!(!s("4:").could_deliver(&[0]));
+        assert!(!s("1,2,3").could_deliver(&[1, 1]));
+        assert!(!s("1:2").for_every_axis().could_deliver(&[1, 1]));
+        // `0:` of an axis of length 0 is the empty box (it was refused as a region the reader
+        // ignored), like `:0` and `:`.
+        for spec in ["0:", ":0", ":", "0:,1:", "0:0"] {
+            let shape = [0, 3];
+            let region = s(spec).resolve(&shape).unwrap();
+            assert!(s(spec).could_deliver(&region.shape()), "{spec}: {:?}", region.shape());
+            assert_eq!(region.shape()[0], 0, "{spec}");
+        }
     }
 
     #[test]

@@ -63,6 +63,33 @@ pub fn skip(why: &str) {
     let _ = writeln!(std::io::stderr(), "skipped: {test} {why}");
 }
 
+/// The folder named by the environment variable `var` for a test that needs data made outside
+/// the repository (e.g. by a reference implementation), described by `what`.
+///
+/// - unset: `None`, after writing `skipped: <test> needs <what> (<var> not set)` to stderr (as
+///   [`corpus_dir`] does), unless the environment variable `CI` is `true`: then it panics, so a
+///   CI run cannot pass with the test skipped;
+/// - set but empty or not a folder: panics naming the variable.
+pub fn env_dir(var: &str, what: &str) -> Option<PathBuf> {
+    let Some(value) = std::env::var_os(var) else {
+        if std::env::var_os("CI").is_some_and(|v| v == "true") {
+            let thread = std::thread::current();
+            let test = thread.name().unwrap_or("a test");
+            panic!("{test} needs {what}: {var} is not set, and CI=true does not allow the skip");
+        }
+        skip(&format!("needs {what} ({var} not set)"));
+        return None;
+    };
+    let dir = PathBuf::from(&value);
+    if value.is_empty() || !dir.is_dir() {
+        panic!(
+            "{var}={} is not a folder: point it at {what} or unset it to skip",
+            dir.display()
+        );
+    }
+    Some(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +121,27 @@ mod tests {
         match saved {
             Some(v) => std::env::set_var(CORPUS_VAR, v),
             None => std::env::remove_var(CORPUS_VAR),
+        }
+
+        // env_dir: unset skips, except under CI=true; set to a non-folder panics.
+        const VAR: &str = "RASTERPACK_TESTKIT_PROBE";
+        let saved_ci = std::env::var_os("CI");
+        std::env::remove_var(VAR);
+        std::env::set_var("CI", "false");
+        assert_eq!(env_dir(VAR, "probe data"), None);
+        std::env::set_var("CI", "true");
+        let msg = std::panic::catch_unwind(|| env_dir(VAR, "probe data")).unwrap_err();
+        assert!(msg.downcast_ref::<String>().unwrap().contains("CI=true"));
+        std::env::set_var(VAR, "/nonexistent/rasterpack-probe");
+        let msg = std::panic::catch_unwind(|| env_dir(VAR, "probe data")).unwrap_err();
+        assert!(msg.downcast_ref::<String>().unwrap().contains("is not a folder"));
+        let here = std::env::temp_dir();
+        std::env::set_var(VAR, &here);
+        assert_eq!(env_dir(VAR, "probe data"), Some(here));
+        std::env::remove_var(VAR);
+        match saved_ci {
+            Some(v) => std::env::set_var("CI", v),
+            None => std::env::remove_var("CI"),
         }
     }
 }

@@ -9,8 +9,9 @@
 //! Memory is a working set (a zstd window, inflate and read buffers), whatever the array's
 //! size. Chunks the element cannot mean are not read.
 
+use rasterpack_common::fortran::{self, FortranReorder};
 use rasterpack_common::npy::NpyHeader;
-use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, Error, Input, Limits, RegionRuns, Result};
+use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, DType, Error, Input, Limits, RegionRuns, Result};
 
 use crate::element::{npz_chunks, pick_array};
 use crate::npz::{self, array_name, ArrayTarget, CdWalk, WalkMode};
@@ -205,10 +206,12 @@ struct Plan {
     /// Output offset of the next byte.
     out: u64,
     total: u64,
-    elem: usize,
+    dtype: DType,
     swap: bool,
     /// A value cut by the end of a piece (byte-swapped dtypes only).
     partial: Vec<u8>,
+    /// Fortran-order members: the stored bytes are reordered to C order on the way.
+    fortran: Option<FortranReorder>,
 }
 
 /// Delivers a member's array, or the requested region of it, to the caller's sink.
@@ -239,21 +242,30 @@ impl RegionTarget<'_, '_> {
 
     fn emit(sink: &mut dyn ArraySink, p: &mut Plan, bytes: &[u8]) -> Result<()> {
         if !p.swap {
-            sink.write_at(p.out, bytes)?;
-            p.out += bytes.len() as u64;
-            return Ok(());
+            return Self::deliver(sink, p, bytes);
         }
         // Whole values only, swapped to little-endian.
         let mut buf = std::mem::take(&mut p.partial);
         buf.extend_from_slice(bytes);
-        let whole = buf.len() / p.elem * p.elem;
+        let elem = p.dtype.size();
+        let whole = buf.len() / elem * elem;
         let (values, rest) = buf.split_at_mut(whole);
-        values.chunks_exact_mut(p.elem).for_each(|v| v.reverse());
+        p.dtype.swap_to_le(values);
         if !values.is_empty() {
-            sink.write_at(p.out, values)?;
-            p.out += values.len() as u64;
+            Self::deliver(sink, p, values)?;
         }
         p.partial = rest.to_vec();
+        Ok(())
+    }
+
+    /// Little-endian bytes of the stored region, in stored order, to the sink (reordered to C
+    /// order first for a Fortran-order member).
+    fn deliver(sink: &mut dyn ArraySink, p: &mut Plan, bytes: &[u8]) -> Result<()> {
+        match p.fortran.as_mut() {
+            Some(f) => f.write_at(sink, p.out, bytes)?,
+            None => sink.write_at(p.out, bytes)?,
+        }
+        p.out += bytes.len() as u64;
         Ok(())
     }
 }
@@ -264,9 +276,18 @@ impl ArrayTarget for RegionTarget<'_, '_> {
         let mut info = ArrayInfo::new(h.dtype, region.shape());
         info.name = Some(self.name.clone());
         let total = info.byte_len()?;
-        self.sink.begin(&info)?;
-        let elem = h.dtype.size();
-        let mut runs = RegionRuns::new(&h.shape, &region, elem as u64);
+        let elem = h.dtype.size() as u64;
+        // A Fortran-order member stores the C-order transpose: walk the (reversed) region of
+        // that, and reorder what it delivers.
+        let (fortran, mut runs) = if h.fortran_order {
+            let reorder = FortranReorder::begin(&info, &self.spec.limits, self.sink)?;
+            let stored = fortran::fortran_stored_shape(&h.shape);
+            let runs = RegionRuns::new(&stored, &fortran::fortran_stored_region(&region), elem);
+            (Some(reorder), runs)
+        } else {
+            self.sink.begin(&info)?;
+            (None, RegionRuns::new(&h.shape, &region, elem))
+        };
         let current = runs.next();
         self.plan = Some(Plan {
             runs,
@@ -274,9 +295,10 @@ impl ArrayTarget for RegionTarget<'_, '_> {
             in_run: 0,
             out: 0,
             total,
-            elem,
-            swap: h.big_endian && elem > 1,
+            dtype: h.dtype,
+            swap: h.big_endian && h.dtype.swap_unit() > 1,
             partial: Vec::new(),
+            fortran,
         });
         Ok(())
     }

@@ -285,9 +285,10 @@ pub fn prim_dtype(p: Prim) -> Option<DType> {
     })
 }
 
-/// The UDF primitive that stores a dtype (`bool` is stored as `u8`).
-pub fn dtype_prim(d: DType) -> Prim {
-    match d {
+/// The UDF primitive that stores a dtype (`bool` is stored as `u8`); `None` for the dtypes UDF
+/// has no primitive for (`float16`, `complex64`, `complex128`: the spec's list ends at `f64`).
+pub fn dtype_prim(d: DType) -> Option<Prim> {
+    Some(match d {
         DType::Bool | DType::U8 => Prim::U8,
         DType::I8 => Prim::I8,
         DType::U16 => Prim::U16,
@@ -298,7 +299,8 @@ pub fn dtype_prim(d: DType) -> Prim {
         DType::I64 => Prim::I64,
         DType::F32 => Prim::F32,
         DType::F64 => Prim::F64,
-    }
+        DType::F16 | DType::C64 | DType::C128 => return None,
+    })
 }
 
 /// `ndarray:10x180x360` -> `[10, 180, 360]`.

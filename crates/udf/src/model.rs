@@ -382,7 +382,7 @@ impl UdfFile {
     /// The values as `T` (which must match the table's primitive), in C order over all axes.
     pub fn values<T: Element>(&self, t: &UdfTable) -> Result<Vec<T>> {
         let want = dtype_prim(T::DTYPE);
-        if t.prim != want {
+        if Some(t.prim) != want {
             return Err(Error::new(
                 ErrorKind::Usage,
                 "array.dtype_mismatch",
@@ -391,7 +391,7 @@ impl UdfFile {
                     "table {} holds {}, not {}",
                     t.display_name(),
                     t.prim.name(),
-                    want.name()
+                    T::DTYPE.name()
                 ),
             ));
         }

@@ -127,7 +127,15 @@ impl TableSpec {
         for &v in values {
             v.extend_le(&mut b);
         }
-        Self::raw(name, dtype_prim(T::DTYPE), Hint::None, real, &[], b)
+        // Every Element type has a primitive (Element is u8..f64).
+        Self::raw(
+            name,
+            dtype_prim(T::DTYPE).unwrap_or(Prim::Custom),
+            Hint::None,
+            real,
+            &[],
+            b,
+        )
     }
 
     /// A single value.
@@ -813,10 +821,15 @@ fn writer_for(info: &ArrayInfo, payload: Payload) -> Result<UdfWriter> {
             "a UDF datatable holds at most 4 GiB; this array has {bytes} bytes"
         )));
     }
+    let prim = dtype_prim(info.dtype).ok_or_else(|| {
+        Error::usage(format!(
+            "UDF cannot store {} values: its primitives are u8..u64, i8..i64, f32 and f64",
+            info.dtype.name()
+        ))
+    })?;
     let mut w = UdfWriter::new("RPAK")?;
     let root = w.add_dataset("ROOT")?;
     w.set_root(root);
-    let prim = dtype_prim(info.dtype);
     let name = match info.name.as_deref() {
         Some(n) if !n.is_empty() && n != ATTRS_TABLE && !n.contains('/') && n.len() < 256 => n.to_string(),
         _ => "data".to_string(),

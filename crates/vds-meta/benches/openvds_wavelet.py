@@ -10,6 +10,9 @@ take data written by OpenVDS itself:
                                    each with OpenVDS's own LOD0 reads (X.vds.native.raw in the
                                    channel's format, X.vds.r32.raw as float32): the input of
                                    tests/wavelet.rs with RASTERPACK_VDS_ORACLE=DIR
+  openvds_wavelet.py sweep DIR     NaN / +-inf values next to finite ones (positions, margins
+                                   0-4, bricks 32-128, the four methods), with OpenVDS's reads
+                                   like `matrix` (its datasets are part of `matrix` too)
   openvds_wavelet.py time FILE...  OpenVDS's full LOD0 float32 read + np.save, timed
 
 Nothing here is needed to build or test rasterpack.
@@ -46,7 +49,7 @@ def field(shape_c, kind, rng):
 
 
 def write(path, shape, fmt='R32', method='Wavelet', tol=1.0, brick=64, nov=None, kind='smooth', seed=1,
-          vrange=(-1.25, 1.25), margin=0):
+          vrange=(-1.25, 1.25), margin=0, nonfinite=()):
     rng = np.random.default_rng(seed)
     nd = len(shape)
     layout = LD(getattr(LD.BrickSize, f'BrickSize_{brick}'), margin, margin, 4, LD.LODLevels.LODLevels_None,
@@ -74,6 +77,15 @@ def write(path, shape, fmt='R32', method='Wavelet', tol=1.0, brick=64, nov=None,
         data = (v if kind == 'tiny' else np.clip(v, -3, 3)).astype(np.float32)
         if nov is not None:
             data[rng.random(shape_c) < 0.02] = np.float32(nov)
+        # (index along dim 0, value) pairs, set on every line along dim 0; random lines get
+        # more at random places.
+        flat = data.reshape(-1, shape_c[-1])
+        for at, val in nonfinite:
+            flat[:, at] = np.float32(val)
+        if nonfinite:
+            for _ in range(max(1, flat.shape[0] // 8)):
+                r, c = rng.integers(flat.shape[0]), rng.integers(shape_c[-1])
+                flat[r, c] = np.float32(rng.choice([np.nan, np.inf, -np.inf]))
     else:
         top = 254 if fmt == 'U8' else 65534
         data = np.clip(np.round((v - vrange[0]) / (vrange[1] - vrange[0]) * top), 0, top).astype(dtype)
@@ -86,7 +98,9 @@ def write(path, shape, fmt='R32', method='Wavelet', tol=1.0, brick=64, nov=None,
         lo, hi = page.getMinMax()
         buf = np.array(page.getWritableBuffer(), copy=False)
         box = data[tuple(slice(lo[k], hi[k]) for k in reversed(range(nd)))]
-        buf.reshape(-1)[:box.size] = box.reshape(-1)
+        # The page buffer is strided when the brick is cut by the volume's edge: a flat view
+        # of it would be a copy, and the values would never reach the file.
+        buf[...] = box.reshape(buf.shape)
         page.release()
     acc.commit()
     acc.setMaxPages(0)
@@ -144,6 +158,41 @@ MATRIX = [
     ('u16_2d_nov_wav', dict(shape=[150, 130], fmt='U16', nov=-5.0)),
 ]
 
+METHODS = ('Wavelet', 'WaveletLossless', 'WaveletNormalizeBlock', 'WaveletNormalizeBlockLossless')
+SHORT = dict(zip(METHODS, ('wav', 'wavll', 'norm', 'normll')))
+
+
+def sweep():
+    """NaN and +-inf among finite values: OpenVDS's transform spreads them over their
+    neighbours, so what the decoder must reproduce is which NaN bits come out of each lifting
+    step (a NaN's sign reaches finite voxels through the lossless residual)."""
+    out = []
+    for m in METHODS:
+        # 1-D lines (2-D datasets of one row), like edges/vds/wnbl_nan_inf_margin4.vds.
+        for margin in range(5):
+            for brick, n in ((32, 150), (64, 424), (128, 300)):
+                for k, nf in enumerate((
+                        [(n // 2 + 9, np.nan), (n // 2 + 21, np.inf)],
+                        [(3, -np.inf), (n - 5, np.nan)],
+                        [(n // 3, np.inf), (n // 3 + 1, -np.inf)],
+                        [(n // 4, np.nan)])):
+                    if (margin + brick // 32 + k) % 2:  # half of the grid keeps the run short
+                        continue
+                    out.append((f'nf_{SHORT[m]}_line{n}_b{brick}_m{margin}_{k}',
+                                dict(shape=[n, 1], method=m, brick=brick, margin=margin, tol=0.0 if 'Lossless' in m else 1.0,
+                                     kind='noise', seed=7 + margin + k, nonfinite=nf, vrange=(-1.5, 1.5))))
+        # 2-D and 3-D bricks.
+        out.append((f'nf_{SHORT[m]}_2d', dict(shape=[90, 70], method=m, brick=32, margin=2, kind='noise',
+                                              nonfinite=[(40, np.nan), (47, np.inf)])))
+        out.append((f'nf_{SHORT[m]}_3d', dict(shape=[40, 36, 20], method=m, brick=32, margin=1,
+                                              nonfinite=[(10, -np.inf), (21, np.nan)])))
+        # Odd sizes: rows whose length is not a multiple of 4 reach OpenVDS's scalar loops.
+        out.append((f'nf_{SHORT[m]}_2d_odd', dict(shape=[75, 37], method=m, brick=32, margin=3, kind='noise',
+                                                  nonfinite=[(20, -np.inf), (21, np.nan), (60, np.inf)])))
+        out.append((f'nf_{SHORT[m]}_3d_odd', dict(shape=[45, 23, 13], method=m, brick=64, kind='noise',
+                                                  nonfinite=[(7, np.nan), (30, np.inf), (31, -np.inf)])))
+    return out
+
 
 def time_read(path):
     out = path + '.openvds.npy'
@@ -165,7 +214,7 @@ def time_read(path):
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in ('make', 'matrix', 'time'):
+    if len(sys.argv) < 3 or sys.argv[1] not in ('make', 'matrix', 'sweep', 'time'):
         sys.exit(__doc__)
     cmd, rest = sys.argv[1], sys.argv[2:]
     if cmd == 'time':
@@ -179,7 +228,7 @@ def main():
             write(p, [256, 256, 512], method=m, brick=64, vrange=(-1.5, 1.5))
             print(p, os.path.getsize(p))
     else:
-        for name, kw in MATRIX:
+        for name, kw in (MATRIX if cmd == 'matrix' else []) + sweep():
             write(os.path.join(rest[0], name + '.vds'), **kw)
             print('wrote', name)
 

@@ -62,7 +62,10 @@ impl DirStore {
     /// Open the object-store dataset in directory `root`.
     pub fn open(root: &Path, limits: &Limits) -> Result<DirStore> {
         if !root.is_dir() {
-            return Err(Error::usage(format!("{} is not a directory", root.display())));
+            return Err(Error::usage(format!(
+                "{} is not a directory",
+                rasterpack_common::shown(root)
+            )));
         }
         let mut headers = None;
         let mut side = root.as_os_str().to_owned();
@@ -120,12 +123,12 @@ impl ObjectStore for DirStore {
             Ok(m) if m.is_file() => m,
             Ok(_) => return Ok(None),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io(&path.display().to_string(), &e)),
+            Err(e) => return Err(Error::io(&rasterpack_common::shown(&path), &e)),
         };
         self.limits.check_alloc(meta.len(), &format!("object {key}"), None)?;
         std::fs::read(&path)
             .map(Some)
-            .map_err(|e| Error::io(&path.display().to_string(), &e))
+            .map_err(|e| Error::io(&rasterpack_common::shown(&path), &e))
     }
 
     fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
@@ -134,11 +137,11 @@ impl ObjectStore for DirStore {
         let mut file = match std::fs::File::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(Error::io(&path.display().to_string(), &e)),
+            Err(e) => return Err(Error::io(&rasterpack_common::shown(&path), &e)),
         };
         let len = file
             .metadata()
-            .map_err(|e| Error::io(&path.display().to_string(), &e))?
+            .map_err(|e| Error::io(&rasterpack_common::shown(&path), &e))?
             .len();
         if !file.metadata().map(|m| m.is_file()).unwrap_or(false) {
             return Ok(false);
@@ -149,7 +152,7 @@ impl ObjectStore for DirStore {
         (&mut file)
             .take(len)
             .read_to_end(buf)
-            .map_err(|e| Error::io(&path.display().to_string(), &e))?;
+            .map_err(|e| Error::io(&rasterpack_common::shown(&path), &e))?;
         Ok(true)
     }
 
@@ -170,9 +173,9 @@ impl ObjectStore for DirStore {
             if depth > 3 {
                 continue;
             }
-            let rd = std::fs::read_dir(&dir).map_err(|e| Error::io(&dir.display().to_string(), &e))?;
+            let rd = std::fs::read_dir(&dir).map_err(|e| Error::io(&rasterpack_common::shown(&dir), &e))?;
             for ent in rd {
-                let ent = ent.map_err(|e| Error::io(&dir.display().to_string(), &e))?;
+                let ent = ent.map_err(|e| Error::io(&rasterpack_common::shown(&dir), &e))?;
                 let name = ent.file_name().to_string_lossy().into_owned();
                 let key = if rel.is_empty() {
                     name.clone()
@@ -230,7 +233,7 @@ impl ObjectStore for DirStore {
             Ok(m) if m.is_file() => Ok(Some(m.len())),
             Ok(_) => Ok(None),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(&path.display().to_string(), &e)),
+            Err(e) => Err(Error::io(&rasterpack_common::shown(&path), &e)),
         }
     }
 }

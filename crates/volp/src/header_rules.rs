@@ -58,7 +58,7 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
         json: members.iter().map(|(k, v)| (k.clone(), v.value.to_serde())).collect(),
         ..Default::default()
     };
-    let version = read_version(&m, &mut c);
+    let (version, version_text) = read_version(&m, &mut c);
     c.dtype = read_dtype(&m, &mut c);
     c.shape = read_shape(&m, &mut c);
     check_body_size(&m, &mut c);
@@ -71,6 +71,7 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
     if let (true, Some(dtype), Some(shape)) = (c.errors.is_empty(), c.dtype, c.shape) {
         c.header = Some(VolpHeader {
             version,
+            version_text,
             dtype,
             shape,
             scale,
@@ -78,18 +79,25 @@ pub fn check_header(members: &[(String, Node)], base: u64) -> HeaderCheck {
             compression,
             metadata,
             unknown,
+            unknown_json: members
+                .iter()
+                .filter(|(k, _)| !KNOWN_KEYS.contains(&k.as_str()))
+                .map(|(k, n)| (k.clone(), n.value.to_json_text()))
+                .collect(),
         });
     }
     c
 }
 
 /// `version`: an integral number, or null/missing (1); below 1 reads as 1, above 1 decodes with
-/// the version 1 layout. Returns the effective version.
-fn read_version(m: &Members<'_>, c: &mut HeaderCheck) -> u64 {
+/// the version 1 layout. Returns the effective version and its text: the number as written when
+/// it is above 1 (`1e400` is larger than any u64 and is reported as itself), else `"1"`.
+fn read_version(m: &Members<'_>, c: &mut HeaderCheck) -> (u64, String) {
+    let one = || (1, "1".to_string());
     let Some(n) = m.get("version") else {
         c.notes
             .info("volp.version.missing", None, "no \"version\" key: read as version 1");
-        return 1;
+        return one();
     };
     let at = m.at(n);
     let below_one = |c: &mut HeaderCheck, raw: &str| {
@@ -98,29 +106,29 @@ fn read_version(m: &Members<'_>, c: &mut HeaderCheck) -> u64 {
             Some(at),
             format!("version {raw} is below 1: read as version 1"),
         );
-        1
+        one()
     };
-    let version = match &n.value {
+    let (version, text) = match &n.value {
         JValue::Null => {
             c.notes.info(
                 "volp.version.missing",
                 Some(at),
                 "\"version\" is null: read as version 1",
             );
-            1
+            one()
         }
         JValue::Number { raw, .. } => match integral(raw) {
             Integral::Value { negative, magnitude } if negative || magnitude < 1 => below_one(c, raw),
-            Integral::Value { magnitude, .. } => magnitude,
+            Integral::Value { magnitude, .. } => (magnitude, magnitude.to_string()),
             Integral::TooLarge { negative: true } => below_one(c, raw),
-            Integral::TooLarge { negative: false } => u64::MAX,
+            Integral::TooLarge { negative: false } => (u64::MAX, raw.clone()),
             Integral::Fraction => {
                 c.errors.push(Error::invalid(
                     "volp.version.invalid",
                     at,
                     format!("\"version\" must be an integer, found {raw}"),
                 ));
-                1
+                one()
             }
         },
         other => {
@@ -129,17 +137,17 @@ fn read_version(m: &Members<'_>, c: &mut HeaderCheck) -> u64 {
                 at,
                 format!("\"version\" must be an integer, found {}", other.type_name()),
             ));
-            1
+            one()
         }
     };
     if version > 1 {
         c.notes.info(
             "volp.version.newer",
             Some(at),
-            format!("version {version} is newer than 1: decoded with the version 1 layout"),
+            format!("version {text} is newer than 1: decoded with the version 1 layout"),
         );
     }
-    version
+    (version, text)
 }
 
 /// `dtype`: required, exactly one of the five names.

@@ -73,8 +73,50 @@ impl JValue {
         }
     }
 
-    /// The same value as serde_json's, for reports. Integers stay integers; numbers beyond the
-    /// f64 range are kept as their source text (serde_json cannot hold them).
+    /// The value as compact JSON text, numbers exactly as written (`1e400`, 30-digit integers),
+    /// strings re-escaped: what a VOLP writer copies to carry a key it does not interpret.
+    pub fn to_json_text(&self) -> String {
+        let mut out = String::new();
+        self.write_json_text(&mut out);
+        out
+    }
+
+    fn write_json_text(&self, out: &mut String) {
+        let string = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+        match self {
+            JValue::Null => out.push_str("null"),
+            JValue::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            JValue::Number { raw, .. } => out.push_str(raw),
+            JValue::String(s) => out.push_str(&string(s)),
+            JValue::Array(items) => {
+                out.push('[');
+                for (i, n) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    n.value.write_json_text(out);
+                }
+                out.push(']');
+            }
+            JValue::Object(members) => {
+                out.push('{');
+                for (i, (k, n)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&string(k));
+                    out.push(':');
+                    n.value.write_json_text(out);
+                }
+                out.push('}');
+            }
+        }
+    }
+
+    /// The same value as serde_json's, for reports. Integers stay integers; an integer beyond
+    /// 64 bits (`123456789012345678901234567890`) is kept as a string of its digits, as FOLD's
+    /// metadata does (an f64 would silently round it: docs/cli.md, "Numbers in JSON"), and so
+    /// is a number beyond the f64 range (`1e400`: serde_json cannot hold it).
     pub fn to_serde(&self) -> Value {
         match self {
             JValue::Null => Value::Null,
@@ -84,6 +126,8 @@ impl JValue {
                     Value::Number(i.into())
                 } else if let Ok(u) = raw.parse::<u64>() {
                     Value::Number(u.into())
+                } else if !raw.contains(['.', 'e', 'E']) {
+                    Value::String(raw.clone())
                 } else {
                     match Number::from_f64(*value) {
                         Some(n) => Value::Number(n),

@@ -67,7 +67,11 @@ impl VolpMetadata {
 #[derive(Debug, Clone, PartialEq)]
 pub struct VolpHeader {
     /// Effective version: missing, `null` or < 1 become 1; larger versions decode the same way.
+    /// A version beyond u64 (`1e400`) is `u64::MAX` here; [`VolpHeader::version_text`] says it.
     pub version: u64,
+    /// The effective version as the header writes it (`"1"` for the defaults, `"1e400"` kept
+    /// as itself), for reports: a number too large for `version` is never shown as u64::MAX.
+    pub version_text: String,
     /// Element type of the stored values.
     pub dtype: DType,
     /// `[levels, lat, lon]`, each >= 1: the C-order shape of the stored tensor.
@@ -82,9 +86,22 @@ pub struct VolpHeader {
     pub metadata: VolpMetadata,
     /// Keys the spec does not define, in file order (ignored for decoding, shown by inspect).
     pub unknown: Map<String, Value>,
+    /// The same keys with their values as compact JSON text, numbers exactly as written: what
+    /// a conversion to VOLP carries into the new header.
+    pub unknown_json: Vec<(String, String)>,
 }
 
 impl VolpHeader {
+    /// The version for JSON reports: a number when it fits `u64` and is written as an integer,
+    /// else the text as written (the rule for integers beyond 64 bits, docs/cli.md).
+    pub fn version_json(&self) -> Value {
+        match self.version_text.parse::<u64>() {
+            Ok(v) => Value::from(v),
+            Err(_) if self.version == u64::MAX => Value::from(self.version_text.clone()),
+            Err(_) => Value::from(self.version),
+        }
+    }
+
     /// Number of stored values (`product(shape)`).
     pub fn elements(&self) -> u64 {
         // Checked when the header was accepted: the product fits and is <= 256 MiB.

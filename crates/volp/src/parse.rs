@@ -144,7 +144,7 @@ pub fn parse_structure(input: &Input, limits: &Limits) -> Result<Structure, Erro
     if let Some(dir) = input.dir() {
         return Err(Error::usage(format!(
             "{} is a directory, not a VOLP file",
-            dir.display()
+            rasterpack_common::shown(dir)
         )));
     }
     let head = input.head(PREFIX_LEN);

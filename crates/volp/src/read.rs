@@ -4,6 +4,8 @@
 use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, DType, Input, Region, Result};
 use serde_json::{Map, Value};
 
+use crate::write::UNKNOWN_KEYS_ATTR;
+
 use crate::body::{check_can_produce, decode_body, DecodePlan};
 use crate::model::{physical_le_bytes, VolpHeader};
 
@@ -16,7 +18,16 @@ pub(crate) fn array_info(header: &VolpHeader, shape: Vec<u64>, physical: bool) -
     for (k, v) in header.metadata.entries() {
         attrs.insert(k.into(), v.clone());
     }
-    attrs.insert("version".into(), Value::from(header.version));
+    attrs.insert("version".into(), header.version_json());
+    if !header.unknown_json.is_empty() {
+        // Keys VOLP does not interpret, as JSON text: the VOLP writer copies them exactly.
+        let keys = header
+            .unknown_json
+            .iter()
+            .map(|(k, text)| (k.clone(), Value::from(text.clone())))
+            .collect();
+        attrs.insert(UNKNOWN_KEYS_ATTR.into(), Value::Object(keys));
+    }
     let (scale_key, offset_key) = if physical {
         ("source_scale", "source_offset")
     } else {

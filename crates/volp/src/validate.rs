@@ -224,7 +224,7 @@ fn header_summary(sum: &mut Map<String, Value>, rows: &mut Vec<(String, String)>
         "arrays".into(),
         json!([{"name": Value::Null, "dtype": h.dtype.name(), "shape": h.shape}]),
     );
-    sum.insert("version".into(), Value::from(h.version));
+    sum.insert("version".into(), h.version_json());
     sum.insert("dtype".into(), Value::from(h.dtype.name()));
     sum.insert("shape".into(), Value::from(h.shape.to_vec()));
     sum.insert("scale".into(), f64_value(h.scale));
@@ -244,7 +244,7 @@ fn header_summary(sum: &mut Map<String, Value>, rows: &mut Vec<(String, String)>
     }
     meta.insert("unknown".into(), Value::Object(h.unknown.clone()));
     sum.insert("metadata".into(), Value::Object(meta));
-    rows.push(("version".into(), h.version.to_string()));
+    rows.push(("version".into(), h.version_text.clone()));
     rows.push(("dtype".into(), h.dtype.name().into()));
     rows.push(("shape [levels, lat, lon]".into(), format!("{:?}", h.shape)));
     rows.push(("scale".into(), fmt_f64(h.scale)));

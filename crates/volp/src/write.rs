@@ -13,6 +13,20 @@ use crate::raw::{KNOWN_KEYS, MAGIC, MAX_BODY_LEN, MAX_HEADER_LEN};
 /// zstd level used when the caller has no preference.
 pub const DEFAULT_LEVEL: i32 = 3;
 
+/// The attribute a VOLP source puts its uninterpreted header keys in (an object of key -> JSON
+/// text, in file order); the writer appends them to the new header as written.
+pub const UNKNOWN_KEYS_ATTR: &str = "volp_unknown_keys";
+
+/// The levels [`level_ok`] takes, for messages.
+const LEVELS: &str = "1..=22, or -1 down to zstd's fastest, -131072";
+
+/// A zstd level the writer takes: 1..=22 (as `zstd -1` .. `zstd --ultra -22`), or a negative
+/// "fast" level down to libzstd's minimum (`zstd --fast=N`; the reference packer passes them
+/// to libzstd as given). 0 is refused: libzstd reads it as "its default", which says nothing.
+pub fn level_ok(level: i32) -> bool {
+    level != 0 && (zstd::zstd_safe::min_c_level()..=zstd::zstd_safe::max_c_level().min(22)).contains(&level)
+}
+
 /// Compressed bytes are written out in pieces of about this size.
 const OUT_PIECE: usize = 1 << 20;
 
@@ -31,7 +45,8 @@ pub struct VolpWriteOptions {
     /// written after the required ones. The keys the header itself uses (`version`, `shape`,
     /// `dtype`, `compression`, `scale`, `offset`) are refused.
     pub metadata: Map<String, Value>,
-    /// zstd level, 1..=22.
+    /// zstd level: 1..=22, or a negative "fast" level down to zstd's minimum (-131072), as the
+    /// reference packer accepts (see [`level_ok`]).
     pub level: i32,
 }
 
@@ -47,7 +62,7 @@ impl Default for VolpWriteOptions {
 }
 
 impl VolpWriteOptions {
-    /// The options `convert` passes: `--compress zstd` or `zstd:LEVEL` (1..=22).
+    /// The options `convert` passes: `--compress zstd` or `zstd:LEVEL` (see [`level_ok`]).
     pub fn from_write_options(opts: &WriteOptions) -> Result<VolpWriteOptions> {
         let level = match opts.compress.as_deref() {
             None => DEFAULT_LEVEL,
@@ -56,10 +71,11 @@ impl VolpWriteOptions {
                 .split_once(':')
                 .filter(|(name, _)| name.eq_ignore_ascii_case("zstd"))
                 .and_then(|(_, l)| l.parse::<i32>().ok())
-                .filter(|l| (1..=22).contains(l))
+                .filter(|&l| level_ok(l))
                 .ok_or_else(|| {
                     Error::usage(format!(
-                        "VOLP compression must be \"zstd\" or \"zstd:LEVEL\" (1..=22), not {c:?}"
+                        "VOLP compression must be \"zstd\" or \"zstd:LEVEL\" ({}), not {c:?}",
+                        LEVELS
                     ))
                 })?,
         };
@@ -102,7 +118,33 @@ impl VolpWriteOptions {
         if let (false, Some(name)) = (h.contains_key("variable"), &info.name) {
             h.insert("variable".into(), Value::from(name.clone()));
         }
-        let header = serde_json::to_vec(&Value::Object(h)).map_err(|e| Error::usage(format!("header JSON: {e}")))?;
+        // Keys a VOLP source did not interpret go last, in their order, their values copied as
+        // written (a 30-digit integer stays one); a key already written above is not repeated.
+        let carried: Vec<(&String, &str)> = match info.attrs.get(UNKNOWN_KEYS_ATTR) {
+            Some(Value::Object(keys)) => keys
+                .iter()
+                .filter(|(k, _)| !h.contains_key(*k) && !KNOWN_KEYS.contains(&k.as_str()))
+                .filter_map(|(k, v)| Some((k, v.as_str()?)))
+                .filter(|(_, text)| crate::json::parse(text, 64).is_ok())
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut header =
+            serde_json::to_vec(&Value::Object(h)).map_err(|e| Error::usage(format!("header JSON: {e}")))?;
+        if !carried.is_empty() {
+            header.pop(); // the closing brace
+            for (k, text) in carried {
+                header.push(b',');
+                header.extend_from_slice(
+                    serde_json::to_string(k)
+                        .map_err(|e| Error::usage(format!("header JSON: {e}")))?
+                        .as_bytes(),
+                );
+                header.push(b':');
+                header.extend_from_slice(text.as_bytes());
+            }
+            header.push(b'}');
+        }
         if header.len() > MAX_HEADER_LEN as usize {
             return Err(Error::usage(format!(
                 "header of {} bytes exceeds VOLP's 1 MiB limit",
@@ -234,9 +276,9 @@ fn zstd_failure(code: usize) -> Error {
 impl ArraySink for VolpWriter<'_> {
     fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
         let (shape, bytes) = check_target(info)?;
-        if !(1..=22).contains(&self.opts.level) {
+        if !level_ok(self.opts.level) {
             return Err(Error::usage(format!(
-                "zstd level {} is outside 1..=22",
+                "zstd level {} is outside {LEVELS}",
                 self.opts.level
             )));
         }

@@ -88,6 +88,40 @@ fn version_rules() {
     }
 }
 
+/// A version larger than any u64 is reported as written (it was `18446744073709551615`), in the
+/// note, the inspect rows and the JSON summary; it still decodes with the version 1 layout.
+#[test]
+fn a_version_beyond_u64_is_reported_as_itself() {
+    for (v, json) in [
+        ("1e400", serde_json::json!("1e400")),
+        ("18446744073709551616", serde_json::json!("18446744073709551616")),
+        ("18446744073709551615", serde_json::json!(18446744073709551615u64)),
+        ("2", serde_json::json!(2)),
+    ] {
+        let d = with_header(&format!(r#"{{"version":{v},{BASE},"compression":"zstd"}}"#));
+        let f = assert_valid(&d);
+        let note = f.iter().find(|x| x.code == "volp.version.newer").expect("a note");
+        assert_eq!(
+            note.message,
+            format!("version {v} is newer than 1: decoded with the version 1 layout")
+        );
+        let h = header(&d).unwrap();
+        assert_eq!(h.version_text, v);
+        assert_eq!(h.version_json(), json, "{v}");
+        let input = rasterpack_common::Input::from_bytes("mem", d.clone());
+        let report = rasterpack_common::Format::inspect(
+            &rasterpack_volp::VolpFormat,
+            &input,
+            &rasterpack_common::InspectOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(report.summary["version"], json, "{v}");
+        assert!(
+            !format!("{:?}", report.sections).contains("18446744073709551615") || v.starts_with("18446744073709551615")
+        );
+    }
+}
+
 #[test]
 fn scale_offset_defaults_with_warnings() {
     for (s, o) in [

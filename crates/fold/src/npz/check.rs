@@ -499,7 +499,6 @@ impl StreamCheck {
                 dtype: Some(h.dtype),
                 descr: descr(h.dtype, h.big_endian),
                 shape: h.shape,
-                unsupported: h.fortran_order.then(|| "Fortran order".to_string()),
                 ..NpzArrayInfo::named(array_name(&m.name))
             });
         }

@@ -15,7 +15,7 @@ pub(crate) mod walk;
 mod write;
 pub(crate) mod zip;
 
-use rasterpack_common::{npy, DType, Error, Limits, NdArray, Result};
+use rasterpack_common::{fortran, npy, DType, Error, Limits, NdArray, Result};
 
 pub use check::StreamCheck;
 pub(crate) use check::StreamVerdict;
@@ -155,6 +155,7 @@ struct MemoryTarget {
     limits: Limits,
     array: Option<NdArray>,
     big_endian: bool,
+    fortran_order: bool,
 }
 
 impl ArrayTarget for MemoryTarget {
@@ -162,6 +163,7 @@ impl ArrayTarget for MemoryTarget {
         let n = self.limits.check_alloc(h.data_len, "npz array", None)?;
         self.array = Some(NdArray::new(h.dtype, h.shape.clone(), vec![0u8; n])?);
         self.big_endian = h.big_endian;
+        self.fortran_order = h.fortran_order;
         Ok(())
     }
     fn data(&mut self, at: u64, bytes: &[u8]) -> Result<Flow> {
@@ -191,6 +193,7 @@ pub fn read_array(b: &[u8], name: &str, limits: &Limits) -> Result<NdArray> {
         limits: *limits,
         array: None,
         big_endian: false,
+        fortran_order: false,
     };
     let mut walk = CdWalk::new(dir, b.len() as u64, limits, WalkMode::Verify, Some((idx, target)));
     feed_all(&mut walk, b);
@@ -200,9 +203,12 @@ pub fn read_array(b: &[u8], name: &str, limits: &Limits) -> Result<NdArray> {
     let mut array = target
         .array
         .ok_or_else(|| Error::invalid_at(MEMBER_DAMAGED, None, format!("array {name:?} could not be read")))?;
-    if target.big_endian && array.dtype.size() > 1 {
-        let size = array.dtype.size();
-        array.data.chunks_exact_mut(size).for_each(|v| v.reverse());
+    if target.big_endian {
+        array.dtype.swap_to_le(&mut array.data);
+    }
+    if target.fortran_order {
+        // The whole array is in memory already (bounded by the limits above).
+        array.data = fortran::fortran_to_c(&array.data, array.dtype.size(), &array.shape)?;
     }
     array.name = Some(name.to_string());
     Ok(array)

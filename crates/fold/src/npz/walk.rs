@@ -481,19 +481,13 @@ impl<T: ArrayTarget> CdWalk<T> {
             }
             if !*header_sent {
                 *header_sent = true;
-                // Refused before any data: a size the shape does not fill, Fortran order.
+                // Refused before any data: a size the shape does not fill.
                 let avail = declared - h.data_offset.min(declared);
                 let refusal = if avail != h.data_len {
                     Some(Error::invalid_at(
                         MEMBER_DAMAGED,
                         None,
                         format!("{avail} data bytes in the member, its shape needs {}", h.data_len),
-                    ))
-                } else if h.fortran_order {
-                    Some(Error::unsupported(
-                        "fold.payload.npz_dtype_unsupported",
-                        None,
-                        "the array is stored in Fortran order, which rasterpack does not read",
                     ))
                 } else {
                     t.header(h).err()
@@ -626,8 +620,6 @@ impl NpzArrayInfo {
                 MEMBER_DAMAGED,
                 format!("array {:?}: {avail} data bytes, shape needs {}", self.name, h.data_len),
             );
-        } else if h.fortran_order {
-            self.unsupported = Some("Fortran order".to_string());
         }
     }
 

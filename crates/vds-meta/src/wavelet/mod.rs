@@ -451,6 +451,7 @@ fn apply_no_value(
 
 /// Multiply by the trilinear interpolation of the per-8^3-block normalization field.
 fn normalize(field: &[f32], size: [usize; 3], ax: usize, axy: usize, pic: &mut [f32]) {
+    use transform::nan::{add, mul, sub};
     let n = size.map(|v| v.div_ceil(NORMAL_BLOCK) as i32);
     let at = |x: i32, y: i32, z: i32| field[(x + y * n[0] + z * n[0] * n[1]) as usize];
     for z in 0..size[2] {
@@ -485,17 +486,23 @@ fn normalize(field: &[f32], size: [usize; 3], ax: usize, axy: usize, pic: &mut [
                     at(i0[0], i1[1], i1[2]),
                     at(i1[0], i1[1], i1[2]),
                 ];
-                let x0 = (v[1] - v[0]) * r[0] + v[0];
-                let x2 = (v[3] - v[2]) * r[0] + v[2];
-                let x4 = (v[5] - v[4]) * r[0] + v[4];
-                let x6 = (v[7] - v[6]) * r[0] + v[6];
-                let y0 = (x2 - x0) * r[1] + x0;
-                let y4 = (x6 - x4) * r[1] + x4;
-                let mut f = (y4 - y0) * r[2] + y0;
+                // A field holding NaN or infinity (the encoder's, for blocks with such values)
+                // gives NaN; which one is OpenVDS's x86 operand order (see transform::nan):
+                // each difference's minuend, then the product, and the field's value before
+                // the picture's in the final multiplication.
+                let lerp = |a: f32, b: f32, t: f32| add(mul(sub(b, a), t), a);
+                let x0 = lerp(v[0], v[1], r[0]);
+                let x2 = lerp(v[2], v[3], r[0]);
+                let x4 = lerp(v[4], v[5], r[0]);
+                let x6 = lerp(v[6], v[7], r[0]);
+                let y0 = lerp(x0, x2, r[1]);
+                let y4 = lerp(x4, x6, r[1]);
+                let mut f = lerp(y0, y4, r[2]);
                 if f < 1e-22 {
                     f = 1e-22;
                 }
-                pic[x + y * ax + z * axy] *= f;
+                let at = x + y * ax + z * axy;
+                pic[at] = mul(f, pic[at]);
             }
         }
     }
@@ -776,6 +783,17 @@ mod tests {
     /// A brick under 8 on every axis has no transform step: its coefficients are the raw start
     /// values. Crafted chunk: header, zero runs (counts raw), NoValue mask, thresholds, stream.
     fn crafted(values: &[f32], size: [i32; 3], zero_counts: Option<&[u8]>, mask_runs: Option<&[u8]>) -> Vec<u8> {
+        crafted_normal(values, size, zero_counts, mask_runs, &[])
+    }
+
+    /// `crafted` with a normalization field (normalize methods).
+    fn crafted_normal(
+        values: &[f32],
+        size: [i32; 3],
+        zero_counts: Option<&[u8]>,
+        mask_runs: Option<&[u8]>,
+        field: &[f32],
+    ) -> Vec<u8> {
         let mut b = Vec::new();
         for v in [673, 0, size[0], size[1], size[2], 3] {
             b.extend_from_slice(&v.to_le_bytes());
@@ -802,6 +820,9 @@ mod tests {
                     b.push(0);
                 }
             }
+        }
+        for v in field {
+            b.extend_from_slice(&v.to_le_bytes());
         }
         b.extend_from_slice(&1.0f32.to_le_bytes()); // threshold
         b.extend_from_slice(&0.5f32.to_le_bytes()); // start threshold below it: no bit plane
@@ -858,6 +879,48 @@ mod tests {
         let chunk = crafted(&vals, [4, 3, 2], None, None);
         decode(&chunk, &q, &mut s, &mut out).unwrap();
         assert_eq!(out, (0..24).map(|i| (i * 10) as u8).collect::<Vec<_>>());
+    }
+
+    /// A NaN normalization value (what the encoder stores for a block holding NaN or inf)
+    /// times a NaN voxel gives the field's NaN, as OpenVDS's x86 code does (`mulss` with the
+    /// field's value as destination): the sign and payload of the field, not of the voxel.
+    #[test]
+    fn normalization_nan_wins_over_the_voxels_nan() {
+        let vals = [
+            f32::from_bits(0xffc0_0000),
+            f32::from_bits(0x7fc0_0001),
+            1.5,
+            -2.0,
+            f32::INFINITY,
+            0.0,
+        ];
+        let p = WaveletParams {
+            normalize: true,
+            ..params([6, 1, 1], VdsSampleFormat::R32)
+        };
+        for field in [0x7fc0_0000u32, 0xffc0_0000, 0x7fc1_2345] {
+            let chunk = crafted_normal(&vals, [6, 1, 1], None, None, &[f32::from_bits(field)]);
+            let mut out = Vec::new();
+            decode(&chunk, &p, &mut WaveletScratch::default(), &mut out).unwrap();
+            let got: Vec<u32> = floats(&out).iter().map(|v| v.to_bits()).collect();
+            assert_eq!(got, vec![field; 6], "field {field:#x}");
+        }
+        // A finite field leaves a voxel's NaN as it is.
+        let chunk = crafted_normal(&vals, [6, 1, 1], None, None, &[2.0]);
+        let mut out = Vec::new();
+        decode(&chunk, &p, &mut WaveletScratch::default(), &mut out).unwrap();
+        let got: Vec<u32> = floats(&out).iter().map(|v| v.to_bits()).collect();
+        assert_eq!(
+            got,
+            [
+                0xffc0_0000,
+                0x7fc0_0001,
+                3.0f32.to_bits(),
+                (-4.0f32).to_bits(),
+                f32::INFINITY.to_bits(),
+                0
+            ]
+        );
     }
 
     #[test]
