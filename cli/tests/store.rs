@@ -213,6 +213,12 @@ fn s3_reads_equal_local_reads() {
             same_verdict(&moto, "inspect", key, path);
         }
         // The whole array, converted from the local file and from the object: same bytes.
+        // (testdata/ and the corpus's small files; the big hostile ones are covered by
+        // validate, and converting them too would double CI's time for this test.)
+        let small = std::fs::metadata(path).map(|m| m.len() < (1 << 20)).unwrap_or(false);
+        if !key.starts_with("testdata/") && !small {
+            continue;
+        }
         let a_out = dir.join("a.npy");
         let b_out = dir.join("b.npy");
         let url = format!("s3://rasterpack/{key}");
