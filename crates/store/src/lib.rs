@@ -411,3 +411,47 @@ pub fn list(url: &str, opts: &StoreOptions) -> Result<Vec<String>> {
 pub fn is_prefix(url: &str) -> bool {
     is_url(url) && url.ends_with('/') && !url.to_ascii_lowercase().starts_with("file://")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_and_paths_are_told_apart() {
+        for u in [
+            "s3://b/k",
+            "S3://b/k",
+            "gs://b/k",
+            "az://c/k",
+            "abfss://c@a/k",
+            "https://h/x",
+            "file:///tmp/x",
+        ] {
+            assert!(is_url(u), "{u}");
+        }
+        for p in ["cube.volp", "-", "dir/s3://x", "ftp://h/x", "C:\\data\\x.gvrs"] {
+            assert!(!is_url(p), "{p}");
+        }
+        assert!(is_prefix("s3://b/grids/"));
+        assert!(!is_prefix("s3://b/grids/a.gvrs"));
+        assert!(!is_prefix("file:///tmp/"));
+    }
+
+    #[test]
+    fn options_parse_and_reject() {
+        let o = StoreOptions::parse(&["AWS_Region=eu-west-1", "max_requests=4", "max_requests=8"]).unwrap();
+        assert_eq!(o.get("aws_region"), Some("eu-west-1"));
+        assert_eq!(o.number("max_requests").unwrap(), Some(8));
+        assert_eq!(o.store_pairs().count(), 1);
+        assert_eq!(StoreOptions::parse(&["novalue"]).unwrap_err().kind, ErrorKind::Usage);
+        let bad = StoreOptions::parse(&["max_requests=many"]).unwrap();
+        assert!(bad.number("max_requests").is_err());
+        let zero = StoreOptions::parse(&["max_requests=0"]).unwrap();
+        assert_eq!(connect("s3://bucket/key", &zero).unwrap_err().kind, ErrorKind::Usage);
+        let unknown = StoreOptions::parse(&["no_such_key=1"]).unwrap();
+        assert_eq!(
+            connect("s3://bucket/key", &unknown).unwrap_err().code,
+            "store.bad_option"
+        );
+    }
+}
