@@ -1,4 +1,5 @@
-//! Support for the workspace's own tests (not part of the API): finding the reference corpus.
+//! Support for the workspace's own tests and fuzz targets (not part of the API): finding the
+//! reference corpus, and the numbers of JSON headers set to their extremes.
 //!
 //! Interop tests read reference-written files from `$RASTERPACK_CORPUS/<format>`. Unset means
 //! "not available here": the test is skipped, and says so in the normal `cargo test` output.
@@ -52,6 +53,74 @@ pub fn corpus_dir(sub: &str) -> Option<PathBuf> {
     Some(dir)
 }
 
+/// Number tokens that break arithmetic on declared values: zero, -1, the i32/i64/u64 limits
+/// and their neighbours, 2^31, 2^32, 2^53 (where f64 stops counting), huge and out-of-range
+/// floats, fractions. `1e400` is out of f64's range (serde_json rejects it: a parse error, not
+/// a number).
+pub const EXTREME_NUMBERS: &[&str] = &[
+    "0",
+    "-1",
+    "1",
+    "2147483647",
+    "2147483648",
+    "-2147483648",
+    "-2147483649",
+    "4294967295",
+    "4294967296",
+    "9007199254740992",
+    "9007199254740993",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "18446744073709551615",
+    "18446744073709551616",
+    "1e308",
+    "-1e308",
+    "1e400",
+    "0.5",
+    "-0.5",
+    "2.5",
+    "1e-320",
+];
+
+/// Byte ranges of the number tokens of a JSON text (outside strings), in order.
+pub fn json_number_spans(text: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let mut spans = Vec::new();
+    let (mut i, mut in_str) = (0usize, false);
+    while i < text.len() {
+        let c = text[i];
+        if in_str {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_str = false,
+                _ => {}
+            }
+            i += 1;
+        } else if c == b'"' {
+            in_str = true;
+            i += 1;
+        } else if c == b'-' || c.is_ascii_digit() {
+            let start = i;
+            i += 1;
+            while i < text.len() && matches!(text[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
+                i += 1;
+            }
+            spans.push(start..i);
+        } else {
+            i += 1;
+        }
+    }
+    spans
+}
+
+/// `text` with its number token `span` replaced by `token`.
+pub fn replace_json_number(text: &[u8], span: std::ops::Range<usize>, token: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len() + token.len());
+    out.extend_from_slice(&text[..span.start]);
+    out.extend_from_slice(token.as_bytes());
+    out.extend_from_slice(&text[span.end..]);
+    out
+}
+
 /// Say that the running test skips its checks, and why: writes `skipped: <test> <why>` to
 /// `std::io::stderr()` directly, so the line shows in a plain `cargo test` run (libtest
 /// captures only the `print!`/`eprint!` family, which a passing run hides). The caller then
@@ -93,6 +162,16 @@ pub fn env_dir(var: &str, what: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_numbers_are_found_outside_strings() {
+        let t = br#"{"a": -12, "b": "3 \" 4", "c": [1.5e3, 0], "d7": true}"#;
+        let spans = json_number_spans(t);
+        let toks: Vec<&[u8]> = spans.iter().map(|s| &t[s.clone()]).collect();
+        assert_eq!(toks, [&b"-12"[..], b"1.5e3", b"0"]);
+        let m = replace_json_number(t, spans[1].clone(), "1e400");
+        assert_eq!(m, br#"{"a": -12, "b": "3 \" 4", "c": [1e400, 0], "d7": true}"#);
+    }
 
     // One test touches the process environment, so no other test here races with it.
     #[test]

@@ -280,6 +280,9 @@ fn check_index(value: Value, at: u64, f: &mut Findings) -> Option<FoldIndex> {
     })
 }
 
+/// The largest offset or length an index entry may declare (2^62).
+const MAX_DECLARED: u64 = 1 << 62;
+
 fn check_entry(pos: usize, item: &Value, at: Option<u64>, f: &mut Findings) -> Option<FoldEntry> {
     if !matches!(item, Value::Object(_)) {
         f.error(
@@ -387,6 +390,23 @@ fn check_entry(pos: usize, item: &Value, at: Option<u64>, f: &mut Findings) -> O
             at,
             format!("{label}: crc32c {crc32c} does not fit 32 bits"),
         );
+    }
+    // No file is 4 EiB long: the bound keeps `offset + 32 + comp_len + ecc_len` inside u64,
+    // so no sum over an entry's declared numbers can overflow.
+    for (key, v) in [
+        ("offset", offset),
+        ("comp_len", comp_len),
+        ("uncomp_len", uncomp_len),
+        ("ecc_len", ecc_len),
+    ] {
+        if v > MAX_DECLARED {
+            f.error(
+                "fold.index.out_of_range",
+                at,
+                format!("{label}: {key} {v} is beyond any file (above 2^62)"),
+            );
+            good = false;
+        }
     }
     if !good {
         return None;

@@ -78,6 +78,11 @@ impl VdsDataset {
                 values,
             });
         }
+        // A layer of the channel that is stored but cannot be located fails the read: only a
+        // layer the dataset itself says was never written reads as unwritten bricks.
+        if let Some(e) = self.unlocatable_error(channel) {
+            return Err(e);
+        }
         if self.channel_has_layers(channel) {
             let lods: Vec<String> = self.lods(channel).iter().map(u32::to_string).collect();
             if lod == 0 {
@@ -129,6 +134,9 @@ impl VdsDataset {
             .layers()
             .get(layer_index)
             .ok_or_else(|| Error::usage(format!("no layer {layer_index}")))?;
+        if let Some(e) = self.layer_unlocatable_error(layer) {
+            return Err(e);
+        }
         let g = layer
             .geometry
             .as_ref()
@@ -156,6 +164,7 @@ impl VdsDataset {
         let mut sink = MemorySink::new(*self.limits());
         let plan = Plan::new(array.box_request(&region)?, true, self.limits())?;
         sink.begin(&array.info(region.shape()))?;
+        plan.check_coverage()?;
         plan.run(&mut sink)?;
         sink.into_array()
     }
@@ -182,8 +191,12 @@ impl VdsDataset {
     pub(crate) fn stream_request(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
         let array = self.requested_array(req)?;
         let region = req.region_of(&array.shape())?;
+        // The plan refuses a working set that cannot fit before the sink begins; the sink
+        // refuses an output beyond its limits before the plan walks the chunks along each axis
+        // (a declared 2^53-sample axis would otherwise be walked first).
         let plan = Plan::new(array.box_request(&region)?, sink.random_access(), &req.limits)?;
         sink.begin(&array.info(region.shape()))?;
+        plan.check_coverage()?;
         plan.run(sink)
     }
 }

@@ -78,9 +78,9 @@ pub struct ChunkSpec {
 }
 
 impl ChunkSpec {
-    /// Voxels in the chunk.
-    pub fn voxels(&self) -> u64 {
-        self.size.iter().product()
+    /// Voxels in the chunk (`None` when the declared sizes overflow u64).
+    pub fn voxels(&self) -> Option<u64> {
+        self.size.iter().try_fold(1u64, |a, &s| a.checked_mul(s))
     }
     /// Serialized payload bytes (1-bit packed per row).
     pub fn payload_len(&self) -> Option<u64> {
@@ -90,7 +90,7 @@ impl ChunkSpec {
                 .checked_mul(self.size[1])?
                 .checked_mul(self.size[2])
         } else {
-            self.voxels()
+            self.voxels()?
                 .checked_mul(self.format.native_bytes() as u64)?
                 .checked_mul(self.components as u64)
         }
@@ -617,6 +617,32 @@ pub fn quantize(ch: &VdsChannel, v: f32) -> u32 {
     }
 }
 
+/// The U8/U16 codes of a float wavelet stream of a U8/U16 channel: OpenVDS 3.4.9 stores some
+/// such layers as floats holding the written codes (not physical values). Each value becomes
+/// its nearest integer (halves away from zero), clamped to the code range; NaN becomes 0.
+pub fn float_codes_to_native(ch: &VdsChannel, src: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let top = if ch.format == VdsSampleFormat::U16 {
+        65535.0f32
+    } else {
+        255.0
+    };
+    // `as` saturates and maps NaN to 0; the clamp says so explicitly.
+    let code = |c: &[u8]| {
+        let v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        if v.is_nan() {
+            0u16
+        } else {
+            v.round().clamp(0.0, top) as u16
+        }
+    };
+    if ch.format == VdsSampleFormat::U16 {
+        out.extend(src.chunks_exact(4).flat_map(|c| code(c).to_le_bytes()));
+    } else {
+        out.extend(src.chunks_exact(4).map(|c| code(c) as u8));
+    }
+}
+
 /// Convert a decoded native payload (1-bit already unpacked to 0/1 bytes) to f32 values.
 pub fn native_to_f32(ch: &VdsChannel, src: &[u8], out: &mut Vec<u8>) {
     out.clear();
@@ -674,6 +700,27 @@ pub fn unpack_bits(src: &[u8], size: [u64; 3], out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A per-trace channel's mapped values multiply the chunk's voxels: sizes whose product
+    /// passes u64 give no size (a panic with overflow checks, a wrapped size without them).
+    #[test]
+    fn chunk_sizes_past_u64_have_no_length() {
+        let spec = ChunkSpec {
+            format: VdsSampleFormat::R32,
+            components: 1,
+            dims: 3,
+            size: [i64::MAX as u64, 4096, 4096],
+            compression: VdsCompression::None,
+        };
+        assert_eq!(spec.voxels(), None);
+        assert_eq!(spec.payload_len(), None);
+        let fits = ChunkSpec {
+            size: [1 << 31, 4096, 1],
+            ..spec
+        };
+        assert_eq!(fits.voxels(), Some(1 << 43));
+        assert_eq!(fits.payload_len(), Some(1 << 45));
+    }
 
     #[test]
     fn rle_runs() {

@@ -100,6 +100,12 @@ impl VdsChunkTable {
         })
     }
 
+    /// Whether some page is damaged (missing though listed, short, unreadable, past a short
+    /// page directory): reads of its chunks fail with the page's code.
+    pub fn has_damaged_pages(&self) -> bool {
+        self.damaged_from.is_some() || self.pages.iter().any(|p| p.damaged.is_some())
+    }
+
     /// Number of chunks [`VdsChunkTable::stored`] yields.
     pub fn stored_len(&self) -> u64 {
         self.pages.iter().map(|p| p.hashes.len() as u64).sum()

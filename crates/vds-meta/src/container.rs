@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rasterpack_common::{ByteReader, Error, Findings, Input, Limits, Result};
+use rasterpack_common::{ByteReader, Error, Finding, Findings, Input, Limits, Result, Severity};
 use serde_json::{json, Value};
 
 use crate::raw::*;
@@ -29,6 +29,9 @@ pub struct ContainerFile {
     pub revisions: u32,
     /// Whether every index page of the head could be read.
     pub usable: bool,
+    /// Why the file is not usable: its first error finding (a layer file the container holds
+    /// but cannot locate the chunks of; reads of its channel fail with it).
+    pub fault: Option<Finding>,
 }
 
 impl ContainerFile {
@@ -231,7 +234,11 @@ impl Container {
                     format!("file name {:?} used twice", entry.name_lossy()),
                 );
             }
-            let file = Self::open_file(input, limits, entry, &mut f);
+            let before = f.len();
+            let mut file = Self::open_file(input, limits, entry, &mut f);
+            if !file.usable {
+                file.fault = f.iter().skip(before).find(|x| x.severity == Severity::Error).cloned();
+            }
             files.push(file);
         }
         let mut by_name = HashMap::with_capacity(files.len());
@@ -261,6 +268,7 @@ impl Container {
             layer_meta: None,
             revisions: 0,
             usable: false,
+            fault: None,
         };
         if !check_file_entry(&file.entry, limits, f) {
             return file;
@@ -316,10 +324,12 @@ impl Container {
     /// `(start, end, what)`.
     pub fn extents(&self) -> Vec<(u64, u64, String)> {
         let mut v = vec![(0, HEADER_LEN, "header".to_string())];
+        // Saturating: the declared numbers are only range-checked where they were read.
         let entry_len = FILE_ENTRY_FIXED + self.header.file_name_length.max(0) as u64;
+        let table_at = self.header.file_table_offset.max(0) as u64;
         v.push((
-            self.header.file_table_offset.max(0) as u64,
-            self.header.file_table_offset.max(0) as u64 + entry_len * self.header.file_count.max(0) as u64,
+            table_at,
+            table_at.saturating_add(entry_len.saturating_mul(self.header.file_count.max(0) as u64)),
             "file table".into(),
         ));
         for file in &self.files {
@@ -327,14 +337,19 @@ impl Container {
             let Some(pd) = &file.page_dir else { continue };
             v.push((
                 pd.offset,
-                pd.index_offsets_at + 8 * pd.index_page_offsets.len() as u64,
+                pd.index_offsets_at
+                    .saturating_add(8 * pd.index_page_offsets.len() as u64),
                 format!("page directory of {name}"),
             ));
             let page_len = (INDEX_ENTRY_FIXED + file.entry.chunk_metadata_length.max(0) as u64)
-                * file.entry.index_page_entry_count.max(0) as u64;
+                .saturating_mul(file.entry.index_page_entry_count.max(0) as u64);
             for (p, &po) in pd.index_page_offsets.iter().enumerate() {
                 if po > 0 {
-                    v.push((po as u64, po as u64 + page_len, format!("index page {p} of {name}")));
+                    v.push((
+                        po as u64,
+                        (po as u64).saturating_add(page_len),
+                        format!("index page {p} of {name}"),
+                    ));
                 }
             }
             if file.usable {
@@ -342,7 +357,7 @@ impl Container {
                     if ie.length > 0 {
                         v.push((
                             ie.offset as u64,
-                            ie.offset as u64 + ie.length as u64,
+                            (ie.offset as u64).saturating_add(ie.length as u64),
                             format!("chunk {i} of {name}"),
                         ));
                     }

@@ -69,7 +69,24 @@ pub struct VdsDataset {
     read_layers: HashMap<(usize, u32), usize>,
     /// Channels with at least one stored layer.
     stored_channels: HashSet<usize>,
+    /// Layers the dataset says are stored but whose chunks cannot be located.
+    unlocatable: Vec<Unlocatable>,
     cache: Option<BrickCache>,
+}
+
+/// A layer the dataset says is stored whose chunks cannot be located (a container layer file
+/// whose index pages or chunk extents lie outside the file, a layer whose chunk count or
+/// metadata disagrees with the layout, a missing `LayerStatus`). Its channel must not read as
+/// never written: reads of it fail with this.
+#[derive(Debug, Clone)]
+struct Unlocatable {
+    /// The channel it stores; `None` when that cannot be told (it may be any channel's).
+    channel: Option<usize>,
+    /// The layer (or the document) that cannot be located.
+    what: String,
+    code: String,
+    offset: Option<u64>,
+    why: String,
 }
 
 impl std::fmt::Debug for VdsDataset {
@@ -261,7 +278,9 @@ impl VdsDataset {
                 )?
             }
         };
-        let statuses = match read_text(store.as_ref(), "LayerStatus", limits)? {
+        let text = read_text(store.as_ref(), "LayerStatus", limits)?;
+        let status_missing = text.is_none();
+        let statuses = match text {
             Some(text) => parse_layer_status(&parse_json_text(&text, "LayerStatus", limits.max_depth)?, &mut findings)?,
             None => {
                 findings.error(
@@ -273,7 +292,8 @@ impl VdsDataset {
             }
         };
         let layers = load_layers(store.as_ref(), &layout, statuses, limits, &mut findings)?;
-        let read_layers = choose_read_layers(&layers);
+        let unlocatable = unlocatable_layers(container.as_deref(), &layout, &layers, status_missing);
+        let read_layers = choose_read_layers(&layers, &unlocatable);
         let stored_channels = read_layers.keys().map(|&(c, _)| c).collect();
         Ok(VdsDataset {
             store,
@@ -284,6 +304,7 @@ impl VdsDataset {
             limits: *limits,
             read_layers,
             stored_channels,
+            unlocatable,
             cache: None,
         })
     }
@@ -389,6 +410,37 @@ impl VdsDataset {
     /// Whether any layer of `channel` is stored.
     pub fn channel_has_layers(&self, channel: usize) -> bool {
         self.stored_channels.contains(&channel)
+    }
+
+    /// The error a read of `channel` fails with when the dataset says some layer of it (or a
+    /// layer that may be its) is stored but its chunks cannot be located; `None` when every
+    /// layer of the channel the dataset stores can be located. Only then may a channel without
+    /// readable layers read as never written.
+    pub fn unlocatable_error(&self, channel: usize) -> Option<Error> {
+        let u = self
+            .unlocatable
+            .iter()
+            .find(|u| u.channel.is_none_or(|c| c == channel))?;
+        Some(self.unlocatable_to_error(u, channel))
+    }
+
+    /// The error a read of stored layer `layer` fails with when its chunks cannot be located.
+    pub(crate) fn layer_unlocatable_error(&self, layer: &VdsLayer) -> Option<Error> {
+        let what = format!("layer {}", layer.name());
+        let u = self.unlocatable.iter().find(|u| u.what == what)?;
+        Some(self.unlocatable_to_error(u, u.channel.unwrap_or(0)))
+    }
+
+    fn unlocatable_to_error(&self, u: &Unlocatable, channel: usize) -> Error {
+        let name = self.layout.channels.get(channel).map_or("", |c| c.name.as_str());
+        Error::invalid_at(
+            u.code.clone(),
+            u.offset,
+            format!(
+                "channel {name:?}: {} is stored but cannot be located, so the channel is not read as never written: {}",
+                u.what, u.why
+            ),
+        )
     }
 
     /// The levels of detail stored for `channel`, ascending.
@@ -555,35 +607,51 @@ impl VdsDataset {
                     ..e
                 };
                 let mut at = if spec.compression.is_wavelet() {
-                    let info = chunk::decode_wavelet(
-                        &bufs.io,
-                        &spec,
-                        ch,
-                        values == VdsValues::Physical,
-                        None,
-                        self.limits.max_alloc,
-                        &mut bufs.wavelet,
-                        &mut bufs.scratch,
-                    )
-                    .map_err(ctx)?;
-                    // Float streams of U8/U16 channels come out raw when R32 is asked for,
-                    // as OpenVDS returns them; integer streams come as codes, converted below.
-                    if info.format == VdsSampleFormat::R32 {
-                        return Ok(Brick::Scratch);
-                    }
-                    if info.format != ch.format {
-                        return Err(Error::unsupported(
-                            "vds.wavelet.format",
+                    let coded = matches!(ch.format, VdsSampleFormat::U8 | VdsSampleFormat::U16);
+                    let decode = |as_r32: bool, bufs: &mut Bufs| {
+                        chunk::decode_wavelet(
+                            &bufs.io,
+                            &spec,
+                            ch,
+                            as_r32,
                             None,
-                            format!(
-                                "{} chunk {index}: {} wavelet codes in a {} channel",
-                                layer.name(),
-                                info.format.name(),
-                                ch.format.name()
-                            ),
-                        ));
+                            self.limits.max_alloc,
+                            &mut bufs.wavelet,
+                            &mut bufs.scratch,
+                        )
+                        .map_err(ctx)
+                    };
+                    // U8/U16 channels are decoded as R32: a float stream (OpenVDS 3.4.9 stores
+                    // some U8/U16 layers so) then comes out as the written codes, as floats;
+                    // integer streams come out as their codes either way.
+                    let mut info = decode(values == VdsValues::Physical || coded, bufs)?;
+                    if coded && info.format == VdsSampleFormat::R32 {
+                        let mut conv = std::mem::take(&mut bufs.conv);
+                        chunk::float_codes_to_native(ch, &bufs.scratch, &mut conv);
+                        bufs.conv = conv;
+                        Brick::Conv
+                    } else if info.format == VdsSampleFormat::R32 {
+                        return Ok(Brick::Scratch);
+                    } else {
+                        // A U16 integer stream in a U8 channel: its native read is OpenVDS's
+                        // U8 quantization of the stream (asked for as U8).
+                        if info.format != ch.format && values == VdsValues::Native {
+                            info = decode(false, bufs)?;
+                        }
+                        if info.format != ch.format {
+                            return Err(Error::unsupported(
+                                "vds.wavelet.format",
+                                None,
+                                format!(
+                                    "{} chunk {index}: {} wavelet codes in a {} channel",
+                                    layer.name(),
+                                    info.format.name(),
+                                    ch.format.name()
+                                ),
+                            ));
+                        }
+                        Brick::Scratch
                     }
-                    Brick::Scratch
                 } else {
                     match chunk::decode_payload(&bufs.io, &spec, self.limits.max_alloc, &mut bufs.scratch)
                         .map_err(ctx)?
@@ -764,12 +832,107 @@ fn layer_geometry(
     g
 }
 
+/// The layers the dataset says are stored but that cannot be located ("cannot locate" is never
+/// "never written"): the container's layer files that could not be opened, `LayerStatus`
+/// layers without a geometry or whose chunk metadata does not match it, layers with fewer
+/// written chunks on their metadata pages than their `validChunkCount`, and a missing
+/// `LayerStatus` (then no channel can be shown never written).
+fn unlocatable_layers(
+    container: Option<&Container>,
+    layout: &VolumeDataLayout,
+    layers: &[VdsLayer],
+    status_missing: bool,
+) -> Vec<Unlocatable> {
+    let channel_of = |name: &str| -> Option<usize> {
+        let (prefix, _, _) = parse_layer_name(name)?;
+        if prefix.is_empty() {
+            return Some(0);
+        }
+        layout.channels.iter().position(|c| c.name == prefix).filter(|&i| i > 0)
+    };
+    let mut out = Vec::new();
+    if status_missing {
+        out.push(Unlocatable {
+            channel: None,
+            what: "LayerStatus".into(),
+            code: "vds.layer_status.missing".into(),
+            offset: None,
+            why: "no LayerStatus object lists the stored layers".into(),
+        });
+    }
+    for file in container.iter().flat_map(|c| &c.files) {
+        if file.entry.file_type != crate::raw::FILE_TYPE_VDS || (file.usable && file.layer_meta.is_some()) {
+            continue;
+        }
+        let name = file.entry.name_lossy();
+        let (code, offset, why) = match &file.fault {
+            Some(f) => (f.code.clone(), f.offset, f.message.clone()),
+            None => (
+                "vds.container.layer_unusable".to_string(),
+                Some(file.entry.entry_offset),
+                format!("layer file {name:?} cannot be read"),
+            ),
+        };
+        out.push(Unlocatable {
+            channel: channel_of(&name),
+            what: format!("layer {name}"),
+            code,
+            offset,
+            why,
+        });
+    }
+    for l in layers {
+        let st = &l.status;
+        let (code, why) = match &l.geometry {
+            None if parse_layer_name(l.name()).is_none() => (
+                "vds.layer.name",
+                "its name is not <channel>Dimensions_<dims>LOD<n>, so it may be any channel's".to_string(),
+            ),
+            None => ("vds.layer.geometry", "the layout gives it no geometry".to_string()),
+            Some(g) if g.chunk_count != st.chunk_count => (
+                "vds.layer.chunk_count",
+                format!(
+                    "it declares {} chunks, its geometry has {}",
+                    st.chunk_count, g.chunk_count
+                ),
+            ),
+            // Chunks on damaged pages already fail their reads with the page's code; the
+            // intact pages stay readable.
+            Some(_) if l.chunks.has_damaged_pages() => continue,
+            Some(_) => {
+                let written = l.chunks.stored().filter(|(_, c)| c.hash != 0).count() as u64;
+                if written >= st.valid_chunk_count {
+                    continue;
+                }
+                (
+                    "vds.layer.valid_chunk_count",
+                    format!(
+                        "validChunkCount {} but only {written} written chunks are on its metadata pages",
+                        st.valid_chunk_count
+                    ),
+                )
+            }
+        };
+        out.push(Unlocatable {
+            channel: l.geometry.as_ref().map(|g| g.channel).or_else(|| channel_of(l.name())),
+            what: format!("layer {}", l.name()),
+            code: code.into(),
+            offset: None,
+            why,
+        });
+    }
+    out
+}
+
 /// For each `(channel, lod)`, the layer reads use: among several partitionings, the one with
 /// most dims (bricks before tiles), then the lowest dims.
-fn choose_read_layers(layers: &[VdsLayer]) -> HashMap<(usize, u32), usize> {
+fn choose_read_layers(layers: &[VdsLayer], unlocatable: &[Unlocatable]) -> HashMap<(usize, u32), usize> {
     let mut best: HashMap<(usize, u32), usize> = HashMap::new();
     for (i, l) in layers.iter().enumerate() {
         let Some(g) = &l.geometry else { continue };
+        if unlocatable.iter().any(|u| u.what == format!("layer {}", l.name())) {
+            continue;
+        }
         best.entry((g.channel, g.lod))
             .and_modify(|b| {
                 let Some(bg) = layers[*b].geometry.as_ref() else { return };

@@ -540,6 +540,20 @@ fn as_obj<'a>(v: &'a Value, ctx: &str) -> Result<&'a Map<String, Value>> {
         .ok_or_else(|| bad("vds.layout.field_type", format!("{ctx} is not a JSON object")))
 }
 
+/// Margins as declared (any i64) checked against the brick: both non-negative and together
+/// smaller than the brick edge. Compared without adding them (a declared `i64::MAX` would
+/// overflow the sum).
+pub(crate) fn check_margins(neg: i64, pos: i64, brick_size: u32) -> Result<(u32, u32)> {
+    let fits = neg >= 0 && pos >= 0 && neg < i64::from(brick_size) && pos < i64::from(brick_size) - neg;
+    match (fits, u32::try_from(neg), u32::try_from(pos)) {
+        (true, Ok(n), Ok(p)) => Ok((n, p)),
+        _ => Err(bad(
+            "vds.layout.margin",
+            format!("margins {neg}/{pos} must be non-negative and smaller than the brick ({brick_size}) together"),
+        )),
+    }
+}
+
 /// Parse a `VolumeDataLayout` document into the model, checking it against the model's rules.
 /// Fatal problems (what geometry depends on) are errors; the rest become findings.
 pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
@@ -625,7 +639,9 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
             }
         };
         let mapped = get_i64(o, "mappedValues", &ctx)?;
-        if mapped < 0 || (mapping == VdsChannelMapping::PerTrace && mapped < 1) {
+        // OpenVDS holds the count in an `int`; the bound also keeps chunk sizes (mapped values
+        // times brick edges) far inside u64.
+        if !(0..=i64::from(i32::MAX)).contains(&mapped) || (mapping == VdsChannelMapping::PerTrace && mapped < 1) {
             return Err(bad(
                 "vds.layout.mapped_values",
                 format!("{ctx}: mappedValues {mapped} out of range"),
@@ -689,12 +705,7 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
         })?;
     let neg = get_i64(lo, "negativeMargin", ctx)?;
     let pos = get_i64(lo, "positiveMargin", ctx)?;
-    if neg < 0 || pos < 0 || neg + pos >= brick_size as i64 {
-        return Err(bad(
-            "vds.layout.margin",
-            format!("margins {neg}/{pos} must be non-negative and smaller than the brick ({brick_size})"),
-        ));
-    }
+    let (neg_margin, pos_margin) = check_margins(neg, pos, brick_size)?;
     let mult = get_i64(lo, "brickSize2DMultiplier", ctx)?;
     if !(1..=1024).contains(&mult) {
         return Err(bad(
@@ -727,8 +738,8 @@ pub fn parse_layout(v: &Value, f: &mut Findings) -> Result<VolumeDataLayout> {
     let layout = VdsLayoutDescriptor {
         brick_size_enum: bs,
         brick_size,
-        negative_margin: neg as u32,
-        positive_margin: pos as u32,
+        negative_margin: neg_margin,
+        positive_margin: pos_margin,
         brick_size_2d_multiplier: mult as u32,
         lod_levels,
         create_2d_lods: get_bool(lo, "create2DLODs", ctx)?,

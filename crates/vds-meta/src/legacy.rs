@@ -385,13 +385,7 @@ fn parse_brick_layout(it: &[(String, Hv)], dims: usize) -> Result<VdsLayoutDescr
     }
     let neg = need(int(it, "NegativeMargin"), "NegativeMargin")?;
     let pos = need(int(it, "PositiveMargin"), "PositiveMargin")?;
-    if neg < 0 || pos < 0 || neg + pos >= bs as i64 {
-        return Err(Error::invalid_at(
-            "vds.layout.margin",
-            None,
-            format!("margins {neg}/{pos}"),
-        ));
-    }
+    let (neg_margin, pos_margin) = crate::layout::check_margins(neg, pos, bs)?;
     let lod = need(
         text(it, "LODLevels").and_then(|s| {
             if s == "LODLevelNone" {
@@ -420,8 +414,8 @@ fn parse_brick_layout(it: &[(String, Hv)], dims: usize) -> Result<VdsLayoutDescr
     Ok(VdsLayoutDescriptor {
         brick_size_enum: format!("BrickSize_{bs}"),
         brick_size: bs,
-        negative_margin: neg as u32,
-        positive_margin: pos as u32,
+        negative_margin: neg_margin,
+        positive_margin: pos_margin,
         brick_size_2d_multiplier: 4,
         lod_levels: lod,
         create_2d_lods: flag(it, "Create2DLODs").unwrap_or(false),
@@ -582,6 +576,25 @@ CreateObj("MetadataString", "MetadataList", 3)
         assert_eq!(l.metadata.len(), 2);
         assert_eq!(l.metadata[0].value, VdsMetaValue::Double(vec![1.5, -2.25]));
         assert_eq!(l.metadata[1].value, VdsMetaValue::String("m".into()));
+    }
+
+    /// Margins are compared without adding them: `i64::MAX + 1` overflowed (a panic with
+    /// overflow checks, a wrapped sum that passed the check without them).
+    #[test]
+    fn extreme_margins_are_out_of_range() {
+        for (neg, pos) in [
+            ("9223372036854775807", "1"),
+            ("1", "9223372036854775807"),
+            ("4294967296", "0"),
+            ("32", "32"),
+            ("-1", "0"),
+        ] {
+            let text = SAMPLE
+                .replace("NegativeMargin=2;", &format!("NegativeMargin={neg};"))
+                .replace("PositiveMargin=2;", &format!("PositiveMargin={pos};"));
+            let e = parse_vdsobject(text.as_bytes(), &mut Findings::new()).unwrap_err();
+            assert_eq!(e.code, "vds.layout.margin", "{neg}/{pos}: {e}");
+        }
     }
 
     #[test]

@@ -597,6 +597,15 @@ impl<'a> Plan<'a> {
         element.get(a..a + self.out_elem).unwrap_or(element).to_vec()
     }
 
+    /// Check that the chunks meeting the box tile it along every dim (linear in the chunks along
+    /// each dim: called once the sink has accepted the output's size).
+    pub fn check_coverage(&self) -> Result<()> {
+        for d in 0..6 {
+            check_coverage(self.req.geometry, d, self.req.min[d], self.req.max[d], &self.coords[d])?;
+        }
+        Ok(())
+    }
+
     /// Decode every group and deliver it to `sink` (whose `begin` was called).
     pub fn run(&self, sink: &mut dyn ArraySink) -> Result<()> {
         let pool = BrickPool::new(self.decoders);
@@ -757,6 +766,33 @@ fn chunk_range(g: &LayerGeometry, d: usize, min: u64, max: u64) -> Result<Range<
         }
         _ => 0..1,
     };
+    // The ends here (the plan relies on a non-empty range); the chunks between are walked by
+    // `check_coverage`, after the sink has sized the output: a declared 2^53-sample axis has
+    // ~10^14 chunks along it.
+    let covered = !r.is_empty() && {
+        let (first, last) = (extent_at(g, d, r.start), extent_at(g, d, r.end - 1));
+        first.owned_min[d] <= min && last.owned_max[d] >= max
+    };
+    if !covered {
+        return Err(uncovered(g, d, min, max));
+    }
+    Ok(r)
+}
+
+fn uncovered(g: &LayerGeometry, d: usize, min: u64, max: u64) -> Error {
+    Error::invalid_at(
+        "vds.layer.geometry",
+        None,
+        format!(
+            "the bricks of layer {} do not cover voxels {min}..{max} of dimension {d}",
+            g.name
+        ),
+    )
+}
+
+/// Check that the owned ranges of the chunks `r` along `d` tile `[min, max)` (every voxel
+/// owned by exactly one chunk): linear in the chunks along `d`.
+fn check_coverage(g: &LayerGeometry, d: usize, min: u64, max: u64, r: &Range<u64>) -> Result<()> {
     let mut reach = min;
     for c in r.clone() {
         let e = extent_at(g, d, c);
@@ -767,16 +803,9 @@ fn chunk_range(g: &LayerGeometry, d: usize, min: u64, max: u64) -> Result<Range<
         reach = reach.max(hi);
     }
     if reach < max {
-        return Err(Error::invalid_at(
-            "vds.layer.geometry",
-            None,
-            format!(
-                "the bricks of layer {} do not cover voxels {min}..{max} of dimension {d}",
-                g.name
-            ),
-        ));
+        return Err(uncovered(g, d, min, max));
     }
-    Ok(r)
+    Ok(())
 }
 
 /// The first `c` in `0..n` for which `pred` is false (`pred` true then false along `0..n`).

@@ -11,6 +11,7 @@ use rayon::prelude::*;
 use crate::chunk::{self, VdsChunkStatus};
 use crate::chunk_table::VdsChunkMeta;
 use crate::dataset::{VdsDataset, VdsLayer};
+use crate::layout::VdsSampleFormat;
 use crate::raw::{FILE_TYPE_JSON, FILE_TYPE_OBJ, FILE_TYPE_VDS};
 use crate::wavelet::WaveletScratch;
 
@@ -38,8 +39,18 @@ pub fn validate_dataset(ds: &VdsDataset, opts: &ValidateOptions, report: &mut Re
             object_store_checks(ds, layer, &mut report.findings);
         }
     }
-    for (ci, ch) in ds.layout().channels.iter().enumerate().skip(1) {
-        if !ds.channel_has_layers(ci) {
+    for (ci, ch) in ds.layout().channels.iter().enumerate() {
+        if ds.lod0_layer(ci).is_none() {
+            if let Some(e) = ds.unlocatable_error(ci) {
+                report.findings.error(
+                    "vds.channel.unlocatable",
+                    e.offset,
+                    format!("{} ({})", e.message, e.code),
+                );
+                continue;
+            }
+        }
+        if ci > 0 && !ds.channel_has_layers(ci) {
             report.findings.warning(
                 "vds.channel.unwritten",
                 None,
@@ -50,7 +61,7 @@ pub fn validate_dataset(ds: &VdsDataset, opts: &ValidateOptions, report: &mut Re
             );
         }
     }
-    if ds.lod0_layer(0).is_none() {
+    if ds.lod0_layer(0).is_none() && ds.unlocatable_error(0).is_none() {
         report.findings.warning(
             "vds.layer.no_primary",
             None,
@@ -199,25 +210,52 @@ fn check_chunks(
     f: &mut Findings,
 ) {
     let mut stored = layer.chunks.stored().peekable();
+    let mut float_codes = 0u64;
     let mut batch: Vec<(u64, VdsChunkMeta)> = Vec::with_capacity(BATCH);
     while stored.peek().is_some() {
         batch.clear();
         batch.extend(stored.by_ref().take(BATCH));
-        let results: Vec<(Findings, u64)> = batch
+        let results: Vec<(Findings, u64, bool)> = batch
             .par_iter()
             .map_init(CheckBufs::default, |bufs, &(i, meta)| {
                 let mut cf = Findings::new();
-                let size = chunk_check(ds, layer, i, meta, bufs, &mut cf);
-                (cf, size)
+                let mut float = false;
+                let size = chunk_check(ds, layer, i, meta, bufs, &mut cf, &mut float);
+                (cf, size, float)
             })
             .collect();
-        for (r, size) in results {
+        for (r, size, float) in results {
+            float_codes += u64::from(float);
             f.extend(r);
             *done += size;
         }
         opts.report_progress((*done).min(total), total);
     }
+    if float_codes > 0 {
+        let ch = layer
+            .geometry
+            .as_ref()
+            .map_or("", |g| ds.layout().channels[g.channel].name.as_str());
+        f.warning(
+            FLOAT_CODES,
+            None,
+            format!(
+                "layer {}: {float_codes} chunk(s) of the {} channel {ch:?} hold a float wavelet stream of its codes \
+                 (as OpenVDS 3.4.9 writes WaveletNormalizeBlock[Lossless] U8/U16 layers): rasterpack reads the codes \
+                 (physical = code x integerScale + integerOffset); OpenVDS 3.4.9 reads this channel differently \
+                 (its float read returns the raw codes, its U8/U16 read a quantization over the value range)",
+                layer.name(),
+                layer
+                    .geometry
+                    .as_ref()
+                    .map_or("", |g| ds.layout().channels[g.channel].format.name()),
+            ),
+        );
+    }
 }
+
+/// A U8/U16 channel stored as a float wavelet stream of its codes (ERRATA, VDS rows).
+const FLOAT_CODES: &str = "vds.compat.wavelet_float_codes";
 
 /// Objects of an object store that no written chunk accounts for.
 fn object_store_checks(ds: &VdsDataset, layer: &VdsLayer, f: &mut Findings) {
@@ -262,7 +300,8 @@ struct CheckBufs {
 }
 
 /// Check chunk `i`: its object against its metadata, and its payload decoded to exactly its
-/// descriptor's size. Returns the object's size (for progress).
+/// descriptor's size. Returns the object's size (for progress); `float_codes` says whether it
+/// is a U8/U16 chunk holding a float wavelet stream of its codes.
 fn chunk_check(
     ds: &VdsDataset,
     layer: &VdsLayer,
@@ -270,6 +309,7 @@ fn chunk_check(
     meta: VdsChunkMeta,
     bufs: &mut CheckBufs,
     f: &mut Findings,
+    float_codes: &mut bool,
 ) -> u64 {
     let name = layer.name();
     let status = meta.status();
@@ -368,7 +408,12 @@ fn chunk_check(
                     &mut bufs.wavelet,
                     &mut bufs.decoded,
                 )
-                .map(|_| ())
+                .map(|info| {
+                    // Counted per layer by check_chunks (one warning, not one per chunk).
+                    *float_codes =
+                        matches!(ch.format, VdsSampleFormat::U8 | VdsSampleFormat::U16) && info.integer_info & 1 == 0;
+                    // bit 0: an integer stream
+                })
             } else {
                 chunk::decode_payload(bytes, &spec, max_alloc, &mut bufs.decoded).map(|_| ())
             };
