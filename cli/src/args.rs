@@ -9,7 +9,12 @@ use clap::{ArgGroup, Args};
 #[derive(Args, Debug, Clone, Default)]
 #[command(group(ArgGroup::new("subset").multiple(false)))]
 pub struct ConvertArgs {
-    /// Input file or directory (`-` for standard input).
+    /// Object-store setting for URL inputs and outputs, `KEY=VALUE` (repeatable):
+    /// `object_store` keys such as aws_endpoint, allow_http, aws_region, plus max_requests,
+    /// max_retries, retry_timeout_secs. Overrides the environment (AWS_*, GOOGLE_*, AZURE_*).
+    #[arg(long = "storage-option", value_name = "KEY=VALUE")]
+    pub storage_option: Vec<String>,
+    /// Input file, directory or URL (`-` for standard input).
     #[arg(value_name = "IN")]
     pub input: PathBuf,
     /// Output file (`-` for standard output, with --to); its format comes from --to or its

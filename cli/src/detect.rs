@@ -3,12 +3,33 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
+use std::sync::OnceLock;
+
+use rasterpack_store::StoreOptions;
 
 use rasterpack_common::{shown, Error, ErrorKind, Format, Input, Limits, DETECT_BYTES};
 
-/// Open a path: `-` is standard input; FIFOs, devices and sockets are read as streams like
-/// standard input (their metadata has no length); anything else through [`Input::open`].
+/// `--storage-option` pairs for URLs, set once by `main` before any input is opened.
+static STORE_OPTIONS: OnceLock<StoreOptions> = OnceLock::new();
+
+/// Keep the `--storage-option` pairs for every URL opened later.
+pub fn set_store_options(opts: StoreOptions) {
+    let _ = STORE_OPTIONS.set(opts);
+}
+
+/// The `--storage-option` pairs (none when not set).
+pub fn store_options() -> StoreOptions {
+    STORE_OPTIONS.get().cloned().unwrap_or_default()
+}
+
+/// Open a path: `-` is standard input; a URL (`s3://`, `gs://`, `az://`, `http(s)://`,
+/// `file://`) through `rasterpack-store`, read by ranges; FIFOs, devices and sockets are read
+/// as streams like standard input (their metadata has no length); anything else through
+/// [`Input::open`].
 pub fn open(path: &Path, limits: &Limits) -> Result<Input, Error> {
+    if let Some(url) = path.to_str().filter(|p| rasterpack_store::is_url(p)) {
+        return rasterpack_store::open(url, &store_options());
+    }
     if path.as_os_str() == "-" {
         if let Some(input) = stdin_as_file()? {
             return Ok(input);

@@ -72,6 +72,9 @@ enum Command {
 
 #[derive(Args, Debug)]
 pub struct DiffArgs {
+    /// Object-store setting for URL inputs, `KEY=VALUE` (repeatable), as for validate.
+    #[arg(long = "storage-option", value_name = "KEY=VALUE")]
+    storage_option: Vec<String>,
     /// First input (its array is side A).
     #[arg(value_name = "A")]
     a: PathBuf,
@@ -98,6 +101,9 @@ pub struct DiffArgs {
 
 #[derive(Args, Debug)]
 pub struct StatsArgs {
+    /// Object-store setting for URL inputs, `KEY=VALUE` (repeatable), as for validate.
+    #[arg(long = "storage-option", value_name = "KEY=VALUE")]
+    storage_option: Vec<String>,
     /// Write one JSON document (schema in docs/schema/report.schema.json).
     #[arg(long)]
     json: bool,
@@ -129,7 +135,13 @@ struct InspectArgs {
     /// Show everything (every chunk, whole JSON documents) instead of truncating.
     #[arg(long)]
     all: bool,
-    /// Files, directories (object-store VDS datasets), or `-` for standard input.
+    /// Object-store setting for URL inputs and outputs, `KEY=VALUE` (repeatable):
+    /// `object_store` keys such as aws_endpoint, allow_http, aws_region, plus max_requests,
+    /// max_retries, retry_timeout_secs. Overrides the environment (AWS_*, GOOGLE_*, AZURE_*).
+    #[arg(long = "storage-option", value_name = "KEY=VALUE")]
+    storage_option: Vec<String>,
+    /// Files, directories (object-store VDS datasets), URLs (s3://, gs://, az://, http(s)://,
+    /// file://; a URL ending in `/` validates every object under it), or `-` for standard input.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
 }
@@ -145,7 +157,13 @@ struct ValidateArgs {
     /// Print nothing on stdout; only the exit code tells the verdict.
     #[arg(long, short)]
     quiet: bool,
-    /// Files, directories (object-store VDS datasets), or `-` for standard input.
+    /// Object-store setting for URL inputs and outputs, `KEY=VALUE` (repeatable):
+    /// `object_store` keys such as aws_endpoint, allow_http, aws_region, plus max_requests,
+    /// max_retries, retry_timeout_secs. Overrides the environment (AWS_*, GOOGLE_*, AZURE_*).
+    #[arg(long = "storage-option", value_name = "KEY=VALUE")]
+    storage_option: Vec<String>,
+    /// Files, directories (object-store VDS datasets), URLs (s3://, gs://, az://, http(s)://,
+    /// file://; a URL ending in `/` validates every object under it), or `-` for standard input.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
 }
@@ -164,6 +182,20 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    let storage = match &cli.command {
+        Command::Inspect(a) => &a.storage_option,
+        Command::Validate(a) => &a.storage_option,
+        Command::Convert(a) => &a.storage_option,
+        Command::Stats(a) => &a.storage_option,
+        Command::Diff(a) => &a.storage_option,
+    };
+    match rasterpack_store::StoreOptions::parse(storage) {
+        Ok(o) => rasterpack::detect::set_store_options(o),
+        Err(e) => {
+            eprintln!("rasterpack: {}", e.message);
+            return ExitCode::from(2);
+        }
+    }
     let writes_stdout = match &cli.command {
         Command::Inspect(_) => true,
         Command::Validate(a) => !a.quiet,

@@ -32,6 +32,19 @@ fn colour_enabled() -> bool {
 
 pub fn run_reports(mode: Mode, paths: &[PathBuf], as_json: bool, quiet: bool) -> Outcome {
     let limits = Limits::default();
+    // A store URL ending in `/` stands for every object under it, one report each. A listing
+    // that fails is reported as that URL's unreadable input.
+    let mut expanded: Vec<PathBuf> = Vec::with_capacity(paths.len());
+    for p in paths {
+        match p.to_str().filter(|u| rasterpack_store::is_prefix(u)) {
+            Some(url) => match rasterpack_store::list(url, &rasterpack::detect::store_options()) {
+                Ok(urls) if !urls.is_empty() => expanded.extend(urls.into_iter().map(PathBuf::from)),
+                _ => expanded.push(p.clone()),
+            },
+            None => expanded.push(p.clone()),
+        }
+    }
+    let paths = &expanded[..];
     let style = TableStyle {
         colour: colour_enabled(),
         width: table_width(),

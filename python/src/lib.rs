@@ -817,6 +817,7 @@ fn convert(
         }),
     };
     let args = ConvertArgs {
+        storage_option: Vec::new(),
         input: PathBuf::from(input),
         output: PathBuf::from(output),
         force,

@@ -33,6 +33,29 @@ pub enum Input {
         /// The directory's path.
         path: PathBuf,
     },
+    /// An object read with ranged requests (an object store or web server, see the
+    /// `rasterpack-store` crate): formats read it through the same positioned reads as a file.
+    Remote {
+        /// The ranged source, shared by clones of the input.
+        source: Arc<dyn RangeSource>,
+    },
+}
+
+/// Bytes fetched by range from somewhere other than the local file system. Kept to this
+/// small trait so `common` (and every format crate) stays free of async runtimes and HTTP
+/// clients: the implementation lives in `rasterpack-store`.
+pub trait RangeSource: std::fmt::Debug + Send + Sync {
+    /// The URL, for messages.
+    fn name(&self) -> String;
+    /// The object's length, known when it was opened.
+    fn len(&self) -> u64;
+    /// True for an empty object.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Fill `buf` from `offset` (the caller has checked the range against `len`). A response
+    /// shorter than asked is an error, never partly used.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
 }
 
 impl Input {
@@ -84,11 +107,17 @@ impl Input {
         }
     }
 
+    /// An object read by ranges through `source`.
+    pub fn remote(source: Arc<dyn RangeSource>) -> Input {
+        Input::Remote { source }
+    }
+
     /// The path or name of the input, for messages.
     pub fn name(&self) -> String {
         match self {
             Input::File { path, .. } | Input::Dir { path } => crate::names::shown(path),
             Input::Bytes { name, .. } => name.clone(),
+            Input::Remote { source } => source.name(),
         }
     }
 
@@ -106,6 +135,7 @@ impl Input {
             Input::File { len, .. } => *len,
             Input::Bytes { data, .. } => data.len() as u64,
             Input::Dir { .. } => 0,
+            Input::Remote { source } => source.len(),
         }
     }
 
@@ -141,6 +171,7 @@ impl Input {
                 buf.copy_from_slice(&data[offset as usize..offset as usize + buf.len()]);
                 Ok(())
             }
+            Input::Remote { source } => source.read_at(offset, buf),
             Input::Dir { path } => Err(Error::new(
                 ErrorKind::Usage,
                 "input.is_directory",
