@@ -114,7 +114,7 @@ pub struct TransformScratch {
 /// Invert the transform in place on `pic` (allocated pitch `plan.alloc`).
 ///
 /// Bricks whose coefficients may produce a NaN (a NaN or infinite coefficient, or one so large
-/// that the lifting could overflow) take the NaN-exact path ([`nan`]), which also reproduces
+/// that the lifting could overflow) take the NaN-exact path (`nan`), which also reproduces
 /// which NaN OpenVDS's x86 code returns; the others take the fast path, where no NaN can occur.
 pub fn inverse(plan: &Plan, pic: &mut [f32], integer_info: i32, s: &mut TransformScratch) {
     let integer = integer_info & 1 != 0;
