@@ -71,19 +71,8 @@ def test_corpus_is_there():
     assert len(CORPUS) > 100, f"only {len(CORPUS)} inputs found under {corpus_dir()}"
 
 
-# Library bugs the corpus README records, owned by the VDS work: the CLI and Python read the same
-# wrong values only by accident of write order, and a dev-build CLI panics on an overflow.
-KNOWN_LIBRARY_BUGS = {
-    "wnbl_nan_inf_margin4.vds": "VDS wavelet margins: voxels next to inf/NaN read with flipped signs, "
-    "differently by the CLI's and Python's sinks (edges/README.md)",
-    "vds_margin_i64_max_objdir": "VDS margin overflow: a dev-build CLI panics (exit 101) (edges/README.md)",
-}
-
-
 def corpus_param(path):
-    reason = KNOWN_LIBRARY_BUGS.get(path.name)
-    marks = [pytest.mark.xfail(reason=reason, strict=False)] if reason else []
-    return pytest.param(path, marks=marks, id=ids([path])[0])
+    return pytest.param(path, id=ids([path])[0])
 
 
 @needs_corpus

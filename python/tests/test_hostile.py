@@ -43,19 +43,8 @@ CHILD = textwrap.dedent(
 )
 
 
-# Costs hostile/README.md records for the library (the CLI pays them too); their fixes belong to
-# the FOLD and UDF work, and this test holds Python to the same budget once they land.
-KNOWN_LIBRARY_COSTS = {
-    "fold_zip64_150000_empty_members.fold": "NPZ0 central directory held per member (hostile/README.md)",
-    "fold_zip64_330000_empty_members.fold": "NPZ0 central directory held per member (hostile/README.md)",
-    "udf_100_datasets_x_1300_bad_tables.udf": "every finding of 130,000 bad tables kept (hostile/README.md)",
-}
-
-
 def hostile_param(path):
-    reason = KNOWN_LIBRARY_COSTS.get(path.name)
-    marks = [pytest.mark.xfail(reason=reason, strict=False)] if reason else []
-    return pytest.param(path, marks=marks, id=ids([path])[0])
+    return pytest.param(path, id=ids([path])[0])
 
 
 @pytest.mark.skipif(not HOSTILE, reason="RASTERPACK_CORPUS is not set (the shared corpus)")
