@@ -168,7 +168,6 @@ pub fn save_as(array: &NdArray, path: impl AsRef<Path>, format: &str, opts: &Wri
     target.save(array, path.as_ref(), opts)
 }
 
-/// The repository README's examples, compiled as doctests so they stay true.
 /// The CLI's commands as library calls: opening inputs (`-`, FIFOs), the `--json` entries of
 /// `inspect`/`validate`, and `convert` with its arguments. The `rasterpack` binary and the
 /// Python package (`python/`) both run these, so the two fronts share one implementation. Their
@@ -199,6 +198,7 @@ pub mod signals;
 #[allow(missing_docs)]
 pub mod subset;
 
+/// The repository README's examples, compiled as doctests so they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
