@@ -188,7 +188,8 @@ impl Totals {
     }
 }
 
-fn write_failed(e: &std::io::Error) -> Outcome {
+/// A report that could not be written: a closed pipe ends quietly, anything else is exit 2.
+pub(crate) fn write_failed(e: &std::io::Error) -> Outcome {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         Outcome::BrokenPipe
     } else {

@@ -9,6 +9,7 @@ use rasterpack_common::stats::{self, Stats};
 use rasterpack_common::{ArrayInfo, ArrayRequest, Error, Limits, RegionSpec, Report};
 use serde_json::{json, Map, Value};
 
+use crate::output::write_failed;
 use crate::StatsArgs;
 use rasterpack::detect;
 use rasterpack::report::{exit_code_for, finding_json, worst, Outcome, SCHEMA_VERSION};
@@ -85,15 +86,6 @@ pub fn run(args: &StatsArgs) -> Outcome {
         return write_failed(&e);
     }
     Outcome::Code(code)
-}
-
-fn write_failed(e: &std::io::Error) -> Outcome {
-    if e.kind() == std::io::ErrorKind::BrokenPipe {
-        Outcome::BrokenPipe
-    } else {
-        eprintln!("rasterpack: writing the report: {e}");
-        Outcome::Code(2)
-    }
 }
 
 fn process(args: &StatsArgs, path: &Path, region: Option<&RegionSpec>, limits: &Limits) -> FileResult {
