@@ -117,16 +117,7 @@ impl ArraySink for Sender {
         self.tx.send(Msg::Begin(info)).map_err(|_| gone())
     }
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
-        if offset != self.position {
-            return Err(Error::usage(format!(
-                "internal: diff got bytes at {offset} while at {}",
-                self.position
-            )));
-        }
-        self.position += data.len() as u64;
-        let dtype = self
-            .dtype
-            .ok_or_else(|| Error::usage("internal: diff got data before begin"))?;
+        let dtype = in_order(&mut self.position, offset, data.len(), self.dtype)?;
         let size = dtype.size();
         let mut bytes = std::mem::take(&mut self.carry);
         for piece in data.chunks(PIECE * size) {
@@ -220,6 +211,18 @@ fn unravel(mut i: u64, shape: &[u64]) -> Vec<u64> {
     idx
 }
 
+/// Both sides take their pieces in order: check `offset` against the position reached, move it
+/// on past the piece, and give the dtype `begin` announced.
+fn in_order(position: &mut u64, offset: u64, len: usize, dtype: Option<DType>) -> Result<DType> {
+    if offset != *position {
+        return Err(Error::usage(format!(
+            "internal: diff got bytes at {offset} while at {position}"
+        )));
+    }
+    *position += len as u64;
+    dtype.ok_or_else(|| Error::usage("internal: diff got data before begin"))
+}
+
 const STOPPED: &str = "diff.stopped";
 
 impl ArraySink for Comparer {
@@ -247,16 +250,7 @@ impl ArraySink for Comparer {
         Ok(())
     }
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
-        if offset != self.position {
-            return Err(Error::usage(format!(
-                "internal: diff got bytes at {offset} while at {}",
-                self.position
-            )));
-        }
-        self.position += data.len() as u64;
-        let dtype = self
-            .dtype
-            .ok_or_else(|| Error::usage("internal: diff got data before begin"))?;
+        let dtype = in_order(&mut self.position, offset, data.len(), self.dtype)?;
         let size = dtype.size();
         let mut data = data;
         if !self.carry.is_empty() {
