@@ -198,18 +198,7 @@ impl NumpySink {
 
 impl ArraySink for NumpySink {
     fn begin(&mut self, info: &ArrayInfo) -> Result<(), Error> {
-        let bytes = info.byte_len()?;
-        if bytes > self.limits.max_array_bytes {
-            return Err(Error::limit(
-                "limit.array",
-                None,
-                format!(
-                    "the array is {bytes} bytes, over the {}-byte limit of an in-memory read",
-                    self.limits.max_array_bytes
-                ),
-            ));
-        }
-        let len = usize::try_from(bytes).map_err(|_| Error::limit("limit.array", None, "array too large"))?;
+        let len = info.in_memory_len(&self.limits)?;
         let made = Python::with_gil(|py| -> PyResult<(Py<PyArray1<u8>>, usize)> {
             let a = PyArray1::<u8>::zeros(py, len, false);
             let ptr = a.data() as usize;
@@ -219,7 +208,7 @@ impl ArraySink for NumpySink {
             Error::limit(
                 "limit.memory",
                 None,
-                format!("could not allocate {bytes} bytes for the array: {e}"),
+                format!("could not allocate {len} bytes for the array: {e}"),
             )
         })?;
         self.buffer = Some(buffer);

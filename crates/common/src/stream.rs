@@ -78,6 +78,24 @@ impl ArrayInfo {
         byte_len(self.dtype, &self.shape)
             .ok_or_else(|| Error::limit("limit.array", None, format!("array shape {:?} overflows", self.shape)))
     }
+
+    /// Size in bytes of the whole array held in memory, refused past `limits.max_array_bytes`
+    /// (`limit.array`) and `limits.max_alloc`: the check of every sink that collects an array
+    /// whole (the library's [`MemorySink`], the Python package's numpy buffer).
+    pub fn in_memory_len(&self, limits: &Limits) -> Result<usize> {
+        let bytes = self.byte_len()?;
+        if bytes > limits.max_array_bytes {
+            return Err(Error::limit(
+                "limit.array",
+                None,
+                format!(
+                    "the array needs {bytes} bytes in memory, above the limit of {} bytes (stream it, or read a region)",
+                    limits.max_array_bytes
+                ),
+            ));
+        }
+        limits.check_alloc(bytes, "array", None)
+    }
 }
 
 /// Receives one array as little-endian bytes in C order (see the module docs for the protocol).
@@ -215,18 +233,7 @@ impl MemorySink {
 
 impl ArraySink for MemorySink {
     fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
-        let bytes = info.byte_len()?;
-        if bytes > self.limits.max_array_bytes {
-            return Err(Error::limit(
-                "limit.array",
-                None,
-                format!(
-                    "the array needs {bytes} bytes in memory, above the limit of {} bytes (stream it, or read a region)",
-                    self.limits.max_array_bytes
-                ),
-            ));
-        }
-        let n = self.limits.check_alloc(bytes, "array", None)?;
+        let n = info.in_memory_len(&self.limits)?;
         self.data = vec![0u8; n];
         self.written = 0;
         self.info = Some(info.clone());
