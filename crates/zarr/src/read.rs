@@ -1,0 +1,1 @@
+//! Reading Zarr v3 and v2 stores as rasterpack arrays.

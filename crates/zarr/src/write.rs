@@ -1,0 +1,1 @@
+//! Writing rasterpack arrays as Zarr v3 arrays and groups.
