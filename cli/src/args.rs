@@ -72,6 +72,18 @@ pub struct ConvertArgs {
     /// +rs16/+rs32/+rs64 (Reed-Solomon ECC).
     #[arg(long, value_name = "CODEC")]
     pub compress: Option<String>,
+    /// Zarr output chunk shape in the output's axis order, e.g. 64x64x64 (default: the source's
+    /// own tiles/bricks; for sources stored in one piece, chunks of about 4 MiB).
+    #[arg(long, value_name = "SHAPE")]
+    pub chunks: Option<String>,
+    /// Zarr output: store the chunks in shards of this shape (the sharding codec; a whole number
+    /// of chunks along each axis), e.g. 256x256x256.
+    #[arg(long, value_name = "SHAPE")]
+    pub shard: Option<String>,
+    /// Zarr output: a group holding every array of IN (one Zarr array per element, channel,
+    /// table or member, under its name).
+    #[arg(long)]
+    pub all: bool,
 }
 
 pub fn parse_tile(s: &str) -> Result<(u32, u32), String> {

@@ -19,7 +19,7 @@ use crate::budget::{self, Budget, Checked};
 use crate::progress::Meter;
 use crate::report::{exit_code_for, Outcome};
 use crate::subset::{Subset, SubsetGuard};
-use crate::{detect, signals, subset};
+use crate::{detect, signals, subset, zarr_out};
 
 /// `rasterpack convert`: convert, say what failed on stderr, and end with the exit code.
 pub fn run(args: &ConvertArgs) -> Outcome {
@@ -68,19 +68,37 @@ pub fn convert(args: &ConvertArgs, signals: bool) -> Result<(), Error> {
             "OUT is - (standard output): give its format with --to FORMAT",
         ));
     }
-    let target = detect::target(args.to.as_deref(), &args.output)?;
+    // Zarr holds the array `.npy` would: the source is asked for that one (see zarr_out).
+    let zarr = zarr_out::wanted(args.to.as_deref(), &args.output);
+    let target = match zarr {
+        true => zarr_out::npy(),
+        false => detect::target(args.to.as_deref(), &args.output)?,
+    };
     let subset = subset::from_args(args)?;
-    check_flags(args, target, "output", |f| !f.is_source_flag())?;
-    let destination = if to_stdout {
+    let zarr_opts = match zarr {
+        true => {
+            zarr_out::check_destination(&args.output, args.force)?;
+            Some(zarr_out::options(args, Limits::default())?)
+        }
+        false => {
+            zarr_out::refuse_zarr_flags(args)?;
+            check_flags(args, target, "output", |f| !f.is_source_flag())?;
+            None
+        }
+    };
+    let destination = if zarr {
+        // The store is written by zarr_out.
+        None
+    } else if to_stdout {
         if std::io::stdout().is_terminal() {
             return Err(Error::usage(format!(
                 "refusing to write {} data to a terminal: redirect standard output or name a file",
                 target.name()
             )));
         }
-        Destination::Stdout
+        Some(Destination::Stdout)
     } else {
-        destination(&args.output, args.force)?
+        Some(destination(&args.output, args.force)?)
     };
 
     let limits = Limits::default();
@@ -110,7 +128,7 @@ pub fn convert(args: &ConvertArgs, signals: bool) -> Result<(), Error> {
         allow_expansion: args.allow_expansion,
         free: None,
         // .npy stores the values as they are: its size is known before writing.
-        exact_size: target.name() == "npy",
+        exact_size: target.name() == "npy" && !zarr,
     };
     let label = shown(&args.input);
     let job = Job {
@@ -130,6 +148,14 @@ pub fn convert(args: &ConvertArgs, signals: bool) -> Result<(), Error> {
     if signals {
         signals::install();
     }
+    if let Some(opts) = zarr_opts {
+        zarr_out::write(&job, args, opts)?;
+        note_findings(source, &input, &label, &limits);
+        return Ok(());
+    }
+    let Some(destination) = destination else {
+        return Err(Error::usage("internal: a file output without a destination"));
+    };
     let written = match destination {
         Destination::Stdout => {
             let stdout = std::io::stdout();
@@ -204,11 +230,12 @@ fn note_findings(source: &dyn Format, input: &Input, name: &str, limits: &Limits
 }
 
 /// One conversion, decided before anything is written.
-struct Job<'a> {
-    source: &'static dyn Format,
+#[derive(Clone)]
+pub(crate) struct Job<'a> {
+    pub(crate) source: &'static dyn Format,
     target: &'static dyn Format,
-    input: &'a Input,
-    req: &'a ArrayRequest,
+    pub(crate) input: &'a Input,
+    pub(crate) req: &'a ArrayRequest,
     opts: &'a WriteOptions,
     /// Whether the source's own conversion (`Format::convert_special`) may be used.
     special: bool,
@@ -219,7 +246,15 @@ struct Job<'a> {
     budget: &'a Budget,
 }
 
-impl Job<'_> {
+impl<'a> Job<'a> {
+    /// The same conversion of another array of the source (`--all`).
+    pub(crate) fn with_request<'b>(&self, req: &'b ArrayRequest) -> Job<'b>
+    where
+        'a: 'b,
+    {
+        Job { req, ..self.clone() }
+    }
+
     /// The source's own conversion into `out`, when it has one for this target.
     fn convert_special(&self, out: &mut dyn Write) -> Option<Result<(), Error>> {
         if !self.special {
@@ -231,7 +266,7 @@ impl Job<'_> {
 
     /// Stream the array into `target` and finish it: through a check that the source honoured
     /// the subset, and a progress bar when stderr is a terminal.
-    fn stream_into(&self, target: &mut dyn ArraySink) -> Result<(), Error> {
+    pub(crate) fn stream_into(&self, target: &mut dyn ArraySink) -> Result<(), Error> {
         let meter = Meter::on_stderr(self.label);
         // Readers may attach warnings about what they read (`attrs["warnings"]`, e.g. a VDS
         // channel never written): they are said on stderr, not carried into the output.

@@ -197,6 +197,9 @@ pub mod signals;
 #[cfg(feature = "cli")]
 #[allow(missing_docs)]
 pub mod subset;
+#[cfg(feature = "cli")]
+#[allow(missing_docs)]
+pub mod zarr_out;
 
 /// The repository README's examples, compiled as doctests so they stay true.
 #[cfg(doctest)]

@@ -75,7 +75,12 @@ mod unix {
                         // Keep the lock to the end: no rename may follow the removal.
                         let slot = pending();
                         if let Some(path) = slot.as_deref() {
-                            let _ = std::fs::remove_file(path);
+                            // A Zarr store's temporary output is a directory.
+                            if path.is_dir() {
+                                let _ = std::fs::remove_dir_all(path);
+                            } else {
+                                let _ = std::fs::remove_file(path);
+                            }
                         }
                         // End by the same signal, so the parent sees how the process ended
                         // (a shell reports 128 + signal, 130 for Ctrl-C).

@@ -1,1 +1,586 @@
 //! Writing rasterpack arrays as Zarr v3 arrays and groups.
+//!
+//! [`ZarrArrayWriter`] is an [`ArraySink`]: any source streams into it as into a `.npy` writer,
+//! and it cuts the pieces into the Zarr chunk grid as they arrive. A chunk is encoded (through
+//! zarrs' codecs, several chunks at once on rayon's threads) as soon as every value of it has
+//! arrived, and its buffer freed, so memory holds only the chunks the source has started and not
+//! finished: with the default grid (the source's own tiles or bricks) that is the few blocks a
+//! source decodes at a time, never the whole array. Chunks still open are capped by
+//! [`Limits::working_set`] (`limit.working_set` past it, naming `--chunks`).
+//!
+//! The metadata written is documented in `docs/formats/zarr.md`: `fill_value` from the source's
+//! fill/NoValue ([`rasterpack_common::stats::fill_value`], the call `stats` uses), else 0 (NaN for
+//! floats, as zarr-python); `dimension_names` from the source's axes where it names them; the
+//! source's metadata under the `rasterpack` attribute.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use rasterpack_common::stats::fill_value;
+use rasterpack_common::{ArrayInfo, ArraySink, DType, Error, ErrorKind, Limits, Result};
+use rayon::prelude::*;
+use serde_json::{Map, Value};
+use zarrs::array::codec::{BytesCodec, GzipCodec, ShardingCodecBuilder, ZstdCodec};
+use zarrs::array::{Array, ArrayBuilder, DataType, Endianness, FillValue};
+use zarrs::filesystem::FilesystemStore;
+
+/// Chunk compression of the written arrays (`--compress`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// The `bytes` codec alone.
+    None,
+    /// The `zstd` codec at this level (the default, level 3 as zarr-python's default).
+    Zstd(i32),
+    /// The `gzip` codec at this level (0..=9).
+    Gzip(u32),
+}
+
+impl Default for Compression {
+    fn default() -> Self {
+        Compression::Zstd(3)
+    }
+}
+
+impl Compression {
+    /// Parse `--compress`: `zstd`, `zstd:LEVEL` (-7..=22), `gzip`, `gzip:LEVEL` (0..=9), `none`;
+    /// `None` is the default (zstd level 3).
+    pub fn parse(spec: Option<&str>) -> Result<Compression> {
+        let Some(spec) = spec else {
+            return Ok(Compression::default());
+        };
+        let (name, level) = match spec.split_once(':') {
+            Some((n, l)) => (n, Some(l)),
+            None => (spec, None),
+        };
+        let bad = |why: &str| Error::usage(format!("--compress {spec:?} for Zarr: {why}"));
+        let level_of = |l: &str| l.trim().parse::<i64>().map_err(|_| bad("the level is not an integer"));
+        match name.to_ascii_lowercase().as_str() {
+            "none" if level.is_none() => Ok(Compression::None),
+            "zstd" => match level.map(level_of).transpose()? {
+                None => Ok(Compression::Zstd(3)),
+                Some(l @ -7..=22) => Ok(Compression::Zstd(l as i32)),
+                Some(_) => Err(bad("zstd levels run from -7 to 22")),
+            },
+            "gzip" => match level.map(level_of).transpose()? {
+                None => Ok(Compression::Gzip(6)),
+                Some(l @ 0..=9) => Ok(Compression::Gzip(l as u32)),
+                Some(_) => Err(bad("gzip levels run from 0 to 9")),
+            },
+            _ => Err(bad("Zarr output takes zstd[:LEVEL], gzip[:LEVEL] or none")),
+        }
+    }
+}
+
+/// How to lay out the written arrays.
+#[derive(Debug, Clone, Default)]
+pub struct ZarrOptions {
+    /// Chunk shape in the array's axis order (`--chunks`); `None`: the source's own blocks
+    /// (see [`ZarrArrayWriter::new`]).
+    pub chunks: Option<Vec<u64>>,
+    /// Shard shape (`--shard`): the sharding codec with the chunks inside shards of this shape
+    /// (a whole number of chunks along each axis).
+    pub shard: Option<Vec<u64>>,
+    /// Chunk compression.
+    pub compress: Compression,
+    /// [`Limits::working_set`] caps the chunks held open.
+    pub limits: Limits,
+}
+
+/// Parse a shape such as `64x64x64` (or `64,64,64`): every extent at least 1.
+pub fn parse_shape(spec: &str) -> std::result::Result<Vec<u64>, String> {
+    spec.split(['x', 'X', ','])
+        .map(|p| match p.trim().parse::<u64>() {
+            Ok(0) => Err(format!("{spec:?}: every extent must be at least 1")),
+            Ok(v) => Ok(v),
+            Err(_) => Err(format!("{spec:?}: expected extents such as 64x64x64")),
+        })
+        .collect()
+}
+
+/// The chunk shape a source without blocks of its own gets (`.npy`, VOLP, UDF, FOLD): trailing
+/// axes whole while a chunk stays within about 4 MiB, so C-order delivery completes chunks
+/// band by band.
+pub fn default_chunks(dtype: DType, shape: &[u64]) -> Vec<u64> {
+    const TARGET: u64 = 4 << 20;
+    let mut chunks = vec![1u64; shape.len()];
+    let mut acc = dtype.size() as u64;
+    for d in (0..shape.len()).rev() {
+        let fit = (TARGET / acc).max(1);
+        chunks[d] = shape[d].clamp(1, fit.max(1));
+        acc = acc.saturating_mul(chunks[d]);
+    }
+    chunks
+}
+
+/// Names for the axes of a `source` array (in the array's C order), where the source names
+/// them: VDS axis names (dimension 0 is the last axis; `component` for a channel of several
+/// components), GVRS `rows`/`columns`, VOLP `levels`/`y`/`x`; `None` otherwise.
+pub fn dimension_names(source: &str, info: &ArrayInfo) -> Option<Vec<String>> {
+    let n = info.shape.len();
+    match source {
+        "vds" => {
+            let axes = info.attrs.get("axes")?.as_array()?;
+            let mut names: Vec<String> = axes
+                .iter()
+                .rev()
+                .map(|a| a.get("name").and_then(Value::as_str).map(str::to_string))
+                .collect::<Option<_>>()?;
+            if names.len() + 1 == n {
+                names.push("component".into());
+            }
+            (names.len() == n).then_some(names)
+        }
+        "gvrs" if n == 2 => Some(vec!["rows".into(), "columns".into()]),
+        "volp" if n == 3 => Some(vec!["levels".into(), "y".into(), "x".into()]),
+        _ => None,
+    }
+}
+
+/// The `fill_value` of an array: the source's fill/NoValue when the dtype holds it exactly,
+/// else NaN for floats and 0 (false) for the rest, as zarr-python defaults. Little-endian bytes.
+pub fn fill_bytes(info: &ArrayInfo) -> Vec<u8> {
+    let declared = fill_value(info);
+    let v = declared.unwrap_or(if info.dtype.is_float() { f64::NAN } else { 0.0 });
+    let int = |lo: f64, hi: f64| (v.fract() == 0.0 && v >= lo && v <= hi).then_some(v);
+    let bytes: Option<Vec<u8>> = match info.dtype {
+        DType::Bool => int(0.0, 1.0).map(|v| vec![v as u8]),
+        DType::U8 => int(0.0, 255.0).map(|v| vec![v as u8]),
+        DType::I8 => int(-128.0, 127.0).map(|v| (v as i8).to_le_bytes().to_vec()),
+        DType::U16 => int(0.0, 65535.0).map(|v| (v as u16).to_le_bytes().to_vec()),
+        DType::I16 => int(-32768.0, 32767.0).map(|v| (v as i16).to_le_bytes().to_vec()),
+        DType::U32 => int(0.0, u32::MAX as f64).map(|v| (v as u32).to_le_bytes().to_vec()),
+        DType::I32 => int(i32::MIN as f64, i32::MAX as f64).map(|v| (v as i32).to_le_bytes().to_vec()),
+        // 2^64 - 1 and 2^63 - 1 are not f64 values: stop one binade short.
+        DType::U64 => int(0.0, 18_446_744_073_709_549_568.0).map(|v| (v as u64).to_le_bytes().to_vec()),
+        DType::I64 => int(i64::MIN as f64, 9_223_372_036_854_774_784.0).map(|v| (v as i64).to_le_bytes().to_vec()),
+        DType::F32 => ((v as f32) as f64 == v || v.is_nan()).then(|| (v as f32).to_le_bytes().to_vec()),
+        DType::F64 => Some(v.to_le_bytes().to_vec()),
+        // zarrs takes a float16 fill as its bits; the declared fills never are float16.
+        DType::F16 => v.is_nan().then(|| 0x7e00u16.to_le_bytes().to_vec()),
+        DType::C64 => Some([(v as f32).to_le_bytes(), 0f32.to_le_bytes()].concat()),
+        DType::C128 => Some([v.to_le_bytes(), 0f64.to_le_bytes()].concat()),
+    };
+    bytes.unwrap_or_else(|| {
+        if info.dtype.is_float() {
+            // The declared fill is not a value of the dtype: NaN, as zarr-python defaults.
+            match info.dtype {
+                DType::F16 => 0x7e00u16.to_le_bytes().to_vec(),
+                DType::F32 => f32::NAN.to_le_bytes().to_vec(),
+                _ => f64::NAN.to_le_bytes().to_vec(),
+            }
+        } else {
+            vec![0u8; info.dtype.size()]
+        }
+    })
+}
+
+fn data_type(dtype: DType) -> DataType {
+    match dtype {
+        DType::Bool => DataType::Bool,
+        DType::U8 => DataType::UInt8,
+        DType::I8 => DataType::Int8,
+        DType::U16 => DataType::UInt16,
+        DType::I16 => DataType::Int16,
+        DType::U32 => DataType::UInt32,
+        DType::I32 => DataType::Int32,
+        DType::U64 => DataType::UInt64,
+        DType::I64 => DataType::Int64,
+        DType::F16 => DataType::Float16,
+        DType::F32 => DataType::Float32,
+        DType::F64 => DataType::Float64,
+        DType::C64 => DataType::Complex64,
+        DType::C128 => DataType::Complex128,
+    }
+}
+
+fn zarr_error(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Io, "zarr.write", None, format!("{what}: {e}"))
+}
+
+/// A filesystem store rooted at `dir` (which must exist).
+pub fn open_store(dir: &Path) -> Result<Arc<FilesystemStore>> {
+    FilesystemStore::new(dir)
+        .map(Arc::new)
+        .map_err(|e| zarr_error(&format!("opening a Zarr store at {}", dir.display()), e))
+}
+
+/// Write a Zarr v3 group's metadata at `path` (`/` for the root) with `attributes`.
+pub fn write_group(store: &Arc<FilesystemStore>, path: &str, attributes: Map<String, Value>) -> Result<()> {
+    let mut group = zarrs::group::GroupBuilder::new()
+        .build(store.clone(), path)
+        .map_err(|e| zarr_error(&format!("the Zarr group {path}"), e))?;
+    *group.attributes_mut() = attributes;
+    group
+        .store_metadata()
+        .map_err(|e| zarr_error(&format!("writing the metadata of the Zarr group {path}"), e))
+}
+
+/// An [`ArraySink`] that writes the array it receives as a Zarr v3 array at `path` of a store.
+pub struct ZarrArrayWriter {
+    store: Arc<FilesystemStore>,
+    path: String,
+    opts: ZarrOptions,
+    source: &'static str,
+    source_chunks: Option<Vec<u64>>,
+    name: Option<String>,
+    state: Option<State>,
+}
+
+/// The array being written: its geometry and the chunks under way.
+struct State {
+    array: Array<FilesystemStore>,
+    shape: Vec<u64>,
+    /// The shape of one stored chunk of the grid (a shard with `--shard`).
+    grid: Vec<u64>,
+    /// Chunks along each axis.
+    counts: Vec<u64>,
+    elem: u64,
+    fill: Vec<u8>,
+    /// Chunks started, by linear chunk number.
+    open: HashMap<u64, Open>,
+    /// Complete chunks waiting to be encoded, with their indices.
+    ready: Vec<(Vec<u64>, Vec<u8>)>,
+    /// Bytes held by `open` and `ready`.
+    held: u64,
+    /// Bytes of the array delivered so far.
+    delivered: u64,
+    total: u64,
+}
+
+/// A chunk some of whose values have arrived.
+struct Open {
+    data: Vec<u8>,
+    /// Bytes of values of the array (not edge padding) still missing.
+    missing: u64,
+}
+
+impl ZarrArrayWriter {
+    /// A writer of one array at `path` (`/` for the store's root, `/name` inside a group) of
+    /// `store`. `source` is the source format's name (for `dimension_names` and attributes);
+    /// `source_chunks` its block shape for this array (`ArrayFile::chunk_shape`), the default
+    /// chunk grid when `opts.chunks` is `None` (else [`default_chunks`]).
+    pub fn new(
+        store: Arc<FilesystemStore>,
+        path: &str,
+        opts: ZarrOptions,
+        source: &'static str,
+        source_chunks: Option<Vec<u64>>,
+    ) -> ZarrArrayWriter {
+        ZarrArrayWriter {
+            store,
+            path: path.to_string(),
+            opts,
+            source,
+            source_chunks,
+            name: None,
+            state: None,
+        }
+    }
+
+    /// Record `name` as the array's name in its attributes (the name the source's array list
+    /// gives, e.g. UDF `DATASET_PATH/TABLE`) instead of the one the stream announces.
+    pub fn with_name(mut self, name: Option<String>) -> ZarrArrayWriter {
+        self.name = name;
+        self
+    }
+
+    /// The chunk shape for `info`, checked against its rank.
+    fn chunk_shape(&self, info: &ArrayInfo) -> Result<Vec<u64>> {
+        let n = info.shape.len();
+        let chunks = match (&self.opts.chunks, &self.source_chunks) {
+            (Some(c), _) => {
+                if c.len() != n {
+                    return Err(Error::usage(format!(
+                        "--chunks gives {} extents but the array has {n} axes (shape {:?})",
+                        c.len(),
+                        info.shape
+                    )));
+                }
+                c.clone()
+            }
+            (None, Some(c)) if c.len() == n && c.iter().all(|&e| e > 0) => c.clone(),
+            _ => default_chunks(info.dtype, &info.shape),
+        };
+        // A chunk larger than the array along an axis holds only padding there.
+        Ok(chunks
+            .iter()
+            .zip(&info.shape)
+            .map(|(&c, &s)| c.min(s.max(1)).max(1))
+            .collect())
+    }
+
+    fn build(&self, info: &ArrayInfo) -> Result<State> {
+        let chunks = self.chunk_shape(info)?;
+        let grid = match &self.opts.shard {
+            None => chunks.clone(),
+            Some(shard) => {
+                if shard.len() != chunks.len() {
+                    return Err(Error::usage(format!(
+                        "--shard gives {} extents but the array has {} axes",
+                        shard.len(),
+                        chunks.len()
+                    )));
+                }
+                if shard.iter().zip(&chunks).any(|(&s, &c)| s % c != 0) {
+                    return Err(Error::usage(format!(
+                        "--shard {shard:?} is not a whole number of chunks {chunks:?} along every axis"
+                    )));
+                }
+                shard.clone()
+            }
+        };
+        let fill = fill_bytes(info);
+        let mut builder = ArrayBuilder::new(
+            info.shape.clone(),
+            grid.clone(),
+            data_type(info.dtype),
+            FillValue::new(fill.clone()),
+        );
+        let compressors: Vec<Arc<dyn zarrs::array::codec::BytesToBytesCodecTraits>> = match self.opts.compress {
+            Compression::None => vec![],
+            Compression::Zstd(level) => vec![Arc::new(ZstdCodec::new(level.into(), false))],
+            Compression::Gzip(level) => vec![Arc::new(
+                GzipCodec::new(level).map_err(|e| Error::usage(format!("gzip level {level}: {e}")))?,
+            )],
+        };
+        let bytes = Arc::new(BytesCodec::new(Some(Endianness::Little)));
+        match &self.opts.shard {
+            None => {
+                builder.array_to_bytes_codec(bytes);
+                builder.bytes_to_bytes_codecs(compressors);
+            }
+            Some(_) => {
+                let inner = chunks
+                    .iter()
+                    .map(|&c| std::num::NonZeroU64::new(c))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| Error::usage("chunk extents must be at least 1"))?;
+                let mut sharding = ShardingCodecBuilder::new(inner.into());
+                sharding.array_to_bytes_codec(bytes);
+                sharding.bytes_to_bytes_codecs(compressors);
+                builder.array_to_bytes_codec(Arc::new(sharding.build()));
+            }
+        }
+        builder.dimension_names(dimension_names(self.source, info));
+        let mut named = info.clone();
+        if self.name.is_some() {
+            named.name.clone_from(&self.name);
+        }
+        builder.attributes(attributes(self.source, &named));
+        let array = builder
+            .build(self.store.clone(), &self.path)
+            .map_err(|e| Error::usage(format!("the Zarr array {}: {e}", self.path)))?;
+        array
+            .store_metadata()
+            .map_err(|e| zarr_error(&format!("writing the metadata of the Zarr array {}", self.path), e))?;
+        let counts = info.shape.iter().zip(&grid).map(|(&s, &g)| s.div_ceil(g)).collect();
+        Ok(State {
+            array,
+            shape: info.shape.clone(),
+            grid,
+            counts,
+            elem: info.dtype.size() as u64,
+            fill,
+            open: HashMap::new(),
+            ready: Vec::new(),
+            held: 0,
+            delivered: 0,
+            total: info.byte_len()?,
+        })
+    }
+
+    fn state(&mut self) -> Result<&mut State> {
+        self.state
+            .as_mut()
+            .ok_or_else(|| Error::usage("internal: Zarr writer used before begin"))
+    }
+}
+
+/// The `rasterpack` attribute: where the array came from and the source's metadata as the
+/// source reported it (`docs/formats/zarr.md`).
+fn attributes(source: &str, info: &ArrayInfo) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert("source_format".into(), Value::from(source));
+    meta.insert("name".into(), info.name.clone().map(Value::from).unwrap_or(Value::Null));
+    meta.insert("dtype".into(), Value::from(info.dtype.name()));
+    meta.insert("metadata".into(), Value::Object(info.attrs.clone()));
+    let mut attrs = Map::new();
+    attrs.insert("rasterpack".into(), Value::Object(meta));
+    attrs
+}
+
+/// Where the bytes of a piece go: copied from the source, or one repeated value.
+#[derive(Clone, Copy)]
+enum Piece<'a> {
+    Data(&'a [u8]),
+    Fill(&'a [u8]),
+}
+
+impl State {
+    fn chunk_bytes(&self) -> u64 {
+        self.grid.iter().product::<u64>() * self.elem
+    }
+
+    /// Put `len` bytes of the C-order array at byte `offset` into their chunks.
+    fn scatter(&mut self, offset: u64, len: u64, piece: Piece, limits: &Limits) -> Result<()> {
+        let end = offset
+            .checked_add(len)
+            .filter(|&e| e <= self.total)
+            .ok_or_else(|| Error::usage(format!("internal: a write of {len} bytes at {offset} past the array")))?;
+        if offset % self.elem != 0 || len % self.elem != 0 {
+            return Err(Error::usage("internal: a write of part of a value"));
+        }
+        let n = self.shape.len();
+        let mut at = offset / self.elem;
+        let stop = end / self.elem;
+        let mut idx = vec![0u64; n];
+        while at < stop {
+            // The position of value `at`, and the run along the last axis within one chunk.
+            let mut rest = at;
+            for d in (0..n).rev() {
+                idx[d] = rest % self.shape[d];
+                rest /= self.shape[d];
+            }
+            let run = match n {
+                0 => 1,
+                _ => {
+                    let last = n - 1;
+                    let g = self.grid[last];
+                    (stop - at).min(self.shape[last] - idx[last]).min(g - idx[last] % g)
+                }
+            };
+            let mut chunk_no = 0u64;
+            let mut within = 0u64;
+            for d in 0..n {
+                chunk_no = chunk_no * self.counts[d] + idx[d] / self.grid[d];
+                within = within * self.grid[d] + idx[d] % self.grid[d];
+            }
+            let from = (at * self.elem - offset) as usize;
+            let bytes = (run * self.elem) as usize;
+            self.put(chunk_no, &idx, within * self.elem, bytes, from, piece, limits)?;
+            at += run;
+        }
+        self.delivered += len;
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn put(
+        &mut self,
+        chunk_no: u64,
+        idx: &[u64],
+        at: u64,
+        bytes: usize,
+        from: usize,
+        piece: Piece,
+        limits: &Limits,
+    ) -> Result<()> {
+        if !self.open.contains_key(&chunk_no) {
+            let size = self.chunk_bytes();
+            if self.held.saturating_add(size) > limits.working_set {
+                self.flush()?;
+            }
+            if self.held.saturating_add(size) > limits.working_set.max(size) {
+                return Err(Error::limit(
+                    "limit.working_set",
+                    None,
+                    format!(
+                        "the source delivers values of more Zarr chunks of {:?} at once than the working set of {} \
+                         bytes holds: choose --chunks aligned to the source's blocks (the default), or smaller",
+                        self.grid, limits.working_set
+                    ),
+                ));
+            }
+            // Values of the array inside the chunk (edge chunks are padded with the fill).
+            let mut missing = self.elem;
+            for (d, &i) in idx.iter().enumerate() {
+                let start = i / self.grid[d] * self.grid[d];
+                missing *= self.grid[d].min(self.shape[d] - start);
+            }
+            let data = self.fill.repeat((size / self.elem) as usize);
+            self.open.insert(chunk_no, Open { data, missing });
+            self.held += size;
+        }
+        let Some(open) = self.open.get_mut(&chunk_no) else {
+            return Err(Error::usage("internal: chunk not open"));
+        };
+        let dst = &mut open.data[at as usize..at as usize + bytes];
+        match piece {
+            Piece::Data(d) => dst.copy_from_slice(&d[from..from + bytes]),
+            Piece::Fill(p) => dst.chunks_exact_mut(p.len()).for_each(|v| v.copy_from_slice(p)),
+        }
+        open.missing = open.missing.checked_sub(bytes as u64).ok_or_else(|| {
+            Error::usage(format!(
+                "internal: the source delivered values of chunk {chunk_no} twice"
+            ))
+        })?;
+        if open.missing == 0 {
+            if let Some(done) = self.open.remove(&chunk_no) {
+                let indices: Vec<u64> = idx.iter().zip(&self.grid).map(|(&i, &g)| i / g).collect();
+                self.ready.push((indices, done.data));
+                // Encode once every thread has a chunk to work on.
+                if self.ready.len() >= rayon::current_num_threads().max(1) * 2 {
+                    self.flush()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Encode and store the complete chunks, several at once.
+    fn flush(&mut self) -> Result<()> {
+        let ready = std::mem::take(&mut self.ready);
+        let freed = ready.len() as u64 * self.chunk_bytes();
+        let array = &self.array;
+        ready.into_par_iter().try_for_each(|(indices, data)| {
+            array
+                .store_chunk(&indices, data)
+                .map_err(|e| zarr_error(&format!("writing Zarr chunk {indices:?}"), e))
+        })?;
+        self.held -= freed;
+        Ok(())
+    }
+}
+
+impl ArraySink for ZarrArrayWriter {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        self.state = Some(self.build(info)?);
+        Ok(())
+    }
+
+    /// Chunks are assembled wherever their values come from, so a blocked source may deliver
+    /// block by block.
+    fn random_access(&self) -> bool {
+        true
+    }
+
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        let limits = self.opts.limits;
+        self.state()?
+            .scatter(offset, data.len() as u64, Piece::Data(data), &limits)
+    }
+
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
+        let limits = self.opts.limits;
+        let state = self.state()?;
+        if pattern.len() as u64 != state.elem {
+            return rasterpack_common::stream::fill_by_chunks(self, offset, len, pattern);
+        }
+        state.scatter(offset, len, Piece::Fill(pattern), &limits)
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let state = self.state()?;
+        state.flush()?;
+        if state.delivered != state.total || !state.open.is_empty() {
+            return Err(Error::usage(format!(
+                "internal: the source delivered {} of {} bytes ({} Zarr chunks incomplete)",
+                state.delivered,
+                state.total,
+                state.open.len()
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,244 @@
+//! `convert IN out.zarr`: the array `convert IN out.npy` would write, as a Zarr v3 array (or,
+//! with `--all`, a group of every array of IN), streamed chunk by chunk through
+//! [`rasterpack_zarr::write::ZarrArrayWriter`]. The store is written into a sibling temporary
+//! directory that is renamed onto OUT on success and removed on failure.
+
+use std::path::{Path, PathBuf};
+
+use rasterpack_common::{shown, Error, Format, Limits};
+use rasterpack_zarr::write::{self, Compression, ZarrArrayWriter, ZarrOptions};
+use serde_json::{Map, Value};
+
+use crate::args::ConvertArgs;
+use crate::convert::Job;
+use crate::signals;
+
+/// Is OUT a Zarr store: `--to zarr`, or an OUT ending in `.zarr` without `--to`?
+pub fn wanted(to: Option<&str>, out: &Path) -> bool {
+    match to {
+        Some(t) => t.trim_start_matches('.').eq_ignore_ascii_case("zarr"),
+        None => out
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("zarr")),
+    }
+}
+
+/// The `.npy` format: a Zarr output holds exactly the array a `.npy` output would, so the
+/// source is asked for the array it gives `.npy`.
+pub fn npy() -> &'static dyn Format {
+    crate::format_by_name("npy").unwrap_or(&rasterpack_common::NpyFormat)
+}
+
+/// The Zarr-only flags given for another output are refused, not ignored.
+pub fn refuse_zarr_flags(args: &ConvertArgs) -> Result<(), Error> {
+    for (given, flag) in [
+        (args.chunks.is_some(), "--chunks"),
+        (args.shard.is_some(), "--shard"),
+        (args.all, "--all"),
+    ] {
+        if given {
+            return Err(Error::usage(format!(
+                "{flag} applies only to Zarr output (OUT.zarr or --to zarr)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The layout options of a Zarr output, from the flags; `--tile` is refused.
+pub fn options(args: &ConvertArgs, limits: Limits) -> Result<ZarrOptions, Error> {
+    if args.tile.is_some() {
+        return Err(Error::usage(
+            "--tile does not apply to zarr output (zarr output takes --chunks, --shard, --compress, --all)",
+        ));
+    }
+    let shape = |flag: &str, spec: &Option<String>| {
+        spec.as_deref()
+            .map(|s| write::parse_shape(s).map_err(|e| Error::usage(format!("{flag} {e}"))))
+            .transpose()
+    };
+    Ok(ZarrOptions {
+        chunks: shape("--chunks", &args.chunks)?,
+        shard: shape("--shard", &args.shard)?,
+        compress: Compression::parse(args.compress.as_deref())?,
+        limits,
+    })
+}
+
+/// Refuse an OUT that exists unless `--force` (a Zarr store is a directory: an existing one is
+/// replaced whole, and so is a file of that name).
+pub fn check_destination(out: &Path, force: bool) -> Result<(), Error> {
+    if out.as_os_str() == "-" {
+        return Err(Error::usage(
+            "a Zarr store is a directory: it cannot go to standard output",
+        ));
+    }
+    match std::fs::symlink_metadata(out) {
+        Ok(_) if !force => Err(Error::usage(format!(
+            "{} exists; pass --force to overwrite it",
+            shown(out)
+        ))),
+        Ok(_) | Err(_) => Ok(()),
+    }
+}
+
+/// Write the store for `job` at `out`: into a temporary directory beside it, renamed onto it
+/// when every array is written (replacing what was there with `force`), removed otherwise.
+pub(crate) fn write(job: &Job, args: &ConvertArgs, opts: ZarrOptions) -> Result<(), Error> {
+    let out = args.output.as_path();
+    let tmp = TempDir::create(out)?;
+    let store = write::open_store(&tmp.path)?;
+    let file = job.source.open(job.input.clone(), job.req.limits)?;
+    if args.all {
+        let arrays = file.arrays()?;
+        let mut root = Map::new();
+        let mut meta = Map::new();
+        meta.insert("source_format".into(), Value::from(job.source.name()));
+        root.insert("rasterpack".into(), Value::Object(meta));
+        write::write_group(&store, "/", root)?;
+        let mut taken = std::collections::HashMap::new();
+        for (k, info) in arrays.iter().enumerate() {
+            let name = info.name.clone().unwrap_or_else(|| format!("array{k}"));
+            let path = node_path(&name)?;
+            if let Some(other) = taken.insert(path.clone(), name.clone()) {
+                return Err(Error::unsupported(
+                    "zarr.name",
+                    None,
+                    format!("the arrays {other:?} and {name:?} would both be the Zarr array {path}"),
+                ));
+            }
+            let mut req = job.req.clone();
+            req.element = info.name.clone();
+            let chunks = file.chunk_shape(info.name.as_deref());
+            let mut sink = ZarrArrayWriter::new(store.clone(), &path, opts.clone(), job.source.name(), chunks)
+                .with_name(info.name.clone());
+            job.with_request(&req).stream_into(&mut sink)?;
+        }
+    } else {
+        let chunks = match job.req.lod {
+            // Bricks of a coarser level are smaller than the full-resolution ones the file
+            // lists: the default grid is the brick of that level along scaled axes (as big or
+            // smaller), so keep the library's own choice.
+            0 => file.chunk_shape(job.req.element.as_deref()),
+            _ => None,
+        };
+        let mut sink = ZarrArrayWriter::new(store, "/", opts, job.source.name(), chunks);
+        job.stream_into(&mut sink)?;
+    }
+    tmp.persist(out, args.force)
+}
+
+/// The Zarr node path of an array name in the `--all` group: every array is a member of the
+/// root group (a flat group, as xarray opens it), `/` in names (UDF `DATASET/TABLE`, FOLD
+/// `CHUNK/ARRAY`) written as `.`, since a UDF table may share its path with a dataset holding
+/// tables. The name as the source gives it stays in the `rasterpack.name` attribute. A name that
+/// cannot be a node name (empty, only dots, starting with `__`, which Zarr v3 reserves) is
+/// refused.
+fn node_path(name: &str) -> Result<String, Error> {
+    let node = name.replace('/', ".");
+    if node.chars().all(|c| c == '.') || node.starts_with("__") {
+        return Err(Error::unsupported(
+            "zarr.name",
+            None,
+            format!("the array name {name:?} cannot be a Zarr node name"),
+        ));
+    }
+    Ok(format!("/{node}"))
+}
+
+/// A directory beside the destination, removed on drop (or on a terminating signal) unless
+/// persisted.
+struct TempDir {
+    path: PathBuf,
+    done: bool,
+}
+
+impl TempDir {
+    fn create(dest: &Path) -> Result<TempDir, Error> {
+        let dir = dest
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = dest.file_name().unwrap_or(std::ffi::OsStr::new("out.zarr"));
+        for attempt in 0..100u32 {
+            let mut tmp = std::ffi::OsString::from(".");
+            tmp.push(name);
+            tmp.push(format!(".rasterpack-{}-{attempt}.tmp", std::process::id()));
+            let path = dir.join(tmp);
+            match signals::track(|| std::fs::create_dir(&path).map(|()| (path.clone(), ()))) {
+                Ok((path, ())) => return Ok(TempDir { path, done: false }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(Error::io(
+                        &format!("creating a temporary directory in {}", shown(dir)),
+                        &e,
+                    ))
+                }
+            }
+        }
+        Err(Error::usage(format!(
+            "could not create a temporary directory in {}",
+            shown(dir)
+        )))
+    }
+
+    /// Put the store in place as `dest`. An existing `dest` (with `force`) is moved aside first
+    /// and removed after the rename, so a failure in between leaves the old store.
+    fn persist(mut self, dest: &Path, force: bool) -> Result<(), Error> {
+        let result = signals::untrack(|| {
+            let aside = match std::fs::symlink_metadata(dest) {
+                Ok(_) if !force => {
+                    return Err(Error::usage(format!(
+                        "{} appeared while converting (another process created it) and was left as it is; \
+                         pass --force to overwrite it",
+                        shown(dest)
+                    )))
+                }
+                Ok(_) => {
+                    let mut old = self.path.clone().into_os_string();
+                    old.push(".old");
+                    let old = PathBuf::from(old);
+                    std::fs::rename(dest, &old).map_err(|e| Error::io(&format!("moving {} aside", shown(dest)), &e))?;
+                    Some(old)
+                }
+                Err(_) => None,
+            };
+            match std::fs::rename(&self.path, dest) {
+                Ok(()) => {
+                    if let Some(old) = aside {
+                        let _ = remove(&old);
+                    }
+                    Ok(())
+                }
+                Err(e) => {
+                    if let Some(old) = aside {
+                        let _ = std::fs::rename(&old, dest);
+                    }
+                    let _ = remove(&self.path);
+                    Err(Error::io(&format!("renaming to {}", shown(dest)), &e))
+                }
+            }
+        });
+        self.done = true;
+        result
+    }
+}
+
+fn remove(path: &Path) -> std::io::Result<()> {
+    if std::fs::symlink_metadata(path)?.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !self.done {
+            signals::untrack(|| {
+                let _ = std::fs::remove_dir_all(&self.path);
+            });
+        }
+    }
+}
