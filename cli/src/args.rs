@@ -28,7 +28,7 @@ pub struct ConvertArgs {
     /// without it, like a decompression bomb).
     #[arg(long)]
     pub allow_expansion: bool,
-    /// Output format: npy, volp, gvrs, udf, fold (default: from OUT's extension).
+    /// Output format: npy, volp, gvrs, udf, fold, zarr (default: from OUT's extension).
     #[arg(long, value_name = "FORMAT")]
     pub to: Option<String>,
     /// Which array: GVRS element, UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY` (or
