@@ -245,6 +245,8 @@ struct State {
     held: u64,
     /// Bytes of the array delivered so far.
     delivered: u64,
+    /// Whether `grid` is the shard shape.
+    sharded: bool,
     total: u64,
 }
 
@@ -386,6 +388,7 @@ impl ZarrArrayWriter {
             ready: Vec::new(),
             held: 0,
             delivered: 0,
+            sharded: self.opts.shard.is_some(),
             total: info.byte_len()?,
         })
     }
@@ -481,14 +484,17 @@ impl State {
             if self.held.saturating_add(size) > limits.working_set {
                 self.flush()?;
             }
-            if self.held.saturating_add(size) > limits.working_set.max(size) {
+            if self.held.saturating_add(size) > limits.working_set {
                 return Err(Error::limit(
                     "limit.working_set",
                     None,
                     format!(
-                        "the source delivers values of more Zarr chunks of {:?} at once than the working set of {} \
-                         bytes holds: choose --chunks aligned to the source's blocks (the default), or smaller",
-                        self.grid, limits.working_set
+                        "Zarr chunks{} of {:?} ({size} bytes each) that the source fills at once need more than the \
+                         working set of {} bytes: choose smaller --chunks (or --shard), or chunks aligned to the \
+                         source's blocks (the default)",
+                        if self.sharded { " (shards)" } else { "" },
+                        self.grid,
+                        limits.working_set
                     ),
                 ));
             }
@@ -582,5 +588,125 @@ impl ArraySink for ZarrArrayWriter {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rasterpack_common::NdArray;
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("rasterpack-zarr-write-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn read_back(dir: &Path) -> Vec<u8> {
+        let array = Array::open(open_store(dir).unwrap(), "/").unwrap();
+        let bytes = array.retrieve_array_subset(&array.subset_all()).unwrap();
+        bytes.into_fixed().unwrap().into_owned()
+    }
+
+    /// 5 x 7 int16 values 0..35, delivered as `pieces` (offset in values, count), in that order.
+    fn write(dir: &Path, opts: ZarrOptions, pieces: &[(u64, u64)]) -> Result<()> {
+        let a = NdArray::from_vec(vec![5, 7], (0..35).map(|v| v as i16).collect()).unwrap();
+        let mut w = ZarrArrayWriter::new(open_store(dir).unwrap(), "/", opts, "npy", Some(vec![2, 3]));
+        w.begin(&ArrayInfo::of(&a))?;
+        for &(at, n) in pieces {
+            w.write_at(at * 2, &a.data[(at * 2) as usize..((at + n) * 2) as usize])?;
+        }
+        w.finish()
+    }
+
+    #[test]
+    fn pieces_in_any_order_fill_edge_chunks_exactly() {
+        let want: Vec<u8> = (0..35i16).flat_map(|v| v.to_le_bytes()).collect();
+        for (k, pieces) in [
+            vec![(0, 35)],
+            vec![(28, 7), (0, 3), (3, 25)],
+            (0..35).rev().map(|v| (v, 1)).collect::<Vec<_>>(),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let dir = scratch(&format!("order{k}"));
+            write(&dir, ZarrOptions::default(), &pieces).unwrap();
+            assert_eq!(read_back(&dir), want, "{pieces:?}");
+        }
+        // Sharded, gzip: the same values.
+        let dir = scratch("shard");
+        let opts = ZarrOptions {
+            shard: Some(vec![4, 6]),
+            compress: Compression::Gzip(1),
+            ..ZarrOptions::default()
+        };
+        write(&dir, opts, &[(0, 35)]).unwrap();
+        assert_eq!(read_back(&dir), want);
+    }
+
+    #[test]
+    fn a_source_that_leaves_values_out_or_repeats_them_is_an_error() {
+        let dir = scratch("short");
+        let e = write(&dir, ZarrOptions::default(), &[(0, 34)]).unwrap_err();
+        assert!(e.message.contains("delivered 68 of 70 bytes"), "{}", e.message);
+        let dir = scratch("twice");
+        assert!(write(&dir, ZarrOptions::default(), &[(0, 35), (3, 1)]).is_err());
+    }
+
+    #[test]
+    fn open_chunks_are_capped_by_the_working_set() {
+        let dir = scratch("cap");
+        let mut limits = Limits::default();
+        // One 2 x 3 int16 chunk is 12 bytes: room for two.
+        limits.working_set = 24;
+        let opts = ZarrOptions {
+            limits,
+            ..ZarrOptions::default()
+        };
+        // Row by row: the first row opens three chunks.
+        let e = write(&dir, opts.clone(), &[(0, 35)]).unwrap_err();
+        assert_eq!(e.code, "limit.working_set");
+        // Chunk by chunk, each completes before the next opens.
+        let dir = scratch("cap_ok");
+        let mut pieces = vec![];
+        for r0 in (0..5).step_by(2) {
+            for c0 in (0..7).step_by(3) {
+                for r in r0..(r0 + 2).min(5) {
+                    pieces.push((r * 7 + c0, 3.min(7 - c0)));
+                }
+            }
+        }
+        write(&dir, opts, &pieces).unwrap();
+        assert_eq!(
+            read_back(&dir),
+            (0..35i16).flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn fill_values_and_names() {
+        let mut info = ArrayInfo::new(DType::I32, vec![2, 2]);
+        assert_eq!(fill_bytes(&info), vec![0; 4]);
+        info.attrs.insert("type_code".into(), Value::from(1));
+        info.attrs.insert("fill".into(), Value::from(-9));
+        assert_eq!(fill_bytes(&info), (-9i32).to_le_bytes());
+        info.attrs.insert("fill".into(), Value::from(0.5));
+        assert_eq!(fill_bytes(&info), vec![0; 4], "not an int32: the default");
+        info.dtype = DType::F32;
+        assert!(f32::from_le_bytes(fill_bytes(&info).try_into().unwrap()) == 0.5);
+        assert_eq!(dimension_names("gvrs", &info).unwrap(), ["rows", "columns"]);
+        assert_eq!(dimension_names("npy", &info), None);
+        assert_eq!(Compression::parse(Some("zstd:-3")).unwrap(), Compression::Zstd(-3));
+        assert_eq!(Compression::parse(Some("GZIP")).unwrap(), Compression::Gzip(6));
+        assert!(Compression::parse(Some("none:1")).is_err());
+        assert!(Compression::parse(Some("blosc")).is_err());
+        assert_eq!(parse_shape("64x32,1").unwrap(), [64, 32, 1]);
+        assert!(parse_shape("64x0").is_err());
+        // Trailing axes whole while a chunk stays within 4 MiB.
+        assert_eq!(default_chunks(DType::F32, &[1000, 1000, 1000]), [1, 1000, 1000]);
+        assert_eq!(default_chunks(DType::U8, &[3, 5]), [3, 5]);
+        assert_eq!(default_chunks(DType::F64, &[2, 4 << 20]), [1, 1 << 19]);
     }
 }
