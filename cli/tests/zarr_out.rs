@@ -28,7 +28,7 @@ fn npy(path: &Path) -> NdArray {
 /// The array at `node` of the store at `dir`, through zarrs: (zarr data type name, shape,
 /// little-endian bytes in C order).
 fn zarr(dir: &Path, node: &str) -> (String, Vec<u64>, Vec<u8>) {
-    assert!(cfg!(target_endian = "little"), "zarrs gives native-endian bytes");
+    const { assert!(cfg!(target_endian = "little"), "zarrs gives native-endian bytes") };
     let store = Arc::new(FilesystemStore::new(dir).unwrap());
     let array = Array::open(store, node).unwrap_or_else(|e| panic!("{}{node}: {e}", dir.display()));
     let bytes = array
@@ -473,7 +473,7 @@ fn a_4_gib_input_converts_within_256_mib() {
     let mut header = b"\x93NUMPY\x01\x00".to_vec();
     let dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1024, 1024, 1024), }";
     let mut text = dict.to_string();
-    while (10 + text.len() + 1) % 64 != 0 {
+    while !(10 + text.len() + 1).is_multiple_of(64) {
         text.push(' ');
     }
     text.push('\n');

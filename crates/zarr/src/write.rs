@@ -324,7 +324,7 @@ impl ZarrArrayWriter {
                         chunks.len()
                     )));
                 }
-                if shard.iter().zip(&chunks).any(|(&s, &c)| s % c != 0) {
+                if shard.iter().zip(&chunks).any(|(&s, &c)| !s.is_multiple_of(c)) {
                     return Err(Error::usage(format!(
                         "--shard {shard:?} is not a whole number of chunks {chunks:?} along every axis"
                     )));
@@ -341,7 +341,7 @@ impl ZarrArrayWriter {
         );
         let compressors: Vec<Arc<dyn zarrs::array::codec::BytesToBytesCodecTraits>> = match self.opts.compress {
             Compression::None => vec![],
-            Compression::Zstd(level) => vec![Arc::new(ZstdCodec::new(level.into(), false))],
+            Compression::Zstd(level) => vec![Arc::new(ZstdCodec::new(level, false))],
             Compression::Gzip(level) => vec![Arc::new(
                 GzipCodec::new(level).map_err(|e| Error::usage(format!("gzip level {level}: {e}")))?,
             )],
@@ -431,7 +431,7 @@ impl State {
             .checked_add(len)
             .filter(|&e| e <= self.total)
             .ok_or_else(|| Error::usage(format!("internal: a write of {len} bytes at {offset} past the array")))?;
-        if offset % self.elem != 0 || len % self.elem != 0 {
+        if !offset.is_multiple_of(self.elem) || !len.is_multiple_of(self.elem) {
             return Err(Error::usage("internal: a write of part of a value"));
         }
         let n = self.shape.len();
@@ -455,9 +455,9 @@ impl State {
             };
             let mut chunk_no = 0u64;
             let mut within = 0u64;
-            for d in 0..n {
-                chunk_no = chunk_no * self.counts[d] + idx[d] / self.grid[d];
-                within = within * self.grid[d] + idx[d] % self.grid[d];
+            for ((&i, &g), &count) in idx.iter().zip(&self.grid).zip(&self.counts) {
+                chunk_no = chunk_no * count + i / g;
+                within = within * g + i % g;
             }
             let from = (at * self.elem - offset) as usize;
             let bytes = (run * self.elem) as usize;
@@ -658,9 +658,11 @@ mod tests {
     #[test]
     fn open_chunks_are_capped_by_the_working_set() {
         let dir = scratch("cap");
-        let mut limits = Limits::default();
         // One 2 x 3 int16 chunk is 12 bytes: room for two.
-        limits.working_set = 24;
+        let limits = Limits {
+            working_set: 24,
+            ..Limits::default()
+        };
         let opts = ZarrOptions {
             limits,
             ..ZarrOptions::default()
