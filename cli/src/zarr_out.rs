@@ -116,11 +116,17 @@ pub(crate) fn write(job: &Job, args: &ConvertArgs, opts: ZarrOptions) -> Result<
             job.with_request(&req).stream_into(&mut sink)?;
         }
     } else {
+        // The source's blocks for the array it is asked for: the one named, else its only one
+        // (formats list block shapes by array name, as the Python package's `Array.chunks`
+        // asks). `chunk_shape` gives full-resolution blocks: at a coarser level of detail the
+        // bricks are smaller, and the ~4 MiB default grid is used.
+        let element = match (&job.req.element, file.arrays()?.as_slice()) {
+            (Some(e), _) => Some(e.clone()),
+            (None, [only]) => only.name.clone(),
+            (None, _) => None,
+        };
         let chunks = match job.req.lod {
-            // Bricks of a coarser level are smaller than the full-resolution ones the file
-            // lists: the default grid is the brick of that level along scaled axes (as big or
-            // smaller), so keep the library's own choice.
-            0 => file.chunk_shape(job.req.element.as_deref()),
+            0 => file.chunk_shape(element.as_deref()),
             _ => None,
         };
         let mut sink = ZarrArrayWriter::new(store, "/", opts, job.source.name(), chunks);

@@ -164,6 +164,32 @@ fn the_default_grid_is_the_sources_blocks_and_the_metadata_is_kept() {
     assert_eq!(meta(&z, "/")["fill_value"], "NaN");
 }
 
+/// The default grid is the source's tiles also when the array is not named (a GVRS file of one
+/// element: its blocks are listed by element name), and with --element.
+#[test]
+fn gvrs_tiles_are_the_default_grid() {
+    let dir = scratch("zarr", "tiles");
+    let z = same_as_npy(
+        &dir,
+        &testdata("gvrs/crafted_all_types.gvrs"),
+        "named",
+        &["--element", "a"],
+    );
+    assert_eq!(
+        meta(&z, "/")["chunk_grid"]["configuration"]["chunk_shape"],
+        serde_json::json!([4, 5])
+    );
+    let Some(gvrs) = rasterpack_common::testkit::corpus_dir("gvrs") else {
+        return;
+    };
+    // 100 x 120 cells in tiles of 25 x 40, one element.
+    let z = same_as_npy(&dir, &gvrs.join("int_plain.gvrs"), "single", &[]);
+    assert_eq!(
+        meta(&z, "/")["chunk_grid"]["configuration"]["chunk_shape"],
+        serde_json::json!([25, 40])
+    );
+}
+
 #[test]
 fn chunks_shard_and_compress_choose_the_layout() {
     let dir = scratch("zarr", "layout");
