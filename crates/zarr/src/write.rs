@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use serde_json::{Map, Value};
 use zarrs::array::codec::{BytesCodec, GzipCodec, ShardingCodecBuilder, ZstdCodec};
 use zarrs::array::{Array, ArrayBuilder, DataType, Endianness, FillValue};
-use zarrs::filesystem::FilesystemStore;
+use zarrs::storage::{Bytes, OffsetBytesIterator, StorageError, StoreKey, StorePrefix, WritableStorageTraits};
 
 /// Chunk compression of the written arrays (`--compress`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,15 +198,70 @@ fn zarr_error(what: &str, e: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::Io, "zarr.write", None, format!("{what}: {e}"))
 }
 
-/// A filesystem store rooted at `dir` (which must exist).
-pub fn open_store(dir: &Path) -> Result<Arc<FilesystemStore>> {
-    FilesystemStore::new(dir)
-        .map(Arc::new)
-        .map_err(|e| zarr_error(&format!("opening a Zarr store at {}", dir.display()), e))
+/// A write-only Zarr store in a directory: one file per key, as zarrs' `FilesystemStore` lays
+/// them out, without its `sync_all` after every file. Stores are written into a temporary
+/// directory renamed into place when complete (like every output; new outputs are left to the
+/// page cache as `.npy` ones are), so a sync per chunk file bought nothing: `convert` of the
+/// 4000 x 4000 GVRS (1156 chunk files) took 7.9 s wall with it, 2.4 s without (medians, load ~15).
+#[derive(Debug)]
+pub struct DirStore {
+    root: std::path::PathBuf,
+}
+
+impl DirStore {
+    fn path(&self, key: &str) -> std::path::PathBuf {
+        self.root.join(key)
+    }
+}
+
+fn io(e: std::io::Error) -> StorageError {
+    StorageError::IOError(Arc::new(e))
+}
+
+impl WritableStorageTraits for DirStore {
+    fn set(&self, key: &StoreKey, value: Bytes) -> std::result::Result<(), StorageError> {
+        let path = self.path(key.as_str());
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        std::fs::write(&path, &value).map_err(io)
+    }
+
+    fn set_partial_many(&self, _key: &StoreKey, _values: OffsetBytesIterator) -> std::result::Result<(), StorageError> {
+        Err(StorageError::Unsupported("partial writes".into()))
+    }
+
+    fn erase(&self, key: &StoreKey) -> std::result::Result<(), StorageError> {
+        match std::fs::remove_file(self.path(key.as_str())) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(e)),
+            _ => Ok(()),
+        }
+    }
+
+    fn erase_prefix(&self, prefix: &StorePrefix) -> std::result::Result<(), StorageError> {
+        match std::fs::remove_dir_all(self.path(prefix.as_str())) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(e)),
+            _ => Ok(()),
+        }
+    }
+
+    fn supports_set_partial(&self) -> bool {
+        false
+    }
+}
+
+/// The store of the directory `dir` (which must exist).
+pub fn open_store(dir: &Path) -> Result<Arc<DirStore>> {
+    if !dir.is_dir() {
+        return Err(Error::usage(format!("{} is not a directory", dir.display())));
+    }
+    Ok(Arc::new(DirStore {
+        root: dir.to_path_buf(),
+    }))
 }
 
 /// Write a Zarr v3 group's metadata at `path` (`/` for the root) with `attributes`.
-pub fn write_group(store: &Arc<FilesystemStore>, path: &str, attributes: Map<String, Value>) -> Result<()> {
+pub fn write_group(store: &Arc<DirStore>, path: &str, attributes: Map<String, Value>) -> Result<()> {
     let mut group = zarrs::group::GroupBuilder::new()
         .build(store.clone(), path)
         .map_err(|e| zarr_error(&format!("the Zarr group {path}"), e))?;
@@ -218,7 +273,7 @@ pub fn write_group(store: &Arc<FilesystemStore>, path: &str, attributes: Map<Str
 
 /// An [`ArraySink`] that writes the array it receives as a Zarr v3 array at `path` of a store.
 pub struct ZarrArrayWriter {
-    store: Arc<FilesystemStore>,
+    store: Arc<DirStore>,
     path: String,
     opts: ZarrOptions,
     source: &'static str,
@@ -229,7 +284,7 @@ pub struct ZarrArrayWriter {
 
 /// The array being written: its geometry and the chunks under way.
 struct State {
-    array: Array<FilesystemStore>,
+    array: Array<DirStore>,
     shape: Vec<u64>,
     /// The shape of one stored chunk of the grid (a shard with `--shard`).
     grid: Vec<u64>,
@@ -263,7 +318,7 @@ impl ZarrArrayWriter {
     /// `source_chunks` its block shape for this array (`ArrayFile::chunk_shape`), the default
     /// chunk grid when `opts.chunks` is `None` (else [`default_chunks`]).
     pub fn new(
-        store: Arc<FilesystemStore>,
+        store: Arc<DirStore>,
         path: &str,
         opts: ZarrOptions,
         source: &'static str,
@@ -604,7 +659,8 @@ mod tests {
     }
 
     fn read_back(dir: &Path) -> Vec<u8> {
-        let array = Array::open(open_store(dir).unwrap(), "/").unwrap();
+        let store = Arc::new(zarrs::filesystem::FilesystemStore::new(dir).unwrap());
+        let array = Array::open(store, "/").unwrap();
         let bytes = array.retrieve_array_subset(&array.subset_all()).unwrap();
         bytes.into_fixed().unwrap().into_owned()
     }
