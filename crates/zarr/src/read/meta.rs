@@ -422,3 +422,121 @@ fn v2_sized(rest: &str) -> Option<DType> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v3(shape: &str, chunks: &str, dtype: &str, codecs: &str) -> Vec<u8> {
+        format!(
+            r#"{{"zarr_format":3,"node_type":"array","shape":{shape},"data_type":{dtype},
+            "chunk_grid":{{"name":"regular","configuration":{{"chunk_shape":{chunks}}}}},
+            "chunk_key_encoding":{{"name":"default"}},"fill_value":0,"codecs":{codecs}}}"#
+        )
+        .into_bytes()
+    }
+
+    fn parse_v3(bytes: &[u8]) -> Result<NodeMeta> {
+        parse(bytes, MetaFile::V3, "zarr.json", &Limits::default())
+    }
+
+    #[test]
+    fn arrays_groups_and_their_numbers() {
+        let ok = parse_v3(&v3(
+            "[10,7]",
+            "[4,4]",
+            r#""int16""#,
+            r#"[{"name":"bytes"},{"name":"zstd"}]"#,
+        ))
+        .unwrap();
+        let NodeMeta::Array(m) = ok else { panic!("not an array") };
+        assert_eq!((m.chunk_count, m.dtype.clone()), (6, Ok(DType::I16)));
+        assert_eq!(m.byte_codecs, ["zstd"]);
+        let sharded = parse_v3(&v3(
+            "[16]",
+            "[8]",
+            r#""uint8""#,
+            r#"[{"name":"sharding_indexed","configuration":{"chunk_shape":[2]}}]"#,
+        ))
+        .unwrap();
+        let NodeMeta::Array(m) = sharded else {
+            panic!("not an array")
+        };
+        assert_eq!((m.chunk_shape, m.unit_shape), (vec![8], vec![2]));
+        assert_eq!(
+            parse_v3(br#"{"zarr_format":3,"node_type":"group"}"#).unwrap(),
+            NodeMeta::Group { zarr_format: 3 }
+        );
+        let v2 = br#"{"zarr_format":2,"shape":[5],"chunks":[2],"dtype":">f8","compressor":{"id":"gzip"}}"#;
+        let NodeMeta::Array(m) = parse(v2, MetaFile::V2Array, ".zarray", &Limits::default()).unwrap() else {
+            panic!("not an array")
+        };
+        assert_eq!(
+            (m.dtype, m.chunk_count, m.byte_codecs),
+            (Ok(DType::F64), 3, vec!["gzip".to_string()])
+        );
+    }
+
+    #[test]
+    fn declared_numbers_are_bounded() {
+        let code = |b: &[u8]| parse_v3(b).unwrap_err().code;
+        let bytes = r#"[{"name":"bytes"}]"#;
+        assert_eq!(
+            code(&v3("[1073741824,1073741824]", "[1,1]", r#""uint8""#, bytes)),
+            "limit.entries"
+        );
+        assert_eq!(
+            code(&v3("[1099511627776,1099511627776]", "[1,1]", r#""uint8""#, bytes)),
+            "zarr.meta_chunks"
+        );
+        assert_eq!(
+            code(&v3("[1099511627776]", "[1099511627776]", r#""uint8""#, bytes)),
+            "limit.working_set"
+        );
+        assert_eq!(code(&v3("[4]", "[0]", r#""uint8""#, bytes)), "zarr.meta_chunks");
+        assert_eq!(code(&v3("[4]", "[2,2]", r#""uint8""#, bytes)), "zarr.meta_chunks");
+        assert_eq!(code(&v3("[-4]", "[2]", r#""uint8""#, bytes)), "zarr.meta_shape");
+        let rank65 = format!("[{}]", vec!["1"; 65].join(","));
+        assert_eq!(
+            code(&v3(&rank65, &rank65, r#""uint8""#, bytes)),
+            "zarr.rank_unsupported"
+        );
+        // A shard whose index would list 2^40 inner chunks.
+        let shard = r#"[{"name":"sharding_indexed","configuration":{"chunk_shape":[1,1]}}]"#;
+        assert_eq!(
+            code(&v3("[1048576,1048576]", "[1048576,1048576]", r#""uint8""#, shard)),
+            "limit.entries"
+        );
+        assert_eq!(code(b"{\"zarr_format\":3"), "zarr.meta_json");
+        assert_eq!(code(br#"{"zarr_format":2,"node_type":"array"}"#), "zarr.meta_version");
+        let big = vec![b' '; 200];
+        let tiny = Limits {
+            max_text: 100,
+            ..Limits::default()
+        };
+        assert_eq!(
+            parse(&big, MetaFile::V3, "zarr.json", &tiny).unwrap_err().code,
+            "limit.text"
+        );
+    }
+
+    #[test]
+    fn types_without_a_counterpart_are_named() {
+        let bytes = r#"[{"name":"bytes"}]"#;
+        for (dtype, name) in [
+            (r#""string""#, "string"),
+            (r#""bfloat16""#, "bfloat16"),
+            (r#"{"name":"x.y"}"#, "x.y"),
+        ] {
+            let NodeMeta::Array(m) = parse_v3(&v3("[4]", "[2]", dtype, bytes)).unwrap() else {
+                panic!()
+            };
+            assert_eq!(m.dtype, Err(name.to_string()));
+        }
+        assert_eq!(v2_dtype("<U10"), None);
+        assert_eq!(v2_dtype("|b1"), Some(DType::Bool));
+        assert_eq!(v2_dtype("<c16"), Some(DType::C128));
+        let grid = br#"{"zarr_format":3,"node_type":"array","shape":[4],"data_type":"uint8","chunk_grid":{"name":"rectangular"},"codecs":[]}"#;
+        assert_eq!(parse_v3(grid).unwrap_err().code, "zarr.chunk_grid_unsupported");
+    }
+}
