@@ -301,21 +301,20 @@ impl ZarrFile {
             return sink.write_at(0, &data);
         }
         let reg_shape = region.shape();
-        let row_bytes = reg_shape[1..].iter().try_fold(elem, |acc, &d| acc.checked_mul(d));
-        // What decoding one band costs: the band itself, plus every unit meeting it decoded whole.
-        let rounded: Option<u64> = (1..unit.len()).try_fold(unit[0] * elem, |acc, ax| {
-            let r = &region.ranges[ax];
-            let n = r.end.div_ceil(unit[ax]) - r.start / unit[ax];
-            acc.checked_mul(n.checked_mul(unit[ax])?)
-        });
-        let band_cost = row_bytes
-            .and_then(|rb| rb.checked_mul(unit[0]))
-            .zip(rounded)
-            .and_then(|(b, r)| b.checked_add(r));
-        match band_cost {
-            Some(cost) if cost <= limits.working_set => self.stream_bands(a, &region, sink),
-            _ if sink.random_access() => self.stream_units(a, &region, limits, sink),
-            _ => Err(Error::limit(
+        // One band (the region's rows of one unit along the first axis) is assembled in memory,
+        // with a batch of whole decoded units beside it: at least one must fit.
+        let band_bytes = reg_shape[1..]
+            .iter()
+            .try_fold(elem, |acc, &d| acc.checked_mul(d))
+            .and_then(|rb| rb.checked_mul(unit[0].min(reg_shape[0])));
+        let spare = band_bytes.and_then(|b| limits.working_set.checked_sub(b));
+        let batch = spare.map_or(0, |sp| sp / unit_bytes(a).max(1));
+        if batch >= 1 {
+            self.stream_bands(a, &region, batch.min(256) as usize, sink)
+        } else if sink.random_access() {
+            self.stream_units(a, &region, limits, sink)
+        } else {
+            Err(Error::limit(
                 "limit.working_set",
                 None,
                 format!(
@@ -323,13 +322,14 @@ impl ZarrFile {
                      for an output written in order; read a region, or write to a file",
                     limits.working_set
                 ),
-            )),
+            ))
         }
     }
 
-    /// One band of units along the first axis at a time, decoded in parallel, assembled in
-    /// memory and written in C order: works for every sink.
-    fn stream_bands(&self, a: &ZArray, region: &Region, sink: &mut dyn ArraySink) -> Result<()> {
+    /// One band of units along the first axis at a time, assembled in memory and written in C
+    /// order (so every sink takes it, in one write per band); the band's units are decoded in
+    /// parallel, `batch` at a time, each copied in and dropped.
+    fn stream_bands(&self, a: &ZArray, region: &Region, batch: usize, sink: &mut dyn ArraySink) -> Result<()> {
         let unit = &a.meta.unit_shape;
         let elem = a.dtype.size();
         let r0 = &region.ranges[0];
@@ -340,13 +340,16 @@ impl ZarrFile {
             let hi = (band_start + unit[0]).min(r0.end);
             let mut band = region.clone();
             band.ranges[0] = lo..hi;
-            let blocks = decode_units_of(a, &band)?;
             let mut buf = MemorySink::new(Limits::unlimited());
             buf.begin(&ArrayInfo::new(a.dtype, band.shape()))?;
-            for (block, data) in &blocks {
-                copy_block_into_window(block, data, elem, &band, &mut buf)?;
+            let idx: Vec<Vec<u64>> = unit_indices(unit, &band).collect();
+            for group in idx.chunks(batch) {
+                let decoded: Vec<Result<(Region, Vec<u8>)>> = group.par_iter().map(|i| decode_unit(a, i)).collect();
+                for d in decoded {
+                    let (block, data) = d?;
+                    copy_block_into_window(&block, &data, elem, &band, &mut buf)?;
+                }
             }
-            drop(blocks);
             let band_data = buf.into_array()?.data;
             sink.write_at((lo - r0.start) * row_bytes, &band_data)?;
             band_start += unit[0];
@@ -649,12 +652,6 @@ fn unit_indices(unit: &[u64], region: &Region) -> impl Iterator<Item = Vec<u64>>
         }
         Some(cur)
     })
-}
-
-/// Every unit meeting `band`, decoded in parallel.
-fn decode_units_of(a: &ZArray, band: &Region) -> Result<Vec<(Region, Vec<u8>)>> {
-    let idx: Vec<Vec<u64>> = unit_indices(&a.meta.unit_shape, band).collect();
-    idx.par_iter().map(|i| decode_unit(a, i)).collect()
 }
 
 /// The chunk (shard) holding unit `idx`, and the unit's box: whole, past the array's edge too.
