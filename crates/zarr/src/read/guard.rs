@@ -72,3 +72,42 @@ fn damaged(key: &str, codec: &str, why: &str) -> Error {
         format!("chunk {key}: {codec} does not decode: {why}"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn names(n: &[&str]) -> Vec<String> {
+        n.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn streams_that_fit_pass_and_bombs_stop_at_the_bound() {
+        let chunk = vec![7u8; 4096];
+        assert!(check(&gzip(&chunk), &names(&["gzip"]), 4096, "c/0").is_ok());
+        let z = zstd::bulk::compress(&chunk, 1).unwrap();
+        assert!(check(&z, &names(&["zstd"]), 4096, "c/0").is_ok());
+        // crc32c after gzip: its 4 bytes come off before the gzip stage.
+        let mut with_crc = gzip(&chunk);
+        with_crc.extend_from_slice(&[1, 2, 3, 4]);
+        assert!(check(&with_crc, &names(&["gzip", "crc32c"]), 4096, "c/0").is_ok());
+        // 64 MiB behind a 4 KiB chunk: stopped after bound + 1 bytes, never held whole.
+        let bomb = gzip(&vec![0u8; 64 << 20]);
+        let e = check(&bomb, &names(&["gzip"]), 4096, "c/1/2").unwrap_err();
+        assert_eq!(e.code, "zarr.chunk_too_large");
+        assert!(e.message.contains("c/1/2"), "{}", e.message);
+        // A zstd frame whose header declares more than the chunk is refused from the header.
+        let zbomb = zstd::bulk::compress(&vec![0u8; 1 << 20], 1).unwrap();
+        assert_eq!(check(&zbomb, &names(&["zstd"]), 4096, "c/0").unwrap_err().code, "zarr.chunk_too_large");
+        // Damage is a decode error naming the key; a codec the guard does not know is zarrs'.
+        assert_eq!(check(b"garbage", &names(&["gzip"]), 4096, "c/0").unwrap_err().code, "zarr.chunk_decode");
+        assert!(check(b"garbage", &names(&["blosc"]), 4096, "c/0").is_ok());
+    }
+}
