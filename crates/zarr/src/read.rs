@@ -26,7 +26,7 @@ use serde_json::{json, Map, Value};
 use zarrs::array::codec::{ArrayToBytesCodecTraits, CodecOptions};
 use zarrs::array::{Array, ArrayCreateError};
 use zarrs::filesystem::FilesystemStore;
-use zarrs::storage::{ReadableStorageTraits, StoreKey};
+use zarrs::storage::ReadableStorageTraits;
 
 pub use meta::{ArrayMeta, MetaFile, NodeMeta};
 
@@ -685,8 +685,7 @@ fn decode_unit_checked(a: &ZArray, idx: &[u64]) -> Result<(Region, Vec<u8>, bool
     let mut data: Vec<u8> = if a.meta.unit_shape == a.meta.chunk_shape {
         // Bound the stored chunk before reading it: a compressed chunk is never much larger
         // than what it decodes to.
-        let store_key =
-            StoreKey::new(a.array.chunk_key(&chunk).as_str()).map_err(|e| fail("zarr.chunk_key", e.to_string()))?;
+        let store_key = a.array.chunk_key(&chunk);
         let stored = a
             .array
             .storage()

@@ -105,9 +105,15 @@ mod tests {
         assert!(e.message.contains("c/1/2"), "{}", e.message);
         // A zstd frame whose header declares more than the chunk is refused from the header.
         let zbomb = zstd::bulk::compress(&vec![0u8; 1 << 20], 1).unwrap();
-        assert_eq!(check(&zbomb, &names(&["zstd"]), 4096, "c/0").unwrap_err().code, "zarr.chunk_too_large");
+        assert_eq!(
+            check(&zbomb, &names(&["zstd"]), 4096, "c/0").unwrap_err().code,
+            "zarr.chunk_too_large"
+        );
         // Damage is a decode error naming the key; a codec the guard does not know is zarrs'.
-        assert_eq!(check(b"garbage", &names(&["gzip"]), 4096, "c/0").unwrap_err().code, "zarr.chunk_decode");
+        assert_eq!(
+            check(b"garbage", &names(&["gzip"]), 4096, "c/0").unwrap_err().code,
+            "zarr.chunk_decode"
+        );
         assert!(check(b"garbage", &names(&["blosc"]), 4096, "c/0").is_ok());
     }
 }
