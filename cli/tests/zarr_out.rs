@@ -73,6 +73,13 @@ fn same_as_npy_with(dir: &Path, input: &Path, stem: &str, flags: &[&str], zarr_f
     assert_eq!(dtype, zarr_name(want.dtype), "{stem}");
     assert_eq!(shape, want.shape, "{stem}");
     assert!(bytes == want.data, "{stem}: the Zarr values differ from the .npy ones");
+    // And back through rasterpack's own Zarr reader: the same .npy file, byte for byte.
+    let back = dir.join(format!("{stem}.back.npy"));
+    check(&["convert", s(&z), s(&back), "--force"], 0);
+    assert!(
+        std::fs::read(&back).unwrap() == std::fs::read(&n).unwrap(),
+        "{stem}: Zarr -> .npy differs"
+    );
     z
 }
 
