@@ -108,10 +108,24 @@ pub(crate) struct VerifiedChunks {
     pub statuses: Vec<FoldChunkStatus>,
 }
 
+/// Most NPZ0 members (over all chunks) whose verdicts a file keeps for later reads: ~200 bytes
+/// each, so at most ~13 MiB held while the file is open. Archives with more members are
+/// verified again by each read, as before (the one-pass read pays off for large arrays).
+const KEEP_MEMBERS_MAX: usize = 65_536;
+
 impl VerifiedChunks {
     /// What [`verify_candidates`] found for every NPZ0 chunk, when it can be kept.
     pub(crate) fn keep(limits: &Limits, verified: &Verified) -> Option<VerifiedChunks> {
-        verified.1.iter().all(Option::is_none).then(|| VerifiedChunks {
+        let members: usize = verified
+            .0
+            .iter()
+            .map(|st| match &st.content {
+                FoldContent::Npz(arrays) => arrays.len(),
+                _ => 0,
+            })
+            .sum();
+        let repaired = verified.1.iter().any(Option::is_some);
+        (!repaired && members <= KEEP_MEMBERS_MAX).then(|| VerifiedChunks {
             limits: *limits,
             statuses: verified.0.clone(),
         })

@@ -139,3 +139,27 @@ fn a_sequential_sink_gets_nothing_from_a_chunk_changed_after_arrays() {
     assert_eq!(err.code, "fold.integrity.crc_mismatch", "{err}");
     assert_eq!(sink.got, 0);
 }
+
+#[test]
+fn files_of_very_many_members_are_verified_again_by_each_read() {
+    // More members than a file keeps verdicts for after arrays() (65 536; an archive holds at
+    // most 65 535, so two chunks): each read verifies its chunk first again, same values.
+    let one = NdArray::new(DType::U8, vec![1], vec![7]).unwrap();
+    let names: Vec<String> = (0..40_000).map(|i| format!("m{i}")).collect();
+    let arrays: Vec<(&str, &NdArray)> = names.iter().map(|n| (n.as_str(), &one)).collect();
+    let mut b = FoldBuilder::new();
+    b.add_npz("c", &arrays, FoldChunkOptions::default()).unwrap();
+    b.add_npz("d", &arrays, FoldChunkOptions::default()).unwrap();
+    let source = Arc::new(Counted {
+        bytes: Mutex::new(b.to_bytes().unwrap()),
+        read: AtomicU64::new(0),
+    });
+    let file = FoldFile::from_input(Input::remote(source.clone()), Limits::default()).unwrap();
+    let stored: u64 = file.chunks().iter().map(|e| e.comp_len).sum();
+    assert_eq!(file.arrays().unwrap().len(), 80_000);
+    source.read.store(0, Ordering::Relaxed);
+    let got = file.read(&ArrayRequest::for_element("c/m39999")).unwrap();
+    assert_eq!(got.data, vec![7]);
+    // Both chunks verified again (a bare or CHUNK/ARRAY name may mean either), then c read.
+    assert!(source.read.load(Ordering::Relaxed) >= stored);
+}
