@@ -5,7 +5,9 @@
 //!
 //! Reports MB/s of uncompressed payload (1 MB = 10^6 bytes), best of several runs, for a
 //! stored-raw float32 chunk and for the same array in an NPZ0 chunk, both zstd level 3, plus
-//! the single-thread cost of each stage for comparison.
+//! the single-thread cost of each stage for comparison; then what Python's
+//! `np.asarray(rasterpack.open(p)[name])` does (open, `arrays()`, read), with the read checking
+//! its chunk in its one decoding pass, beside a read that verifies first (as before).
 
 use std::time::{Duration, Instant};
 
@@ -126,6 +128,38 @@ fn run(raw: &[u8]) {
             stored as f64 / MIB as f64
         );
     }
+
+    // What Python's `np.asarray(rasterpack.open(p)[name])` does: open, list the arrays (every
+    // NPZ0 chunk verified), read one into memory. The read after `arrays()` checks the chunk
+    // in the pass that decodes it; a read on a freshly opened file (what every read did
+    // before) verifies the chunk first, then decodes it again.
+    let req = rasterpack_common::ArrayRequest::for_element("nuclear_arrays/field");
+    let runs = 5;
+    let timed = |label: &str, fresh_read: bool| {
+        let cpu0 = process_cpu();
+        let d = best(runs, || {
+            let f = rasterpack_fold::FoldFile::open(&npz_file).unwrap();
+            assert_eq!(f.arrays().unwrap().len(), 1);
+            let got = if fresh_read {
+                rasterpack_fold::FoldFile::open(&npz_file).unwrap().read(&req)
+            } else {
+                f.read(&req)
+            };
+            assert_eq!(got.unwrap().data.len(), raw.len());
+        });
+        let cpu = process_cpu()
+            .zip(cpu0)
+            .map(|(b, a)| (b - a) / runs as u32)
+            .unwrap_or_default();
+        println!(
+            "open + arrays + read, {label}: wall {:.1} ms best of {runs} = {:.0} MB/s; CPU {:.0} ms per run",
+            d.as_secs_f64() * 1e3,
+            mbps(raw.len(), d),
+            cpu.as_secs_f64() * 1e3
+        );
+    };
+    timed("the read checks its chunk in its one pass (now)", false);
+    timed("the read verifies first, then decodes (before)", true);
 
     // Stage costs on one thread (thread CPU time, best of 3), over the same stored payload.
     let comp = zstd::bulk::compress(&raw, 3).unwrap();

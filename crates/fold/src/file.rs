@@ -1,6 +1,7 @@
 //! [`FoldFile`]: a FOLD file opened for reading, the one type a library user needs.
 
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use rasterpack_common::{
     ArrayFile, ArrayInfo, ArrayRequest, ArraySink, Error, Findings, Input, Limits, NdArray, Report, Result,
@@ -10,6 +11,7 @@ use rasterpack_common::{
 use crate::element::{element_labels, npz_chunks};
 use crate::parse::{self, FoldContainer, FoldEntry};
 use crate::pjson::Value;
+use crate::read::VerifiedChunks;
 use crate::validate::{analyze, FoldAnalysis, FoldAnalyzeOptions};
 use crate::FoldFormat;
 
@@ -26,6 +28,10 @@ pub struct FoldFile {
     limits: Limits,
     container: FoldContainer,
     findings: Findings,
+    /// Every NPZ0 chunk as [`ArrayFile::arrays`] verified it: a later read of a sink that
+    /// takes bytes in any order then verifies the chunk it reads while it reads it (one pass,
+    /// see `read::stream_array`) instead of verifying the file's chunks again first.
+    verified: Arc<OnceLock<VerifiedChunks>>,
 }
 
 impl FoldFile {
@@ -57,6 +63,7 @@ impl FoldFile {
             limits,
             container,
             findings,
+            verified: Arc::default(),
         })
     }
 
@@ -132,8 +139,11 @@ impl ArrayFile for FoldFile {
     /// verified, as a read would). Damaged chunks and members, and dtypes rasterpack does not
     /// decode, are left out: [`FoldFile::validate`] reports them.
     fn arrays(&self) -> Result<Vec<ArrayInfo>> {
-        let (statuses, _) = crate::read::verify_candidates(&self.input, &self.container, None, &self.limits)?;
-        let chunks = npz_chunks(&statuses);
+        let verified = crate::read::verify_candidates(&self.input, &self.container, None, &self.limits)?;
+        if let Some(keep) = VerifiedChunks::keep(&self.limits, &verified) {
+            let _ = self.verified.set(keep);
+        }
+        let chunks = npz_chunks(&verified.0);
         Ok(element_labels(&chunks)
             .into_iter()
             .filter_map(|(label, info)| {
@@ -150,7 +160,7 @@ impl ArrayFile for FoldFile {
 
     fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
         req.check_honoured(&FoldFormat)?;
-        crate::read::stream_array(&self.input, &self.container, req, sink)
+        crate::read::stream_array(&self.input, &self.container, req, sink, self.verified.get())
     }
 }
 

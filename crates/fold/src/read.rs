@@ -17,7 +17,7 @@ use crate::element::{npz_chunks, pick_array};
 use crate::npz::{self, array_name, ArrayTarget, CdWalk, WalkMode};
 use crate::parse::{FoldContainer, FoldEntry};
 use crate::raw::{CHUNK_HEADER_LEN, FLAG_NONE};
-use crate::scan::{scan_local, Flow, Stored};
+use crate::scan::{scan_local, scan_local_hashed, Flow, Stored};
 use crate::validate::{
     check_chunk, chunk_hashes, duplicate_name_error, name_counts, ChunkContext, FoldAnalyzeOptions, FoldChunkStatus,
     FoldContent, Layers,
@@ -99,15 +99,64 @@ pub(crate) fn verify_candidates(
     Ok((statuses, repaired))
 }
 
+/// Every NPZ0 chunk of a file verified by an earlier call (see [`stream_array`]), with the
+/// limits it was verified under. Kept only when no chunk needed an ECC repair (so it holds no
+/// payload in memory).
+#[derive(Debug)]
+pub(crate) struct VerifiedChunks {
+    pub limits: Limits,
+    pub statuses: Vec<FoldChunkStatus>,
+}
+
+/// Most NPZ0 members (over all chunks) whose verdicts a file keeps for later reads: ~200 bytes
+/// each, so at most ~13 MiB held while the file is open. Archives with more members are
+/// verified again by each read, as before (the one-pass read pays off for large arrays).
+const KEEP_MEMBERS_MAX: usize = 65_536;
+
+impl VerifiedChunks {
+    /// What [`verify_candidates`] found for every NPZ0 chunk, when it can be kept.
+    pub(crate) fn keep(limits: &Limits, verified: &Verified) -> Option<VerifiedChunks> {
+        let members: usize = verified
+            .0
+            .iter()
+            .map(|st| match &st.content {
+                FoldContent::Npz(arrays) => arrays.len(),
+                _ => 0,
+            })
+            .sum();
+        let repaired = verified.1.iter().any(Option::is_some);
+        (!repaired && members <= KEEP_MEMBERS_MAX).then(|| VerifiedChunks {
+            limits: *limits,
+            statuses: verified.0.clone(),
+        })
+    }
+}
+
 /// Stream the array `req` names (or `req.region` of it) into `sink`.
+///
+/// With `earlier` (every NPZ0 chunk verified by an earlier call, under the same limits) and a
+/// sink that takes bytes in any order, the chunks are not verified again first: the chosen
+/// chunk is read once, its stored bytes hashed (CRC32C, SHA-256, on a second thread) as they
+/// are decoded into the sink, and the read fails if they no longer match (the file changed
+/// since): one pass instead of two. A sequential sink gets nothing before the chunk verified.
 pub(crate) fn stream_array(
     input: &Input,
     c: &FoldContainer,
     req: &ArrayRequest,
     sink: &mut dyn ArraySink,
+    earlier: Option<&VerifiedChunks>,
 ) -> Result<()> {
-    let (statuses, repaired) = verify_candidates(input, c, req.element.as_deref(), &req.limits)?;
-    let chunks = npz_chunks(&statuses);
+    let earlier = earlier.filter(|v| v.limits == req.limits && sink.random_access());
+    let now;
+    let (statuses, repaired, hash_on_read): (&[FoldChunkStatus], Vec<Option<Vec<u8>>>, bool) = match earlier {
+        Some(v) => (&v.statuses, vec![None; v.statuses.len()], true),
+        None => {
+            let (statuses, repaired) = verify_candidates(input, c, req.element.as_deref(), &req.limits)?;
+            now = statuses;
+            (&now, repaired, false)
+        }
+    };
+    let chunks = npz_chunks(statuses);
     let (chunk, name) = pick_array(&chunks, req.element.as_deref())?;
     let at = statuses
         .iter()
@@ -162,6 +211,37 @@ pub(crate) fn stream_array(
     // a member whose CRC-32 is wrong, and a read never returns what the reference refuses.
     walk.verify_target(true);
     match (h.flags, stored) {
+        (flags, Stored::File { input, offset, len }) if hash_on_read => {
+            let scanned = scan_local_hashed(input, offset, len, flags, h.uncomp_len, &mut |p| walk.feed(p))?;
+            let (crc, sha) = scanned.hashes.unwrap_or_default();
+            if crc != h.crc32c {
+                return Err(Error::invalid_at(
+                    "fold.integrity.crc_mismatch",
+                    Some(e.offset + 24),
+                    format!(
+                        "chunk {:?}: CRC32C of the stored payload is {crc:#010x}, header says {:#010x} (changed since it was verified)",
+                        e.name, h.crc32c
+                    ),
+                ));
+            }
+            if sha != e.sha256 {
+                return Err(Error::invalid_at(
+                    "fold.integrity.sha_mismatch",
+                    Some(c.header.index_off),
+                    format!(
+                        "chunk {:?}: SHA-256 of the stored payload is {sha}, index says {} (changed since it was verified)",
+                        e.name, e.sha256
+                    ),
+                ));
+            }
+            if let Err((code, msg)) = scanned.decode {
+                return Err(Error::invalid_at(
+                    code,
+                    Some(payload_off),
+                    format!("chunk {:?}: {msg}", e.name),
+                ));
+            }
+        }
         (FLAG_NONE, Stored::File { input, offset, len }) => {
             // Stored as is: read only the ranges the walk needs.
             let mut buf = vec![0u8; npz_piece(len)];

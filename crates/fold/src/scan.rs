@@ -385,6 +385,21 @@ pub(crate) fn scan(
     }
 }
 
+/// [`scan`] of a chunk in the file, hashing the very bytes it decodes (on a second thread for
+/// large chunks), for a consumer that cannot move to another thread (a caller's sink): a read
+/// whose chunk was verified earlier checks the bytes it delivers in the same pass.
+pub(crate) fn scan_local_hashed(
+    input: &Input,
+    offset: u64,
+    len: u64,
+    flags: u32,
+    uncomp_len: u64,
+    consumer: &mut dyn FnMut(&[u8]) -> Flow,
+) -> Result<Scanned, Error> {
+    let decoder = Decoder::new(flags, len, uncomp_len);
+    scan_inline(input, offset, len, true, decoder, consumer)
+}
+
 /// [`scan`] without hashing, on this thread, for a consumer that cannot move to another
 /// thread (a caller's sink).
 pub(crate) fn scan_local(
@@ -422,13 +437,27 @@ fn scan_inline(
     let mut hasher = hash.then(Hasher::new);
     let mut buf = vec![0u8; (PIECE as u64).min(len) as usize];
     let mut pos = 0u64;
+    // Large chunks: each piece is hashed on a second thread while this one decodes it (the
+    // consumer may not leave this thread: a caller's sink).
+    let both = len >= PARALLEL_MIN;
     while pos < len && (hasher.is_some() || decoder.active()) {
         let n = (len - pos).min(PIECE as u64) as usize;
         input.read_at(offset + pos, &mut buf[..n], "chunk payload")?;
-        if let Some(h) = hasher.as_mut() {
-            h.update(&buf[..n]);
+        let piece = &buf[..n];
+        match hasher.as_mut() {
+            Some(h) if both && decoder.active() => std::thread::scope(|s| {
+                let hashing = s.spawn(|| h.update(piece));
+                decoder.push(piece, consumer);
+                hashing
+                    .join()
+                    .map_err(|_| Error::usage("internal: the hashing thread panicked"))
+            })?,
+            Some(h) => {
+                h.update(piece);
+                decoder.push(piece, consumer);
+            }
+            None => decoder.push(piece, consumer),
         }
-        decoder.push(&buf[..n], consumer);
         pos += n as u64;
     }
     Ok(Scanned {

@@ -609,6 +609,12 @@ impl<'a> Plan<'a> {
     /// Decode every group and deliver it to `sink` (whose `begin` was called).
     pub fn run(&self, sink: &mut dyn ArraySink) -> Result<()> {
         let pool = BrickPool::new(self.decoders);
+        if self.elem == self.out_elem {
+            let total = self.out_stride[5].saturating_mul(self.req.max[5] - self.req.min[5]);
+            if let Some(out) = sink.direct_buffer().filter(|b| b.len() as u64 == total) {
+                return self.run_direct(out, &pool);
+            }
+        }
         if rayon::current_thread_index().is_some() || self.in_flight <= 1 {
             // On a pool thread (no blocking wait for pool work there), or one buffer at a time.
             let mut buf = Vec::new();
@@ -622,6 +628,25 @@ impl<'a> Plan<'a> {
             return Ok(());
         }
         self.run_pipelined(sink, &pool)
+    }
+
+    /// Whole elements into a sink's own buffer (memory, a numpy array): each brick is copied
+    /// from its decoding buffer straight to its place in the output, with no group buffer
+    /// and no second copy. Groups only bound the list of bricks held at once.
+    fn run_direct(&self, out: &mut [u8], pool: &BrickPool) -> Result<()> {
+        let into = GroupTarget {
+            sub_min: self.req.min,
+            sub_max: self.req.max,
+            stride: self.out_stride,
+        };
+        let target = Mutex::new(out);
+        for index in 0..self.groups {
+            let bricks = self.group_bricks(&self.group_coords(index));
+            bricks
+                .par_iter()
+                .try_for_each(|&i| self.decode_brick_into(i, &into, &target, pool))?;
+        }
+        Ok(())
     }
 
     /// Groups decode on the pool while this thread writes the finished ones (in order for a

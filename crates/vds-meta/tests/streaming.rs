@@ -334,3 +334,89 @@ fn streamed_container_writer_matches_the_whole_one() {
     same(&ds.read(&ArrayRequest::default()).unwrap(), &whole, "streamed writer");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// A sink holding the whole array in its own buffer (as Python's numpy sink does) that refuses
+/// `write_at` and `fill_at`: whole-element reads decode every brick straight into its buffer.
+#[derive(Default)]
+struct DirectOnly {
+    info: Option<ArrayInfo>,
+    buf: Vec<u8>,
+}
+
+impl ArraySink for DirectOnly {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        self.buf = vec![0xAB; info.byte_len()? as usize];
+        self.info = Some(info.clone());
+        Ok(())
+    }
+    fn write_at(&mut self, offset: u64, _: &[u8]) -> Result<()> {
+        Err(rasterpack_common::Error::usage(format!(
+            "write_at({offset}) on a direct sink"
+        )))
+    }
+    fn fill_at(&mut self, offset: u64, _: u64, _: &[u8]) -> Result<()> {
+        Err(rasterpack_common::Error::usage(format!(
+            "fill_at({offset}) on a direct sink"
+        )))
+    }
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        self.info.as_ref().map(|_| &mut self.buf[..])
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn reads_into_a_sinks_own_buffer_decode_straight_into_it() {
+    let cases = [
+        Spec {
+            dims: vec![70, 45, 33],
+            compression: VdsCompression::Zip,
+            unwritten: vec![1],
+            ..Default::default()
+        },
+        Spec {
+            dims: vec![50, 37, 20, 3],
+            compression: VdsCompression::RLE,
+            negative_margin: 2,
+            positive_margin: 2,
+            ..Default::default()
+        },
+        Spec {
+            dims: vec![66, 40, 35],
+            format: VdsSampleFormat::U8,
+            integer_scale: 0.01,
+            use_no_value: true,
+            no_value: -5.0,
+            compression: VdsCompression::Zip,
+            ..Default::default()
+        },
+    ];
+    for (k, spec) in cases.iter().enumerate() {
+        let ds = open(write_container(spec, &sample_data(spec, 3 + k as u64)));
+        for physical in [false, true] {
+            let req = ArrayRequest::default().with_physical(physical);
+            let want = read_in_order(&ds, &req).unwrap();
+            let mut sink = DirectOnly::default();
+            ds.stream(&req, &mut sink)
+                .unwrap_or_else(|e| panic!("case {k} physical {physical}: {e}"));
+            let info = sink.info.unwrap();
+            same(
+                &NdArray::new(info.dtype, info.shape, sink.buf).unwrap(),
+                &want,
+                &format!("case {k} physical {physical}: whole"),
+            );
+            for r in regions(&want.shape, 6, 11 + k as u64) {
+                let mut sink = DirectOnly::default();
+                ds.stream(&req.clone().with_region(&r), &mut sink).unwrap();
+                let info = sink.info.unwrap();
+                same(
+                    &NdArray::new(info.dtype, info.shape, sink.buf).unwrap(),
+                    &want.region(&r).unwrap(),
+                    &format!("case {k} physical {physical}: region {r:?}"),
+                );
+            }
+        }
+    }
+}
