@@ -33,7 +33,9 @@ pub fn constant_hash(ch: &VdsChannel, elem: &[u8]) -> Option<u64> {
         return Some(HASH_NOVALUE);
     }
     let v: f32 = match ch.format {
-        VdsSampleFormat::Bit1 => f32::from(elem[0] != 0),
+        // OpenVDS 3.4.9 reads a constant 1-bit brick as 255 in U8 (its data bricks as 0/1):
+        // 1-bit bricks are always stored as data so both of its reads agree with ours.
+        VdsSampleFormat::Bit1 => return None,
         VdsSampleFormat::U8 => (elem[0] as f32) * ch.integer_scale as f32 + ch.integer_offset as f32,
         VdsSampleFormat::U16 => {
             u16::from_le_bytes([elem[0], elem[1]]) as f32 * ch.integer_scale as f32 + ch.integer_offset as f32

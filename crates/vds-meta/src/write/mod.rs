@@ -421,7 +421,8 @@ impl<'a> VdsWriter<'a> {
                 "negativeMargin": o.margin, "positiveMargin": o.margin,
                 "brickSize2DMultiplier": 4,
                 "lodLevels": if o.lods == 0 { "LODLevels_None".to_string() } else { format!("LODLevels_{}", o.lods) },
-                "create2DLODs": false,
+                // OpenVDS finds a 2-D volume's LODs only with create2DLODs.
+                "create2DLODs": o.lods > 0 && n == 2,
                 "forceFullResolutionDimension": false, "fullResolutionDimension": -1,
             },
             "metadata": metadata,
@@ -701,6 +702,15 @@ impl ArraySink for VdsWriter<'_> {
                 i32::MAX
             )));
         }
+        // OpenVDS 3.4.9 crashes on 1-D layouts (creating or opening one): a 1-D array is
+        // written as a 2-D volume of one trace, which it reads (shape (1, N) read back).
+        let mut info = info.clone();
+        if n == 1 {
+            info.shape.insert(0, 1);
+            info.attrs.remove("axes");
+        }
+        let info = &info;
+        let n = info.shape.len();
         // The source's own channel settings, when it is a VDS channel and nothing overrides them.
         if let Some(c) = info.attrs.get("channel").and_then(Value::as_object) {
             if self.opts.no_value.is_none() && c.get("use_no_value").and_then(Value::as_bool) == Some(true) {

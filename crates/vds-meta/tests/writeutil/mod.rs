@@ -57,6 +57,11 @@ pub fn sample(info: &ArrayInfo, seed: u64) -> Vec<u8> {
 /// The shape (C order) and values LOD `lod` of `data` reads as: every `2^lod`-th element along
 /// the brick axes (the last three; a 4-D array's first axis is not reduced).
 pub fn decimate(info: &ArrayInfo, data: &[u8], lod: u32) -> (Vec<u64>, Vec<u8>) {
+    // A 1-D array is written as a 2-D volume of one trace: it reads back as shape (1, N).
+    let mut info = info.clone();
+    if info.shape.len() == 1 {
+        info.shape.insert(0, 1);
+    }
     let n = info.shape.len();
     let e = info.dtype.size();
     let step: Vec<u64> = (0..n).map(|a| if n == 4 && a == 0 { 1 } else { 1 << lod }).collect();
