@@ -28,7 +28,8 @@ pub struct ConvertArgs {
     /// without it, like a decompression bomb).
     #[arg(long)]
     pub allow_expansion: bool,
-    /// Output format: npy, volp, gvrs, udf, fold (default: from OUT's extension).
+    /// Output format: npy, volp, gvrs, udf, fold, vds (default: from OUT's extension; a VDS
+    /// OUT without the .vds extension is the object-store directory layout).
     #[arg(long, value_name = "FORMAT")]
     pub to: Option<String>,
     /// Which array: GVRS element, UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY` (or
