@@ -22,6 +22,8 @@ struct Case {
     opts: VdsWriteOptions,
 }
 
+// One line per case reads best as positional arguments.
+#[allow(clippy::too_many_arguments)]
 fn case(
     name: &str,
     dir: bool,

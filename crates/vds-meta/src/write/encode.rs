@@ -9,9 +9,9 @@ use crate::chunk::{constant_native, novalue_native, ChunkSpec};
 use crate::layout::{VdsChannel, VdsCompression, VdsSampleFormat};
 use crate::raw::{HASH_CONSTANT_TAG, HASH_NOVALUE};
 
-/// zlib level of Zip bricks. OpenVDS calls zlib's `compress` (level 6); level 1 writes
-/// 2-3x faster for a few percent more bytes on seismic floats, and any zlib reader inflates
-/// both the same.
+/// zlib level of Zip bricks. OpenVDS calls zlib's `compress` (level 6); level 1 spends about a
+/// third of its CPU time for a 14% larger file on a noisy float32 volume (docs/performance.md),
+/// and any zlib reader inflates both the same.
 pub const ZIP_LEVEL: u32 = 1;
 
 /// A serialized brick.

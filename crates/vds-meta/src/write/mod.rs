@@ -497,7 +497,8 @@ impl Level {
             py,
             rows,
             outers: total_rows_outer,
-            row_bytes: px * py * elem,
+            // Saturating: a plane too large for memory is refused by the working-set check.
+            row_bytes: px.saturating_mul(py).saturating_mul(elem),
             band: Vec::new(),
             band_start: 0,
             outer: 0,

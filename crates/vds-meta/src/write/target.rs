@@ -44,6 +44,10 @@ impl LayerTable {
     }
 }
 
+/// A file table row: page directory offset, entry count, entries per page, file type, chunk
+/// and file metadata lengths, name.
+type FileRow = (u64, i32, i32, [u8; 4], i32, i32, String);
+
 pub enum Target<'a> {
     Container(Container<'a>),
     Directory(Directory),
@@ -203,9 +207,7 @@ impl Container<'_> {
     fn finish(mut self, json: &[u8], compression: VdsCompression, layers: &[LayerTable]) -> Result<()> {
         let json_at = self.pos;
         self.write(json)?;
-        // Per file: (page directory offset, entry count, entries per page, type, chunk and
-        // file metadata lengths, name).
-        let mut files: Vec<(u64, i32, i32, [u8; 4], i32, i32, String)> = Vec::new();
+        let mut files: Vec<FileRow> = Vec::new();
         // The layout document: one chunk on one page.
         let json_page = self.pos;
         let mut e = Vec::with_capacity(16);

@@ -20,15 +20,15 @@ pub fn sample(info: &ArrayInfo, seed: u64) -> Vec<u8> {
         let flat = i % last < 40;
         let k = if flat {
             3
-        } else if r % 5 == 0 {
+        } else if r.is_multiple_of(5) {
             7
         } else {
             r >> 11
         };
         match info.dtype {
             DType::Bool => out.push(if flat { 1 } else { (r & 1) as u8 }),
-            DType::U8 => out.push(if !flat && r % 97 == 0 { 255 } else { k as u8 }),
-            DType::U16 => out.extend_from_slice(&(if !flat && r % 97 == 0 { 65535 } else { k as u16 }).to_le_bytes()),
+            DType::U8 => out.push(if !flat && r.is_multiple_of(97) { 255 } else { k as u8 }),
+            DType::U16 => out.extend_from_slice(&(if !flat && r.is_multiple_of(97) { 65535 } else { k as u16 }).to_le_bytes()),
             DType::U32 => out.extend_from_slice(&(k as u32).to_le_bytes()),
             DType::U64 => out.extend_from_slice(&k.to_le_bytes()),
             DType::F32 => {
