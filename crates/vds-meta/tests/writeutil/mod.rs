@@ -28,7 +28,9 @@ pub fn sample(info: &ArrayInfo, seed: u64) -> Vec<u8> {
         match info.dtype {
             DType::Bool => out.push(if flat { 1 } else { (r & 1) as u8 }),
             DType::U8 => out.push(if !flat && r.is_multiple_of(97) { 255 } else { k as u8 }),
-            DType::U16 => out.extend_from_slice(&(if !flat && r.is_multiple_of(97) { 65535 } else { k as u16 }).to_le_bytes()),
+            DType::U16 => {
+                out.extend_from_slice(&(if !flat && r.is_multiple_of(97) { 65535 } else { k as u16 }).to_le_bytes())
+            }
             DType::U32 => out.extend_from_slice(&(k as u32).to_le_bytes()),
             DType::U64 => out.extend_from_slice(&k.to_le_bytes()),
             DType::F32 => {
