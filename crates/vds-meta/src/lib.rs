@@ -2,7 +2,7 @@
 //! `.vds` container and the object-store layout in a directory), decode None / RLE / Zip bricks
 //! of every sample format and wavelet bricks (all four wavelet methods, bit-identical with
 //! OpenVDS 3.4.9, [`wavelet`]), and assemble any region of any level of detail; write arrays as
-//! either storage kind, None / RLE / Zip, for OpenVDS to read ([`write`]).
+//! either storage kind, None / RLE / Zip, for OpenVDS to read ([`mod@write`]).
 //!
 //! A VDS dataset is a volume of 1 to 6 axes (axis 0 varies fastest) holding one or more
 //! *channels* (named arrays, e.g. `Amplitude`), each stored as *layers* (one per level of

@@ -1,7 +1,7 @@
 //! The VDS writer: an array (1-D to 4-D; VDS dimension 0 is its last, fastest axis) to a `.vds`
 //! container or an object-store directory that OpenVDS 3.4.9 reads, brick by brick as the
-//! array arrives in C order. The inverse of the reading layers: [`encode`] serializes bricks
-//! (None / RLE / Zip, constant bricks as hashes, as [`crate::chunk`] decodes them), [`target`]
+//! array arrives in C order. The inverse of the reading layers: `encode` serializes bricks
+//! (None / RLE / Zip, constant bricks as hashes, as [`crate::chunk`] decodes them), `target`
 //! lays out the container's index pages and file table ([`crate::container`]) or the
 //! directory's objects, chunk-metadata pages and `LayerStatus` ([`crate::store`]), and this
 //! module holds one band of brick rows per level of detail (see `docs/formats/vds.md`, writer
