@@ -243,6 +243,26 @@ fn axes_metadata_and_the_default_value_range_are_in_the_layout() {
 }
 
 #[test]
+fn a_1d_array_takes_one_axis() {
+    let info = ArrayInfo::new(DType::F32, vec![500]);
+    let data = sample(&info, 5);
+    let path = tmp("one_axis.vds");
+    let w = WriteOptions {
+        axes: vec!["Time:ms:0:998".into()],
+        ..Default::default()
+    };
+    write_file(&path, &info, &data, VdsWriteOptions::from_write_options(&w).unwrap());
+    check(&Input::open(&path).unwrap(), &info, &data, 0, "1-D");
+    let ds = VdsDataset::open(&path).unwrap();
+    let axes = &ds.layout().axes;
+    assert_eq!(
+        (axes[0].name.as_str(), axes[0].num_samples, axes[0].coordinate_max),
+        ("Time", 500, 998.0)
+    );
+    assert_eq!((axes[1].name.as_str(), axes[1].num_samples), ("Crossline", 1));
+}
+
+#[test]
 fn bad_requests_are_usage_errors_before_anything_is_written() {
     let usage =
         |r: rasterpack_common::Result<VdsWriteOptions>| assert_eq!(r.err().map(|e| e.kind), Some(ErrorKind::Usage));

@@ -709,6 +709,15 @@ impl ArraySink for VdsWriter<'_> {
         if n == 1 {
             info.shape.insert(0, 1);
             info.attrs.remove("axes");
+            // The one --axis of a 1-D array is dimension 0; the added dimension gets a default.
+            if self.opts.axes.len() == 1 {
+                self.opts.axes.push(AxisSpec {
+                    name: AXIS_NAMES[1].into(),
+                    unit: String::new(),
+                    min: 0.0,
+                    max: 0.0,
+                });
+            }
         }
         let info = &info;
         let n = info.shape.len();
