@@ -28,7 +28,8 @@ pub struct ConvertArgs {
     /// without it, like a decompression bomb).
     #[arg(long)]
     pub allow_expansion: bool,
-    /// Output format: npy, volp, gvrs, udf, fold, zarr (default: from OUT's extension).
+    /// Output format: npy, volp, gvrs, udf, fold, vds, zarr (default: from OUT's extension; a
+    /// VDS OUT without the .vds extension is the object-store directory layout).
     #[arg(long, value_name = "FORMAT")]
     pub to: Option<String>,
     /// Which array: GVRS element, UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY` (or
@@ -84,6 +85,60 @@ pub struct ConvertArgs {
     /// table or member, under its name).
     #[arg(long)]
     pub all: bool,
+    /// VDS output: brick edge, 32, 64 (default), 128 or 256 voxels (2-D arrays: 4x that).
+    #[arg(long, value_name = "N")]
+    pub brick_size: Option<u32>,
+    /// VDS output: margin voxels on each side of each brick (default 0; at most a quarter of
+    /// the brick).
+    #[arg(long, value_name = "N")]
+    pub margin: Option<u32>,
+    /// VDS output: levels of detail beyond full resolution (0..12); LOD k keeps every 2^k-th
+    /// voxel along each brick axis.
+    #[arg(long, value_name = "N")]
+    pub lods: Option<u32>,
+    /// VDS output: the channel's value range; for uint8/uint16 arrays the physical values of
+    /// code 0 and the top code (integerOffset/integerScale).
+    #[arg(long, value_name = "MIN,MAX", value_parser = parse_range, allow_hyphen_values = true)]
+    pub value_range: Option<(f64, f64)>,
+    /// VDS output: the channel's no-value (sets useNoValue; uint8/uint16: the top code).
+    #[arg(long, value_name = "V", allow_hyphen_values = true)]
+    pub no_value: Option<f64>,
+    /// VDS output: one axis, NAME:UNIT:MIN:MAX (coordinates of the first and last sample);
+    /// repeat once per dimension, dimension 0 (the array's last axis) first.
+    #[arg(long = "axis", value_name = "NAME:UNIT:MIN:MAX", allow_hyphen_values = true)]
+    pub axes: Vec<String>,
+    /// VDS output: a metadata item, CATEGORY/NAME=VALUE (integers as Int, numbers as Double,
+    /// else String); repeatable.
+    #[arg(long = "metadata", value_name = "CATEGORY/NAME=VALUE")]
+    pub metadata: Vec<String>,
+}
+
+impl ConvertArgs {
+    /// The VDS-only output flags given, by name.
+    pub fn vds_flags(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        for (set, name) in [
+            (self.brick_size.is_some(), "--brick-size"),
+            (self.margin.is_some(), "--margin"),
+            (self.lods.is_some(), "--lods"),
+            (self.value_range.is_some(), "--value-range"),
+            (self.no_value.is_some(), "--no-value"),
+            (!self.axes.is_empty(), "--axis"),
+            (!self.metadata.is_empty(), "--metadata"),
+        ] {
+            if set {
+                v.push(name);
+            }
+        }
+        v
+    }
+}
+
+pub fn parse_range(s: &str) -> Result<(f64, f64), String> {
+    let (a, b) = s.split_once(',').ok_or("expected MIN,MAX, e.g. -1.5,1.5")?;
+    let a: f64 = a.trim().parse().map_err(|_| format!("bad minimum {a:?}"))?;
+    let b: f64 = b.trim().parse().map_err(|_| format!("bad maximum {b:?}"))?;
+    Ok((a, b))
 }
 
 pub fn parse_tile(s: &str) -> Result<(u32, u32), String> {

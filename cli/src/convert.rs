@@ -86,8 +86,17 @@ pub fn convert(args: &ConvertArgs, signals: bool) -> Result<(), Error> {
             None
         }
     };
-    let destination = if zarr {
-        // The store is written by zarr_out.
+    if let Some(flag) = args.vds_flags().first().filter(|_| target.name() != "vds") {
+        return Err(Error::usage(format!(
+            "{flag} applies to VDS output only (this output is {})",
+            target.name()
+        )));
+    }
+    // The VDS object-store layout is a directory: OUT without the .vds extension (or ending
+    // in /), written beside itself and renamed into place whole.
+    let vds_dir = target.name() == "vds" && !to_stdout && is_vds_dir(&args.output);
+    let destination = if zarr || vds_dir {
+        // A Zarr store or a VDS directory is written by its own writer.
         None
     } else if to_stdout {
         if std::io::stdout().is_terminal() {
@@ -118,6 +127,27 @@ pub fn convert(args: &ConvertArgs, signals: bool) -> Result<(), Error> {
         tile: args.tile,
         compress: args.compress.clone(),
         limits,
+        brick_size: args.brick_size,
+        margin: args.margin,
+        lods: args.lods,
+        value_range: args.value_range,
+        no_value: args.no_value,
+        axes: args.axes.clone(),
+        metadata: args.metadata.clone(),
+    };
+    // A bad VDS option is refused before anything is written.
+    let vds_opts = if target.name() == "vds" {
+        Some(rasterpack_vds_meta::write::VdsWriteOptions::from_write_options(&opts)?)
+    } else {
+        None
+    };
+    let vds_writer = match vds_opts {
+        Some(vds_opts) if vds_dir => Some(rasterpack_vds_meta::write::VdsWriter::directory(
+            &args.output,
+            args.force,
+            vds_opts,
+        )?),
+        _ => None,
     };
     let source_bytes = match input.dir() {
         Some(dir) => budget::dir_bytes(dir),
@@ -150,6 +180,11 @@ pub fn convert(args: &ConvertArgs, signals: bool) -> Result<(), Error> {
     }
     if let Some(opts) = zarr_opts {
         zarr_out::write(&job, args, opts)?;
+        note_findings(source, &input, &label, &limits);
+        return Ok(());
+    }
+    if let Some(mut writer) = vds_writer {
+        job.stream_into(&mut writer)?;
         note_findings(source, &input, &label, &limits);
         return Ok(());
     }
@@ -345,6 +380,13 @@ impl ArraySink for SayReaderWarnings<'_> {
     fn finish(&mut self) -> Result<(), Error> {
         self.inner.finish()
     }
+}
+
+/// Whether a VDS OUT is the object-store directory layout rather than a `.vds` file: it ends
+/// in `/` or does not have the `.vds` extension.
+fn is_vds_dir(out: &Path) -> bool {
+    let ends_in_slash = out.as_os_str().as_encoded_bytes().last() == Some(&b'/');
+    ends_in_slash || !out.extension().is_some_and(|e| e.eq_ignore_ascii_case("vds"))
 }
 
 /// Refuse the flags given on the command line that `format` does not honour on this side.

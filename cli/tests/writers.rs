@@ -182,6 +182,20 @@ fn supported(fmt: &str, a: &NdArray, compress: Option<&str>) -> bool {
                     .all(|k| a.attrs.get(*k).is_none_or(|v| v.is_number()))
         }
         "gvrs" => a.shape.len() == 2 && no_empty_axis && [DType::I32, DType::I16, DType::F32].contains(&a.dtype),
+        "vds" => {
+            (1..=4).contains(&a.shape.len())
+                && no_empty_axis
+                && [
+                    DType::U8,
+                    DType::U16,
+                    DType::U32,
+                    DType::U64,
+                    DType::F32,
+                    DType::F64,
+                    DType::Bool,
+                ]
+                .contains(&a.dtype)
+        }
         _ => false,
     }
 }
@@ -205,6 +219,7 @@ fn compress_choices(fmt: &str) -> &'static [Option<&'static str>] {
             Some("lsop"),
         ],
         "volp" => &[None, Some("zstd:1"), Some("zstd:19")],
+        "vds" => &[None, Some("none"), Some("rle"), Some("zip")],
         _ => &[None],
     }
 }
@@ -238,12 +253,18 @@ fn write_array_round_trip(fmt: &dyn Format, array: &NdArray, compress: Option<&s
         .unwrap_or_else(|e| panic!("{what}: {} cannot read its own file: {e}", fmt.name()));
     // UDF has no bool primitive: the writer stores u8 (tagged "bool" in type_name, which the
     // reader does not turn back into bool). Every other dtype is kept.
+    // VDS reads 1-bit channels as uint8 0/1, and holds a 1-D array as one trace of a 2-D
+    // volume (OpenVDS cannot open 1-D layouts).
     let dtype = match (fmt.name(), array.dtype) {
-        ("udf", DType::Bool) => DType::U8,
+        ("udf" | "vds", DType::Bool) => DType::U8,
         (_, d) => d,
     };
+    let shape = match (fmt.name(), &array.shape[..]) {
+        ("vds", [n]) => vec![1, *n],
+        (_, s) => s.to_vec(),
+    };
     assert_eq!(back.dtype, dtype, "{what}: {}", fmt.name());
-    assert_eq!(back.shape, array.shape, "{what}: {}", fmt.name());
+    assert_eq!(back.shape, shape, "{what}: {}", fmt.name());
     assert!(back.data == array.data, "{what}: {} values differ", fmt.name());
     match fmt.name() {
         "fold" => {
@@ -282,7 +303,7 @@ fn writers() -> Vec<&'static dyn Format> {
     let names: Vec<&str> = writes.iter().map(|f| f.name()).collect();
     assert_eq!(
         names,
-        ["npy", "volp", "gvrs", "udf", "fold"],
+        ["npy", "volp", "gvrs", "udf", "fold", "vds"],
         "the writers this test covers"
     );
     writes

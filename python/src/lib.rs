@@ -822,6 +822,7 @@ fn convert(
         lod,
         tile,
         compress,
+        ..Default::default()
     };
     let given = [&args.region, &args.window, &args.box_ranges, &args.levels]
         .iter()
@@ -881,6 +882,7 @@ fn _write(
         tile,
         compress,
         limits: Limits::default(),
+        ..Default::default()
     };
     opts.check_honoured(target).map_err(|e| to_py(py, e))?;
     let written = py.allow_threads(|| guarded(|| write_file(target, &nd, &opts, &path, force)));

@@ -279,6 +279,20 @@ pub struct WriteOptions {
     pub compress: Option<String>,
     /// Bounds on what the writer may buffer.
     pub limits: Limits,
+    /// VDS: brick edge (`--brick-size`: 32, 64, 128, 256).
+    pub brick_size: Option<u32>,
+    /// VDS: margin voxels around each brick (`--margin`).
+    pub margin: Option<u32>,
+    /// VDS: levels of detail beyond full resolution (`--lods`).
+    pub lods: Option<u32>,
+    /// VDS: the channel's value range (`--value-range MIN,MAX`).
+    pub value_range: Option<(f64, f64)>,
+    /// VDS: the channel's no-value (`--no-value`).
+    pub no_value: Option<f64>,
+    /// VDS: axes as `NAME:UNIT:MIN:MAX`, dimension 0 first (`--axis`).
+    pub axes: Vec<String>,
+    /// VDS: metadata items as `CATEGORY/NAME=VALUE` (`--metadata`).
+    pub metadata: Vec<String>,
 }
 
 /// A flag of `convert` that shapes what is read ([`ArrayRequest`]) or written ([`WriteOptions`]).

@@ -1,7 +1,8 @@
 //! OpenVDS (VDS) volumes for rasterpack: read and validate both storage kinds (the single-file
 //! `.vds` container and the object-store layout in a directory), decode None / RLE / Zip bricks
 //! of every sample format and wavelet bricks (all four wavelet methods, bit-identical with
-//! OpenVDS 3.4.9, [`wavelet`]), and assemble any region of any level of detail.
+//! OpenVDS 3.4.9, [`wavelet`]), and assemble any region of any level of detail; write arrays as
+//! either storage kind, None / RLE / Zip, for OpenVDS to read ([`mod@write`]).
 //!
 //! A VDS dataset is a volume of 1 to 6 axes (axis 0 varies fastest) holding one or more
 //! *channels* (named arrays, e.g. `Amplitude`), each stored as *layers* (one per level of
@@ -110,10 +111,11 @@ pub mod store;
 pub mod testsupport;
 pub mod validate;
 pub mod wavelet;
+pub mod write;
 
 use std::path::Path;
 
-use rasterpack_common::{Format, InspectOptions, RequestFlag, ValidateOptions};
+use rasterpack_common::{Format, InspectOptions, Output, RequestFlag, ValidateOptions, WriteOptions};
 
 pub use crate::arrays::channel_dtype;
 pub use crate::chunk::VdsChunkStatus;
@@ -142,6 +144,7 @@ impl Format for VdsFormat {
             RequestFlag::Physical,
             RequestFlag::Region,
             RequestFlag::Lod,
+            RequestFlag::Compress,
         ]
     }
     fn description(&self) -> &'static str {
@@ -197,6 +200,28 @@ impl Format for VdsFormat {
 
     fn open(&self, input: Input, limits: Limits) -> Result<Box<dyn ArrayFile>> {
         Ok(Box::new(VdsDataset::from_input(input, limits)?))
+    }
+
+    /// A `.vds` container written brick by brick as the array arrives ([`write::VdsWriter`]);
+    /// the object-store directory layout is [`write::VdsWriter::directory`].
+    fn array_writer<'a>(&'a self, opts: &WriteOptions, out: Output<'a>) -> Result<Box<dyn ArraySink + 'a>> {
+        Ok(Box::new(write::VdsWriter::container(
+            out,
+            write::VdsWriteOptions::from_write_options(opts)?,
+        )))
+    }
+
+    fn write_array(&self, array: &NdArray, opts: &WriteOptions, out: &mut dyn std::io::Write) -> Result<()> {
+        let mut w = write::VdsWriter::container(
+            Output::Stream(out),
+            write::VdsWriteOptions {
+                limits: Limits::unlimited(),
+                ..write::VdsWriteOptions::from_write_options(opts)?
+            },
+        );
+        w.begin(&ArrayInfo::of(array))?;
+        w.write_at(0, &array.data)?;
+        w.finish()
     }
 }
 

@@ -1,0 +1,242 @@
+//! `rasterpack convert IN out.vds` and `convert IN dir --to vds` (issue 21): what is written
+//! passes `validate --strict` and converts back to the same `.npy`; a bad request is exit 2
+//! with nothing left at the target; a 4 GiB volume is written within the 256 MiB bound.
+
+mod support;
+
+use std::path::Path;
+
+use support::{check, s, scratch};
+
+/// A `.npy` of `dtype` (numpy descr) and `shape` holding `data`.
+fn npy(path: &Path, descr: &str, shape: &[u64], data: &[u8]) {
+    let shape_s = match shape {
+        [n] => format!("({n},)"),
+        _ => format!(
+            "({})",
+            shape.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_s}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    b.extend_from_slice(header.as_bytes());
+    b.extend_from_slice(data);
+    std::fs::write(path, b).unwrap();
+}
+
+fn floats(n: usize) -> Vec<u8> {
+    (0..n)
+        .flat_map(|i| {
+            let v = if i % 97 < 40 {
+                0.5
+            } else {
+                ((i * 7919) % 1013) as f32 / 17.0 - 30.0
+            };
+            v.to_le_bytes()
+        })
+        .collect()
+}
+
+fn npy_data(path: &Path) -> Vec<u8> {
+    let b = std::fs::read(path).unwrap();
+    let hl = u16::from_le_bytes([b[8], b[9]]) as usize;
+    b[10 + hl..].to_vec()
+}
+
+#[test]
+fn container_and_directory_round_trip_through_the_cli() {
+    let dir = scratch("vds_write", "round_trip");
+    let data = floats(6 * 50 * 70);
+    let input = dir.join("in.npy");
+    npy(&input, "<f4", &[6, 50, 70], &data);
+    for comp in ["none", "rle", "zip"] {
+        for (out, extra) in [
+            (dir.join(format!("{comp}.vds")), vec![]),
+            (dir.join(format!("{comp}_dir")), vec!["--to", "vds"]),
+        ] {
+            let mut args = vec![
+                "convert",
+                s(&input),
+                s(&out),
+                "--compress",
+                comp,
+                "--brick-size",
+                "32",
+                "--margin",
+                "2",
+                "--lods",
+                "2",
+            ];
+            args.extend(extra);
+            check(&args, 0);
+            check(&["validate", "--strict", s(&out)], 0);
+            for lod in ["0", "2"] {
+                let back = dir.join(format!("back_{comp}_{lod}.npy"));
+                check(&["convert", s(&out), s(&back), "--lod", lod, "--force"], 0);
+                if lod == "0" {
+                    assert!(npy_data(&back) == data, "{}: values differ", out.display());
+                } else {
+                    // LOD 2: every 4th sample along each axis.
+                    let got = npy_data(&back);
+                    assert_eq!(got.len(), 2 * 13 * 18 * 4);
+                    assert_eq!(
+                        &got[4 * (13 * 18 + 18 + 1)..][..4],
+                        &data[4 * (4 * 50 * 70 + 4 * 70 + 4)..][..4]
+                    );
+                }
+            }
+        }
+    }
+    // A VDS source keeps its axes and no-value when converted to VDS again.
+    let src = dir.join("axes.vds");
+    check(
+        &[
+            "convert",
+            s(&input),
+            s(&src),
+            "--axis",
+            "Time:ms:0:138",
+            "--axis",
+            "Crossline::1:50",
+            "--axis",
+            "Inline::10:15",
+            "--no-value",
+            "-999",
+            "--metadata",
+            "Survey/Name=test",
+        ],
+        0,
+    );
+    let again = dir.join("again");
+    check(&["convert", s(&src), s(&again), "--to", "vds"], 0);
+    let inspect = check(&["inspect", "--json", s(&again)], 0).stdout();
+    assert!(
+        inspect.contains("\"Time\"") && inspect.contains("\"ms\"") && inspect.contains("138"),
+        "{inspect}"
+    );
+    assert!(inspect.contains("-999"), "{inspect}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_requests_exit_2_and_leave_nothing() {
+    let dir = scratch("vds_write", "bad");
+    let input = dir.join("in.npy");
+    npy(&input, "<f4", &[4, 10, 10], &floats(400));
+    let int16 = dir.join("i16.npy");
+    npy(&int16, "<i2", &[4, 10], &[0u8; 80]);
+    let five = dir.join("five.npy");
+    npy(&five, "<f4", &[1, 2, 1, 2, 2], &floats(8));
+    let out = dir.join("out.vds");
+    let outdir = dir.join("outdir");
+    for (args, says) in [
+        (vec!["convert", s(&int16), s(&out)], "int16"),
+        (vec!["convert", s(&int16), s(&outdir), "--to", "vds"], "int16"),
+        (vec!["convert", s(&five), s(&out)], "1-D to 4-D"),
+        (vec!["convert", s(&input), s(&out), "--margin", "17"], "--margin"),
+        (
+            vec![
+                "convert",
+                s(&input),
+                s(&outdir),
+                "--to",
+                "vds",
+                "--margin",
+                "40",
+                "--brick-size",
+                "128",
+            ],
+            "--margin",
+        ),
+        (
+            vec!["convert", s(&input), s(&out), "--brick-size", "48"],
+            "--brick-size",
+        ),
+        (
+            vec!["convert", s(&input), s(&out), "--compress", "wavelet"],
+            "none, rle or zip",
+        ),
+        (vec!["convert", s(&input), s(&out), "--lods", "13"], "--lods"),
+        (
+            vec!["convert", s(&input), s(&out), "--value-range", "1,1"],
+            "--value-range",
+        ),
+        (vec!["convert", s(&input), s(&out), "--axis", "Sample:ms:0:1"], "--axis"),
+        (
+            vec!["convert", s(&input), s(&dir.join("x.npy")), "--brick-size", "64"],
+            "VDS output only",
+        ),
+    ] {
+        let r = check(&args, 2);
+        assert!(r.stderr().contains(says), "{args:?}: {}", r.stderr());
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.ends_with(".npy"))
+            .collect();
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+    // An existing output needs --force (a file, and a directory).
+    check(&["convert", s(&input), s(&out)], 0);
+    check(&["convert", s(&input), s(&outdir), "--to", "vds"], 0);
+    check(&["convert", s(&input), s(&out)], 2);
+    check(&["convert", s(&input), s(&outdir), "--to", "vds"], 2);
+    check(
+        &[
+            "convert",
+            s(&input),
+            s(&outdir),
+            "--to",
+            "vds",
+            "--force",
+            "--compress",
+            "rle",
+        ],
+        0,
+    );
+    check(&["validate", "--strict", s(&outdir)], 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A 4 GiB float32 volume (16384 x 256 x 256) converts to a Zip `.vds` within 256 MiB of peak
+/// RSS: the writer holds one brick row (64 x 256 x 256 floats) and its encoded bricks. Needs
+/// about 7 GiB of free disk and a minute; run with `--ignored`.
+#[test]
+#[ignore]
+fn a_4_gib_volume_writes_within_the_memory_bound() {
+    use std::io::Write;
+    let dir = scratch("vds_write", "big");
+    let input = dir.join("big.npy");
+    let (z, y, x) = (16384u64, 256u64, 256u64);
+    {
+        let mut f = std::io::BufWriter::with_capacity(1 << 22, std::fs::File::create(&input).unwrap());
+        let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({z}, {y}, {x}), }}");
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        f.write_all(b"\x93NUMPY\x01\x00").unwrap();
+        f.write_all(&(header.len() as u16).to_le_bytes()).unwrap();
+        f.write_all(header.as_bytes()).unwrap();
+        let mut row = vec![0u8; (x * 4) as usize];
+        for k in 0..z * y {
+            for (i, c) in row.chunks_exact_mut(4).enumerate() {
+                let v = (((k * 31 + i as u64 * 17) % 4093) as f32) * 0.01;
+                c.copy_from_slice(&v.to_le_bytes());
+            }
+            f.write_all(&row).unwrap();
+        }
+        f.flush().unwrap();
+    }
+    let out = dir.join("big.vds");
+    check(&["convert", s(&input), s(&out), "--compress", "zip"], 0);
+    std::fs::remove_file(&input).unwrap();
+    check(&["validate", s(&out)], 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
