@@ -354,6 +354,7 @@ impl<'a> Plan<'a> {
                 body: GroupBody::Fill(fill),
             });
         }
+        self.prefetch(&bricks);
         let mut gstride = [0u64; 6];
         let mut acc = self.elem as u64;
         for d in 0..6 {
@@ -379,6 +380,22 @@ impl<'a> Plan<'a> {
             sub_max,
             body: GroupBody::Data(buf),
         })
+    }
+
+    /// Tell the store which data chunks the group reads: a remote store fetches them
+    /// concurrently instead of one per decoding thread at a time.
+    fn prefetch(&self, bricks: &[u64]) {
+        let (Some(layer), false) = (self.layer, self.req.ds.has_cache()) else {
+            return;
+        };
+        let keys: Vec<String> = bricks
+            .iter()
+            .filter(|&&i| layer.chunks.get(i).map(|m| m.status()) == Some(VdsChunkStatus::Data))
+            .map(|i| format!("{}/{i}", layer.name()))
+            .collect();
+        if !keys.is_empty() {
+            self.req.ds.store().prefetch(&keys);
+        }
     }
 
     /// The element every brick of the group holds, when they are all unwritten / NoValue /

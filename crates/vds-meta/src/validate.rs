@@ -260,7 +260,7 @@ const FLOAT_CODES: &str = "vds.compat.wavelet_float_codes";
 /// Objects of an object store that no written chunk accounts for.
 fn object_store_checks(ds: &VdsDataset, layer: &VdsLayer, f: &mut Findings) {
     let store = ds.store();
-    if store.kind() != "object-dir" {
+    if store.kind() == "vds-file" {
         return;
     }
     let name = layer.name();
