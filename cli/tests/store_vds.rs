@@ -395,3 +395,33 @@ fn chunk_metadata_headers_are_checked() {
         }
     }
 }
+
+/// OpenVDS 3.4.9 writes datasets in its cloud layout to the server; rasterpack reads them from
+/// s3:// equal to OpenVDS's own read of the same objects, and validate finds nothing.
+#[test]
+fn openvds_written_datasets_read_equal() {
+    let Some(py) = python() else { return };
+    let dir = scratch("store_vds", "openvds_written_datasets_read_equal");
+    let moto = Moto::start(&py, dir.join("moto.log"));
+    moto.oracle(&["create", "ovds"]);
+    for method in ["None", "Zip", "WaveletLossless", "Wavelet"] {
+        let url = format!("s3://ovds/{method}");
+        // Odd sizes: partial bricks on every axis.
+        moto.oracle(&["write", &url, method, "70", "50", "40", "32"]);
+        let theirs = dir.join(format!("{method}.openvds.npy"));
+        moto.oracle(&["read", &url, s(&theirs)]);
+        let ours = dir.join(format!("{method}.npy"));
+        let r = run_s3(&moto, &["convert", "--force", &url, s(&ours)]);
+        assert_eq!(r.code(), Some(0), "convert {url}: {}", r.stderr());
+        assert_eq!(
+            std::fs::read(&ours).unwrap(),
+            std::fs::read(&theirs).unwrap(),
+            "{url}: rasterpack's read differs from OpenVDS's"
+        );
+        let v = run_s3(&moto, &["validate", "--json", &url]);
+        let doc: serde_json::Value = serde_json::from_str(&v.stdout()).expect("one JSON document");
+        assert_eq!(v.code(), Some(0), "validate {url}: {}", v.stdout());
+        assert_eq!(doc["files"][0]["findings"], serde_json::json!([]), "validate {url}");
+        check_bound(&["convert", &url], &r);
+    }
+}
