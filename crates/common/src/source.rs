@@ -61,8 +61,9 @@ pub trait ObjectSource: std::fmt::Debug + Send + Sync {
     fn get_into(&self, key: &str, buf: &mut Vec<u8>, limits: &Limits) -> Result<bool>;
     /// The size of object `key`, `None` when there is none.
     fn size(&self, key: &str) -> Result<Option<u64>>;
-    /// Keys under `prefix` (relative to the dataset, sorted), at most `limits.max_entries`.
-    fn list(&self, prefix: &str, limits: &Limits) -> Result<Vec<String>>;
+    /// Keys under `prefix` (relative to the dataset, sorted) with their sizes, at most
+    /// `limits.max_entries`.
+    fn list(&self, prefix: &str, limits: &Limits) -> Result<Vec<(String, u64)>>;
     /// User metadata `name` of object `key` (S3's `x-amz-meta-<name>`), `None` when the object
     /// has none of that name.
     fn object_metadata(&self, key: &str, name: &str) -> Result<Option<String>>;

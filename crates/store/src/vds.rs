@@ -171,6 +171,7 @@ impl ObjectPrefix {
             })?;
             // `Ok(None)`: too large to prefetch; fetched below.
             if let Some(got) = joined? {
+                self.keep_if_small(key, &got);
                 return Ok(got);
             }
         }
@@ -189,10 +190,15 @@ impl ObjectPrefix {
             u64::MAX,
         );
         let got = block_on(task)??.flatten();
-        if cacheable && got.as_ref().is_none_or(|f| f.body.len() as u64 <= CACHE_OBJECT_BYTES) {
+        self.keep_if_small(key, &got);
+        Ok(got)
+    }
+
+    /// Keep a small document or page (or its absence) in the cache.
+    fn keep_if_small(&self, key: &str, got: &Option<Fetched>) {
+        if Self::cacheable(key) && got.as_ref().is_none_or(|f| f.body.len() as u64 <= CACHE_OBJECT_BYTES) {
             self.cache_put(key, got.clone());
         }
-        Ok(got)
     }
 }
 
@@ -286,7 +292,7 @@ impl ObjectSource for ObjectPrefix {
         }
     }
 
-    fn list(&self, prefix: &str, limits: &Limits) -> Result<Vec<String>> {
+    fn list(&self, prefix: &str, limits: &Limits) -> Result<Vec<(String, u64)>> {
         let base = self.loc.path.as_ref().trim_end_matches('/').to_string();
         // The folder the prefix names (`layer/ChunkMetadata/` or `layer/`); its keys are then
         // filtered by the rest of the prefix.
@@ -301,7 +307,7 @@ impl ObjectSource for ObjectPrefix {
             let mut stream = store.list(Some(&dir));
             let mut keys = Vec::new();
             while let Some(meta) = stream.try_next().await.map_err(|e| store_error(&url, e))? {
-                keys.push(meta.location.to_string());
+                keys.push((meta.location.to_string(), meta.size));
                 if keys.len() as u64 > max {
                     return Err(Error::new(
                         ErrorKind::LimitExceeded,
@@ -318,10 +324,10 @@ impl ObjectSource for ObjectPrefix {
         } else {
             format!("{base}/")
         };
-        let mut out: Vec<String> = keys
+        let mut out: Vec<(String, u64)> = keys
             .into_iter()
-            .filter_map(|k| k.strip_prefix(&strip).map(str::to_string))
-            .filter(|k| k.starts_with(prefix))
+            .filter_map(|(k, n)| k.strip_prefix(&strip).map(|k| (k.to_string(), n)))
+            .filter(|(k, _)| k.starts_with(prefix))
             .collect();
         out.sort();
         Ok(out)

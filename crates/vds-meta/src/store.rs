@@ -64,7 +64,12 @@ pub const CHUNK_METADATA_HEADER: &str = "vdschunkmetadata";
 pub struct RemoteStore {
     source: Arc<dyn ObjectSource>,
     limits: Limits,
+    /// Chunk sizes of the layers asked about, from one listing each (the last few layers).
+    sizes: std::sync::Mutex<Vec<(String, Arc<BTreeMap<String, u64>>)>>,
 }
+
+/// Layers whose chunk sizes [`RemoteStore`] keeps.
+const SIZED_LAYERS: usize = 4;
 
 impl RemoteStore {
     /// The dataset whose objects `source` fetches.
@@ -72,7 +77,31 @@ impl RemoteStore {
         RemoteStore {
             source,
             limits: *limits,
+            sizes: Default::default(),
         }
+    }
+
+    /// The sizes of the chunk objects of `layer`: one listing (1000 keys a request on S3)
+    /// instead of a HEAD request per chunk when a report sums a layer's stored bytes.
+    fn layer_sizes(&self, layer: &str) -> Result<Arc<BTreeMap<String, u64>>> {
+        if let Ok(s) = self.sizes.lock() {
+            if let Some((_, m)) = s.iter().find(|(l, _)| l == layer) {
+                return Ok(m.clone());
+            }
+        }
+        let m: Arc<BTreeMap<String, u64>> = Arc::new(
+            self.source
+                .list(&format!("{layer}/"), &self.limits)?
+                .into_iter()
+                .collect(),
+        );
+        if let Ok(mut s) = self.sizes.lock() {
+            if s.len() >= SIZED_LAYERS {
+                s.remove(0);
+            }
+            s.push((layer.to_string(), m.clone()));
+        }
+        Ok(m)
     }
 }
 
@@ -87,7 +116,12 @@ impl ObjectStore for RemoteStore {
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
-        self.source.list(prefix, &self.limits)
+        Ok(self
+            .source
+            .list(prefix, &self.limits)?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect())
     }
 
     fn chunk_metadata_header(&self, key: &str) -> Option<String> {
@@ -105,7 +139,13 @@ impl ObjectStore for RemoteStore {
     }
 
     fn object_size(&self, key: &str) -> Result<Option<u64>> {
-        self.source.size(key)
+        // A chunk (`layer/<index>`): from the layer's listing; anything else: a HEAD request.
+        match key.rsplit_once('/') {
+            Some((layer, i)) if !layer.contains('/') && !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()) => {
+                Ok(self.layer_sizes(layer)?.get(key).copied())
+            }
+            _ => self.source.size(key),
+        }
     }
 
     fn stored_metadata_pages(&self, layer: &str, pages: u64) -> Result<Option<Vec<u64>>> {
