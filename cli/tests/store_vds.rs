@@ -494,3 +494,36 @@ fn region_read_fetches_only_its_bricks() {
     );
     assert!(fetched * 10 <= needed * 12, "fetched {fetched} bytes, needed {needed}");
 }
+
+/// `validate s3://bucket/prefix/` reports a VDS dataset under the prefix once, as a dataset,
+/// beside the single-object files there.
+#[test]
+fn prefix_listing_validates_a_dataset_once() {
+    let Some(py) = python() else { return };
+    let dir = scratch("store_vds", "prefix_listing_validates_a_dataset_once");
+    let moto = Moto::start(&py, dir.join("moto.log"));
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/vds");
+    let side: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.join("small_objdir.objmeta.json")).unwrap()).unwrap();
+    moto.upload_dataset("mixed", "p/cube", &data.join("small_objdir"), &side);
+    // A single-object file beside it: a one-object "dataset" of its own name.
+    let file_dir = dir.join("file");
+    std::fs::create_dir_all(&file_dir).unwrap();
+    std::fs::copy(data.join("small_r32_zip.vds"), file_dir.join("small_r32_zip.vds")).unwrap();
+    moto.upload_dataset("mixed", "p", &file_dir, &serde_json::Value::Null);
+    let r = run_s3(&moto, &["validate", "--json", "s3://mixed/p/"]);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout()).expect("one JSON document");
+    let paths: Vec<&str> = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["s3://mixed/p/cube", "s3://mixed/p/small_r32_zip.vds"],
+        "{}",
+        r.stdout()
+    );
+    assert_eq!(r.code(), Some(0), "{}", r.stdout());
+}

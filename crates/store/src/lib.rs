@@ -393,7 +393,8 @@ impl RangeSource for RemoteObject {
 }
 
 /// The objects under a prefix URL (one ending in `/`), as URLs, sorted: what `validate
-/// s3://bucket/prefix/` checks one by one.
+/// s3://bucket/prefix/` checks one by one. The objects of a VDS dataset in its cloud layout
+/// are one entry, the dataset's prefix.
 pub fn list(url: &str, opts: &StoreOptions) -> Result<Vec<String>> {
     use futures::TryStreamExt;
     let loc = connect(url, opts)?;
@@ -412,7 +413,7 @@ pub fn list(url: &str, opts: &StoreOptions) -> Result<Vec<String>> {
         .trim_end_matches('/');
     let mut urls: Vec<String> = metas.iter().map(|m| format!("{base}/{}", m.location)).collect();
     urls.sort();
-    Ok(urls)
+    Ok(vds::group_datasets(urls))
 }
 
 /// Is `url` a prefix to list (a store URL ending in `/`) rather than one object?

@@ -400,9 +400,48 @@ impl ObjectSource for ObjectPrefix {
     }
 }
 
+/// Sorted object URLs with the objects of each VDS dataset (the prefix of a
+/// `.../VolumeDataLayout` object) replaced by the dataset's prefix URL, in order.
+pub fn group_datasets(urls: Vec<String>) -> Vec<String> {
+    let suffix = format!("/{LAYOUT_KEY}");
+    let datasets: Vec<String> = urls
+        .iter()
+        .filter_map(|u| u.strip_suffix(&suffix).map(str::to_string))
+        .collect();
+    if datasets.is_empty() {
+        return urls;
+    }
+    let inside = |u: &str| {
+        datasets
+            .iter()
+            .any(|d| u.len() > d.len() && u.starts_with(d.as_str()) && u.as_bytes()[d.len()] == b'/')
+    };
+    let mut out: Vec<String> = urls.into_iter().filter(|u| !inside(u)).collect();
+    out.extend(datasets);
+    out.sort();
+    out.dedup();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn datasets_are_one_entry_of_a_listing() {
+        let urls = [
+            "s3://b/p/a.gvrs",
+            "s3://b/p/cube/Dimensions_012LOD0/0",
+            "s3://b/p/cube/Dimensions_012LOD0/ChunkMetadata/0",
+            "s3://b/p/cube/LayerStatus",
+            "s3://b/p/cube/VolumeDataLayout",
+            "s3://b/p/cube2.volp",
+        ];
+        let got = group_datasets(urls.iter().map(|s| s.to_string()).collect());
+        assert_eq!(got, ["s3://b/p/a.gvrs", "s3://b/p/cube", "s3://b/p/cube2.volp"]);
+        let plain = vec!["s3://b/x".to_string()];
+        assert_eq!(group_datasets(plain.clone()), plain);
+    }
 
     #[test]
     fn keys_stay_under_the_prefix() {
