@@ -34,8 +34,10 @@ const CACHE_OBJECTS: usize = 32;
 const CACHE_OBJECT_BYTES: u64 = 256 * 1024;
 /// Headers remembered from GETs, for the checks a read or a validation makes right after it.
 const HEADERS_KEPT: usize = 4096;
-/// Objects a prefetch fetches ahead of the reader, at most ...
+/// Objects fetched ahead of the reader, at most ...
 const PREFETCH_OBJECTS: usize = 32;
+/// Objects announced and waiting for room in that window, at most (names only).
+const PREFETCH_QUEUE: usize = 4096;
 /// ... and only objects this small: the window stays within 32 x 2 MiB = 64 MiB however large
 /// the bricks are (larger ones are fetched when asked for, by the decoding threads).
 const PREFETCH_OBJECT_BYTES: u64 = 2 * 1024 * 1024;
@@ -49,6 +51,9 @@ struct Fetched {
 
 /// A prefetched object: `None` when it was too large to hold (the reader fetches it itself).
 type Pending = JoinHandle<std::result::Result<Option<Option<Fetched>>, Error>>;
+/// Announced objects nobody took for this long (a read that failed, a brick served from
+/// elsewhere) are dropped to make room.
+const PREFETCH_STALE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The objects under one prefix of a store.
 #[derive(Debug)]
@@ -58,7 +63,18 @@ pub struct ObjectPrefix {
     keeps_metadata: bool,
     cache: Mutex<VecDeque<(String, Option<Fetched>)>>,
     headers: Mutex<(HashMap<String, Option<String>>, VecDeque<String>)>,
-    pending: Mutex<(HashMap<String, Pending>, VecDeque<String>)>,
+    prefetch: Mutex<Prefetch>,
+}
+
+/// Objects announced by reads: those being fetched (at most [`PREFETCH_OBJECTS`], oldest
+/// first) and those waiting for room (at most [`PREFETCH_QUEUE`]). Each object a reader takes
+/// makes room for the next, so a long announcement (a validation batch) streams through the
+/// window.
+#[derive(Debug, Default)]
+struct Prefetch {
+    started: HashMap<String, Pending>,
+    order: VecDeque<(String, std::time::Instant)>,
+    queued: VecDeque<(String, u64)>,
 }
 
 /// The prefix URL `url` as a VDS dataset when it holds a `VolumeDataLayout` object (one HEAD
@@ -85,7 +101,7 @@ impl ObjectPrefix {
             keeps_metadata,
             cache: Mutex::new(VecDeque::new()),
             headers: Mutex::new((HashMap::new(), VecDeque::new())),
-            pending: Mutex::new((HashMap::new(), VecDeque::new())),
+            prefetch: Mutex::new(Prefetch::default()),
             loc,
         }
     }
@@ -150,12 +166,52 @@ impl ObjectPrefix {
         !key.contains('/') || key.contains("/ChunkMetadata/")
     }
 
-    /// The object from a prefetch, when one was started for `key`.
+    /// The object from a prefetch, when one was started for `key` (a queued one is
+    /// forgotten: the caller fetches it now); the window moves on.
     fn take_pending(&self, key: &str) -> Option<Pending> {
-        let mut p = self.pending.lock().ok()?;
-        let handle = p.0.remove(key)?;
-        p.1.retain(|k| k != key);
-        Some(handle)
+        let mut p = self.prefetch.lock().ok()?;
+        p.queued.retain(|(k, _)| k != key);
+        let handle = p.started.remove(key);
+        if handle.is_some() {
+            p.order.retain(|(k, _)| k != key);
+        }
+        self.fill(&mut p);
+        handle
+    }
+
+    /// Start queued fetches while the window has room (dropping announcements nobody took
+    /// for [`PREFETCH_STALE`]: their tasks are aborted, their bytes freed).
+    fn fill(&self, p: &mut Prefetch) {
+        let Ok(rt) = runtime() else { return };
+        while !p.queued.is_empty() {
+            if p.started.len() >= PREFETCH_OBJECTS {
+                match p.order.front() {
+                    Some((_, at)) if at.elapsed() >= PREFETCH_STALE => {
+                        if let Some((old, _)) = p.order.pop_front() {
+                            if let Some(h) = p.started.remove(&old) {
+                                h.abort();
+                            }
+                        }
+                        continue;
+                    }
+                    _ => return,
+                }
+            }
+            let Some((key, max_alloc)) = p.queued.pop_front() else {
+                return;
+            };
+            let Ok(path) = self.path(&key) else { continue };
+            let task = fetch_task(
+                Arc::clone(&self.loc.store),
+                path,
+                self.url_of(&key),
+                Arc::clone(&self.permits),
+                max_alloc,
+                PREFETCH_OBJECT_BYTES,
+            );
+            p.started.insert(key.clone(), rt.spawn(task));
+            p.order.push_back((key, std::time::Instant::now()));
+        }
     }
 
     /// Fetch `key` whole (waiting for a prefetch of it when there is one).
@@ -370,33 +426,20 @@ impl ObjectSource for ObjectPrefix {
     }
 
     fn prefetch(&self, keys: &[String], limits: &Limits) {
-        let Ok(rt) = runtime() else { return };
-        let Ok(mut p) = self.pending.lock() else { return };
+        let Ok(mut p) = self.prefetch.lock() else { return };
         for key in keys {
-            if p.0.contains_key(key) || (Self::cacheable(key) && self.cached(key).is_some()) {
+            if p.queued.len() >= PREFETCH_QUEUE {
+                break;
+            }
+            if p.started.contains_key(key)
+                || p.queued.iter().any(|(k, _)| k == key)
+                || (Self::cacheable(key) && self.cached(key).is_some())
+            {
                 continue;
             }
-            let Ok(path) = self.path(key) else { continue };
-            // A full window drops the oldest announcement nobody took (a read that failed, a
-            // brick served from elsewhere): its task is aborted and its bytes freed.
-            while p.1.len() >= PREFETCH_OBJECTS {
-                if let Some(old) = p.1.pop_front() {
-                    if let Some(h) = p.0.remove(&old) {
-                        h.abort();
-                    }
-                }
-            }
-            let task = fetch_task(
-                Arc::clone(&self.loc.store),
-                path,
-                self.url_of(key),
-                Arc::clone(&self.permits),
-                limits.max_alloc,
-                PREFETCH_OBJECT_BYTES,
-            );
-            p.0.insert(key.clone(), rt.spawn(task));
-            p.1.push_back(key.clone());
+            p.queued.push_back((key.clone(), limits.max_alloc));
         }
+        self.fill(&mut p);
     }
 }
 
