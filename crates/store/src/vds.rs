@@ -470,6 +470,134 @@ pub fn group_datasets(urls: Vec<String>) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// A dataset in an in-memory store: chunk `L/0` with a header, `L/1` without, a page.
+    fn memory_prefix() -> ObjectPrefix {
+        use object_store::{Attributes, PutOptions, PutPayload};
+        let store = Arc::new(object_store::memory::InMemory::new());
+        let put = |key: &str, body: Vec<u8>, header: Option<&str>| {
+            let mut attributes = Attributes::new();
+            if let Some(h) = header {
+                attributes.insert(Attribute::Metadata(HEADER.into()), h.to_string().into());
+            }
+            let opts = PutOptions {
+                attributes,
+                ..PutOptions::default()
+            };
+            let store = Arc::clone(&store);
+            let path = ObjectPath::parse(key).unwrap();
+            block_on(async move { store.put_opts(&path, PutPayload::from(body), opts).await })
+                .unwrap()
+                .unwrap();
+        };
+        put("ds/VolumeDataLayout", b"{}".to_vec(), None);
+        put("ds/L/0", vec![7; 1000], Some("AAECAwQFBgc="));
+        put("ds/L/1", vec![8; 3000], None);
+        put("ds/L/ChunkMetadata/0", vec![0; 64], None);
+        put("other/L/0", vec![9; 10], None);
+        ObjectPrefix::new(Location {
+            url: "s3://bucket/ds".into(),
+            store,
+            path: ObjectPath::parse("ds").unwrap(),
+            max_requests: 4,
+        })
+    }
+
+    #[test]
+    fn objects_headers_sizes_and_listings() {
+        let p = memory_prefix();
+        let limits = Limits::default();
+        let mut buf = Vec::new();
+        assert!(p.get_into("L/0", &mut buf, &limits).unwrap());
+        assert_eq!(buf, vec![7; 1000]);
+        assert_eq!(
+            p.object_metadata("L/0", HEADER).unwrap().as_deref(),
+            Some("AAECAwQFBgc=")
+        );
+        assert!(p.get_into("L/1", &mut buf, &limits).unwrap());
+        assert_eq!(p.object_metadata("L/1", HEADER).unwrap(), None);
+        assert!(!p.get_into("L/2", &mut buf, &limits).unwrap());
+        assert_eq!(p.size("L/1").unwrap(), Some(3000));
+        assert_eq!(p.size("L/9").unwrap(), None);
+        assert_eq!(
+            p.list("L/", &limits).unwrap(),
+            vec![
+                ("L/0".to_string(), 1000),
+                ("L/1".to_string(), 3000),
+                ("L/ChunkMetadata/0".to_string(), 64)
+            ]
+        );
+        assert_eq!(p.list("L/ChunkMetadata/", &limits).unwrap().len(), 1);
+        // The size is checked before the body is held.
+        let small = Limits {
+            max_alloc: 2000,
+            ..Limits::default()
+        };
+        assert_eq!(p.get_into("L/1", &mut buf, &small).unwrap_err().code, "limit.alloc");
+        let few = Limits {
+            max_entries: 2,
+            ..Limits::default()
+        };
+        assert_eq!(p.list("L/", &few).unwrap_err().code, "limit.entries");
+    }
+
+    #[test]
+    fn prefetched_objects_are_the_objects() {
+        let p = memory_prefix();
+        let limits = Limits::default();
+        let keys: Vec<String> = ["L/0", "L/1", "L/2", "L/ChunkMetadata/0"]
+            .iter()
+            .map(|k| k.to_string())
+            .collect();
+        p.prefetch(&keys, &limits);
+        let mut buf = Vec::new();
+        assert!(p.get_into("L/1", &mut buf, &limits).unwrap());
+        assert_eq!(buf, vec![8; 3000]);
+        assert!(p.get_into("L/0", &mut buf, &limits).unwrap());
+        assert_eq!(buf, vec![7; 1000]);
+        assert_eq!(
+            p.object_metadata("L/0", HEADER).unwrap().as_deref(),
+            Some("AAECAwQFBgc=")
+        );
+        assert!(!p.get_into("L/2", &mut buf, &limits).unwrap());
+        assert!(p.get_into("L/ChunkMetadata/0", &mut buf, &limits).unwrap());
+        assert_eq!(buf.len(), 64);
+        // Everything announced was taken.
+        let state = p.prefetch.lock().unwrap();
+        assert!(state.started.is_empty() && state.queued.is_empty());
+        drop(state);
+        // A prefetch respects the allocation limit too.
+        let small = Limits {
+            max_alloc: 2000,
+            ..Limits::default()
+        };
+        p.prefetch(&["L/1".to_string()], &small);
+        assert_eq!(p.get_into("L/1", &mut buf, &small).unwrap_err().code, "limit.alloc");
+    }
+
+    #[test]
+    fn a_long_announcement_streams_through_the_window() {
+        let p = memory_prefix();
+        let limits = Limits::default();
+        let keys: Vec<String> = (0..PREFETCH_OBJECTS * 3).map(|i| format!("L/{}", i % 2)).collect();
+        // Duplicates are announced once.
+        p.prefetch(&keys, &limits);
+        assert_eq!(p.prefetch.lock().unwrap().started.len(), 2);
+        let many: Vec<String> = (0..PREFETCH_OBJECTS * 3).map(|i| format!("L/x{i}")).collect();
+        p.prefetch(&many, &limits);
+        {
+            let state = p.prefetch.lock().unwrap();
+            assert_eq!(state.started.len(), PREFETCH_OBJECTS);
+            assert_eq!(state.queued.len(), PREFETCH_OBJECTS * 3 - (PREFETCH_OBJECTS - 2));
+        }
+        let mut buf = Vec::new();
+        for k in &many {
+            assert!(!p.get_into(k, &mut buf, &limits).unwrap());
+        }
+        let state = p.prefetch.lock().unwrap();
+        assert_eq!(state.started.len(), 2);
+        assert!(state.queued.is_empty());
+    }
+
     #[test]
     fn datasets_are_one_entry_of_a_listing() {
         let urls = [
