@@ -465,12 +465,7 @@ fn region_read_fetches_only_its_bricks() {
     let gets = moto.gets_since(from, "log");
     let metadata = ["VolumeDataLayout", "LayerStatus", "Dimensions_012LOD0/ChunkMetadata/0"];
     let touched = ["Dimensions_012LOD0/0", "Dimensions_012LOD0/16"];
-    let size = |k: &str| {
-        sizes
-            .get(&format!("{k}"))
-            .copied()
-            .unwrap_or_else(|| panic!("no object {k}"))
-    };
+    let size = |k: &str| sizes.get(k).copied().unwrap_or_else(|| panic!("no object {k}"));
     let mut fetched = 0u64;
     for g in gets.iter().filter(|g| !g.contains("list-type")) {
         let key = g.strip_prefix("cube/").unwrap_or(g);

@@ -49,6 +49,9 @@ struct Fetched {
     header: Option<String>,
 }
 
+/// Headers remembered from GETs by key, and the keys in the order they came (for eviction).
+type Headers = (HashMap<String, Option<String>>, VecDeque<String>);
+
 /// A prefetched object: `None` when it was too large to hold (the reader fetches it itself).
 type Pending = JoinHandle<std::result::Result<Option<Option<Fetched>>, Error>>;
 /// Announced objects nobody took for this long (a read that failed, a brick served from
@@ -62,7 +65,7 @@ pub struct ObjectPrefix {
     permits: Arc<Semaphore>,
     keeps_metadata: bool,
     cache: Mutex<VecDeque<(String, Option<Fetched>)>>,
-    headers: Mutex<(HashMap<String, Option<String>>, VecDeque<String>)>,
+    headers: Mutex<Headers>,
     prefetch: Mutex<Prefetch>,
 }
 

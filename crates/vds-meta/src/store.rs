@@ -65,8 +65,11 @@ pub struct RemoteStore {
     source: Arc<dyn ObjectSource>,
     limits: Limits,
     /// Chunk sizes of the layers asked about, from one listing each (the last few layers).
-    sizes: std::sync::Mutex<Vec<(String, Arc<BTreeMap<String, u64>>)>>,
+    sizes: std::sync::Mutex<Vec<(String, Sizes)>>,
 }
+
+/// Object sizes by key.
+type Sizes = Arc<BTreeMap<String, u64>>;
 
 /// Layers whose chunk sizes [`RemoteStore`] keeps.
 const SIZED_LAYERS: usize = 4;
@@ -83,13 +86,13 @@ impl RemoteStore {
 
     /// The sizes of the chunk objects of `layer`: one listing (1000 keys a request on S3)
     /// instead of a HEAD request per chunk when a report sums a layer's stored bytes.
-    fn layer_sizes(&self, layer: &str) -> Result<Arc<BTreeMap<String, u64>>> {
+    fn layer_sizes(&self, layer: &str) -> Result<Sizes> {
         if let Ok(s) = self.sizes.lock() {
             if let Some((_, m)) = s.iter().find(|(l, _)| l == layer) {
                 return Ok(m.clone());
             }
         }
-        let m: Arc<BTreeMap<String, u64>> = Arc::new(
+        let m: Sizes = Arc::new(
             self.source
                 .list(&format!("{layer}/"), &self.limits)?
                 .into_iter()
