@@ -64,6 +64,20 @@ pub fn detect<'f>(input: &Input, formats: &[&'f dyn Format]) -> Result<&'f dyn F
             )
         });
     }
+    if let Some(objects) = input.objects() {
+        return formats
+            .iter()
+            .copied()
+            .find(|f| f.detect_objects(objects))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Unsupported,
+                    "format.unknown",
+                    None,
+                    format!("{}: the prefix holds no dataset of a known format", objects.name()),
+                )
+            });
+    }
     let head = input.head(DETECT_BYTES);
     formats.iter().copied().find(|f| f.detect(&head)).ok_or_else(|| {
         let shown: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();

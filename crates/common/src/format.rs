@@ -395,6 +395,10 @@ pub trait Format: Send + Sync {
     fn detect_dir(&self, _dir: &Path) -> bool {
         false
     }
+    /// Do the objects under a store prefix hold a dataset of this format?
+    fn detect_objects(&self, _objects: &dyn crate::ObjectSource) -> bool {
+        false
+    }
     /// Describe what the input holds; cheap structural findings may be included.
     fn inspect(&self, input: &Input, opts: &InspectOptions) -> Result<Report>;
     /// Check every rule, checksum and payload; never stops at the first finding.

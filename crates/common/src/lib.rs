@@ -107,7 +107,7 @@ pub use names::shown;
 pub use npy_format::{NpyFile, NpyFormat};
 pub use output::{write_file_atomically, Output};
 pub use reader::{slice_at, ByteReader};
-pub use source::{Input, RangeSource};
+pub use source::{Input, ObjectSource, RangeSource};
 pub use stream::{ArrayInfo, ArraySink, MemorySink, ProgressSink, Region, RegionRuns, RegionSpec};
 
 /// The JSON crate of the public types that carry metadata ([`ArrayInfo::attrs`], report

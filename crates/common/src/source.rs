@@ -1,6 +1,7 @@
 //! Where bytes come from: a file read with positioned reads (so large files never have to be
 //! loaded whole and tiles can be read from several threads), bytes already in memory (standard
-//! input, tests), or a directory (object-store datasets).
+//! input, tests), a directory (object-store datasets), an object read by ranges, or a
+//! dataset of objects in an object store.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -39,6 +40,39 @@ pub enum Input {
         /// The ranged source, shared by clones of the input.
         source: Arc<dyn RangeSource>,
     },
+    /// A dataset of named objects under one prefix of an object store (OpenVDS's cloud layout:
+    /// `VolumeDataLayout`, `LayerStatus`, `<layer>/<chunk>`), read object by object through
+    /// `source` (see the `rasterpack-store` crate): the remote counterpart of [`Input::Dir`].
+    Objects {
+        /// The objects, shared by clones of the input.
+        source: Arc<dyn ObjectSource>,
+    },
+}
+
+/// Named objects under one prefix, fetched whole and on demand. Kept to this small trait for
+/// the same reason as [`RangeSource`]; formats made of many objects adapt it to their own
+/// access layer (the VDS reader's `ObjectStore`).
+pub trait ObjectSource: std::fmt::Debug + Send + Sync {
+    /// The prefix's URL, for messages.
+    fn name(&self) -> String;
+    /// Read object `key` into `buf` (reusing its allocation); `false` when there is no such
+    /// object. The object's size is checked against `limits.max_alloc` before any byte is
+    /// allocated, and a body shorter or longer than that size is an error, never used.
+    fn get_into(&self, key: &str, buf: &mut Vec<u8>, limits: &Limits) -> Result<bool>;
+    /// The size of object `key`, `None` when there is none.
+    fn size(&self, key: &str) -> Result<Option<u64>>;
+    /// Keys under `prefix` (relative to the dataset, sorted) with their sizes, at most
+    /// `limits.max_entries`.
+    fn list(&self, prefix: &str, limits: &Limits) -> Result<Vec<(String, u64)>>;
+    /// User metadata `name` of object `key` (S3's `x-amz-meta-<name>`), `None` when the object
+    /// has none of that name.
+    fn object_metadata(&self, key: &str, name: &str) -> Result<Option<String>>;
+    /// Whether the store keeps user metadata on objects at all (S3, GCS, Azure do; a web
+    /// server does not), so that a missing entry means something.
+    fn keeps_object_metadata(&self) -> bool;
+    /// A hint that `keys` are about to be read with `limits`: the source may start fetching
+    /// them concurrently. The default ignores it.
+    fn prefetch(&self, _keys: &[String], _limits: &Limits) {}
 }
 
 /// Bytes fetched by range from somewhere other than the local file system. Kept to this
@@ -118,6 +152,7 @@ impl Input {
             Input::File { path, .. } | Input::Dir { path } => crate::names::shown(path),
             Input::Bytes { name, .. } => name.clone(),
             Input::Remote { source } => source.name(),
+            Input::Objects { source } => source.name(),
         }
     }
 
@@ -129,12 +164,20 @@ impl Input {
         }
     }
 
-    /// Length in bytes (0 for a directory).
+    /// The dataset of objects, for inputs that are one.
+    pub fn objects(&self) -> Option<&dyn ObjectSource> {
+        match self {
+            Input::Objects { source } => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// Length in bytes (0 for a directory or a dataset of objects).
     pub fn len(&self) -> u64 {
         match self {
             Input::File { len, .. } => *len,
             Input::Bytes { data, .. } => data.len() as u64,
-            Input::Dir { .. } => 0,
+            Input::Dir { .. } | Input::Objects { .. } => 0,
             Input::Remote { source } => source.len(),
         }
     }
@@ -177,6 +220,12 @@ impl Input {
                 "input.is_directory",
                 None,
                 format!("{} is a directory", crate::names::shown(path)),
+            )),
+            Input::Objects { source } => Err(Error::new(
+                ErrorKind::Usage,
+                "input.is_dataset",
+                None,
+                format!("{} is a dataset of objects, not one object", source.name()),
             )),
         }
     }

@@ -33,6 +33,8 @@ use tokio::runtime::Runtime;
 use tokio::sync::Semaphore;
 use url::Url;
 
+pub mod vds;
+
 /// Bytes per page of the small read cache: a header or directory read smaller than this
 /// fetches its whole page once, so the many small reads of a header cost one request.
 pub const PAGE: u64 = 64 * 1024;
@@ -248,7 +250,13 @@ pub fn open(url: &str, opts: &StoreOptions) -> Result<Input> {
         return Input::open(path);
     }
     let loc = connect(url, opts)?;
-    Ok(Input::remote(Arc::new(RemoteObject::open(loc)?)))
+    match RemoteObject::open(loc) {
+        Ok(object) => Ok(Input::remote(Arc::new(object))),
+        // No object of that name: a prefix holding a dataset of objects (OpenVDS's cloud
+        // layout) is opened as one.
+        Err(e) if e.code == "store.not_found" => vds::open_dataset(url, opts)?.ok_or(e),
+        Err(e) => Err(e),
+    }
 }
 
 /// Requests and bytes fetched, for request logs and tests.
@@ -385,7 +393,8 @@ impl RangeSource for RemoteObject {
 }
 
 /// The objects under a prefix URL (one ending in `/`), as URLs, sorted: what `validate
-/// s3://bucket/prefix/` checks one by one.
+/// s3://bucket/prefix/` checks one by one. The objects of a VDS dataset in its cloud layout
+/// are one entry, the dataset's prefix.
 pub fn list(url: &str, opts: &StoreOptions) -> Result<Vec<String>> {
     use futures::TryStreamExt;
     let loc = connect(url, opts)?;
@@ -404,7 +413,7 @@ pub fn list(url: &str, opts: &StoreOptions) -> Result<Vec<String>> {
         .trim_end_matches('/');
     let mut urls: Vec<String> = metas.iter().map(|m| format!("{base}/{}", m.location)).collect();
     urls.sort();
-    Ok(urls)
+    Ok(vds::group_datasets(urls))
 }
 
 /// Is `url` a prefix to list (a store URL ending in `/`) rather than one object?

@@ -155,6 +155,18 @@ pub(crate) fn load_chunk_meta(store: &dyn ObjectStore, st: &LayerStatus, f: &mut
             None => (0..pages).collect(),
         },
     };
+    // A remote store fetches the first pages concurrently (the loop below then takes them in
+    // order); a store's prefetch window is smaller than 64 anyway.
+    let keys: Vec<String> = numbers
+        .iter()
+        .take(64)
+        .filter_map(|&p| match &st.page_directory {
+            Some(pd) => pd.get(p as usize).copied().filter(|&k| k >= 0),
+            None => Some(p as i64),
+        })
+        .map(|k| format!("{}/ChunkMetadata/{k}", st.layer_name))
+        .collect();
+    store.prefetch(&keys);
     for p in numbers {
         let key_n: i64 = match &st.page_directory {
             Some(pd) => match pd.get(p as usize) {

@@ -15,7 +15,7 @@ use crate::layout::{
     parse_json_text, parse_layer_status, parse_layout, LayerStatus, VdsChannel, VdsSampleFormat, VolumeDataLayout,
 };
 use crate::raw::FILE_TYPE_OBJ;
-use crate::store::{DirStore, ObjectStore};
+use crate::store::{DirStore, ObjectStore, RemoteStore};
 
 /// One stored layer: its status (compression, chunk count, pages), its geometry, the chunk
 /// metadata.
@@ -192,6 +192,10 @@ impl VdsDataset {
         match input {
             Input::Dir { path } => {
                 let store = DirStore::open(path, limits)?;
+                Self::open_store(Box::new(store), None, Findings::new(), limits)
+            }
+            Input::Objects { source } => {
+                let store = RemoteStore::new(source.clone(), limits);
                 Self::open_store(Box::new(store), None, Findings::new(), limits)
             }
             _ => Self::open_container(Arc::new(Container::open(input, limits)?), limits),
@@ -386,7 +390,8 @@ impl VdsDataset {
         self.container.as_deref()
     }
 
-    /// `"vds-file"` (a container) or `"object-dir"`.
+    /// `"vds-file"` (a container), `"object-dir"` (a directory) or `"object-store"` (a prefix
+    /// of a cloud store).
     pub fn storage_kind(&self) -> &'static str {
         self.store.kind()
     }

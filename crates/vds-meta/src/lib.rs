@@ -160,6 +160,10 @@ impl Format for VdsFormat {
         dir.join("VolumeDataLayout").is_file()
     }
 
+    fn detect_objects(&self, objects: &dyn rasterpack_common::ObjectSource) -> bool {
+        matches!(objects.size("VolumeDataLayout"), Ok(Some(_)))
+    }
+
     fn inspect(&self, input: &Input, opts: &InspectOptions) -> Result<Report> {
         let ds = VdsDataset::open_input(input, &opts.limits).map_err(|e| e.in_format("vds"))?;
         let mut report = Report::new("vds");

@@ -23,6 +23,10 @@ use rasterpack_common::{ArraySink, Error, Limits, Result};
 use rayon::prelude::*;
 
 use crate::chunk::{self, VdsChunkStatus};
+
+/// Chunk names a read announces to its store before it starts (a remote store fetches them
+/// a window at a time; local stores ignore announcements).
+const ANNOUNCE_AHEAD: usize = 1024;
 use crate::dataset::{Brick, Bufs, Owned, VdsDataset, VdsLayer, VdsValues};
 use crate::geometry::{ChunkExtent, DimKind, LayerGeometry};
 use crate::layout::{VdsChannel, VdsCompression, VdsSampleFormat};
@@ -354,6 +358,7 @@ impl<'a> Plan<'a> {
                 body: GroupBody::Fill(fill),
             });
         }
+        self.prefetch(&bricks);
         let mut gstride = [0u64; 6];
         let mut acc = self.elem as u64;
         for d in 0..6 {
@@ -379,6 +384,46 @@ impl<'a> Plan<'a> {
             sub_max,
             body: GroupBody::Data(buf),
         })
+    }
+
+    /// Tell the store which data chunks the first groups read, in reading order (at most
+    /// [`ANNOUNCE_AHEAD`] names): a remote store streams them through its fetch window while
+    /// the groups decode, instead of waiting for each group's bricks when it starts.
+    fn announce_ahead(&self) {
+        let (Some(layer), false) = (self.layer, self.req.ds.has_cache()) else {
+            return;
+        };
+        let mut keys = Vec::new();
+        'groups: for index in 0..self.groups {
+            let (fixed, _, _) = self.sub_box(index);
+            for i in self.group_bricks(&fixed) {
+                if layer.chunks.get(i).map(|m| m.status()) == Some(VdsChunkStatus::Data) {
+                    keys.push(format!("{}/{i}", layer.name()));
+                    if keys.len() >= ANNOUNCE_AHEAD {
+                        break 'groups;
+                    }
+                }
+            }
+        }
+        if !keys.is_empty() {
+            self.req.ds.store().prefetch(&keys);
+        }
+    }
+
+    /// Tell the store which data chunks the group reads: a remote store fetches them
+    /// concurrently instead of one per decoding thread at a time.
+    fn prefetch(&self, bricks: &[u64]) {
+        let (Some(layer), false) = (self.layer, self.req.ds.has_cache()) else {
+            return;
+        };
+        let keys: Vec<String> = bricks
+            .iter()
+            .filter(|&&i| layer.chunks.get(i).map(|m| m.status()) == Some(VdsChunkStatus::Data))
+            .map(|i| format!("{}/{i}", layer.name()))
+            .collect();
+        if !keys.is_empty() {
+            self.req.ds.store().prefetch(&keys);
+        }
     }
 
     /// The element every brick of the group holds, when they are all unwritten / NoValue /
@@ -608,6 +653,7 @@ impl<'a> Plan<'a> {
 
     /// Decode every group and deliver it to `sink` (whose `begin` was called).
     pub fn run(&self, sink: &mut dyn ArraySink) -> Result<()> {
+        self.announce_ahead();
         let pool = BrickPool::new(self.decoders);
         if self.elem == self.out_elem {
             let total = self.out_stride[5].saturating_mul(self.req.max[5] - self.req.min[5]);

@@ -1,14 +1,16 @@
 //! Object access. OpenVDS datasets are a set of named objects (`VolumeDataLayout`,
 //! `LayerStatus`, `<layer>/<chunk>`, `<layer>/ChunkMetadata/<page>`); both storage kinds are
-//! presented through the small [`ObjectStore`] trait so cloud stores can be added later:
-//! [`DirStore`] (an object-store dataset copied to a directory, one file per object) and
+//! presented through the small [`ObjectStore`] trait: [`DirStore`] (an object-store dataset
+//! copied to a directory, one file per object), [`RemoteStore`] (the dataset where OpenVDS
+//! wrote it, in S3/GCS/Azure, through an [`ObjectSource`]) and
 //! [`crate::container::Container`] (the single-file `.vds`, whose files and index pages are
 //! presented as the same objects).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use rasterpack_common::{Error, ErrorKind, Limits, Result};
+use rasterpack_common::{Error, ErrorKind, Limits, ObjectSource, Result};
 
 /// Read-only access to the objects of one dataset.
 pub trait ObjectStore: Send + Sync {
@@ -25,7 +27,7 @@ pub trait ObjectStore: Send + Sync {
     fn has_object_metadata(&self) -> bool {
         false
     }
-    /// `"object-dir"` or `"vds-file"`.
+    /// `"object-dir"`, `"object-store"` or `"vds-file"`.
     fn kind(&self) -> &'static str;
     /// Read an object into `buf` (reusing its allocation); `false` when there is no object.
     fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
@@ -45,6 +47,126 @@ pub trait ObjectStore: Send + Sync {
     /// `pages`) when it can list them cheaply; `None` means "ask for every page".
     fn stored_metadata_pages(&self, _layer: &str, _pages: u64) -> Result<Option<Vec<u64>>> {
         Ok(None)
+    }
+    /// A hint that the chunks `keys` are read next (a read's group of bricks): a remote store
+    /// starts fetching them concurrently. Local stores ignore it.
+    fn prefetch(&self, _keys: &[String]) {}
+}
+
+/// The metadata name of the chunk-metadata header OpenVDS puts on each chunk object it writes
+/// to a cloud store (`x-amz-meta-vdschunkmetadata` on S3).
+pub const CHUNK_METADATA_HEADER: &str = "vdschunkmetadata";
+
+/// An object-store dataset in a cloud store, where OpenVDS writes it: the same objects as a
+/// [`DirStore`], fetched on demand (only those a read needs) through an [`ObjectSource`];
+/// object metadata headers come with the objects themselves.
+#[derive(Debug)]
+pub struct RemoteStore {
+    source: Arc<dyn ObjectSource>,
+    limits: Limits,
+    /// Chunk sizes of the layers asked about, from one listing each (the last few layers).
+    sizes: std::sync::Mutex<Vec<(String, Sizes)>>,
+}
+
+/// Object sizes by key.
+type Sizes = Arc<BTreeMap<String, u64>>;
+
+/// Layers whose chunk sizes [`RemoteStore`] keeps.
+const SIZED_LAYERS: usize = 4;
+
+impl RemoteStore {
+    /// The dataset whose objects `source` fetches.
+    pub fn new(source: Arc<dyn ObjectSource>, limits: &Limits) -> RemoteStore {
+        RemoteStore {
+            source,
+            limits: *limits,
+            sizes: Default::default(),
+        }
+    }
+
+    /// The sizes of the chunk objects of `layer`: one listing (1000 keys a request on S3)
+    /// instead of a HEAD request per chunk when a report sums a layer's stored bytes.
+    fn layer_sizes(&self, layer: &str) -> Result<Sizes> {
+        if let Ok(s) = self.sizes.lock() {
+            if let Some((_, m)) = s.iter().find(|(l, _)| l == layer) {
+                return Ok(m.clone());
+            }
+        }
+        let m: Sizes = Arc::new(
+            self.source
+                .list(&format!("{layer}/"), &self.limits)?
+                .into_iter()
+                .collect(),
+        );
+        if let Ok(mut s) = self.sizes.lock() {
+            if s.len() >= SIZED_LAYERS {
+                s.remove(0);
+            }
+            s.push((layer.to_string(), m.clone()));
+        }
+        Ok(m)
+    }
+}
+
+impl ObjectStore for RemoteStore {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let mut buf = Vec::new();
+        Ok(self.get_into(key, &mut buf)?.then_some(buf))
+    }
+
+    fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
+        self.source.get_into(key, buf, &self.limits)
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        Ok(self
+            .source
+            .list(prefix, &self.limits)?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect())
+    }
+
+    fn chunk_metadata_header(&self, key: &str) -> Option<String> {
+        // A header that cannot be fetched reads as missing (a warning; the page is used): the
+        // chunk object itself was fetched, and its page is what reads trust.
+        self.source.object_metadata(key, CHUNK_METADATA_HEADER).ok().flatten()
+    }
+
+    fn has_object_metadata(&self) -> bool {
+        self.source.keeps_object_metadata()
+    }
+
+    fn kind(&self) -> &'static str {
+        "object-store"
+    }
+
+    fn object_size(&self, key: &str) -> Result<Option<u64>> {
+        // A chunk (`layer/<index>`): from the layer's listing; anything else: a HEAD request.
+        match key.rsplit_once('/') {
+            Some((layer, i)) if !layer.contains('/') && !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()) => {
+                Ok(self.layer_sizes(layer)?.get(key).copied())
+            }
+            _ => self.source.size(key),
+        }
+    }
+
+    fn stored_metadata_pages(&self, layer: &str, pages: u64) -> Result<Option<Vec<u64>>> {
+        // One listing of the layer's page folder instead of a request per possible page.
+        let prefix = format!("{layer}/ChunkMetadata/");
+        let mut v: Vec<u64> = self
+            .list(&prefix)?
+            .iter()
+            .filter_map(|k| k[prefix.len()..].parse().ok())
+            .filter(|&p| p < pages)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        Ok(Some(v))
+    }
+
+    fn prefetch(&self, keys: &[String]) {
+        self.source.prefetch(keys, &self.limits);
     }
 }
 

@@ -215,6 +215,13 @@ fn check_chunks(
     while stored.peek().is_some() {
         batch.clear();
         batch.extend(stored.by_ref().take(BATCH));
+        // A remote store fetches the batch's chunk objects concurrently.
+        let keys: Vec<String> = batch
+            .iter()
+            .filter(|(_, m)| m.status() == VdsChunkStatus::Data)
+            .map(|(i, _)| format!("{}/{i}", layer.name()))
+            .collect();
+        ds.store().prefetch(&keys);
         let results: Vec<(Findings, u64, bool)> = batch
             .par_iter()
             .map_init(CheckBufs::default, |bufs, &(i, meta)| {
@@ -260,7 +267,7 @@ const FLOAT_CODES: &str = "vds.compat.wavelet_float_codes";
 /// Objects of an object store that no written chunk accounts for.
 fn object_store_checks(ds: &VdsDataset, layer: &VdsLayer, f: &mut Findings) {
     let store = ds.store();
-    if store.kind() != "object-dir" {
+    if store.kind() == "vds-file" {
         return;
     }
     let name = layer.name();
