@@ -33,6 +33,9 @@ use tokio::runtime::Runtime;
 use tokio::sync::Semaphore;
 use url::Url;
 
+mod upload;
+pub use upload::{Upload, UploadTarget, DEFAULT_PART_MIB, UPLOADS_IN_FLIGHT};
+
 /// Bytes per page of the small read cache: a header or directory read smaller than this
 /// fetches its whole page once, so the many small reads of a header cost one request.
 pub const PAGE: u64 = 64 * 1024;
@@ -46,7 +49,8 @@ const SHORT_READ_ATTEMPTS: u32 = 3;
 
 /// How to reach a store: `object_store` configuration keys (`aws_endpoint`, `allow_http`,
 /// `aws_access_key_id`, `google_service_account`, `azure_storage_account_name`, ...) on top of
-/// the environment, plus rasterpack's own `max_requests`, `max_retries` and `retry_timeout_secs`.
+/// the environment, plus rasterpack's own `max_requests`, `max_retries`, `retry_timeout_secs`
+/// and `upload_part_mib`.
 #[derive(Debug, Clone, Default)]
 pub struct StoreOptions {
     /// `KEY=VALUE` pairs, in the order given (later ones win).
@@ -86,9 +90,12 @@ impl StoreOptions {
 
     /// The pairs meant for `object_store` (rasterpack's own keys taken out).
     fn store_pairs(&self) -> impl Iterator<Item = &(String, String)> {
-        self.options
-            .iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "max_requests" | "max_retries" | "retry_timeout_secs"))
+        self.options.iter().filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "max_requests" | "max_retries" | "retry_timeout_secs" | "upload_part_mib"
+            )
+        })
     }
 }
 
@@ -240,15 +247,24 @@ fn store_error(url: &str, e: object_store::Error) -> Error {
 /// Open a URL as an [`Input`]: `file://` as a local path, anything else as a remote object
 /// read by ranges.
 pub fn open(url: &str, opts: &StoreOptions) -> Result<Input> {
-    if url.len() >= 7 && url[..7].eq_ignore_ascii_case("file://") {
-        let parsed = Url::parse(url).map_err(|e| usage("store.bad_url", format!("{url}: not a URL ({e})")))?;
-        let path = parsed
-            .to_file_path()
-            .map_err(|()| usage("store.bad_url", format!("{url}: not a local file path")))?;
+    if let Some(path) = local_path(url)? {
         return Input::open(path);
     }
     let loc = connect(url, opts)?;
     Ok(Input::remote(Arc::new(RemoteObject::open(loc)?)))
+}
+
+/// The local path a `file://` URL names (`None` for any other URL): such inputs and outputs
+/// are ordinary files.
+pub fn local_path(url: &str) -> Result<Option<std::path::PathBuf>> {
+    if url.len() < 7 || !url[..7].eq_ignore_ascii_case("file://") {
+        return Ok(None);
+    }
+    let parsed = Url::parse(url).map_err(|e| usage("store.bad_url", format!("{url}: not a URL ({e})")))?;
+    parsed
+        .to_file_path()
+        .map(Some)
+        .map_err(|()| usage("store.bad_url", format!("{url}: not a local file path")))
 }
 
 /// Requests and bytes fetched, for request logs and tests.
