@@ -657,3 +657,51 @@ fn s3_convert_failing_midway_leaves_nothing() {
     let (_, uploads) = moto.objects_and_uploads("out");
     assert!(uploads.is_empty(), "multipart uploads left open: {uploads:?}");
 }
+
+/// `validate s3://bucket/prefix/` checks the listed objects several at a time (`--jobs`) and
+/// reports them in listing order: the same document and text with 1, 4 or the default number
+/// of jobs, each report equal to the local file's, and a totals line.
+#[test]
+fn s3_prefix_validate_is_concurrent_and_in_listing_order() {
+    let Some(py) = python() else { return };
+    let moto = Moto::start(&py);
+    let mut files = Vec::new();
+    for sub in ["volp", "gvrs", "fold", "udf"] {
+        files.extend(files_under(&testdata().join(sub), &format!("mix/{sub}/")));
+    }
+    // Listing order is key order.
+    files.sort();
+    moto.upload("rasterpack", &files);
+    let url = "s3://rasterpack/mix/";
+    let one = run_s3(&moto, &["validate", "--json", "--jobs", "1", url]);
+    let four = run_s3(&moto, &["validate", "--json", "--jobs", "4", url]);
+    let default = run_s3(&moto, &["validate", "--json", url]);
+    assert_eq!(one.stdout(), four.stdout());
+    assert_eq!(one.stdout(), default.stdout());
+    assert_eq!(one.code(), four.code());
+    // Each report equals the local one, the name aside.
+    let doc: serde_json::Value = serde_json::from_str(&four.stdout()).expect("one JSON document");
+    let reported = doc["files"].as_array().expect("files");
+    assert_eq!(reported.len(), files.len());
+    let mut local_args = vec!["validate", "--json"];
+    local_args.extend(files.iter().map(|(_, p)| s(p)));
+    let local: serde_json::Value = serde_json::from_str(&support::run(&local_args).stdout()).unwrap();
+    for (i, (key, _)) in files.iter().enumerate() {
+        let mut got = reported[i].clone();
+        let mut want = local["files"][i].clone();
+        assert_eq!(got["path"], format!("s3://rasterpack/{key}"), "report {i} out of order");
+        got["path"] = serde_json::Value::Null;
+        want["path"] = serde_json::Value::Null;
+        assert_eq!(got, want, "{key}");
+    }
+    assert_eq!(doc["totals"], local["totals"]);
+    // The text report ends with the totals line.
+    let text = run_s3(&moto, &["validate", "-j", "3", url]);
+    let last = text.stdout().lines().last().unwrap_or("").to_string();
+    assert!(last.starts_with(&format!("{} files: ", files.len())), "{last}");
+    assert_eq!(
+        run_s3(&moto, &["validate", "--jobs", "0", url]).code(),
+        Some(2),
+        "--jobs 0 is a usage error"
+    );
+}
