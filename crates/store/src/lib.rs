@@ -53,12 +53,16 @@ pub const CACHE_BLOCKS: usize = 64;
 /// `max_requests`): a large body or directory downloads at the store's aggregate speed.
 pub const PIECE: u64 = 4 * 1024 * 1024;
 /// Windows of a sequential read (`validate` reads every byte; [`RangeSource::advise_sequential`]):
-/// the object is fetched in windows of this size...
-pub const WINDOW: u64 = 2 * 1024 * 1024;
-/// ...this many ahead of the furthest one read, so fetching and decoding overlap. With
-/// [`WINDOW`], at most 2 x 8 x 2 MiB = 32 MiB are held (the windows ahead, and as many behind
-/// for readers on other threads still working there).
-pub const WINDOWS_AHEAD: u64 = 8;
+/// the object is fetched in windows of a quarter of its size, at least this (8 to 16 MB is the
+/// range size S3's guidance gives for byte-range fetches; every request costs a round trip, and
+/// some servers, moto among them, a fixed ~80 ms on top)...
+pub const WINDOW: u64 = 8 * 1024 * 1024;
+/// ...and at most this...
+pub const MAX_WINDOW: u64 = 16 * 1024 * 1024;
+/// ...this many ahead of the furthest one read, so fetching and decoding overlap. At most
+/// `WINDOWS_AHEAD + 3` windows (96 MiB, and never more than the object) are held: those ahead,
+/// the one being read, and two behind for readers on other threads still working there.
+pub const WINDOWS_AHEAD: u64 = 3;
 /// Requests in flight per object unless `--storage-option max_requests=N` says otherwise.
 pub const DEFAULT_MAX_REQUESTS: usize = 16;
 /// Attempts at a range whose response came back short before the read fails.
@@ -293,6 +297,12 @@ pub struct Stats {
     pub bytes: AtomicU64,
 }
 
+/// `RASTERPACK_STORE_LOG=1`: every ranged GET is said on stderr (a request log).
+fn log_requests() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("RASTERPACK_STORE_LOG").is_some_and(|v| !v.is_empty() && v != "0"))
+}
+
 /// Totals over every object opened by this process.
 pub fn stats() -> &'static Stats {
     static S: OnceLock<Stats> = OnceLock::new();
@@ -313,6 +323,8 @@ pub struct RemoteObject {
     /// Set by [`RangeSource::advise_sequential`]: reads go through [`Window`]s fetched ahead.
     sequential: std::sync::atomic::AtomicBool,
     windows: Mutex<std::collections::BTreeMap<u64, Window>>,
+    /// This object's window size: a quarter of it, within [`WINDOW`]..=[`MAX_WINDOW`].
+    window: u64,
 }
 
 /// Fetch one range, exactly: a short body is asked for again, then reported.
@@ -327,6 +339,15 @@ async fn fetch_range(loc: Location, permits: Arc<Semaphore>, range: Range<u64>) 
         .map_err(|e| store_error(&loc.url, e))?;
         stats().requests.fetch_add(1, Ordering::Relaxed);
         stats().bytes.fetch_add(got.len() as u64, Ordering::Relaxed);
+        if log_requests() {
+            eprintln!(
+                "rasterpack-store: GET {} bytes={}-{} ({} bytes)",
+                loc.url,
+                range.start,
+                range.end.saturating_sub(1),
+                got.len()
+            );
+        }
         if got.len() as u64 == want {
             return Ok(got);
         }
@@ -355,6 +376,12 @@ impl RemoteObject {
             cache: Mutex::new(VecDeque::new()),
             sequential: std::sync::atomic::AtomicBool::new(false),
             windows: Mutex::new(Default::default()),
+            window: meta
+                .size
+                .div_ceil(4)
+                .div_ceil(1 << 20)
+                .saturating_mul(1 << 20)
+                .clamp(WINDOW, MAX_WINDOW),
             loc,
         })
     }
@@ -410,14 +437,15 @@ impl RemoteObject {
     fn window(&self, k: u64) -> Result<Window> {
         use futures::FutureExt;
         let rt = runtime()?;
-        let last = self.len.div_ceil(WINDOW);
+        let w = self.window;
+        let last = self.len.div_ceil(w);
         let mut windows = self
             .windows
             .lock()
             .map_err(|_| Error::new(ErrorKind::Io, "store.poisoned", None, "a reader thread panicked"))?;
         for j in k..(k + 1 + WINDOWS_AHEAD).min(last) {
             windows.entry(j).or_insert_with(|| {
-                let range = j * WINDOW..((j + 1) * WINDOW).min(self.len);
+                let range = j * w..((j + 1) * w).min(self.len);
                 let w = fetch_range(self.loc.clone(), Arc::clone(&self.permits), range)
                     .boxed()
                     .shared();
@@ -428,19 +456,19 @@ impl RemoteObject {
         }
         let wanted = windows.get(&k).cloned();
         // Bounded: the windows furthest behind go first (a reader holding one keeps it).
-        while windows.len() as u64 > 2 * WINDOWS_AHEAD + 2 {
+        while windows.len() as u64 > WINDOWS_AHEAD + 3 {
             windows.pop_first();
         }
-        wanted.ok_or_else(|| Error::new(ErrorKind::Io, "store.window", Some(k * WINDOW), "no such window"))
+        wanted.ok_or_else(|| Error::new(ErrorKind::Io, "store.window", Some(k * w), "no such window"))
     }
 
     fn read_sequential(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let mut filled = 0usize;
         while filled < buf.len() {
             let at = offset + filled as u64;
-            let k = at / WINDOW;
+            let k = at / self.window;
             let w = block_on(self.window(k)?)??;
-            let from = (at - k * WINDOW) as usize;
+            let from = (at - k * self.window) as usize;
             let take = (w.len() - from).min(buf.len() - filled);
             buf[filled..filled + take].copy_from_slice(&w[from..from + take]);
             filled += take;
