@@ -449,8 +449,8 @@ impl RemoteObject {
                 let w = fetch_range(self.loc.clone(), Arc::clone(&self.permits), range)
                     .boxed()
                     .shared();
-                // Started now, not when first awaited: that is the read-ahead.
-                let _ = rt.spawn(w.clone());
+                // Started now, not when first awaited: that is the read-ahead (the task runs detached).
+                drop(rt.spawn(w.clone()));
                 w
             });
         }
