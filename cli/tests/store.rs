@@ -103,6 +103,11 @@ impl Drop for Moto {
 /// Run rasterpack against the loopback S3 server (credentials and endpoint from the usual
 /// environment, as a user would set them), under GNU time when it is there.
 fn run_s3(moto: &Moto, args: &[&str]) -> Run {
+    run_s3_env(moto, args, &[])
+}
+
+/// [`run_s3`] with more environment variables.
+fn run_s3_env(moto: &Moto, args: &[&str], env: &[(&str, &str)]) -> Run {
     let bin = env!("CARGO_BIN_EXE_rasterpack");
     let start = Instant::now();
     let time = Path::new("/usr/bin/time");
@@ -120,6 +125,7 @@ fn run_s3(moto: &Moto, args: &[&str]) -> Run {
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ENDPOINT_URL", moto.endpoint())
         .env("AWS_ALLOW_HTTP", "true")
+        .envs(env.iter().copied())
         .output()
         .expect("run rasterpack");
     let peak_kib = String::from_utf8_lossy(&out.stderr)
@@ -625,9 +631,15 @@ fn s3_convert_failing_midway_leaves_nothing() {
         s(&volp),
         "s3://out/bad.npy",
     ];
-    let r = run_s3(&moto, &args);
+    let r = run_s3_env(&moto, &args, &[("RASTERPACK_STORE_LOG", "1")]);
     assert_eq!(r.code(), Some(1), "{}", r.stderr());
     assert!(r.stderr().contains("volp.body.decompress"), "{}", r.stderr());
+    // The request log shows parts uploading before the failure: it came midway.
+    let parts = r
+        .stderr()
+        .matches("rasterpack-store: upload s3://out/bad.npy part ")
+        .count();
+    assert!(parts >= 2, "{parts} parts started before the failure:\n{}", r.stderr());
     check_bound(&args, &r);
     let (objects, uploads) = moto.objects_and_uploads("out");
     assert!(objects.is_empty(), "a failed conversion left {objects:?}");

@@ -297,8 +297,8 @@ pub struct Stats {
     pub bytes: AtomicU64,
 }
 
-/// `RASTERPACK_STORE_LOG=1`: every ranged GET is said on stderr (a request log).
-fn log_requests() -> bool {
+/// `RASTERPACK_STORE_LOG=1`: every ranged GET and upload part is said on stderr (a request log).
+pub(crate) fn log_requests() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("RASTERPACK_STORE_LOG").is_some_and(|v| !v.is_empty() && v != "0"))
 }

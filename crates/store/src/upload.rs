@@ -204,7 +204,17 @@ impl Write for Upload {
             let _inside = rt.enter();
             writer.write(&buf[..take]);
         }
+        let part = self.target.part_size as u64;
+        let before = self.written / part;
         self.written += take as u64;
+        if crate::log_requests() && self.written / part > before {
+            eprintln!(
+                "rasterpack-store: upload {} part {} started ({} bytes so far)",
+                self.target.loc.url,
+                self.written / part,
+                self.written / part * part
+            );
+        }
         Ok(take)
     }
 
