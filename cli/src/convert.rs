@@ -4,7 +4,7 @@
 //! is written in place and a symlink is followed to the file it names.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, IsTerminal, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use rasterpack_common::{
@@ -56,6 +56,8 @@ enum Destination {
     /// A regular file (new, or replaced with `--force`), written atomically: a temporary file
     /// in the same folder, renamed onto `path` on success.
     Atomic { path: PathBuf, replace: bool },
+    /// An object-store URL: a multipart upload, completed only on success.
+    Upload(rasterpack_store::UploadTarget),
 }
 
 /// Convert `args.input` to `args.output` as `rasterpack convert` does. With `signals`, SIGINT,
@@ -233,6 +235,7 @@ pub fn convert(args: &ConvertArgs, signals: bool) -> Result<(), Error> {
             // Errors are reported as `convert IN -> OUT: ...`, so they name OUT already.
             write_file(&job, &tmp).and_then(|()| tmp.persist(&path, replace, args.force))
         }
+        Destination::Upload(target) => write_upload(&job, &target),
     };
     written?;
     note_findings(source, &input, &label, &limits);
@@ -352,6 +355,46 @@ fn write_file(job: &Job, tmp: &TempFile) -> Result<(), Error> {
     job.stream_into(&mut *sink)
 }
 
+/// Convert into an object. A target that writes as the data arrives (npy, VOLP, UDF) streams
+/// into the multipart upload, parts sent while the source decodes; the others (GVRS, FOLD, which
+/// hold a stream's whole file in memory until their directory is written) are spooled to a local
+/// temporary file and uploaded from it. Any failure drops the upload, which aborts it: no object
+/// appears under the name.
+fn write_upload(job: &Job, target: &rasterpack_store::UploadTarget) -> Result<(), Error> {
+    let name = target.url();
+    if job.target.streams_output() {
+        let mut sink = Recorder::new(target.start()?);
+        let result = write_stream(&mut sink, name, job);
+        if let Some(e) = sink.inner.error() {
+            return Err(e.clone());
+        }
+        result?;
+        return sink.inner.finish();
+    }
+    let tmp = TempFile::create(&std::env::temp_dir().join(target.file_name()))?;
+    let mut sized = job.budget.clone();
+    sized.free = budget::free_space(&tmp.file).map(|free| (free, shown(&std::env::temp_dir())));
+    write_file(&Job { budget: &sized, ..*job }, &tmp)?;
+    let mut up = target.start()?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut spooled = &tmp.file;
+    let reading = |e: std::io::Error| Error::io(&format!("reading the spooled output {}", shown(&tmp.path)), &e);
+    spooled.seek(std::io::SeekFrom::Start(0)).map_err(reading)?;
+    loop {
+        let n = spooled.read(&mut buf).map_err(reading)?;
+        if n == 0 {
+            break;
+        }
+        if let Err(e) = up.write_all(&buf[..n]) {
+            return Err(up
+                .error()
+                .cloned()
+                .unwrap_or_else(|| Error::io(&format!("writing {name}"), &e)));
+        }
+    }
+    up.finish()
+}
+
 /// Passes everything through, but takes the reader's warnings out of the array's attributes.
 struct SayReaderWarnings<'a> {
     inner: &'a mut dyn ArraySink,
@@ -436,6 +479,15 @@ fn check_flags(
 
 /// Decide where a named OUT is written, refusing to replace anything without `--force`.
 fn destination(out: &Path, force: bool) -> Result<Destination, Error> {
+    if let Some(url) = out.to_str().filter(|u| rasterpack_store::is_url(u)) {
+        match rasterpack_store::local_path(url)? {
+            Some(path) => return destination(&path, force),
+            None => {
+                return rasterpack_store::UploadTarget::check(url, &detect::store_options(), force)
+                    .map(Destination::Upload)
+            }
+        }
+    }
     let exists = match std::fs::symlink_metadata(out) {
         Ok(_) => true,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
@@ -596,6 +648,8 @@ impl TempFile {
             let path = dir.join(temp_name(name, std::process::id(), attempt));
             let made = signals::track(|| {
                 OpenOptions::new()
+                    // Read too: an upload is spooled here and then read back.
+                    .read(true)
                     .write(true)
                     .create_new(true)
                     .open(&path)

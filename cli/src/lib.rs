@@ -123,6 +123,8 @@ pub fn validate(path: impl AsRef<Path>) -> Result<Report> {
 /// listed and the rest counted (`report.findings.omitted()`), so a flood of one finding cannot
 /// fill memory.
 pub fn validate_input(input: &Input, opts: &ValidateOptions) -> Report {
+    // Validate reads every byte: a remote object is fetched ahead of the checks.
+    input.advise_sequential();
     let mut report = match detect(input) {
         Ok(format) => format.validate(input, opts),
         Err(e) => {

@@ -157,6 +157,10 @@ struct ValidateArgs {
     /// Print nothing on stdout; only the exit code tells the verdict.
     #[arg(long, short)]
     quiet: bool,
+    /// Check N inputs at once (reports still come in input order). Default: 1, or 4 for the
+    /// objects a prefix URL lists. Peak memory grows with N.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    jobs: Option<u16>,
     /// Object-store setting for URL inputs and outputs, `KEY=VALUE` (repeatable):
     /// `object_store` keys such as aws_endpoint, allow_http, aws_region, plus max_requests,
     /// max_retries, retry_timeout_secs. Overrides the environment (AWS_*, GOOGLE_*, AZURE_*).
@@ -208,10 +212,14 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let outcome = match cli.command {
-        Command::Inspect(a) => output::run_reports(output::Mode::Inspect { all: a.all }, &a.paths, a.json, false),
-        Command::Validate(a) => {
-            output::run_reports(output::Mode::Validate { strict: a.strict }, &a.paths, a.json, a.quiet)
-        }
+        Command::Inspect(a) => output::run_reports(output::Mode::Inspect { all: a.all }, &a.paths, a.json, false, None),
+        Command::Validate(a) => output::run_reports(
+            output::Mode::Validate { strict: a.strict },
+            &a.paths,
+            a.json,
+            a.quiet,
+            a.jobs.map(usize::from),
+        ),
         Command::Convert(a) => convert::run(&a),
         Command::Stats(a) => stats::run(&a),
         Command::Diff(a) => diff::run(&a),

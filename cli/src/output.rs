@@ -30,15 +30,27 @@ fn colour_enabled() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-pub fn run_reports(mode: Mode, paths: &[PathBuf], as_json: bool, quiet: bool) -> Outcome {
+/// Inputs checked at once when a store prefix is listed and `--jobs` is not given: the work is
+/// mostly waiting on the network, and each check stays within its own memory bound.
+pub const PREFIX_JOBS: usize = 4;
+
+/// Inspect or validate every input in `paths` and report on each in the order given. `jobs`
+/// (`--jobs`) checks that many inputs at once; by default one at a time, or [`PREFIX_JOBS`]
+/// when a store prefix is listed. Reports come out in input (listing) order whatever finishes
+/// first.
+pub fn run_reports(mode: Mode, paths: &[PathBuf], as_json: bool, quiet: bool, jobs: Option<usize>) -> Outcome {
     let limits = Limits::default();
     // A store URL ending in `/` stands for every object under it, one report each. A listing
     // that fails is reported as that URL's unreadable input.
     let mut expanded: Vec<PathBuf> = Vec::with_capacity(paths.len());
+    let mut listed = false;
     for p in paths {
         match p.to_str().filter(|u| rasterpack_store::is_prefix(u)) {
             Some(url) => match rasterpack_store::list(url, &rasterpack::detect::store_options()) {
-                Ok(urls) if !urls.is_empty() => expanded.extend(urls.into_iter().map(PathBuf::from)),
+                Ok(urls) if !urls.is_empty() => {
+                    listed = true;
+                    expanded.extend(urls.into_iter().map(PathBuf::from))
+                }
                 _ => expanded.push(p.clone()),
             },
             None => expanded.push(p.clone()),
@@ -55,16 +67,26 @@ pub fn run_reports(mode: Mode, paths: &[PathBuf], as_json: bool, quiet: bool) ->
     let mut code = 0u8;
     let mut totals = Totals::new(&mode);
     let mut json_files = Vec::new();
-    for (i, path) in paths.iter().enumerate() {
-        let label = if paths.len() > 1 {
+    let jobs = jobs
+        .unwrap_or(if listed { PREFIX_JOBS } else { 1 })
+        .clamp(1, paths.len().max(1));
+    let label_of = |i: usize, path: &Path| {
+        if paths.len() > 1 {
             format!("[{}/{}] {}", i + 1, paths.len(), shown(path))
         } else {
             shown(path)
-        };
+        }
+    };
+    let mut results = InOrder::new(&mode, paths, jobs, &limits);
+    for (i, path) in paths.iter().enumerate() {
+        let label = label_of(i, path);
         if progress {
             eprint!("\r\x1b[2K{label}");
         }
-        let result = process(&mode, path, &label, &limits);
+        let result = match results.next() {
+            Some(r) => r,
+            None => process(&mode, path, &label, &limits),
+        };
         code = worst(code, result.exit_code);
         totals.count(result.exit_code);
         let unreadable = result.exit_code == 2;
@@ -118,6 +140,70 @@ pub fn run_reports(mode: Mode, paths: &[PathBuf], as_json: bool, quiet: bool) ->
         return write_failed(&e);
     }
     Outcome::Code(code)
+}
+
+/// The results of checks run `jobs` at a time on worker threads, handed out in input order:
+/// a report waits for the ones before it, so the output is the same whatever finishes first.
+/// With one job nothing runs here and the caller checks each input itself (with its progress bar).
+struct InOrder {
+    rx: Option<std::sync::mpsc::Receiver<(usize, FileResult)>>,
+    pending: std::collections::BTreeMap<usize, FileResult>,
+    next: usize,
+    workers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl InOrder {
+    fn new(mode: &Mode, paths: &[PathBuf], jobs: usize, limits: &Limits) -> InOrder {
+        let mut me = InOrder {
+            rx: None,
+            pending: Default::default(),
+            next: 0,
+            workers: Vec::new(),
+        };
+        if jobs <= 1 {
+            return me;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let queue = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let paths: std::sync::Arc<Vec<PathBuf>> = std::sync::Arc::new(paths.to_vec());
+        for _ in 0..jobs {
+            let (tx, queue, paths, mode, limits) = (tx.clone(), queue.clone(), paths.clone(), *mode, *limits);
+            me.workers.push(std::thread::spawn(move || loop {
+                let i = queue.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(path) = paths.get(i) else { return };
+                // No progress bar per input: several would draw over each other.
+                let result = check(&mode, path, &limits, None);
+                if tx.send((i, result)).is_err() {
+                    return;
+                }
+            }));
+        }
+        me.rx = Some(rx);
+        me
+    }
+
+    /// The next input's result, waiting for it; `None` when checks are not run here.
+    fn next(&mut self) -> Option<FileResult> {
+        let rx = self.rx.as_ref()?;
+        while !self.pending.contains_key(&self.next) {
+            let (i, r) = rx.recv().ok()?;
+            self.pending.insert(i, r);
+        }
+        let r = self.pending.remove(&self.next);
+        self.next += 1;
+        r
+    }
+}
+
+impl Drop for InOrder {
+    fn drop(&mut self) {
+        // A report that could not be written ends the run early: let the workers see the
+        // channel closed and stop after their current input.
+        self.rx = None;
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
 }
 
 /// How many inputs ended with each verdict. Exit code 0 is "valid" for validate and only

@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 use crate::detect;
 
 /// What to do with each input.
+#[derive(Debug, Clone, Copy)]
 pub enum Mode {
     /// `inspect`: the cheap structural checks, no verdict.
     Inspect {

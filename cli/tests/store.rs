@@ -103,6 +103,11 @@ impl Drop for Moto {
 /// Run rasterpack against the loopback S3 server (credentials and endpoint from the usual
 /// environment, as a user would set them), under GNU time when it is there.
 fn run_s3(moto: &Moto, args: &[&str]) -> Run {
+    run_s3_env(moto, args, &[])
+}
+
+/// [`run_s3`] with more environment variables.
+fn run_s3_env(moto: &Moto, args: &[&str], env: &[(&str, &str)]) -> Run {
     let bin = env!("CARGO_BIN_EXE_rasterpack");
     let start = Instant::now();
     let time = Path::new("/usr/bin/time");
@@ -120,6 +125,7 @@ fn run_s3(moto: &Moto, args: &[&str]) -> Run {
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ENDPOINT_URL", moto.endpoint())
         .env("AWS_ALLOW_HTTP", "true")
+        .envs(env.iter().copied())
         .output()
         .expect("run rasterpack");
     let peak_kib = String::from_utf8_lossy(&out.stderr)
@@ -463,4 +469,251 @@ fn faulty_server_reads_equal_local_reads_or_exit_2() {
     }
     eprintln!("faulty server: {equal} reads equal to the local read, {failed} exit 2");
     assert!(equal > 0, "no read got through the retries");
+}
+
+impl Moto {
+    /// Run `body` in Python with `s3` a boto3 client of this server and `B` the bucket name;
+    /// what it prints is returned.
+    fn boto(&self, bucket: &str, body: &str) -> String {
+        let script = format!(
+            "import sys, boto3\ns3 = boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-east-1', \
+             aws_access_key_id='testing', aws_secret_access_key='testing')\nB = sys.argv[2]\n{body}\n"
+        );
+        let out = Command::new(&self.python)
+            .args(["-c", &script, &self.endpoint(), bucket])
+            .output()
+            .expect("run boto3");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The keys under `bucket` and the multipart uploads still open there, one per line.
+    fn objects_and_uploads(&self, bucket: &str) -> (Vec<String>, Vec<String>) {
+        let listed = self.boto(
+            bucket,
+            "print(' '.join(o['Key'] for o in s3.list_objects_v2(Bucket=B).get('Contents', [])))\n\
+             print(' '.join(u['Key'] for u in s3.list_multipart_uploads(Bucket=B).get('Uploads', [])))",
+        );
+        let mut lines = listed
+            .lines()
+            .map(|l| l.split_whitespace().map(str::to_string).collect());
+        (lines.next().unwrap_or_default(), lines.next().unwrap_or_default())
+    }
+
+    /// The bytes of an object.
+    fn download(&self, bucket: &str, key: &str, to: &Path) -> Vec<u8> {
+        self.boto(
+            bucket,
+            &format!("s3.download_file(B, {key:?}, {:?})", to.display().to_string()),
+        );
+        std::fs::read(to).unwrap()
+    }
+}
+
+/// A `.npy` of `shape` float32 values that do not compress to nothing (so its VOLP has many
+/// zstd blocks and a decoder writes most of the values before it reaches the end).
+fn write_npy_f32(path: &Path, shape: &[usize]) {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let mut header = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({},), }}",
+        dims.join(", ")
+    );
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    let n: usize = shape.iter().product();
+    for i in 0..n {
+        out.extend_from_slice(&(((i as f32) * 1.37).sin() * 1000.0).to_le_bytes());
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// `convert IN s3://...` for every target format: the object holds the values the local
+/// convert wrote (read back through both files to .npy), an existing object is exit 2 and
+/// unchanged unless --force, which replaces it.
+#[test]
+fn s3_convert_output_equals_local_convert() {
+    let Some(py) = python() else { return };
+    let moto = Moto::start(&py);
+    moto.upload("out", &[]);
+    let dir = scratch("store", "s3_convert_output");
+    let src = dir.join("src.npy");
+    write_npy_f32(&src, &[3, 40, 50]);
+    for target in ["npy", "volp", "udf", "gvrs", "fold"] {
+        let local = dir.join(format!("local.{target}"));
+        let url = format!("s3://out/cube.{target}");
+        // GVRS holds 2-D grids: one of the samples' elements.
+        let source = match target {
+            "gvrs" => testdata().join("gvrs/crafted_compressed.gvrs"),
+            _ => src.clone(),
+        };
+        let element: &[&str] = if target == "gvrs" { &["--element", "v"] } else { &[] };
+        let mut a_args = vec!["convert", "--force"];
+        a_args.extend(element);
+        a_args.extend([s(&source), s(&local)]);
+        let a = support::run(&a_args);
+        assert_eq!(a.code(), Some(0), "local convert to {target}: {}", a.stderr());
+        let mut b_args = vec!["convert"];
+        b_args.extend(element);
+        b_args.extend([s(&source), url.as_str()]);
+        let b = run_s3(&moto, &b_args);
+        assert_eq!(b.code(), Some(0), "convert to {url}: {}", b.stderr());
+        check_bound(&b_args, &b);
+        // The values, read back from the local file and from the object.
+        let a_npy = dir.join("a.npy");
+        let b_npy = dir.join("b.npy");
+        support::check(&["convert", "--force", s(&local), s(&a_npy)], 0);
+        let back = run_s3(&moto, &["convert", "--force", &url, s(&b_npy)]);
+        assert_eq!(back.code(), Some(0), "{}", back.stderr());
+        assert_eq!(std::fs::read(&a_npy).unwrap(), std::fs::read(&b_npy).unwrap(), "{url}");
+        if matches!(target, "npy" | "volp") {
+            // Written as the values come, with nothing that varies per run: the object is the
+            // local file, byte for byte.
+            assert_eq!(
+                moto.download("out", &format!("cube.{target}"), &dir.join("got")),
+                std::fs::read(&local).unwrap()
+            );
+        }
+        // Without --force an existing object is exit 2 and left as it was.
+        let before = moto.download("out", &format!("cube.{target}"), &dir.join("before"));
+        let again = run_s3(&moto, &b_args);
+        assert_eq!(again.code(), Some(2), "{}", again.stderr());
+        assert!(again.stderr().contains("--force"), "{}", again.stderr());
+        assert_eq!(
+            moto.download("out", &format!("cube.{target}"), &dir.join("after")),
+            before
+        );
+    }
+    // --force replaces the object.
+    let other = dir.join("other.npy");
+    write_npy_f32(&other, &[2, 3]);
+    let r = run_s3(&moto, &["convert", "--force", s(&other), "s3://out/cube.npy"]);
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    support::check(&["convert", "--force", s(&other), s(&dir.join("other2.npy"))], 0);
+    assert_eq!(
+        moto.download("out", "cube.npy", &dir.join("got.npy")),
+        std::fs::read(dir.join("other2.npy")).unwrap()
+    );
+    let (objects, uploads) = moto.objects_and_uploads("out");
+    assert_eq!(objects.len(), 5, "{objects:?}");
+    assert!(uploads.is_empty(), "multipart uploads left open: {uploads:?}");
+}
+
+/// A conversion that fails after parts are uploaded (a VOLP whose zstd checksum is wrong,
+/// found only at the end of the body) leaves no object and no open upload; with --force the
+/// object already there stays as it was.
+#[test]
+fn s3_convert_failing_midway_leaves_nothing() {
+    let Some(py) = python() else { return };
+    let moto = Moto::start(&py);
+    moto.upload("out", &[]);
+    let dir = scratch("store", "s3_convert_failing_midway");
+    let src = dir.join("big.npy");
+    write_npy_f32(&src, &[3, 3000, 1000]);
+    let volp = dir.join("bad.volp");
+    support::check(&["convert", "--force", s(&src), s(&volp)], 0);
+    let mut bytes = std::fs::read(&volp).unwrap();
+    let n = bytes.len();
+    bytes[n - 2] ^= 0xff;
+    std::fs::write(&volp, &bytes).unwrap();
+    // Locally the same conversion writes most of the 36 MB before it fails: more than the
+    // 5 MiB parts asked for below, so parts are in the store when the failure comes.
+    let local = support::run(&["convert", "--force", s(&volp), s(&dir.join("bad.npy"))]);
+    assert_eq!(local.code(), Some(1), "{}", local.stderr());
+    let args = [
+        "convert",
+        "--storage-option",
+        "upload_part_mib=5",
+        s(&volp),
+        "s3://out/bad.npy",
+    ];
+    let r = run_s3_env(&moto, &args, &[("RASTERPACK_STORE_LOG", "1")]);
+    assert_eq!(r.code(), Some(1), "{}", r.stderr());
+    assert!(r.stderr().contains("volp.body.decompress"), "{}", r.stderr());
+    // The request log shows parts uploading before the failure: it came midway.
+    let parts = r
+        .stderr()
+        .matches("rasterpack-store: upload s3://out/bad.npy part ")
+        .count();
+    assert!(parts >= 2, "{parts} parts started before the failure:\n{}", r.stderr());
+    check_bound(&args, &r);
+    let (objects, uploads) = moto.objects_and_uploads("out");
+    assert!(objects.is_empty(), "a failed conversion left {objects:?}");
+    assert!(uploads.is_empty(), "multipart uploads left open: {uploads:?}");
+    // With --force over an existing object: the failure leaves the old object whole.
+    let small = dir.join("small.npy");
+    write_npy_f32(&small, &[4, 5]);
+    let put = run_s3(&moto, &["convert", s(&small), "s3://out/bad.npy"]);
+    assert_eq!(put.code(), Some(0), "{}", put.stderr());
+    let before = moto.download("out", "bad.npy", &dir.join("before.npy"));
+    let r = run_s3(
+        &moto,
+        &[
+            "convert",
+            "--force",
+            "--storage-option",
+            "upload_part_mib=5",
+            s(&volp),
+            "s3://out/bad.npy",
+        ],
+    );
+    assert_eq!(r.code(), Some(1), "{}", r.stderr());
+    assert_eq!(moto.download("out", "bad.npy", &dir.join("kept.npy")), before);
+    // What was kept is the small array, read back equal to the local file's.
+    support::check(&["convert", "--force", s(&small), s(&dir.join("small2.npy"))], 0);
+    assert_eq!(before, std::fs::read(dir.join("small2.npy")).unwrap());
+    let (_, uploads) = moto.objects_and_uploads("out");
+    assert!(uploads.is_empty(), "multipart uploads left open: {uploads:?}");
+}
+
+/// `validate s3://bucket/prefix/` checks the listed objects several at a time (`--jobs`) and
+/// reports them in listing order: the same document and text with 1, 4 or the default number
+/// of jobs, each report equal to the local file's, and a totals line.
+#[test]
+fn s3_prefix_validate_is_concurrent_and_in_listing_order() {
+    let Some(py) = python() else { return };
+    let moto = Moto::start(&py);
+    let mut files = Vec::new();
+    for sub in ["volp", "gvrs", "fold", "udf"] {
+        files.extend(files_under(&testdata().join(sub), &format!("mix/{sub}/")));
+    }
+    // Listing order is key order.
+    files.sort();
+    moto.upload("rasterpack", &files);
+    let url = "s3://rasterpack/mix/";
+    let one = run_s3(&moto, &["validate", "--json", "--jobs", "1", url]);
+    let four = run_s3(&moto, &["validate", "--json", "--jobs", "4", url]);
+    let default = run_s3(&moto, &["validate", "--json", url]);
+    assert_eq!(one.stdout(), four.stdout());
+    assert_eq!(one.stdout(), default.stdout());
+    assert_eq!(one.code(), four.code());
+    // Each report equals the local one, the name aside.
+    let doc: serde_json::Value = serde_json::from_str(&four.stdout()).expect("one JSON document");
+    let reported = doc["files"].as_array().expect("files");
+    assert_eq!(reported.len(), files.len());
+    let mut local_args = vec!["validate", "--json"];
+    local_args.extend(files.iter().map(|(_, p)| s(p)));
+    let local: serde_json::Value = serde_json::from_str(&support::run(&local_args).stdout()).unwrap();
+    for (i, (key, _)) in files.iter().enumerate() {
+        let mut got = reported[i].clone();
+        let mut want = local["files"][i].clone();
+        assert_eq!(got["path"], format!("s3://rasterpack/{key}"), "report {i} out of order");
+        got["path"] = serde_json::Value::Null;
+        want["path"] = serde_json::Value::Null;
+        assert_eq!(got, want, "{key}");
+    }
+    assert_eq!(doc["totals"], local["totals"]);
+    // The text report ends with the totals line.
+    let text = run_s3(&moto, &["validate", "-j", "3", url]);
+    let last = text.stdout().lines().last().unwrap_or("").to_string();
+    assert!(last.starts_with(&format!("{} files: ", files.len())), "{last}");
+    assert_eq!(
+        run_s3(&moto, &["validate", "--jobs", "0", url]).code(),
+        Some(2),
+        "--jobs 0 is a usage error"
+    );
 }

@@ -446,6 +446,13 @@ pub trait Format: Send + Sync {
             collected: Some(MemorySink::new(opts.limits)),
         }))
     }
+    /// Whether [`Format::array_writer`] on an [`Output::Stream`] writes the file as the data
+    /// arrives (true), or holds the whole file in memory until `finish` (false: the default
+    /// writer, and formats whose header points at a directory written last). A front writing to
+    /// a stream it cannot seek or hold (an object-store upload) spools to a local file when false.
+    fn streams_output(&self) -> bool {
+        false
+    }
     /// Open `input` as this format's reader, behind the format-independent [`ArrayFile`]
     /// interface (what [`crate::open_any`] returns).
     fn open(&self, _input: Input, _limits: Limits) -> Result<Box<dyn ArrayFile>> {

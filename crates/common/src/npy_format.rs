@@ -137,6 +137,10 @@ impl Format for NpyFormat {
     fn array_writer<'a>(&'a self, _opts: &WriteOptions, out: Output<'a>) -> Result<Box<dyn ArraySink + 'a>> {
         Ok(Box::new(npy::NpyWriter::new(out)))
     }
+    /// The header, then the values in C order as they arrive.
+    fn streams_output(&self) -> bool {
+        true
+    }
     fn open(&self, input: Input, limits: Limits) -> Result<Box<dyn ArrayFile>> {
         Ok(Box::new(NpyFile::from_input(input, limits)?))
     }

@@ -90,6 +90,9 @@ pub trait RangeSource: std::fmt::Debug + Send + Sync {
     /// Fill `buf` from `offset` (the caller has checked the range against `len`). A response
     /// shorter than asked is an error, never partly used.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// The reader is about to read (nearly) every byte, front to back (`validate`): a source
+    /// may fetch ahead of the reads. The default does nothing.
+    fn advise_sequential(&self) {}
 }
 
 impl Input {
@@ -185,6 +188,15 @@ impl Input {
     /// True when the input holds no byte (or is a directory).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Say that (nearly) every byte is about to be read, front to back, as `validate` does: a
+    /// remote object then fetches ahead of the reads, so fetching and checking overlap. Local
+    /// inputs need no hint.
+    pub fn advise_sequential(&self) {
+        if let Input::Remote { source } = self {
+            source.advise_sequential();
+        }
     }
 
     /// The whole content when it is already in memory.

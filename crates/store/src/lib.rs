@@ -8,8 +8,13 @@
 //!
 //! One tokio runtime serves every request; readers block on it (the format crates are
 //! synchronous and read from rayon threads). Requests in flight are bounded per object, small
-//! reads (headers, directories) go through a small page cache, and a response shorter than the
-//! range asked for is retried and then reported, never decoded.
+//! reads (headers, directories, record prefixes) fetch a 4 KiB block into a small cache, large
+//! ones are fetched in concurrent pieces, a whole-file read ([`RangeSource::advise_sequential`])
+//! streams by windows fetched ahead, and a response shorter than the range asked for is retried
+//! and then reported, never decoded.
+//!
+//! Outputs: [`UploadTarget`] and [`Upload`] write one object by multipart upload, completed
+//! only on success.
 //!
 //! ```no_run
 //! use rasterpack_store::{open, StoreOptions};
@@ -35,12 +40,31 @@ use url::Url;
 
 pub mod vds;
 
-/// Bytes per page of the small read cache: a header or directory read smaller than this
-/// fetches its whole page once, so the many small reads of a header cost one request.
-pub const PAGE: u64 = 64 * 1024;
-/// Pages kept per object (2 MiB): enough for headers and directory pages, small beside the
-/// 256 MiB budget of a hostile input.
-pub const CACHE_PAGES: usize = 32;
+mod upload;
+pub use upload::{Upload, UploadTarget, DEFAULT_PART_MIB, UPLOADS_IN_FLIGHT};
+
+/// A read smaller than this fetches this many bytes from its offset and keeps them in the
+/// block cache: a header parsed field by field costs one request, and a record read as its
+/// prefix, then whole, fetches its first bytes once. Small beside a tile or brick, so a region
+/// read fetches at most this much past each record it needs.
+pub const READAHEAD: u64 = 4 * 1024;
+/// Blocks kept per object in the block cache (headers and directory pages read piecewise):
+/// 256 KiB at most.
+pub const CACHE_BLOCKS: usize = 64;
+/// A read larger than this is fetched as pieces of this size, concurrently (bounded by
+/// `max_requests`): a large body or directory downloads at the store's aggregate speed.
+pub const PIECE: u64 = 4 * 1024 * 1024;
+/// Windows of a sequential read (`validate` reads every byte; [`RangeSource::advise_sequential`]):
+/// the object is fetched in windows of a quarter of its size, at least this (8 to 16 MB is the
+/// range size S3's guidance gives for byte-range fetches; every request costs a round trip, and
+/// some servers, moto among them, a fixed ~80 ms on top)...
+pub const WINDOW: u64 = 8 * 1024 * 1024;
+/// ...and at most this...
+pub const MAX_WINDOW: u64 = 16 * 1024 * 1024;
+/// ...this many ahead of the furthest one read, so fetching and decoding overlap. At most
+/// `WINDOWS_AHEAD + 3` windows (96 MiB, and never more than the object) are held: those ahead,
+/// the one being read, and two behind for readers on other threads still working there.
+pub const WINDOWS_AHEAD: u64 = 3;
 /// Requests in flight per object unless `--storage-option max_requests=N` says otherwise.
 pub const DEFAULT_MAX_REQUESTS: usize = 16;
 /// Attempts at a range whose response came back short before the read fails.
@@ -48,7 +72,8 @@ const SHORT_READ_ATTEMPTS: u32 = 3;
 
 /// How to reach a store: `object_store` configuration keys (`aws_endpoint`, `allow_http`,
 /// `aws_access_key_id`, `google_service_account`, `azure_storage_account_name`, ...) on top of
-/// the environment, plus rasterpack's own `max_requests`, `max_retries` and `retry_timeout_secs`.
+/// the environment, plus rasterpack's own `max_requests`, `max_retries`, `retry_timeout_secs`
+/// and `upload_part_mib`.
 #[derive(Debug, Clone, Default)]
 pub struct StoreOptions {
     /// `KEY=VALUE` pairs, in the order given (later ones win).
@@ -88,9 +113,12 @@ impl StoreOptions {
 
     /// The pairs meant for `object_store` (rasterpack's own keys taken out).
     fn store_pairs(&self) -> impl Iterator<Item = &(String, String)> {
-        self.options
-            .iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "max_requests" | "max_retries" | "retry_timeout_secs"))
+        self.options.iter().filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "max_requests" | "max_retries" | "retry_timeout_secs" | "upload_part_mib"
+            )
+        })
     }
 }
 
@@ -242,11 +270,7 @@ fn store_error(url: &str, e: object_store::Error) -> Error {
 /// Open a URL as an [`Input`]: `file://` as a local path, anything else as a remote object
 /// read by ranges.
 pub fn open(url: &str, opts: &StoreOptions) -> Result<Input> {
-    if url.len() >= 7 && url[..7].eq_ignore_ascii_case("file://") {
-        let parsed = Url::parse(url).map_err(|e| usage("store.bad_url", format!("{url}: not a URL ({e})")))?;
-        let path = parsed
-            .to_file_path()
-            .map_err(|()| usage("store.bad_url", format!("{url}: not a local file path")))?;
+    if let Some(path) = local_path(url)? {
         return Input::open(path);
     }
     let loc = connect(url, opts)?;
@@ -259,6 +283,19 @@ pub fn open(url: &str, opts: &StoreOptions) -> Result<Input> {
     }
 }
 
+/// The local path a `file://` URL names (`None` for any other URL): such inputs and outputs
+/// are ordinary files.
+pub fn local_path(url: &str) -> Result<Option<std::path::PathBuf>> {
+    if url.len() < 7 || !url[..7].eq_ignore_ascii_case("file://") {
+        return Ok(None);
+    }
+    let parsed = Url::parse(url).map_err(|e| usage("store.bad_url", format!("{url}: not a URL ({e})")))?;
+    parsed
+        .to_file_path()
+        .map(Some)
+        .map_err(|()| usage("store.bad_url", format!("{url}: not a local file path")))
+}
+
 /// Requests and bytes fetched, for request logs and tests.
 #[derive(Debug, Default)]
 pub struct Stats {
@@ -268,11 +305,20 @@ pub struct Stats {
     pub bytes: AtomicU64,
 }
 
+/// `RASTERPACK_STORE_LOG=1`: every ranged GET and upload part is said on stderr (a request log).
+pub(crate) fn log_requests() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("RASTERPACK_STORE_LOG").is_some_and(|v| !v.is_empty() && v != "0"))
+}
+
 /// Totals over every object opened by this process.
 pub fn stats() -> &'static Stats {
     static S: OnceLock<Stats> = OnceLock::new();
     S.get_or_init(Stats::default)
 }
+
+/// A window of a sequential read: fetched (or being fetched) once, shared by every reader.
+type Window = futures::future::Shared<futures::future::BoxFuture<'static, std::result::Result<Bytes, Error>>>;
 
 /// One object, read by ranges.
 #[derive(Debug)]
@@ -280,7 +326,50 @@ pub struct RemoteObject {
     loc: Location,
     len: u64,
     permits: Arc<Semaphore>,
+    /// Small reads' blocks, least recently used first: (start, bytes).
     cache: Mutex<VecDeque<(u64, Bytes)>>,
+    /// Set by [`RangeSource::advise_sequential`]: reads go through [`Window`]s fetched ahead.
+    sequential: std::sync::atomic::AtomicBool,
+    windows: Mutex<std::collections::BTreeMap<u64, Window>>,
+    /// This object's window size: a quarter of it, within [`WINDOW`]..=[`MAX_WINDOW`].
+    window: u64,
+}
+
+/// Fetch one range, exactly: a short body is asked for again, then reported.
+async fn fetch_range(loc: Location, permits: Arc<Semaphore>, range: Range<u64>) -> Result<Bytes> {
+    let want = range.end - range.start;
+    let mut last = 0u64;
+    for _ in 0..SHORT_READ_ATTEMPTS {
+        let got = {
+            let _permit = permits.acquire().await;
+            loc.store.get_range(&loc.path, range.clone()).await
+        }
+        .map_err(|e| store_error(&loc.url, e))?;
+        stats().requests.fetch_add(1, Ordering::Relaxed);
+        stats().bytes.fetch_add(got.len() as u64, Ordering::Relaxed);
+        if log_requests() {
+            eprintln!(
+                "rasterpack-store: GET {} bytes={}-{} ({} bytes)",
+                loc.url,
+                range.start,
+                range.end.saturating_sub(1),
+                got.len()
+            );
+        }
+        if got.len() as u64 == want {
+            return Ok(got);
+        }
+        last = got.len() as u64;
+    }
+    Err(Error::new(
+        ErrorKind::Io,
+        "store.short_read",
+        Some(range.start),
+        format!(
+            "{}: asked for {want} bytes at offset {}, the server sent {last} ({SHORT_READ_ATTEMPTS} attempts)",
+            loc.url, range.start
+        ),
+    ))
 }
 
 impl RemoteObject {
@@ -293,59 +382,106 @@ impl RemoteObject {
             len: meta.size,
             permits: Arc::new(Semaphore::new(loc.max_requests)),
             cache: Mutex::new(VecDeque::new()),
+            sequential: std::sync::atomic::AtomicBool::new(false),
+            windows: Mutex::new(Default::default()),
+            window: meta
+                .size
+                .div_ceil(4)
+                .div_ceil(1 << 20)
+                .saturating_mul(1 << 20)
+                .clamp(WINDOW, MAX_WINDOW),
             loc,
         })
     }
 
-    /// Fetch one range, exactly: a short body is asked for again, then reported.
+    /// Fetch one range, exactly.
     fn fetch(&self, range: Range<u64>) -> Result<Bytes> {
-        let want = range.end - range.start;
-        let mut last = 0u64;
-        for _ in 0..SHORT_READ_ATTEMPTS {
-            let store = Arc::clone(&self.loc.store);
-            let path = self.loc.path.clone();
-            let permits = Arc::clone(&self.permits);
-            let r = range.clone();
-            let got = block_on(async move {
-                let _permit = permits.acquire_owned().await;
-                store.get_range(&path, r).await
-            })?
-            .map_err(|e| store_error(&self.loc.url, e))?;
-            stats().requests.fetch_add(1, Ordering::Relaxed);
-            stats().bytes.fetch_add(got.len() as u64, Ordering::Relaxed);
-            if got.len() as u64 == want {
-                return Ok(got);
-            }
-            last = got.len() as u64;
-        }
-        Err(Error::new(
-            ErrorKind::Io,
-            "store.short_read",
-            Some(range.start),
-            format!(
-                "{}: asked for {want} bytes at offset {}, the server sent {last} ({SHORT_READ_ATTEMPTS} attempts)",
-                self.loc.url, range.start
-            ),
-        ))
+        block_on(fetch_range(self.loc.clone(), Arc::clone(&self.permits), range))?
     }
 
-    /// One page of the cache, fetched on a miss.
-    fn page(&self, index: u64) -> Result<Bytes> {
-        if let Ok(cache) = self.cache.lock() {
-            if let Some((_, b)) = cache.iter().find(|(i, _)| *i == index) {
-                return Ok(b.clone());
-            }
+    /// Fetch `buf.len()` bytes at `offset` straight into `buf`: in [`PIECE`]s, concurrently.
+    fn fetch_into(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let n = buf.len() as u64;
+        let pieces: Vec<Range<u64>> = (0..n.div_ceil(PIECE))
+            .map(|i| offset + i * PIECE..offset + ((i + 1) * PIECE).min(n))
+            .collect();
+        let loc = self.loc.clone();
+        let permits = Arc::clone(&self.permits);
+        let got = block_on(futures::future::try_join_all(
+            pieces
+                .into_iter()
+                .map(|r| fetch_range(loc.clone(), Arc::clone(&permits), r)),
+        ))??;
+        let mut at = 0usize;
+        for b in got {
+            buf[at..at + b.len()].copy_from_slice(&b);
+            at += b.len();
         }
-        let start = index * PAGE;
-        let end = start.saturating_add(PAGE).min(self.len);
-        let b = self.fetch(start..end)?;
+        Ok(())
+    }
+
+    /// The cached block holding byte `at`, if any (moved to the back: most recently used).
+    fn cached(&self, at: u64) -> Option<(u64, Bytes)> {
+        let mut cache = self.cache.lock().ok()?;
+        let i = cache
+            .iter()
+            .position(|(start, b)| *start <= at && at < start + b.len() as u64)?;
+        let hit = cache.remove(i)?;
+        cache.push_back(hit.clone());
+        Some(hit)
+    }
+
+    fn keep(&self, start: u64, b: Bytes) {
         if let Ok(mut cache) = self.cache.lock() {
-            if cache.len() >= CACHE_PAGES {
+            if cache.len() >= CACHE_BLOCKS {
                 cache.pop_front();
             }
-            cache.push_back((index, b.clone()));
+            cache.push_back((start, b));
         }
-        Ok(b)
+    }
+
+    /// Window `k` of a sequential read, and the [`WINDOWS_AHEAD`] after it started: each is
+    /// fetched once, on the runtime, whoever asks first.
+    fn window(&self, k: u64) -> Result<Window> {
+        use futures::FutureExt;
+        let rt = runtime()?;
+        let w = self.window;
+        let last = self.len.div_ceil(w);
+        let mut windows = self
+            .windows
+            .lock()
+            .map_err(|_| Error::new(ErrorKind::Io, "store.poisoned", None, "a reader thread panicked"))?;
+        for j in k..(k + 1 + WINDOWS_AHEAD).min(last) {
+            windows.entry(j).or_insert_with(|| {
+                let range = j * w..((j + 1) * w).min(self.len);
+                let w = fetch_range(self.loc.clone(), Arc::clone(&self.permits), range)
+                    .boxed()
+                    .shared();
+                // Started now, not when first awaited: that is the read-ahead (the task runs detached).
+                drop(rt.spawn(w.clone()));
+                w
+            });
+        }
+        let wanted = windows.get(&k).cloned();
+        // Bounded: the windows furthest behind go first (a reader holding one keeps it).
+        while windows.len() as u64 > WINDOWS_AHEAD + 3 {
+            windows.pop_first();
+        }
+        wanted.ok_or_else(|| Error::new(ErrorKind::Io, "store.window", Some(k * w), "no such window"))
+    }
+
+    fn read_sequential(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let mut filled = 0usize;
+        while filled < buf.len() {
+            let at = offset + filled as u64;
+            let k = at / self.window;
+            let w = block_on(self.window(k)?)??;
+            let from = (at - k * self.window) as usize;
+            let take = (w.len() - from).min(buf.len() - filled);
+            buf[filled..filled + take].copy_from_slice(&w[from..from + take]);
+            filled += take;
+        }
+        Ok(())
     }
 }
 
@@ -358,36 +494,46 @@ impl RangeSource for RemoteObject {
         self.len
     }
 
+    fn advise_sequential(&self) {
+        self.sequential.store(true, Ordering::Relaxed);
+    }
+
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let n = buf.len() as u64;
-        let end = offset
+        offset
             .checked_add(n)
             .filter(|&e| e <= self.len)
             .ok_or_else(|| Error::truncated("object", offset, n, self.len.saturating_sub(offset)))?;
         if n == 0 {
             return Ok(());
         }
-        // Small reads (headers, directory entries) go through the page cache: a header parsed
-        // field by field costs one request, not one per field. Large reads (tiles, bricks,
-        // bodies) go straight to the store, uncached.
-        if n < PAGE {
-            let first = offset / PAGE;
-            let last = (end - 1) / PAGE;
-            if last - first <= 1 {
-                let mut filled = 0usize;
-                for index in first..=last {
-                    let page = self.page(index)?;
-                    let page_start = index * PAGE;
-                    let from = (offset + filled as u64 - page_start) as usize;
-                    let take = (page.len() - from).min(buf.len() - filled);
-                    buf[filled..filled + take].copy_from_slice(&page[from..from + take]);
-                    filled += take;
-                }
-                return Ok(());
-            }
+        if self.sequential.load(Ordering::Relaxed) {
+            return self.read_sequential(offset, buf);
         }
-        let got = self.fetch(offset..end)?;
-        buf.copy_from_slice(&got);
+        let mut filled = 0usize;
+        while filled < buf.len() {
+            let at = offset + filled as u64;
+            // What a cached block holds is copied; only the rest is fetched.
+            if let Some((start, b)) = self.cached(at) {
+                let from = (at - start) as usize;
+                let take = (b.len() - from).min(buf.len() - filled);
+                buf[filled..filled + take].copy_from_slice(&b[from..from + take]);
+                filled += take;
+                continue;
+            }
+            let rest = &mut buf[filled..];
+            if (rest.len() as u64) < READAHEAD {
+                let end = at.saturating_add(READAHEAD).min(self.len);
+                let b = self.fetch(at..end)?;
+                let take = rest.len();
+                rest.copy_from_slice(&b[..take]);
+                self.keep(at, b);
+            } else {
+                // Large reads (tiles, bricks, bodies) go straight into the buffer, uncached.
+                self.fetch_into(at, rest)?;
+            }
+            return Ok(());
+        }
         Ok(())
     }
 }

@@ -168,6 +168,11 @@ impl rasterpack_common::Format for UdfFormat {
         writer.finish()
     }
 
+    /// The table is written as the data arrives (in order on a stream).
+    fn streams_output(&self) -> bool {
+        true
+    }
+
     /// Writes the table as the data arrives (see [`UdfArrayWriter`]).
     fn array_writer<'a>(
         &'a self,

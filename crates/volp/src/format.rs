@@ -64,6 +64,11 @@ impl rasterpack_common::Format for VolpFormat {
         w.finish()
     }
 
+    /// The header, then zstd frames as the values arrive.
+    fn streams_output(&self) -> bool {
+        true
+    }
+
     /// A [`VolpWriter`]: the header at `begin` (refusing what VOLP cannot hold before any value
     /// is decoded), then zstd streaming compression of the values as they arrive.
     fn array_writer<'a>(&'a self, opts: &WriteOptions, out: Output<'a>) -> Result<Box<dyn ArraySink + 'a>> {

@@ -1,0 +1,213 @@
+//! A request log of region reads and whole-file validates through `RemoteObject`: a counting
+//! wrapper around an in-memory `ObjectStore` records every ranged GET, so the bytes a read
+//! fetches can be set against the bytes of the tiles it needs (issue 19: at most 1.2x the
+//! tiles' bytes plus the metadata), and a validate shown to stream the object once.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::stream::BoxStream;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions,
+    PutPayload, PutResult,
+};
+use rasterpack_common::{ArrayRequest, Input, Limits, MemorySink, Region};
+use rasterpack_gvrs::{GvrsFile, GvrsWriter, GvrsWriterOptions, NdArray, Output};
+use rasterpack_store::{Location, RemoteObject};
+
+/// Every GET (with its range) counted; everything else passed through.
+#[derive(Debug, Default)]
+struct Counting {
+    inner: InMemory,
+    requests: AtomicU64,
+    bytes: AtomicU64,
+    log: Mutex<Vec<Range<u64>>>,
+}
+
+impl Counting {
+    fn take(&self) -> (u64, u64) {
+        self.log.lock().unwrap().clear();
+        (
+            self.requests.swap(0, Ordering::SeqCst),
+            self.bytes.swap(0, Ordering::SeqCst),
+        )
+    }
+}
+
+impl std::fmt::Display for Counting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Counting({})", self.inner)
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for Counting {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        self.inner.put_opts(location, payload, opts).await
+    }
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
+        let r = self.inner.get_opts(location, options).await?;
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        self.bytes.fetch_add(r.range.end - r.range.start, Ordering::SeqCst);
+        self.log.lock().unwrap().push(r.range.clone());
+        Ok(r)
+    }
+    async fn head(&self, location: &Path) -> object_store::Result<ObjectMeta> {
+        self.inner.head(location).await
+    }
+    async fn delete(&self, location: &Path) -> object_store::Result<()> {
+        self.inner.delete(location).await
+    }
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+    async fn copy(&self, from: &Path, to: &Path) -> object_store::Result<()> {
+        self.inner.copy(from, to).await
+    }
+    async fn copy_if_not_exists(&self, from: &Path, to: &Path) -> object_store::Result<()> {
+        self.inner.copy_if_not_exists(from, to).await
+    }
+}
+
+/// A 4000 x 4000 float32 grid (a smooth surface with fine noise, so tiles compress to
+/// different sizes) as GVRS bytes.
+fn grid() -> (Vec<u8>, NdArray) {
+    let (rows, cols) = (4000usize, 4000usize);
+    let mut values = Vec::with_capacity(rows * cols);
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for r in 0..rows {
+        for c in 0..cols {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let noise = (seed % 1000) as f32 / 1000.0;
+            values.push((r as f32 / 300.0).sin() * 500.0 + (c as f32 / 200.0).cos() * 300.0 + noise);
+        }
+    }
+    let array = NdArray::from_vec(vec![rows as u64, cols as u64], values).unwrap();
+    let mut bytes = Vec::new();
+    GvrsWriter::new(
+        Output::Stream(&mut bytes),
+        GvrsWriterOptions::default().with_element_name("z"),
+    )
+    .write_array(&array)
+    .unwrap();
+    (bytes, array)
+}
+
+fn remote(store: &Arc<Counting>, bytes: &[u8]) -> Input {
+    let path = Path::from("grid.gvrs");
+    let s = Arc::clone(store);
+    let data = bytes.to_vec();
+    let p = path.clone();
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(async move { s.put(&p, data.into()).await })
+        .unwrap();
+    let loc = Location {
+        url: "memory:///grid.gvrs".into(),
+        store: Arc::clone(store) as Arc<dyn ObjectStore>,
+        path,
+        max_requests: 16,
+    };
+    Input::remote(Arc::new(RemoteObject::open(loc).unwrap()))
+}
+
+#[test]
+fn region_read_fetches_the_tiles_it_needs_and_validate_streams() {
+    let (bytes, array) = grid();
+    let local = GvrsFile::from_bytes(bytes.clone()).unwrap();
+    let g = local.geometry;
+    let store = Arc::new(Counting::default());
+    let input = remote(&store, &bytes);
+
+    // Opening: the header and the directories.
+    let file = GvrsFile::from_input(input, Limits::default()).unwrap();
+    let (open_requests, metadata) = store.take();
+
+    // A window of 1% of the cells (400 x 400 at row 1700, column 2300).
+    let (r0, c0, n) = (1700u32, 2300u32, 400u32);
+    let req = ArrayRequest::for_element("z")
+        .with_region(Region::from_start_size(&[r0 as u64, c0 as u64], &[n as u64, n as u64]).unwrap());
+    let mut sink = MemorySink::new(Limits::default());
+    file.stream(&req, &mut sink).unwrap();
+    let got = sink.into_array().unwrap();
+    let want = local.read(&req).unwrap();
+    assert_eq!(
+        got.data, want.data,
+        "the window read by ranges differs from the local read"
+    );
+    let (requests, fetched) = store.take();
+
+    // The tiles the window meets, and their records' bytes.
+    let mut tiles = 0u64;
+    let mut tile_bytes = 0u64;
+    for tr in r0 / g.tile_rows..=(r0 + n - 1) / g.tile_rows {
+        for tc in c0 / g.tile_cols..=(c0 + n - 1) / g.tile_cols {
+            if let Some(off) = local.tile_offset(tr, tc) {
+                let (rec, _) = local.read_tile_record(off).unwrap();
+                tiles += 1;
+                tile_bytes += rec.record.length as u64;
+            }
+        }
+    }
+    eprintln!(
+        "4000x4000 GVRS ({} bytes, {}x{} tiles): open {open_requests} requests / {metadata} bytes; \
+         400x400 window: {tiles} tiles of {tile_bytes} bytes, fetched {fetched} bytes in {requests} requests ({:.3}x)",
+        bytes.len(),
+        g.tile_rows,
+        g.tile_cols,
+        fetched as f64 / tile_bytes as f64
+    );
+    assert!(tiles >= 4, "the window should meet several tiles");
+    assert!(
+        fetched as f64 <= 1.2 * tile_bytes as f64,
+        "window fetched {fetched} bytes for {tile_bytes} bytes of tiles"
+    );
+    assert!(
+        metadata < bytes.len() as u64 / 100,
+        "opening fetched {metadata} of {} bytes",
+        bytes.len()
+    );
+    let _ = array;
+
+    // Whole-file validate, told it reads everything: the object streams by windows, each
+    // fetched once, and the verdict is the local one.
+    let input = remote(&store, &bytes);
+    store.take();
+    input.advise_sequential();
+    let file = GvrsFile::from_input(input, Limits::default()).unwrap();
+    let report = file.validate();
+    let (requests, fetched) = store.take();
+    assert_eq!(report.is_valid(true), local.validate().is_valid(true));
+    assert!(report.is_valid(true));
+    let windows = (bytes.len() as u64).div_ceil(rasterpack_store::WINDOW);
+    eprintln!(
+        "validate: {requests} requests, {fetched} bytes for a {} byte object ({windows} windows)",
+        bytes.len()
+    );
+    assert!(requests <= windows + 2, "{requests} requests for {windows} windows");
+    assert!(
+        fetched <= bytes.len() as u64 + rasterpack_store::WINDOW,
+        "{fetched} bytes fetched"
+    );
+}
