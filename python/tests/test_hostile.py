@@ -10,7 +10,6 @@ import textwrap
 
 import pytest
 
-import rasterpack
 from conftest import hostile_inputs, ids
 
 HOSTILE = hostile_inputs()
@@ -19,7 +18,8 @@ BUDGET_KIB = 256 * 1024
 CHILD = textwrap.dedent(
     """
     import json, sys
-        import rasterpack
+    import numpy as np
+    import rasterpack
     path = sys.argv[1]
     outcome = {}
     report = rasterpack.validate(path)
