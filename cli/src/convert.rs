@@ -62,8 +62,20 @@ enum Destination {
 
 /// Convert `args.input` to `args.output` as `rasterpack convert` does. With `signals`, SIGINT,
 /// SIGTERM and SIGHUP remove the temporary output and end the process (the CLI); a host with its
-/// own signal handling (Python) passes false.
+/// own signal handling (Python) passes false, and [`convert_with`] to be able to stop it.
 pub fn convert(args: &ConvertArgs, signals: bool) -> Result<(), Error> {
+    convert_with(args, signals, &|| Ok(()))
+}
+
+/// [`convert`] that calls `interrupt` before each piece of the array is written: an `Err`
+/// stops the conversion with that error, the temporary output removed and nothing renamed
+/// into place. A host with its own signal handling (Python's Ctrl-C) polls for it there. (The
+/// source's own whole-file conversion, the FOLD -> FOLD repair, is not cut into pieces.)
+pub fn convert_with(
+    args: &ConvertArgs,
+    signals: bool,
+    interrupt: &(dyn Fn() -> Result<(), Error> + Sync),
+) -> Result<(), Error> {
     let to_stdout = args.output.as_os_str() == "-";
     if to_stdout && args.to.is_none() {
         return Err(Error::usage(
@@ -175,6 +187,7 @@ pub fn convert(args: &ConvertArgs, signals: bool) -> Result<(), Error> {
         subset: subset.as_ref(),
         label: &label,
         budget: &budget,
+        interrupt,
     };
 
     if signals {
@@ -282,6 +295,8 @@ pub(crate) struct Job<'a> {
     label: &'a str,
     /// What the output may cost, checked when the array's shape is known.
     budget: &'a Budget,
+    /// Called before each piece is written; an `Err` stops the conversion.
+    interrupt: &'a (dyn Fn() -> Result<(), Error> + Sync),
 }
 
 impl<'a> Job<'a> {
@@ -313,6 +328,11 @@ impl<'a> Job<'a> {
             source: self.input.name(),
         };
         let mut sink: &mut dyn ArraySink = &mut said;
+        let mut interruptible = Interruptible {
+            inner: sink,
+            interrupt: self.interrupt,
+        };
+        sink = &mut interruptible;
         let mut checked = Checked {
             inner: sink,
             budget: self.budget,
@@ -393,6 +413,34 @@ fn write_upload(job: &Job, target: &rasterpack_store::UploadTarget) -> Result<()
         }
     }
     up.finish()
+}
+
+/// Passes everything through, asking `interrupt` first whether to go on.
+struct Interruptible<'a> {
+    inner: &'a mut dyn ArraySink,
+    interrupt: &'a (dyn Fn() -> Result<(), Error> + Sync),
+}
+
+impl ArraySink for Interruptible<'_> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<(), Error> {
+        (self.interrupt)()?;
+        self.inner.begin(info)
+    }
+    fn random_access(&self) -> bool {
+        self.inner.random_access()
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), Error> {
+        (self.interrupt)()?;
+        self.inner.write_at(offset, data)
+    }
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<(), Error> {
+        (self.interrupt)()?;
+        self.inner.fill_at(offset, len, pattern)
+    }
+    fn finish(&mut self) -> Result<(), Error> {
+        (self.interrupt)()?;
+        self.inner.finish()
+    }
 }
 
 /// Passes everything through, but takes the reader's warnings out of the array's attributes.
@@ -491,7 +539,7 @@ fn destination(out: &Path, force: bool) -> Result<Destination, Error> {
     let exists = match std::fs::symlink_metadata(out) {
         Ok(_) => true,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(e) => return Err(Error::io(&shown(out), &e)),
+        Err(e) => return Err(Error::io_path(out, &e)),
     };
     if !exists {
         return Ok(Destination::Atomic {
@@ -508,10 +556,12 @@ fn destination(out: &Path, force: bool) -> Result<Destination, Error> {
         Ok(m) => m,
         // A dangling link: create the file it names.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Destination::Atomic { path, replace: true }),
-        Err(e) => return Err(Error::io(&shown(&path), &e)),
+        Err(e) => return Err(Error::io_path(&path, &e)),
     };
     if meta.is_dir() {
-        return Err(Error::usage(format!("{} is a directory", shown(out))));
+        // An I/O error of the OS's kind, so a caller can tell it (Python: IsADirectoryError).
+        let e = std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory");
+        return Err(Error::io_path(out, &e));
     }
     if meta.is_file() {
         Ok(Destination::Atomic { path, replace: true })

@@ -38,7 +38,7 @@ pub fn open(path: &Path, limits: &Limits) -> Result<Input, Error> {
     }
     if is_stream(path) {
         let name = shown(path);
-        let file = File::open(path).map_err(|e| Error::io(&name, &e))?;
+        let file = File::open(path).map_err(|e| Error::io_path(path, &e))?;
         return read_stream(&name, path, file, limits);
     }
     Input::open(path)

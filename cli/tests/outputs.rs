@@ -261,3 +261,24 @@ fn a_volp_version_beyond_u64_is_shown_as_written() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn force_onto_a_directory_is_an_io_error_that_leaves_it() {
+    let dir = scratch("isdir");
+    let out = dir.join("out.npy");
+    std::fs::create_dir(&out).unwrap();
+    let o = bin()
+        .arg("convert")
+        .arg(volp())
+        .arg(&out)
+        .arg("--force")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // The OS's words and the io code (the library keeps the kind: Python raises IsADirectoryError).
+    assert!(stderr(&o).contains("is a directory [io]"), "{}", stderr(&o));
+    assert!(out.is_dir() && std::fs::read_dir(&out).unwrap().next().is_none());
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(left.len(), 1, "no temporary file left");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -13,7 +13,9 @@ Makes its inputs in DIR (kept between runs), then prints best-of-N wall times:
 - VOLP: np.asarray of a 64 MiB body vs the reference reader's way (numpy + zstandard: parse the
   header, decompress the body, np.frombuffer).
 - A 1% slice (a[:, :, k:k+w] of the VDS None/Zip volumes, a few of the 4096 bricks) vs the whole
-  read; and peak RSS of a whole read in a child process against the array's size.
+  read; `--only slices`: 1% boxes of the VOLP volume (first and last) and of a 4096 x 4096
+  GVRS grid (128 x 128 tiles); and peak RSS of a whole read in a child process against the
+  array's size (VDS, VOLP, FOLD, GVRS).
 
 Needs: numpy, zstandard, openvds==3.4.9, pyfolds==1.0.2 (with a stub `torch` module: pyfolds
 imports it but the chunk read does not use it), and rasterpack installed (release build:
@@ -210,6 +212,44 @@ def bench_volp(d, repeat):
     line(f"VOLP 64 MiB body ({same})", ours, theirs, x.nbytes / 1e6, "numpy+zstandard")
 
 
+# --- 1% slices of VOLP and GVRS --------------------------------------------------------------
+
+
+def make_gvrs(d: Path) -> Path:
+    p = d / "grid64.gvrs"
+    if not p.exists():
+        y, x = np.mgrid[0:4096, 0:4096].astype(np.float32)
+        rng = np.random.default_rng(9)
+        z = (np.sin(y / 97.0) * np.cos(x / 61.0) * 1000 + rng.normal(0, 0.5, y.shape)).astype(np.float32)
+        rasterpack.write_gvrs(p, z, name="z", tile=(128, 128), compress="default")
+    return p
+
+
+def bench_slices(d, repeat):
+    """A box of about 1% of the values against the whole read (same process, best of N)."""
+    volp = d / "body64.volp"
+    if not volp.exists():
+        bench_volp(d, 1)
+    cases = [
+        # VOLP: one zstd stream; decoding stops after the box, so where the box is matters.
+        (volp, (slice(0, 1), slice(0, 168), slice(None)), "VOLP 64 MiB, a[0:1, :168] (first 1.0%)"),
+        (volp, (slice(15, 16), slice(856, 1024), slice(None)), "VOLP 64 MiB, a[15:16, 856:] (last 1.0%)"),
+        # GVRS 4096x4096 in 128x128 tiles: a 410x410 box meets 4x4 of the 1024 tiles.
+        (make_gvrs(d), (slice(0, 410), slice(0, 410)), "GVRS 4096^2 f32, a[:410, :410] (1.0%)"),
+        (make_gvrs(d), (slice(1800, 2210), slice(1800, 2210)), "GVRS 4096^2 f32, a[1800:2210, 1800:2210] (1.0%)"),
+    ]
+    for path, box, what in cases:
+        a = rasterpack.open(path).array()
+        whole = best(lambda: np.asarray(a), repeat)
+        part = best(lambda: a[box], repeat)
+        share = a[box].size / a.size
+        assert np.array_equal(a[box], np.asarray(a)[box], equal_nan=True)
+        print(
+            f"{what:48s} {part * 1e3:8.1f} ms of {whole * 1e3:8.1f} ms whole: {100 * part / whole:5.1f}% "
+            f"(box {100 * share:.2f}% of the values)"
+        )
+
+
 # --- peak memory -----------------------------------------------------------------------------
 
 # VmHWM (the process's own peak RSS; ru_maxrss would carry the parent's over exec).
@@ -226,7 +266,7 @@ print(a.nbytes, base, hwm())
 
 
 def bench_memory(d):
-    for p in [d / "v256_Wavelet.vds", d / "v256_Zip.vds", d / "body64.volp", d / "noisy64.fold"]:
+    for p in [d / "v256_Wavelet.vds", d / "v256_Zip.vds", d / "body64.volp", d / "noisy64.fold", d / "grid64.gvrs"]:
         if not p.exists():
             continue
         args = [sys.executable, "-c", CHILD, str(p)]
@@ -245,7 +285,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dir")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--only", choices=["vds", "fold", "volp", "memory"])
+    ap.add_argument("--only", choices=["vds", "fold", "volp", "slices", "memory"])
     a = ap.parse_args()
     d = Path(a.dir)
     d.mkdir(parents=True, exist_ok=True)
@@ -256,6 +296,8 @@ def main():
         bench_fold(d, a.repeat)
     if a.only in (None, "vds"):
         bench_vds(d, a.repeat)
+    if a.only in (None, "slices"):
+        bench_slices(d, a.repeat)
     if a.only in (None, "memory"):
         bench_memory(d)
 

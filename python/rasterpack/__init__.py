@@ -15,7 +15,7 @@ Every call runs the same library code as the ``rasterpack`` CLI: values equal
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from ._errors import (
     Error,
@@ -63,9 +63,25 @@ def validate(path: PathLike, strict: bool = False) -> Report:
     return Report(_validate(path, strict))
 
 
+def _named(arrays: Any, name: Optional[str], writer: str) -> List[Tuple[Optional[str], Any]]:
+    """One array (named ``name``) or a mapping of names to arrays, as (name, array) pairs."""
+    if isinstance(arrays, Mapping):
+        if name is not None:
+            raise TypeError(f"{writer}: name= names a single array; a dict names its arrays by its keys")
+        if not arrays:
+            raise ValueError(f"{writer}: the dict holds no array")
+        pairs = []
+        for key, value in arrays.items():
+            if not isinstance(key, str):
+                raise TypeError(f"{writer}: array names must be str, not {type(key).__name__}")
+            pairs.append((key, value))
+        return pairs
+    return [(name, arrays)]
+
+
 def write_npy(path: PathLike, array: Any, *, force: bool = False) -> None:
     """Write a numpy array as a ``.npy`` file (little-endian, C order)."""
-    _write("npy", path, array, force=force)
+    _write("npy", path, [(None, array)], force=force)
 
 
 def write_volp(
@@ -78,12 +94,12 @@ def write_volp(
 ) -> None:
     """Write a 3-D array (levels, y, x) as a VOLP file; ``compress`` as ``convert --compress``
     takes it (``"zstd"`` or ``"zstd:LEVEL"``); ``attrs`` as VOLP metadata (scale, offset...)."""
-    _write("volp", path, array, attrs=dict(attrs) if attrs else None, compress=compress, force=force)
+    _write("volp", path, [(None, array)], attrs=dict(attrs) if attrs else None, compress=compress, force=force)
 
 
 def write_gvrs(
     path: PathLike,
-    array: Any,
+    arrays: Union[Any, Mapping[str, Any]],
     *,
     name: Optional[str] = None,
     tile: Optional[Tuple[int, int]] = None,
@@ -91,25 +107,64 @@ def write_gvrs(
     attrs: Optional[Mapping[str, Any]] = None,
     force: bool = False,
 ) -> None:
-    """Write a 2-D grid as a GVRS file with one element ``name``; ``tile`` and ``compress`` as
-    ``convert --tile/--compress`` take them. A 3-D array writes one element per level, as
-    ``convert`` does with a VOLP source."""
-    _write("gvrs", path, array, name=name, attrs=dict(attrs) if attrs else None, tile=tile, compress=compress, force=force)
+    """Write 2-D grids as a GVRS file; ``tile`` and ``compress`` as ``convert --tile/--compress``
+    take them.
+
+    ``arrays`` is one 2-D array (one element, named ``name``, else after the array or ``z``,
+    as ``convert`` names it) or a dict ``{"elev": a, "slope": b}``: one element per entry, in
+    the dict's order, all of one shape (int32, int16 or float32 each); the names must be GVRS
+    identifiers (an ASCII letter, then letters, digits or ``_``, at most 32).
+    """
+    pairs = _named(arrays, name, "write_gvrs")
+    if attrs and len(pairs) > 1:
+        raise TypeError("write_gvrs: attrs= describes a single array")
+    many = isinstance(arrays, Mapping)
+    _write(
+        "gvrs",
+        path,
+        pairs,
+        attrs=dict(attrs) if attrs else None,
+        tile=tile,
+        compress=compress,
+        force=force,
+        # A dict's names are the elements' names exactly: through the several-array writer
+        # even for one entry (which refuses a name GVRS cannot hold instead of changing it).
+        many=many,
+    )
 
 
 def write_udf(path: PathLike, array: Any, *, name: Optional[str] = None, force: bool = False) -> None:
     """Write an array as a UDF file holding one table."""
-    _write("udf", path, array, name=name, force=force)
+    _write("udf", path, [(name, array)], force=force)
 
 
 def write_fold(
     path: PathLike,
-    array: Any,
+    arrays: Union[Any, Mapping[str, Any]],
     *,
     name: Optional[str] = None,
+    metadata: Optional[Mapping[str, Any]] = None,
     compress: Optional[str] = None,
     force: bool = False,
 ) -> None:
-    """Write an array as a FOLD file, as ``convert --to fold`` does; ``compress`` is ``"zstd"``
-    or ``"none"``, optionally with ``+rs16``/``+rs32``/``+rs64`` (Reed-Solomon ECC)."""
-    _write("fold", path, array, name=name, compress=compress, force=force)
+    """Write arrays and metadata as a FOLD file, as ``convert --to fold`` writes one array;
+    ``compress`` is ``"zstd"`` or ``"none"``, optionally with ``+rs16``/``+rs32``/``+rs64``
+    (Reed-Solomon ECC).
+
+    ``arrays`` is one array (named ``name``, else ``arr_0``) or a dict ``{"name": array, ...}``
+    of any shapes and dtypes, stored in one NPZ chunk in the dict's order; they read back as
+    ``File["nuclear_arrays/NAME"]``. ``metadata`` (a dict of JSON values) becomes the file's
+    metadata, beside the ``writer`` member rasterpack sets.
+    """
+    pairs = _named(arrays, name, "write_fold")
+    if len(pairs) == 1 and pairs[0][0] is None and metadata:
+        pairs = [("arr_0", pairs[0][1])]
+    _write(
+        "fold",
+        path,
+        pairs,
+        metadata=dict(metadata) if metadata else None,
+        compress=compress,
+        force=force,
+        many=isinstance(arrays, Mapping),
+    )

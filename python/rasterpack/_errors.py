@@ -68,12 +68,54 @@ class UsageError(Error, ValueError):
     """A request the file cannot answer: an option the format does not honour, a bad region."""
 
 
-def _from_library(kind: str, code: str, offset: Optional[int], message: str, text: str) -> BaseException:
+# std::io::ErrorKind names (as the library keeps them) whose OSError subclass Python picks from
+# an errno: used when the OS gave no errno (e.g. an output path that is a directory).
+_IO_KIND_ERRNO = {
+    "NotFound": "ENOENT",
+    "PermissionDenied": "EACCES",
+    "IsADirectory": "EISDIR",
+    "NotADirectory": "ENOTDIR",
+    "AlreadyExists": "EEXIST",
+    "BrokenPipe": "EPIPE",
+    "TimedOut": "ETIMEDOUT",
+    "Interrupted": "EINTR",
+    "ConnectionRefused": "ECONNREFUSED",
+    "ConnectionReset": "ECONNRESET",
+    "ConnectionAborted": "ECONNABORTED",
+}
+
+
+def _os_error(text: str, os_kind: Optional[str], os_errno: Optional[int], filename: Optional[str]) -> OSError:
+    """The OSError for an I/O error: ``OSError(errno, ...)`` makes the matching subclass
+    (FileNotFoundError, PermissionError, IsADirectoryError, ...) from the errno, as ``open()``
+    does; the library's message (what was being done, and the OS's words) is the strerror."""
+    import errno as _errno
+
+    number = os_errno
+    if number is None and os_kind in _IO_KIND_ERRNO:
+        number = getattr(_errno, _IO_KIND_ERRNO[os_kind], None)
+    if number is None:
+        return OSError(text)
+    if filename is None:
+        return OSError(number, text)
+    return OSError(number, text, filename)
+
+
+def _from_library(
+    kind: str,
+    code: str,
+    offset: Optional[int],
+    message: str,
+    text: str,
+    os_kind: Optional[str] = None,
+    os_errno: Optional[int] = None,
+    filename: Optional[str] = None,
+) -> BaseException:
     """The exception for a library error (called by the compiled core)."""
     if code == "internal.panic":
         return Error(text, code, offset, kind, message)
     if kind == "io":
-        return OSError(text)
+        return _os_error(text, os_kind, os_errno, filename)
     if kind == "unsupported":
         return UnsupportedError(text, code, offset, kind, message)
     if kind == "usage":

@@ -94,7 +94,8 @@ def convert(
     tile: Union[str, Tuple[int, int], None] = None,
     compress: Optional[str] = None,
 ) -> None:
-    """``rasterpack convert SRC DST`` with the CLI's options as keywords."""
+    """``rasterpack convert SRC DST`` with the CLI's options as keywords. Ctrl-C stops it
+    within a second (KeyboardInterrupt), leaving no output."""
 
 def formats() -> List[str]:
     """The formats rasterpack detects, in detection order."""
@@ -106,11 +107,12 @@ def _validate(path: _Path, strict: bool = False) -> Dict[str, Any]: ...
 def _write(
     format: str,
     path: _Path,
-    array: Any,
+    arrays: List[Tuple[Optional[str], Any]],
     *,
-    name: Optional[str] = None,
     attrs: Optional[Dict[str, Any]] = None,
+    metadata: Optional[Dict[str, Any]] = None,
     force: bool = False,
     tile: Optional[Tuple[int, int]] = None,
     compress: Optional[str] = None,
+    many: bool = False,
 ) -> None: ...

@@ -10,13 +10,11 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use numpy::{PyArray1, PyArrayMethods};
-use pyo3::exceptions::{
-    PyFileNotFoundError, PyIndexError, PyIsADirectoryError, PyOSError, PyPermissionError, PyTypeError, PyValueError,
-};
+use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PySlice, PyTuple};
 
@@ -24,8 +22,7 @@ use rasterpack::args::ConvertArgs;
 use rasterpack::convert as cli_convert;
 use rasterpack::report::{self, Mode};
 use rasterpack_common::{
-    ArrayFile, ArrayInfo, ArrayRequest, ArraySink, DType, Error, ErrorKind, Format, Limits, NdArray, RegionSpec,
-    WriteOptions,
+    ArrayFile, ArrayInfo, ArrayRequest, ArraySink, DType, Error, ErrorKind, Limits, NdArray, RegionSpec, WriteOptions,
 };
 
 /// Arrays up to this size may be decoded straight into the numpy buffer in one call
@@ -62,6 +59,9 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
 fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let made = (|| -> PyResult<PyErr> {
         let errors = py.import("rasterpack._errors")?;
+        // The OS error behind an I/O error, as the library kept it: its kind's name, errno
+        // and path (Python picks the OSError subclass from them).
+        let os = e.os.as_ref();
         let exc = errors.call_method1(
             "_from_library",
             (
@@ -70,23 +70,15 @@ fn to_py(py: Python<'_>, e: Error) -> PyErr {
                 e.offset,
                 e.message.clone(),
                 e.to_string(),
+                os.map(|o| format!("{:?}", o.kind)),
+                os.and_then(|o| o.code),
+                os.and_then(|o| o.path.as_ref())
+                    .map(|p| p.to_string_lossy().into_owned()),
             ),
         )?;
         Ok(PyErr::from_value(exc))
     })();
     made.unwrap_or_else(|err| err)
-}
-
-/// An OS error as the matching `OSError` subclass, with errno and the path, as `open()` does.
-fn os_error(e: &std::io::Error, path: &str) -> PyErr {
-    let errno = e.raw_os_error().unwrap_or(0);
-    let text = e.to_string();
-    match e.kind() {
-        std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err((errno, text, path.to_string())),
-        std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err((errno, text, path.to_string())),
-        std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err((errno, text, path.to_string())),
-        _ => PyOSError::new_err((errno, text, path.to_string())),
-    }
 }
 
 /// `str` or `os.PathLike` to a path string.
@@ -97,16 +89,6 @@ fn fspath(path: &Bound<'_, PyAny>) -> PyResult<String> {
         .map_err(|_| PyTypeError::new_err("path must be str or os.PathLike[str]"))
 }
 
-/// Check that `path` can be opened before the library opens it, so the OS error keeps its kind
-/// (the library's I/O errors carry only the message).
-fn stat(path: &str) -> PyResult<()> {
-    let meta = std::fs::metadata(path).map_err(|e| os_error(&e, path))?;
-    if meta.is_file() {
-        std::fs::File::open(path).map_err(|e| os_error(&e, path))?;
-    }
-    Ok(())
-}
-
 fn json_to_py(py: Python<'_>, value: &serde_json::Value) -> PyResult<PyObject> {
     let text = serde_json::to_string(value).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(py.import("json")?.call_method1("loads", (text,))?.unbind())
@@ -114,6 +96,48 @@ fn json_to_py(py: Python<'_>, value: &serde_json::Value) -> PyResult<PyObject> {
 
 fn np_dtype<'py>(py: Python<'py>, dtype: DType) -> PyResult<Bound<'py, PyAny>> {
     py.import("numpy")?.call_method1("dtype", (dtype.npy_descr(),))
+}
+
+/// Lets Python run its signal handlers (Ctrl-C raises KeyboardInterrupt) from library code
+/// running without the GIL, at most every [`SIGNAL_CHECK`]; the raised exception is kept for
+/// the caller to raise once the library call has returned, and stops the call.
+struct SignalPoll {
+    last_check: Mutex<Instant>,
+    raised: Mutex<Option<PyErr>>,
+}
+
+impl SignalPoll {
+    fn new() -> SignalPoll {
+        SignalPoll {
+            last_check: Mutex::new(Instant::now()),
+            raised: Mutex::new(None),
+        }
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        {
+            let mut last = self.last_check.lock().unwrap_or_else(|e| e.into_inner());
+            if last.elapsed() < SIGNAL_CHECK {
+                return Ok(());
+            }
+            *last = Instant::now();
+        }
+        if let Err(e) = Python::with_gil(|py| py.check_signals()) {
+            *self.raised.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+            return Err(Error::new(
+                ErrorKind::Usage,
+                "interrupted",
+                None,
+                "interrupted by a signal",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The exception a signal handler raised, if one did.
+    fn take(&self) -> Option<PyErr> {
+        self.raised.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
 }
 
 /// Receives a decoded array into a numpy buffer made at `begin` (zeroed, so no byte is ever
@@ -126,8 +150,7 @@ struct NumpySink {
     /// array until the read returns it to Python.
     ptr: usize,
     len: usize,
-    last_check: Instant,
-    interrupted: Option<PyErr>,
+    signals: SignalPoll,
 }
 
 impl NumpySink {
@@ -138,28 +161,13 @@ impl NumpySink {
             buffer: None,
             ptr: 0,
             len: 0,
-            last_check: Instant::now(),
-            interrupted: None,
+            signals: SignalPoll::new(),
         }
     }
 
-    /// Let Python run its signal handlers (Ctrl-C raises KeyboardInterrupt) at most every
-    /// [`SIGNAL_CHECK`]; a raised exception stops the read.
+    /// Ctrl-C between pieces: a raised KeyboardInterrupt stops the read.
     fn check_signals(&mut self) -> Result<(), Error> {
-        if self.last_check.elapsed() < SIGNAL_CHECK {
-            return Ok(());
-        }
-        self.last_check = Instant::now();
-        if let Err(e) = Python::with_gil(|py| py.check_signals()) {
-            self.interrupted = Some(e);
-            return Err(Error::new(
-                ErrorKind::Usage,
-                "interrupted",
-                None,
-                "the read was interrupted",
-            ));
-        }
-        Ok(())
+        self.signals.check()
     }
 
     fn range(&self, offset: u64, len: u64) -> Result<usize, Error> {
@@ -280,7 +288,6 @@ impl File {
     }
 
     fn open_path(py: Python<'_>, path: String) -> PyResult<File> {
-        stat(&path)?;
         let opened = py.allow_threads(|| {
             guarded(|| {
                 let file = rasterpack::open(&path)?;
@@ -437,7 +444,7 @@ impl Array {
         let reader = self.file.get().reader()?;
         let mut sink = NumpySink::new(req.limits);
         let streamed = py.allow_threads(|| guarded(|| reader.stream(&req, &mut sink)));
-        if let Some(e) = sink.interrupted.take() {
+        if let Some(e) = sink.signals.take() {
             return Err(e);
         }
         streamed.map_err(|e| to_py(py, e))?;
@@ -729,10 +736,16 @@ fn region_text(region: &Bound<'_, PyAny>) -> PyResult<String> {
 
 /// The `--json` file entry of `inspect`/`validate` for one path.
 fn check(py: Python<'_>, path: &str, mode: Mode) -> PyResult<serde_json::Value> {
-    stat(path)?;
     let path = path.to_string();
     let result = py.allow_threads(|| {
         guarded(|| {
+            // A path that cannot be opened is the report's `io` finding in the CLI (exit 2);
+            // here it is the OSError the library's error names, as `open()` raises.
+            if let Err(e) = rasterpack::detect::open(std::path::Path::new(&path), &Limits::default()) {
+                if e.kind == ErrorKind::Io {
+                    return Err(e);
+                }
+            }
             Ok(report::check(
                 &mode,
                 std::path::Path::new(&path),
@@ -797,7 +810,6 @@ fn convert(
             "convert takes paths; - (standard input/output) is the CLI's",
         ));
     }
-    stat(&input)?;
     let tile = match tile {
         None => None,
         Some(t) => Some(match t.extract::<(u32, u32)>() {
@@ -834,89 +846,102 @@ fn convert(
             Error::usage("give at most one of region, window, box and levels"),
         ));
     }
-    let done = py.allow_threads(|| guarded(|| cli_convert::convert(&args, false)));
+    // Ctrl-C: the conversion polls for signals between the pieces it writes; a raised
+    // KeyboardInterrupt stops it (the library removes the temporary output) and is raised here.
+    let poll = SignalPoll::new();
+    let done = py.allow_threads(|| guarded(|| cli_convert::convert_with(&args, false, &|| poll.check())));
+    if let Some(e) = poll.take() {
+        return Err(e);
+    }
     done.map_err(|e| to_py(py, e))
 }
 
-/// Write one numpy array as a file of `format` through that format's `write_array` (what
-/// `convert` writes), refusing to replace an existing file unless `force`.
+/// Write numpy arrays as a file of `format` through the format's library writer: one array
+/// without file metadata through `Format::save` (what `convert` writes), several named arrays
+/// or file metadata through `Format::save_arrays` (GVRS elements, FOLD arrays and metadata).
+/// `many` takes the several-array writer even for one array (names kept exactly as given).
+/// Refuses to replace an existing file unless `force`, and options the format does not honour.
 #[pyfunction]
-#[pyo3(signature = (format, path, array, *, name=None, attrs=None, force=false, tile=None, compress=None))]
+#[pyo3(signature = (format, path, arrays, *, attrs=None, metadata=None, force=false, tile=None, compress=None, many=false))]
 #[allow(clippy::too_many_arguments)]
 fn _write(
     py: Python<'_>,
     format: &str,
     path: &Bound<'_, PyAny>,
-    array: &Bound<'_, PyAny>,
-    name: Option<String>,
+    arrays: Vec<(Option<String>, Bound<'_, PyAny>)>,
     attrs: Option<&Bound<'_, PyAny>>,
+    metadata: Option<&Bound<'_, PyAny>>,
     force: bool,
     tile: Option<(u32, u32)>,
     compress: Option<String>,
+    many: bool,
 ) -> PyResult<()> {
-    let path = fspath(path)?;
-    let target = rasterpack::formats()
-        .iter()
-        .copied()
-        .find(|f| f.name() == format)
+    let path = PathBuf::from(fspath(path)?);
+    let target = rasterpack::format_by_name(format)
         .ok_or_else(|| PyValueError::new_err(format!("rasterpack does not write {format:?} files")))?;
-    let np = py.import("numpy")?;
-    let a = np.call_method1("ascontiguousarray", (array,))?;
-    let dtype_name: String = a.getattr("dtype")?.getattr("name")?.extract()?;
-    let dtype = DType::from_name(&dtype_name)
-        .ok_or_else(|| PyTypeError::new_err(format!("rasterpack stores no {dtype_name} arrays")))?;
-    // Little-endian bytes in C order, whatever the input's byte order.
-    let le = a.call_method1("astype", (dtype.npy_descr(),))?;
-    let shape: Vec<u64> = le.getattr("shape")?.extract()?;
-    let bytes: Vec<u8> = le.call_method0("tobytes")?.extract()?;
-    let mut nd = NdArray::new(dtype, shape, bytes).map_err(|e| to_py(py, e))?;
-    nd.name = name;
-    if let Some(attrs) = attrs {
-        let text: String = py.import("json")?.call_method1("dumps", (attrs,))?.extract()?;
-        match serde_json::from_str(&text) {
-            Ok(serde_json::Value::Object(map)) => nd.attrs = map,
-            _ => return Err(PyTypeError::new_err("attrs must be a dict of JSON values")),
-        }
+    let mut nds = Vec::with_capacity(arrays.len());
+    for (name, array) in &arrays {
+        let mut nd = to_ndarray(py, array)?;
+        nd.name = name.clone();
+        nds.push(nd);
     }
+    if let (Some(attrs), [nd]) = (attrs, nds.as_mut_slice()) {
+        nd.attrs = json_map(py, attrs, "attrs")?;
+    }
+    let metadata = match metadata {
+        Some(m) => json_map(py, m, "metadata")?,
+        None => serde_json::Map::new(),
+    };
     let opts = WriteOptions {
         tile,
         compress,
         limits: Limits::default(),
         ..Default::default()
     };
-    opts.check_honoured(target).map_err(|e| to_py(py, e))?;
-    let written = py.allow_threads(|| guarded(|| write_file(target, &nd, &opts, &path, force)));
-    written.map_err(|e| match e.kind {
-        ErrorKind::Io => PyOSError::new_err(e.to_string()),
-        _ => to_py(py, e),
-    })
+    let written = py.allow_threads(|| {
+        guarded(|| {
+            if path.exists() && !force {
+                return Err(Error::usage(format!(
+                    "{} exists: pass force=True to replace it",
+                    rasterpack_common::shown(&path)
+                )));
+            }
+            match nds.as_slice() {
+                [one] if !many && metadata.is_empty() => target.save(one, &path, &opts),
+                _ => target.save_arrays(&nds, &metadata, &path, &opts),
+            }
+        })
+    });
+    written.map_err(|e| to_py(py, e))
 }
 
-/// Write through a temporary file beside `path`, renamed onto it only on success.
-fn write_file(target: &dyn Format, nd: &NdArray, opts: &WriteOptions, path: &str, force: bool) -> Result<(), Error> {
-    let dest = PathBuf::from(path);
-    if dest.exists() && !force {
-        return Err(Error::usage(format!("{path} exists: pass force=True to replace it")));
+/// A numpy array (or anything `np.asarray` takes) as an `NdArray`: little-endian values in C
+/// order, whatever the input's byte order and layout. (Not `np.ascontiguousarray`: it makes a
+/// 0-d array 1-d.)
+fn to_ndarray(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<NdArray> {
+    let a = py.import("numpy")?.call_method1("asarray", (array,))?;
+    let dtype_name: String = a.getattr("dtype")?.getattr("name")?.extract()?;
+    let dtype = DType::from_name(&dtype_name)
+        .ok_or_else(|| PyTypeError::new_err(format!("rasterpack stores no {dtype_name} arrays")))?;
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("order", "C")?;
+    let le = a.call_method("astype", (dtype.npy_descr(),), Some(&kwargs))?;
+    let shape: Vec<u64> = le.getattr("shape")?.extract()?;
+    let bytes: Vec<u8> = le.call_method0("tobytes")?.extract()?;
+    NdArray::new(dtype, shape, bytes).map_err(|e| to_py(py, e))
+}
+
+/// A dict of JSON values as a JSON object.
+fn json_map(
+    py: Python<'_>,
+    value: &Bound<'_, PyAny>,
+    what: &str,
+) -> PyResult<serde_json::Map<String, serde_json::Value>> {
+    let text: String = py.import("json")?.call_method1("dumps", (value,))?.extract()?;
+    match serde_json::from_str(&text) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        _ => Err(PyTypeError::new_err(format!("{what} must be a dict of JSON values"))),
     }
-    let tmp = dest.with_file_name(format!(
-        ".{}.rasterpack-{}.tmp",
-        dest.file_name().and_then(|n| n.to_str()).unwrap_or("out"),
-        std::process::id()
-    ));
-    let result = (|| {
-        let file = std::fs::File::create(&tmp).map_err(|e| Error::io(&format!("creating {}", tmp.display()), &e))?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
-        target.write_array(nd, opts, &mut w)?;
-        let file = w
-            .into_inner()
-            .map_err(|e| Error::io(&format!("writing {path}"), e.error()))?;
-        file.sync_all().map_err(|e| Error::io(&format!("writing {path}"), &e))?;
-        std::fs::rename(&tmp, &dest).map_err(|e| Error::io(&format!("renaming onto {path}"), &e))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// The names of the formats rasterpack detects, in detection order.

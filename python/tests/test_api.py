@@ -230,7 +230,7 @@ def test_writers_round_trip(tmp_path, writer, ext, kwargs, shape, dtype):
 
 def test_writer_refuses_options_the_format_lacks(tmp_path):
     with pytest.raises(rasterpack.UsageError):
-        rasterpack._write("npy", tmp_path / "x.npy", np.zeros(3), tile=(2, 2))
+        rasterpack._write("npy", tmp_path / "x.npy", [(None, np.zeros(3))], tile=(2, 2))
 
 
 def test_convert_like_cli(tmp_path):

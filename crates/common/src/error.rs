@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::path::{Path, PathBuf};
 
 /// What kind of failure an [`Error`] is; the CLI maps this to exit codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,6 +51,21 @@ pub struct Error {
     pub offset: Option<u64>,
     /// A sentence for people: what failed and why.
     pub message: String,
+    /// For an [`ErrorKind::Io`] error: the operating system's error behind it, so a caller can
+    /// act on it (Python raises the matching `OSError` subclass) instead of parsing `message`.
+    pub os: Option<OsError>,
+}
+
+/// The operating system's side of an I/O [`Error`]: what `std::io::Error` said, and the path
+/// it concerns when one is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OsError {
+    /// `std::io::Error::kind` (`NotFound`, `PermissionDenied`, `IsADirectory`, ...).
+    pub kind: std::io::ErrorKind,
+    /// `std::io::Error::raw_os_error`: the errno on Unix, when the OS reported one.
+    pub code: Option<i32>,
+    /// The file the failed operation was on, when the error names one.
+    pub path: Option<PathBuf>,
 }
 
 /// `std::result::Result` with rasterpack's [`Error`].
@@ -68,6 +84,7 @@ impl Error {
             code: code.into(),
             offset,
             message: message.into(),
+            os: None,
         }
     }
 
@@ -107,8 +124,24 @@ impl Error {
     }
 
     /// An I/O failure, with what was being done (`context`) and the OS error.
+    /// The OS error's kind and errno are kept in [`Error::os`].
     pub fn io(context: &str, err: &std::io::Error) -> Self {
-        Self::new(ErrorKind::Io, "io", None, format!("{context}: {err}"))
+        let mut e = Self::new(ErrorKind::Io, "io", None, format!("{context}: {err}"));
+        e.os = Some(OsError {
+            kind: err.kind(),
+            code: err.raw_os_error(),
+            path: None,
+        });
+        e
+    }
+
+    /// An I/O failure on the file at `path` (`PATH: OS error`), the path kept in [`Error::os`].
+    pub fn io_path(path: &Path, err: &std::io::Error) -> Self {
+        let mut e = Self::io(&crate::names::shown(path), err);
+        if let Some(os) = &mut e.os {
+            os.path = Some(path.to_path_buf());
+        }
+        e
     }
 
     /// Prefix the code with a format namespace when it has none (`truncated` -> `volp.truncated`).
@@ -136,3 +169,36 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_keep_the_os_error() {
+        let missing = Path::new("/nonexistent/rasterpack/x.volp");
+        let os = std::fs::File::open(missing).unwrap_err();
+        let e = Error::io_path(missing, &os);
+        assert_eq!(e.kind, ErrorKind::Io);
+        let kept = e.os.expect("the OS error is kept");
+        assert_eq!(kept.kind, std::io::ErrorKind::NotFound);
+        assert_eq!(kept.code, os.raw_os_error());
+        assert!(kept.code.is_some());
+        assert_eq!(kept.path.as_deref(), Some(missing));
+        assert!(
+            e.message.starts_with("/nonexistent/rasterpack/x.volp: "),
+            "{}",
+            e.message
+        );
+
+        let made = std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory");
+        let e = Error::io("writing", &made);
+        let kept = e.os.expect("kept");
+        assert_eq!(
+            (kept.kind, kept.code, kept.path),
+            (std::io::ErrorKind::IsADirectory, None, None)
+        );
+        // Errors of other kinds carry none.
+        assert_eq!(Error::usage("x").os, None);
+    }
+}

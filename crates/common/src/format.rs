@@ -434,6 +434,42 @@ pub trait Format: Send + Sync {
         opts.check_honoured(self)?;
         crate::output::write_file_atomically(path, |out| self.write_array(array, opts, out))
     }
+    /// Encode several arrays, with `metadata` as the file's own metadata, as one complete file
+    /// of this format: GVRS writes one element per array (one grid), FOLD one NPZ chunk of the
+    /// named arrays with `metadata` in its index. The default, for formats that hold one array
+    /// per file, writes one array without metadata through [`Format::write_array`] and refuses
+    /// anything more.
+    fn write_arrays(
+        &self,
+        arrays: &[NdArray],
+        metadata: &Map<String, Value>,
+        opts: &WriteOptions,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        match arrays {
+            [one] if metadata.is_empty() => self.write_array(one, opts, out),
+            [_] => Err(Error::usage(format!(
+                "the {} writer takes no file metadata",
+                self.name()
+            ))),
+            _ => Err(Error::usage(format!(
+                "a {} file holds one array; {} given",
+                self.name(),
+                arrays.len()
+            ))),
+        }
+    }
+    /// [`Format::write_arrays`] to the file at `path`, atomically as [`Format::save`] writes.
+    fn save_arrays(
+        &self,
+        arrays: &[NdArray],
+        metadata: &Map<String, Value>,
+        path: &Path,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        opts.check_honoured(self)?;
+        crate::output::write_file_atomically(path, |out| self.write_arrays(arrays, metadata, opts, out))
+    }
     /// A sink that encodes the array it receives as a complete file of this format on `out`.
     ///
     /// The default collects the array in memory (bounded by `opts.limits`) and calls

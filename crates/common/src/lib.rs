@@ -95,7 +95,7 @@ pub mod testkit;
 pub use any::{detect, open_any, ArrayFile, DETECT_BYTES};
 pub use array::{byte_len, f16_to_f64, DType, Element, NdArray};
 pub use blocks::{for_each_block, Block, Blocks};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, OsError, Result};
 pub use finding::{Finding, Findings, Omitted, Severity, LISTED_PER_CODE};
 pub use format::{
     read_by_streaming, ArrayRequest, Format, InspectOptions, Progress, Report, RequestFlag, Section, ValidateOptions,

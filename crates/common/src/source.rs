@@ -107,13 +107,13 @@ impl Input {
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Input> {
         let path = path.as_ref();
-        let meta = std::fs::metadata(path).map_err(|e| Error::io(&crate::names::shown(path), &e))?;
+        let meta = std::fs::metadata(path).map_err(|e| Error::io_path(path, &e))?;
         if meta.is_dir() {
             return Ok(Input::Dir {
                 path: path.to_path_buf(),
             });
         }
-        let file = File::open(path).map_err(|e| Error::io(&crate::names::shown(path), &e))?;
+        let file = File::open(path).map_err(|e| Error::io_path(path, &e))?;
         Ok(Input::File {
             path: path.to_path_buf(),
             len: meta.len(),

@@ -233,6 +233,50 @@ impl Format for FoldFormat {
         Ok(())
     }
 
+    /// The named arrays in one NPZ chunk (as [`Format::write_array`] writes one), each
+    /// name a valid NPZ member name without `/` (readers name an array `CHUNK/ARRAY`), and
+    /// `metadata` as members of the index's metadata (after rasterpack's `writer`, which a
+    /// `writer` key replaces).
+    fn write_arrays(
+        &self,
+        arrays: &[NdArray],
+        metadata: &serde_json::Map<String, serde_json::Value>,
+        opts: &WriteOptions,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        if arrays.is_empty() {
+            return Err(Error::usage("a FOLD file written from arrays needs at least one array"));
+        }
+        let mut named = Vec::with_capacity(arrays.len());
+        for a in arrays {
+            let name = a
+                .name
+                .as_deref()
+                .ok_or_else(|| Error::usage("every array of a FOLD file needs a name"))?;
+            write::check_array_name(name)?;
+            if name.contains('/') {
+                return Err(Error::usage(format!(
+                    "array name {name:?} contains '/' (readers name an array CHUNK/ARRAY)"
+                )));
+            }
+            named.push((name, a));
+        }
+        let mut b = FoldBuilder::new();
+        b.metadata(
+            "writer",
+            pjson::Value::str(concat!("rasterpack ", env!("CARGO_PKG_VERSION"))),
+        )?;
+        for (key, value) in metadata {
+            b.metadata(key, pjson::Value::from_serde(value))?;
+        }
+        b.add_npz(writer::ARRAY_CHUNK, &named, chunk_options(opts)?)?;
+        b.write_to(out)?;
+        for note in &b.notes {
+            eprintln!("rasterpack: note: {note}");
+        }
+        Ok(())
+    }
+
     fn array_writer<'a>(&'a self, opts: &WriteOptions, out: Output<'a>) -> Result<Box<dyn ArraySink + 'a>> {
         Ok(Box::new(FoldArrayWriter::new(out, chunk_options(opts)?, opts.limits)))
     }

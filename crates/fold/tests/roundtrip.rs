@@ -508,3 +508,55 @@ fn large_json_and_npz_chunks_validate_streamed() {
         );
     }
 }
+
+#[test]
+fn write_arrays_writes_named_arrays_and_metadata() {
+    let mut named = arrays();
+    for (i, a) in named.iter_mut().enumerate() {
+        a.name = Some(format!("a{i}"));
+    }
+    let mut meta = serde_json::Map::new();
+    meta.insert("units".into(), "m".into());
+    meta.insert("epoch".into(), 12.into());
+    let opts = WriteOptions {
+        compress: Some("zstd+rs16".into()),
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    FoldFormat.write_arrays(&named, &meta, &opts, &mut out).unwrap();
+    // The index (its offset and length are the header's big-endian u64s at 12 and 20) holds
+    // the metadata members.
+    let at = |i: usize| u64::from_be_bytes(out[i..i + 8].try_into().unwrap()) as usize;
+    let index: serde_json::Value = serde_json::from_slice(&out[at(12)..at(12) + at(20)]).unwrap();
+    assert_eq!(index["metadata"]["units"], "m");
+    assert_eq!(index["metadata"]["epoch"], 12);
+    let input = Input::from_bytes("m.fold", out);
+    let report = FoldFormat.validate(&input, &ValidateOptions::default());
+    assert!(report.is_valid(true), "{:#?}", report.findings);
+    for a in &named {
+        let req = ArrayRequest {
+            element: Some(format!("nuclear_arrays/{}", a.name.as_deref().unwrap())),
+            ..Default::default()
+        };
+        let back = FoldFormat.read_array(&input, &req).unwrap();
+        assert_eq!((back.dtype, &back.shape, &back.data), (a.dtype, &a.shape, &a.data));
+    }
+
+    // Refused: an unnamed array, a name with '/', a key the writer computes.
+    let refuse = |arrays: &[NdArray], meta: &serde_json::Map<String, serde_json::Value>| {
+        let e = FoldFormat
+            .write_arrays(arrays, meta, &WriteOptions::default(), &mut Vec::new())
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Usage, "{e}");
+    };
+    let mut unnamed = named[0].clone();
+    unnamed.name = None;
+    refuse(&[unnamed], &serde_json::Map::new());
+    let mut slash = named[0].clone();
+    slash.name = Some("a/b".into());
+    refuse(&[slash], &serde_json::Map::new());
+    let mut computed = serde_json::Map::new();
+    computed.insert("manifest_hash".into(), "x".into());
+    refuse(&named, &computed);
+    refuse(&[], &serde_json::Map::new());
+}

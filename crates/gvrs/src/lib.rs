@@ -141,6 +141,21 @@ impl Format for GvrsFormat {
         write::write_ndarray(array, opts, out)
     }
 
+    /// One element per array, all of one grid (see [`write::write_ndarrays`]); GVRS metadata
+    /// records are not written from JSON, so `metadata` must be empty.
+    fn write_arrays(
+        &self,
+        arrays: &[NdArray],
+        metadata: &serde_json::Map<String, serde_json::Value>,
+        opts: &WriteOptions,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        if !metadata.is_empty() {
+            return Err(Error::usage("the gvrs writer takes no file metadata"));
+        }
+        write::write_ndarrays(arrays, opts, out)
+    }
+
     fn array_writer<'a>(&'a self, opts: &WriteOptions, out: Output<'a>) -> Result<Box<dyn ArraySink + 'a>> {
         Ok(Box::new(GvrsWriter::new(
             out,

@@ -1207,6 +1207,9 @@ pub fn header_bytes(spec: &GvrsSpec) -> Result<Vec<u8>> {
     Ok(file)
 }
 
+/// Most bytes of values [`GvrsWriter`] encodes in one go (a group of whole tile rows).
+const GROUP_BYTES: u64 = 4 << 20;
+
 /// Tile size used by [`write_ndarray`] when `opts.tile` is not given: 128 x 128, clipped to
 /// the grid (a small grid is one tile).
 pub const DEFAULT_TILE: u32 = 128;
@@ -1379,17 +1382,7 @@ impl GvrsWriterOptions {
             .ok()
             .filter(|&c| c > 0 && c <= i32::MAX as u32)
             .ok_or_else(|| usage(format!("{cols} columns: GVRS grids have 1 to {} columns", i32::MAX)))?;
-        let kind = match dtype {
-            DType::I32 => ElementRange::integer(),
-            DType::I16 => ElementRange::short(),
-            DType::F32 => ElementRange::float(),
-            d => {
-                return Err(usage(format!(
-                    "GVRS stores int32, int16 or float32 grids, not {}",
-                    d.name()
-                )))
-            }
-        };
+        let kind = element_kind(dtype)?;
         let (tr, tc) = self.tile.unwrap_or((DEFAULT_TILE.min(rows), DEFAULT_TILE.min(cols)));
         let name = match &self.element_name {
             Some(n) => n.clone(),
@@ -1423,6 +1416,60 @@ pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) 
     let mut band = Band::new(array.dtype);
     band.push_le(&array.data);
     write_gvrs(&spec, &[band.values()], out)
+}
+
+/// The element type GVRS stores for `dtype`, with Gridfour's default range and fill.
+fn element_kind(dtype: DType) -> Result<ElementRange> {
+    match dtype {
+        DType::I32 => Ok(ElementRange::integer()),
+        DType::I16 => Ok(ElementRange::short()),
+        DType::F32 => Ok(ElementRange::float()),
+        d => Err(usage(format!(
+            "GVRS stores int32, int16 or float32 grids, not {}",
+            d.name()
+        ))),
+    }
+}
+
+/// Write several 2-D arrays of one shape as the elements of one GVRS file, in the order given,
+/// each named after its array (`NdArray::name`, which must be a GVRS identifier: an ASCII
+/// letter, then letters, digits or `_`, at most 32; unlike [`write_ndarray`], a name is never
+/// changed, so that two elements cannot end up with one name). Elements may differ in type
+/// (int32, int16, float32); `opts.tile` and `opts.compress` as [`write_ndarray`] takes them.
+/// The file is assembled in memory (the arrays are there already), then written.
+pub fn write_ndarrays(arrays: &[NdArray], opts: &WriteOptions, out: &mut dyn Write) -> Result<()> {
+    let [first, ..] = arrays else {
+        return Err(usage("a GVRS file needs at least one element"));
+    };
+    let mut spec = GvrsWriterOptions::from_write_options(opts)?.spec(first.dtype, &first.shape, None)?;
+    spec.elements.clear();
+    for a in arrays {
+        let name = a
+            .name
+            .as_deref()
+            .ok_or_else(|| usage("every element of a GVRS file needs a name"))?;
+        check_identifier(name, "element name")?;
+        if a.shape != first.shape {
+            return Err(usage(format!(
+                "element {name} has shape {:?}; the grid is {:?} (every element covers the same grid)",
+                a.shape, first.shape
+            )));
+        }
+        spec.elements.push(ElementSpec::new(name, element_kind(a.dtype)?));
+    }
+    validate_spec(&spec)?;
+    let cells = (spec.rows as usize).checked_mul(spec.cols as usize);
+    let mut bands = Vec::with_capacity(arrays.len());
+    for a in arrays {
+        if cells.and_then(|n| n.checked_mul(a.dtype.size())) != Some(a.data.len()) {
+            return Err(usage("array data length does not match its shape"));
+        }
+        let mut band = Band::new(a.dtype);
+        band.push_le(&a.data);
+        bands.push(band);
+    }
+    let values: Vec<ElementValues> = bands.iter().map(Band::values).collect();
+    write_gvrs(&spec, &values, out)
 }
 
 /// Cell values of a band of rows, typed as the element.
@@ -1609,6 +1656,10 @@ impl ArraySink for GvrsWriter<'_> {
                 ),
             ));
         }
+        // At most GROUP_BYTES of values per group (one band at least): encoding a group is
+        // one uninterrupted stretch of work inside a write, and callers act between writes
+        // (progress, Python's Ctrl-C within a second); a few tile rows keep every core busy.
+        let bands = bands.min((GROUP_BYTES / band.max(1)).max(1));
         let group_rows = (bands.saturating_mul(tile_rows)).min(spec.rows as u64) as usize;
         let mut records = match &self.out {
             Output::File(file) => Records::File(file),

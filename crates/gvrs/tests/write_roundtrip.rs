@@ -869,3 +869,57 @@ fn compress_option_lists() {
         );
     }
 }
+
+#[test]
+fn write_arrays_writes_one_element_per_array() {
+    let named = |name: &str, dtype: DType, data: Vec<u8>| {
+        let mut a = NdArray::new(dtype, vec![ROWS as u64, COLS as u64], data).unwrap();
+        a.name = Some(name.into());
+        a
+    };
+    let i = ints(i32::MIN, -5, 5);
+    let f = floats();
+    let arrays = [
+        named("elev", DType::F32, f.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        named("class_id", DType::I32, i.iter().flat_map(|x| x.to_le_bytes()).collect()),
+    ];
+    let opts = WriteOptions {
+        tile: Some((16, 20)),
+        compress: Some("all".into()),
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    GvrsFormat
+        .write_arrays(&arrays, &Default::default(), &opts, &mut out)
+        .unwrap();
+    assert_valid(&out, "two elements");
+    let file = open(&out);
+    assert_eq!(read_el(&file, 0, false).unwrap().data, arrays[0].data);
+    assert_eq!(i32s(&read_el(&file, 1, false).unwrap()), i);
+
+    // Refused: a name GVRS cannot hold (never changed), two grids, metadata, no array.
+    let mut bad = arrays.clone();
+    bad[1].name = Some("class-id".into());
+    let refuse = |arrays: &[NdArray], meta: &serde_json::Map<String, serde_json::Value>| {
+        let e = GvrsFormat
+            .write_arrays(arrays, meta, &WriteOptions::default(), &mut Vec::new())
+            .unwrap_err();
+        assert_eq!(e.kind, rasterpack_common::ErrorKind::Usage, "{e}");
+        e.message
+    };
+    assert!(refuse(&bad, &Default::default()).contains("identifier"));
+    let mut small = arrays[0].clone();
+    small.shape = vec![COLS as u64, ROWS as u64];
+    assert!(refuse(
+        &[arrays[0].clone(), {
+            small.name = Some("t".into());
+            small
+        }],
+        &Default::default()
+    )
+    .contains("same grid"));
+    let mut meta = serde_json::Map::new();
+    meta.insert("a".into(), 1.into());
+    assert!(refuse(&arrays, &meta).contains("metadata"));
+    assert!(refuse(&[], &Default::default()).contains("at least one"));
+}

@@ -1,0 +1,168 @@
+"""Writers of several arrays (GVRS elements, FOLD arrays with metadata): round trips through
+the package and the CLI, and `validate --strict` of every output by the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import rasterpack
+from conftest import run_cli
+
+
+def strict_valid(path) -> None:
+    out = run_cli("validate", "--strict", "--json", str(path))
+    assert out.returncode == 0, out.stdout.decode()[-2000:] + out.stderr.decode()[-2000:]
+    entry = json.loads(out.stdout)["files"][0]
+    # `info` findings (a FOLD chunk's ECC spanning several blocks) are notes, not faults.
+    assert entry["valid"] and all(f["severity"] == "info" for f in entry["findings"]), entry
+
+
+def cli_npy(tmp_path, path, element):
+    dst = tmp_path / f"cli_{element.replace('/', '_')}.npy"
+    out = run_cli("convert", str(path), str(dst), "--element", element)
+    assert out.returncode == 0, out.stderr.decode()
+    return np.load(dst)
+
+
+def grids():
+    rows, cols = 37, 29  # not multiples of the tile: edge tiles are partial
+    y, x = np.mgrid[0:rows, 0:cols]
+    elev = (np.sin(y / 5.0) * 100 + x * 0.25).astype("float32")
+    elev[3, 4] = np.nan  # GVRS's float fill value: kept as NaN
+    slope = (y * 3 - x * 7).astype("int16")
+    klass = (y * cols + x).astype("int32") - 500
+    return {"elev": elev, "slope": slope, "class_id": klass}
+
+
+@pytest.mark.parametrize("compress", [None, "none", "all", "lsop"])
+def test_write_gvrs_several_elements(tmp_path, compress):
+    want = grids()
+    path = tmp_path / "g.gvrs"
+    rasterpack.write_gvrs(path, want, tile=(16, 8), compress=compress)
+    strict_valid(path)
+    f = rasterpack.open(path)
+    assert f.format == "gvrs" and f.arrays == list(want)
+    for name, values in want.items():
+        a = f[name]
+        assert a.dtype == values.dtype and a.shape == values.shape and a.chunks == (16, 8)
+        got = np.asarray(a)
+        assert np.array_equal(got, values, equal_nan=True), name
+        # The CLI reads the element the package wrote to the same values.
+        assert np.array_equal(cli_npy(tmp_path, path, name), values, equal_nan=True), name
+
+
+def test_write_gvrs_one_named_element_and_refusals(tmp_path):
+    g = grids()
+    rasterpack.write_gvrs(tmp_path / "one.gvrs", {"elev": g["elev"]})
+    assert rasterpack.open(tmp_path / "one.gvrs").arrays == ["elev"]
+    strict_valid(tmp_path / "one.gvrs")
+    with pytest.raises(rasterpack.UsageError, match="same grid"):
+        rasterpack.write_gvrs(tmp_path / "a.gvrs", {"elev": g["elev"], "small": g["slope"][:5]})
+    # A dict's names are the elements' names: never changed to fit, refused instead.
+    with pytest.raises(rasterpack.UsageError, match="identifier"):
+        rasterpack.write_gvrs(tmp_path / "b.gvrs", {"2d-elev": g["elev"]})
+    with pytest.raises(rasterpack.UsageError, match="int32, int16 or float32"):
+        rasterpack.write_gvrs(tmp_path / "c.gvrs", {"e": g["elev"].astype("float64")})
+    with pytest.raises(rasterpack.UsageError, match="tile"):
+        rasterpack.write_gvrs(tmp_path / "d.gvrs", g, tile=(64, 64))
+    with pytest.raises(TypeError):
+        rasterpack.write_gvrs(tmp_path / "e.gvrs", g, name="z")
+    with pytest.raises(ValueError):
+        rasterpack.write_gvrs(tmp_path / "f.gvrs", {})
+    for bad in "abcdef":
+        assert not (tmp_path / f"{bad}.gvrs").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["one.gvrs"], "a refused write leaves no file"
+
+
+def test_write_fold_arrays_and_metadata(tmp_path):
+    arrays = {
+        "weights": (np.arange(2 * 3 * 4, dtype="int64") - 7).reshape(2, 3, 4),
+        "bias": np.linspace(-1, 1, 5, dtype="float32"),
+        "mask": np.array([[True, False], [False, True]]),
+        "scalar": np.array(2.5, dtype="float64"),
+    }
+    metadata = {"units": "m", "epoch": 12, "ratio": 0.5, "tags": ["a", "b"], "nested": {"ok": True, "none": None}}
+    path = tmp_path / "m.fold"
+    rasterpack.write_fold(path, arrays, metadata=metadata, compress="zstd+rs16")
+    strict_valid(path)
+    f = rasterpack.open(path)
+    assert f.arrays == [f"nuclear_arrays/{n}" for n in arrays]
+    for name, values in arrays.items():
+        got = np.asarray(f[f"nuclear_arrays/{name}"])
+        assert got.dtype == values.dtype and got.shape == values.shape, name
+        assert np.array_equal(got, values), name
+        assert np.array_equal(cli_npy(tmp_path, path, f"nuclear_arrays/{name}"), values), name
+    # The metadata is the index's, as written (beside rasterpack's `writer` member).
+    meta = index_metadata(path)
+    for key, value in metadata.items():
+        assert meta[key] == value, key
+    assert meta["writer"].startswith("rasterpack ")
+
+
+def index_metadata(path) -> dict:
+    """The FOLD index's `metadata`, read from the bytes by the layout of the spec (header:
+    magic, header length, index offset, index length), not by rasterpack."""
+    import struct
+
+    data = path.read_bytes()
+    _, _, index_off, index_len = struct.unpack(">8sIQQ", data[: struct.calcsize(">8sIQQ")])
+    return json.loads(data[index_off : index_off + index_len])["metadata"]
+
+
+def test_write_fold_one_array_with_metadata_and_refusals(tmp_path):
+    path = tmp_path / "one.fold"
+    rasterpack.write_fold(path, np.arange(6, dtype="uint16"), metadata={"k": "v"})
+    strict_valid(path)
+    assert rasterpack.open(path).arrays == ["nuclear_arrays/arr_0"]
+    assert index_metadata(path)["k"] == "v"
+    with pytest.raises(rasterpack.UsageError, match="computed"):
+        rasterpack.write_fold(tmp_path / "a.fold", {"x": np.zeros(2)}, metadata={"manifest_hash": "x"})
+    with pytest.raises(rasterpack.UsageError, match="/"):
+        rasterpack.write_fold(tmp_path / "b.fold", {"a/b": np.zeros(2)})
+    with pytest.raises(TypeError, match="JSON"):
+        rasterpack.write_fold(tmp_path / "c.fold", {"x": np.zeros(2)}, metadata={"x": object()})
+    with pytest.raises(rasterpack.UsageError, match="takes no file metadata"):
+        rasterpack._write("volp", tmp_path / "d.volp", [(None, np.zeros((1, 2, 2), "float32"))], metadata={"a": 1})
+    with pytest.raises(rasterpack.UsageError, match="one array"):
+        rasterpack._write("npy", tmp_path / "e.npy", [("a", np.zeros(2)), ("b", np.zeros(2))], many=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.fold"]
+
+
+@pytest.mark.skipif(not os.environ.get("RASTERPACK_PYFOLDS_PYTHON"), reason="RASTERPACK_PYFOLDS_PYTHON is not set (a Python with pyfolds 1.0.2)")
+def test_pyfolds_reads_the_written_arrays(tmp_path):
+    # pyfolds, the reference reader, reads the arrays back (multi-array chunk, one ECC block
+    # each is beyond what it reads, so no ECC here).
+    arrays = {"w": np.arange(12, dtype="float32").reshape(3, 4), "n": np.array([1, 2, 3], dtype="int8")}
+    path = tmp_path / "p.fold"
+    rasterpack.write_fold(path, arrays, metadata={"units": "m"})
+    code = (
+        "import sys, numpy as np, pyfolds\n"
+        "got = pyfolds.read_nuclear_arrays(sys.argv[1])\n"
+        "np.savez(sys.argv[2], **got)\n"
+    )
+    out = subprocess.run(
+        [os.environ["RASTERPACK_PYFOLDS_PYTHON"], "-c", code, str(path), str(tmp_path / "ref.npz")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    ref = np.load(tmp_path / "ref.npz")
+    assert sorted(ref.files) == sorted(arrays)
+    for k, v in arrays.items():
+        assert ref[k].dtype == v.dtype and np.array_equal(ref[k], v)
+
+
+def test_zero_d_and_non_contiguous_arrays_keep_their_shape(tmp_path):
+    # np.ascontiguousarray would make a 0-d array 1-d: the writers keep () as numpy does.
+    rasterpack.write_npy(tmp_path / "s.npy", np.array(2.5))
+    assert np.load(tmp_path / "s.npy").shape == ()
+    strided = np.arange(24, dtype=">i4").reshape(4, 6)[:, ::2].T  # big-endian, not C-contiguous
+    rasterpack.write_npy(tmp_path / "t.npy", strided)
+    got = np.load(tmp_path / "t.npy")
+    assert got.dtype == np.dtype("<i4") and np.array_equal(got, strided)
