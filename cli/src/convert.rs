@@ -357,6 +357,51 @@ fn check_flags(
     Ok(())
 }
 
+/// Refuse `out` before any work when it exists and `force` is not given (as `convert` does).
+pub fn check_output(out: &Path, force: bool) -> Result<(), Error> {
+    if out.as_os_str() != "-" {
+        destination(out, force)?;
+    }
+    Ok(())
+}
+
+/// Write `bytes`, made in memory (a `preview` PNG), to `out` by `convert`'s rules: a new or
+/// `--force`-replaced regular file through a temporary file and a rename, an existing device
+/// or FIFO in place, `-` to standard output when that is not a terminal.
+pub fn write_bytes(out: &Path, force: bool, bytes: &[u8]) -> Result<(), Error> {
+    let destination = if out.as_os_str() == "-" {
+        if std::io::stdout().is_terminal() {
+            return Err(Error::usage(
+                "refusing to write binary data to a terminal: redirect standard output or name a file",
+            ));
+        }
+        Destination::Stdout
+    } else {
+        destination(out, force)?
+    };
+    match destination {
+        Destination::Stdout => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(bytes)
+                .and_then(|()| stdout.flush())
+                .map_err(|e| Error::io("writing standard output", &e))
+        }
+        Destination::InPlace(path) => OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(bytes))
+            .map_err(|e| Error::io(&shown(&path), &e)),
+        Destination::Atomic { path, replace } => {
+            let mut tmp = TempFile::create(&path)?;
+            tmp.file
+                .write_all(bytes)
+                .map_err(|e| Error::io(&format!("writing {}", shown(&tmp.path)), &e))?;
+            tmp.persist(&path, replace, force)
+        }
+    }
+}
+
 /// Decide where a named OUT is written, refusing to replace anything without `--force`.
 fn destination(out: &Path, force: bool) -> Result<Destination, Error> {
     let exists = match std::fs::symlink_metadata(out) {

@@ -85,6 +85,7 @@ pub mod npy;
 pub mod npy_cases;
 pub mod npy_format;
 pub mod output;
+pub mod preview;
 pub mod reader;
 pub mod source;
 pub mod stats;
