@@ -121,7 +121,9 @@ pub fn convert(args: &ConvertArgs, signals: bool) -> Result<(), Error> {
         opts: &opts,
         // A subset is one array cut out of the source: never the source's own whole-file
         // conversion (the FOLD repair), which would ignore it.
-        special: subset.is_none() && args.lod.is_none(),
+        special: subset.is_none() && args.lod.is_none() && !args.squeeze && !args.expand_dims,
+        squeeze: args.squeeze,
+        expand_dims: args.expand_dims,
         subset: subset.as_ref(),
         label: &label,
         budget: &budget,
@@ -212,6 +214,9 @@ struct Job<'a> {
     opts: &'a WriteOptions,
     /// Whether the source's own conversion (`Format::convert_special`) may be used.
     special: bool,
+    /// `--squeeze` and `--expand-dims`, applied with the region's numpy view.
+    squeeze: bool,
+    expand_dims: bool,
     subset: Option<&'a Subset>,
     /// What the progress bar is labelled with (IN as given).
     label: &'a str,
@@ -245,17 +250,26 @@ impl Job<'_> {
             budget: self.budget,
         };
         sink = &mut checked;
-        let mut guarded;
-        if let Some(subset) = self.subset {
-            guarded = SubsetGuard::new(sink, subset, self.source.name());
-            sink = &mut guarded;
-        }
         let mut counted;
         if let Some(meter) = &meter {
             counted = ProgressSink::new(sink, meter.progress());
             sink = &mut counted;
         }
-        let streamed = self.source.stream_array(self.input, self.req, sink);
+        // Steps, integer indices, --squeeze and --expand-dims are applied to the box the
+        // source reads (after the guard checked it is the box asked for).
+        let streamed = rasterpack_common::stream_view(
+            self.req,
+            self.squeeze,
+            self.expand_dims as usize,
+            sink,
+            |r, s| match self.subset {
+                Some(subset) => {
+                    let mut guarded = SubsetGuard::new(s, subset, self.source.name());
+                    self.source.stream_array(self.input, r, &mut guarded)
+                }
+                None => self.source.stream_array(self.input, r, s),
+            },
+        );
         let result = match (streamed, self.subset) {
             (Err(e), Some(subset)) => Err(subset::explain(subset, e)),
             (Err(e), None) => Err(e),

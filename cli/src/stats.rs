@@ -144,7 +144,7 @@ fn process(args: &StatsArgs, path: &Path, region: Option<&RegionSpec>, limits: &
                     inner: sink,
                     info: &mut announced,
                 };
-                file.stream(&req, &mut tap)
+                rasterpack_common::stream_view(&req, false, 0, &mut tap, |r, s| file.stream(r, s))
             },
             args.histogram,
         );
