@@ -64,13 +64,17 @@ fn keep_axes(mut spec: RegionSpec) -> Result<RegionSpec> {
     if spec.steps.iter().any(|&s| s != 1) {
         return Err(Error::usage("steps are for --region; give START:END ranges"));
     }
+    if spec
+        .axes
+        .iter()
+        .any(|&(a, b)| a.is_some_and(|v| v < 0) || b.is_some_and(|v| v < 0))
+    {
+        return Err(Error::usage("negative positions are for --region; count from 0"));
+    }
     for (axis, index) in spec.index.iter_mut().enumerate() {
         if std::mem::take(index) {
             let (start, _) = spec.axes[axis];
             let start = start.unwrap_or(0);
-            if start < 0 {
-                return Err(Error::usage("negative positions are for --region; count from 0"));
-            }
             spec.axes[axis] = (Some(start), Some(start.saturating_add(1)));
         }
     }
