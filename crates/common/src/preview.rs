@@ -787,7 +787,7 @@ mod tests {
             for o in 0..n_out {
                 let i = centre(o, n_out, n_in);
                 assert!(i < n_in);
-                assert_eq!(first_pixel(i, n_out, n_in) <= o, true);
+                assert!(first_pixel(i, n_out, n_in) <= o);
                 // Every earlier pixel's centre lies before i.
                 let f = first_pixel(i, n_out, n_in);
                 assert_eq!(centre(f, n_out, n_in), i, "{n_out} {n_in} {o}");

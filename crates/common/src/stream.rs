@@ -825,7 +825,7 @@ impl<S: ArraySink> ViewSink<S> {
                 let idx = rest % self.box_shape[a];
                 rest /= self.box_shape[a];
                 let st = step_of(a);
-                if idx % st != 0 {
+                if !idx.is_multiple_of(st) {
                     taken = false;
                     break;
                 }
@@ -1496,7 +1496,6 @@ mod tests {
     fn numpy_views_match_numpy_indexing() {
         use crate::format::ArrayRequest;
         use crate::npy_format::NpyFile;
-        use crate::ArrayFile;
         let shape = [4u64, 5, 6];
         let values: Vec<u32> = (0..120).collect();
         let mut bytes = Vec::new();
