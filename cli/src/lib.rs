@@ -42,6 +42,7 @@ pub use rasterpack_gvrs as gvrs;
 pub use rasterpack_udf as udf;
 pub use rasterpack_vds_meta as vds;
 pub use rasterpack_volp as volp;
+pub use rasterpack_zarr as zarr;
 
 pub use rasterpack_common::{
     ArrayFile, ArrayInfo, ArrayRequest, ArraySink, DType, Element, Error, ErrorKind, Finding, Findings, Format, Input,
@@ -51,13 +52,14 @@ pub use rasterpack_common::{
 
 /// Every format rasterpack knows, in the order detection asks them (their magics do not
 /// overlap, so the order decides nothing today). The CLI uses this same list.
-static FORMATS: [&dyn Format; 6] = [
+static FORMATS: [&dyn Format; 7] = [
     &rasterpack_common::NpyFormat,
     &rasterpack_volp::VolpFormat,
     &rasterpack_gvrs::GvrsFormat,
     &rasterpack_udf::UdfFormat,
     &rasterpack_fold::FoldFormat,
     &rasterpack_vds_meta::VdsFormat,
+    &rasterpack_zarr::ZarrFormat,
 ];
 
 /// Every format rasterpack knows: the one registry the CLI and the library share.

@@ -176,12 +176,14 @@ class RasterpackBackendEntrypoint(BackendEntrypoint):
         return open_rasterpack_dataset(os.fspath(filename_or_obj), drop_variables or ())
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
-        """By content: the file (or VDS directory) is one of the formats rasterpack detects."""
+        """By content: the file (or VDS directory) is one of the formats rasterpack detects.
+        Zarr stores are left to xarray's own zarr engine (they open with open_rasterpack_dataset
+        or engine="rasterpack" when asked for by name)."""
         try:
             path = os.fspath(filename_or_obj)
         except TypeError:
             return False
         try:
-            return rasterpack.detect(path) is not None
+            return rasterpack.detect(path) not in (None, "zarr")
         except Exception:
             return False

@@ -84,3 +84,9 @@ def test_guess_can_open_by_content(tmp_path):
     (tmp_path / "x.volp").write_text("not a volume")
     assert not entry.guess_can_open(tmp_path / "x.volp")
     assert xr.open_dataset(disguised)["a"].shape == (7, 9)
+    # A Zarr store is rasterpack's too, but the guess leaves it to xarray's zarr engine.
+    store = tmp_path / "s.zarr"
+    store.mkdir()
+    (store / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group", "attributes": {}}')
+    assert rasterpack.detect(store) == "zarr"
+    assert not entry.guess_can_open(store)

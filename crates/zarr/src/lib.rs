@@ -6,3 +6,52 @@
 
 pub mod read;
 pub mod write;
+
+use std::path::Path;
+
+use rasterpack_common::{
+    ArrayFile, ArrayRequest, ArraySink, Format, Input, InspectOptions, Limits, NdArray, Report, RequestFlag, Result,
+    ValidateOptions,
+};
+
+pub use read::ZarrFile;
+
+/// The Zarr format: a directory store, detected by its metadata documents.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ZarrFormat;
+
+impl Format for ZarrFormat {
+    fn name(&self) -> &'static str {
+        read::NAME
+    }
+    fn description(&self) -> &'static str {
+        "Zarr v3/v2 array store (a directory with zarr.json, .zarray or .zgroup)"
+    }
+    fn extensions(&self) -> &'static [&'static str] {
+        &["zarr"]
+    }
+    fn honours(&self) -> &'static [RequestFlag] {
+        &[RequestFlag::Element, RequestFlag::Region]
+    }
+    fn detect(&self, _head: &[u8]) -> bool {
+        false
+    }
+    fn detect_dir(&self, dir: &Path) -> bool {
+        read::is_store(dir)
+    }
+    fn inspect(&self, input: &Input, opts: &InspectOptions) -> Result<Report> {
+        read::inspect(input, opts)
+    }
+    fn validate(&self, input: &Input, opts: &ValidateOptions) -> Report {
+        read::validate(input, opts)
+    }
+    fn read_array(&self, input: &Input, req: &ArrayRequest) -> Result<NdArray> {
+        rasterpack_common::read_by_streaming(self, input, req)
+    }
+    fn stream_array(&self, input: &Input, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
+        ZarrFile::open(read::store_dir(input)?, req.limits)?.stream_request(req, sink)
+    }
+    fn open(&self, input: Input, limits: Limits) -> Result<Box<dyn ArrayFile>> {
+        Ok(Box::new(ZarrFile::open(read::store_dir(&input)?, limits)?))
+    }
+}
