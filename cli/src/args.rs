@@ -42,9 +42,10 @@ pub struct ConvertArgs {
     /// GVRS integer-coded floats: write the stored int32 codes instead of decoded floats.
     #[arg(long)]
     pub codes: bool,
-    /// Only a box of the array, as numpy slices in the output's axis order: `START:END`,
-    /// `START:`, `:END`, `:` or `INDEX` per axis, comma-separated; axes left out are whole
-    /// (e.g. `0:2,100:200` or `:,5`).
+    /// Only part of the array, as numpy's basic slicing in the output's axis order, one per
+    /// axis, comma-separated: `START:STOP[:STEP]` (each part optional; negative positions count
+    /// from the end) or `INDEX` (the axis is dropped, as in numpy); axes left out are whole
+    /// (e.g. `0:2,100:200`, `::2,::2` or `-1`).
     #[arg(long, value_name = "SLICES", group = "subset", allow_hyphen_values = true)]
     pub region: Option<String>,
     /// A window of a 2-D grid (GVRS), as gdal_translate -srcwin: first row and column, then the
@@ -59,6 +60,13 @@ pub struct ConvertArgs {
     /// A range of levels of a VOLP volume (axis 0): `A:B` is levels A to B-1; `A` one level.
     #[arg(long, value_name = "A:B", group = "subset", allow_hyphen_values = true)]
     pub levels: Option<String>,
+    /// Drop every axis of length 1 from the output (a VOLP level as a 2-D grid:
+    /// `--levels 0 --squeeze`).
+    #[arg(long)]
+    pub squeeze: bool,
+    /// Put an axis of length 1 in front of the output's axes (a 2-D grid as a one-level VOLP).
+    #[arg(long)]
+    pub expand_dims: bool,
     /// VDS level of detail (0 = full resolution, 1 = half, ...); a subset flag then counts in
     /// that level's samples.
     #[arg(long, value_name = "N")]

@@ -183,7 +183,9 @@ pub fn convert_with(
         opts: &opts,
         // A subset is one array cut out of the source: never the source's own whole-file
         // conversion (the FOLD repair), which would ignore it.
-        special: subset.is_none() && args.lod.is_none(),
+        special: subset.is_none() && args.lod.is_none() && !args.squeeze && !args.expand_dims,
+        squeeze: args.squeeze,
+        expand_dims: args.expand_dims,
         subset: subset.as_ref(),
         label: &label,
         budget: &budget,
@@ -290,6 +292,9 @@ pub(crate) struct Job<'a> {
     opts: &'a WriteOptions,
     /// Whether the source's own conversion (`Format::convert_special`) may be used.
     special: bool,
+    /// `--squeeze` and `--expand-dims`, applied with the region's numpy view.
+    squeeze: bool,
+    expand_dims: bool,
     subset: Option<&'a Subset>,
     /// What the progress bar is labelled with (IN as given).
     label: &'a str,
@@ -338,17 +343,26 @@ impl<'a> Job<'a> {
             budget: self.budget,
         };
         sink = &mut checked;
-        let mut guarded;
-        if let Some(subset) = self.subset {
-            guarded = SubsetGuard::new(sink, subset, self.source.name());
-            sink = &mut guarded;
-        }
         let mut counted;
         if let Some(meter) = &meter {
             counted = ProgressSink::new(sink, meter.progress());
             sink = &mut counted;
         }
-        let streamed = self.source.stream_array(self.input, self.req, sink);
+        // Steps, integer indices, --squeeze and --expand-dims are applied to the box the
+        // source reads (after the guard checked it is the box asked for).
+        let streamed = rasterpack_common::stream_view(
+            self.req,
+            self.squeeze,
+            self.expand_dims as usize,
+            sink,
+            |r, s| match self.subset {
+                Some(subset) => {
+                    let mut guarded = SubsetGuard::new(s, subset, self.source.name());
+                    self.source.stream_array(self.input, r, &mut guarded)
+                }
+                None => self.source.stream_array(self.input, r, s),
+            },
+        );
         let result = match (streamed, self.subset) {
             (Err(e), Some(subset)) => Err(subset::explain(subset, e)),
             (Err(e), None) => Err(e),
@@ -523,6 +537,62 @@ fn check_flags(
         }
     }
     Ok(())
+}
+
+/// Refuse `out` before any work when it exists and `force` is not given (as `convert` does).
+pub fn check_output(out: &Path, force: bool) -> Result<(), Error> {
+    if out.as_os_str() != "-" {
+        destination(out, force)?;
+    }
+    Ok(())
+}
+
+/// Write `bytes`, made in memory (a `preview` PNG), to `out` by `convert`'s rules: a new or
+/// `--force`-replaced regular file through a temporary file and a rename, an existing device
+/// or FIFO in place, `-` to standard output when that is not a terminal.
+pub fn write_bytes(out: &Path, force: bool, bytes: &[u8]) -> Result<(), Error> {
+    let destination = if out.as_os_str() == "-" {
+        if std::io::stdout().is_terminal() {
+            return Err(Error::usage(
+                "refusing to write binary data to a terminal: redirect standard output or name a file",
+            ));
+        }
+        Destination::Stdout
+    } else {
+        destination(out, force)?
+    };
+    match destination {
+        Destination::Stdout => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(bytes)
+                .and_then(|()| stdout.flush())
+                .map_err(|e| Error::io("writing standard output", &e))
+        }
+        Destination::InPlace(path) => OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(bytes))
+            .map_err(|e| Error::io(&shown(&path), &e)),
+        Destination::Atomic { path, replace } => {
+            let mut tmp = TempFile::create(&path)?;
+            tmp.file
+                .write_all(bytes)
+                .map_err(|e| Error::io(&format!("writing {}", shown(&tmp.path)), &e))?;
+            tmp.persist(&path, replace, force)
+        }
+        // A URL: one multipart upload, completed only when every byte is sent.
+        Destination::Upload(target) => {
+            let mut up = target.start()?;
+            if let Err(e) = up.write_all(bytes) {
+                return Err(up
+                    .error()
+                    .cloned()
+                    .unwrap_or_else(|| Error::io(&format!("writing {}", target.url()), &e)));
+            }
+            up.finish()
+        }
+    }
 }
 
 /// Decide where a named OUT is written, refusing to replace anything without `--force`.

@@ -190,6 +190,9 @@ pub mod convert;
 pub mod detect;
 #[cfg(feature = "cli")]
 #[allow(missing_docs)]
+pub mod preview;
+#[cfg(feature = "cli")]
+#[allow(missing_docs)]
 pub mod progress;
 #[cfg(feature = "cli")]
 #[allow(missing_docs)]

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use rasterpack::args::ConvertArgs;
 use rasterpack::convert;
+use rasterpack::preview::{self, PreviewArgs};
 
 use crate::output::Outcome;
 
@@ -37,6 +38,7 @@ Examples (run from a clone of the repository):
   rasterpack convert testdata/gvrs/crafted_all_types.gvrs w.npy --element a --window 1,2,3,4
   rasterpack convert testdata/volp/temperature_4x32x32_int16.volp l.npy --levels 1:3
   rasterpack convert testdata/vds/small_r32_zip.vds b.npy --box 0:10,:,2:6
+  rasterpack preview testdata/vds/small_r32_zip.vds inline.png --slice Inline=2 --colormap seismic
   rasterpack convert testdata/volp/cloud_2x8x8_float32.volp - --to npy | rasterpack inspect -";
 
 #[derive(Parser, Debug)]
@@ -68,6 +70,8 @@ enum Command {
     /// Compare two arrays cell by cell (across formats): exit 0 when equal within the
     /// tolerance, 1 when not.
     Diff(DiffArgs),
+    /// Draw a 2-D grid, or a slice of a volume, as a PNG (colormaps, fill transparent).
+    Preview(Box<PreviewArgs>),
 }
 
 #[derive(Args, Debug)]
@@ -192,6 +196,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => &a.storage_option,
         Command::Stats(a) => &a.storage_option,
         Command::Diff(a) => &a.storage_option,
+        Command::Preview(a) => &a.storage_option,
     };
     match rasterpack_store::StoreOptions::parse(storage) {
         Ok(o) => rasterpack::detect::set_store_options(o),
@@ -204,6 +209,7 @@ fn main() -> ExitCode {
         Command::Inspect(_) => true,
         Command::Validate(a) => !a.quiet,
         Command::Convert(a) => a.output.as_os_str() == "-",
+        Command::Preview(a) => a.output.as_os_str() == "-",
         Command::Stats(_) | Command::Diff(_) => true,
     };
     if writes_stdout && stdio::stdout_was_closed() {
@@ -223,6 +229,10 @@ fn main() -> ExitCode {
         Command::Convert(a) => convert::run(&a),
         Command::Stats(a) => stats::run(&a),
         Command::Diff(a) => diff::run(&a),
+        Command::Preview(a) => {
+            rasterpack::signals::install();
+            preview::run(&a)
+        }
     };
     match outcome {
         Outcome::Code(c) => ExitCode::from(c),

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use rasterpack_common::json::fmt_f64;
 use rasterpack_common::stats::{self, Stats};
-use rasterpack_common::{ArrayInfo, ArrayRequest, Error, Limits, RegionSpec, Report};
+use rasterpack_common::{ArrayInfo, ArrayRequest, DType, Error, Limits, RegionSpec, Report};
 use serde_json::{json, Map, Value};
 
 use crate::output::write_failed;
@@ -144,7 +144,7 @@ fn process(args: &StatsArgs, path: &Path, region: Option<&RegionSpec>, limits: &
                     inner: sink,
                     info: &mut announced,
                 };
-                file.stream(&req, &mut tap)
+                rasterpack_common::stream_view(&req, false, 0, &mut tap, |r, s| file.stream(r, s))
             },
             args.histogram,
         );
@@ -226,8 +226,16 @@ fn file_json(r: &FileResult) -> Value {
     Value::Object(obj)
 }
 
-fn opt(v: Option<f64>) -> String {
-    v.map(fmt_f64).unwrap_or_else(|| "-".into())
+/// A figure as text, the shortest that round-trips at the array's own precision: an f32 (or
+/// f16) array's values, mean and std as f32 (`245.76276`, not `245.76275634765625`), others
+/// as f64. The sum and the histogram edges are not the array's values and stay f64, as JSON
+/// keeps every figure.
+fn fmt_at(v: f64, dtype: Option<DType>) -> String {
+    match dtype {
+        // A mean beyond f32's range stays f64 rather than print as inf.
+        Some(DType::F32 | DType::F16) if (v as f32).is_finite() => format!("{:?}", v as f32),
+        _ => fmt_f64(v),
+    }
 }
 
 fn render(r: &FileResult) -> String {
@@ -248,9 +256,11 @@ fn render(r: &FileResult) -> String {
                 continue;
             }
         };
+        let dtype = a.info.as_ref().map(|i| i.dtype);
+        let opt = |v: Option<f64>| v.map(|v| fmt_at(v, dtype)).unwrap_or_else(|| "-".into());
         let fill = st
             .fill
-            .map(|f| format!(" (fill value {})", fmt_f64(f)))
+            .map(|f| format!(" (fill value {})", fmt_at(f, dtype)))
             .unwrap_or_default();
         s += &format!(
             "    cells {}: valid {}, fill {}{fill}, NaN {}, inf {}\n",

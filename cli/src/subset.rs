@@ -44,7 +44,7 @@ fn parse(flag: &str, value: &str) -> Result<RegionSpec> {
         "--window" => window(value),
         "--box" => {
             // VDS lists dimension 0 (the fastest) first; the output's axes go the other way.
-            let mut spec = RegionSpec::parse(value)?;
+            let mut spec = keep_axes(RegionSpec::parse(value)?)?;
             spec.axes.reverse();
             Ok(spec.for_every_axis())
         }
@@ -52,10 +52,33 @@ fn parse(flag: &str, value: &str) -> Result<RegionSpec> {
             if value.contains(',') {
                 return Err(Error::usage("give one range of levels, A:B (levels A to B-1) or A"));
             }
-            RegionSpec::parse(value)
+            keep_axes(RegionSpec::parse(value)?)
         }
         _ => RegionSpec::parse(value),
     }
+}
+
+/// `--box` and `--levels` are boxes in their formats' terms: an INDEX keeps its axis (one VDS
+/// sample, one VOLP level) and steps are not theirs; only `--region` is numpy's.
+fn keep_axes(mut spec: RegionSpec) -> Result<RegionSpec> {
+    if spec.steps.iter().any(|&s| s != 1) {
+        return Err(Error::usage("steps are for --region; give START:END ranges"));
+    }
+    if spec
+        .axes
+        .iter()
+        .any(|&(a, b)| a.is_some_and(|v| v < 0) || b.is_some_and(|v| v < 0))
+    {
+        return Err(Error::usage("negative positions are for --region; count from 0"));
+    }
+    for (axis, index) in spec.index.iter_mut().enumerate() {
+        if std::mem::take(index) {
+            let (start, _) = spec.axes[axis];
+            let start = start.unwrap_or(0);
+            spec.axes[axis] = (Some(start), Some(start.saturating_add(1)));
+        }
+    }
+    Ok(spec)
 }
 
 /// `ROW,COL,ROWS,COLS`: a window of a 2-D grid.
@@ -177,8 +200,12 @@ mod tests {
         for bad in ["1,2,3", "1,2,3,4,5", "a,b,c,d", "1,2,0,4", "-1,0,1,1"] {
             assert!(spec("--window", bad).is_err(), "{bad}");
         }
-        for bad in ["", "x", "1:2:3", "-1:2"] {
+        for bad in ["", "x", "1:2:0", "1:2:-1", "1:2:3:4", "a:2"] {
             assert!(spec("--region", bad).is_err(), "{bad:?}");
+        }
+        for bad in ["-1:2", "::2"] {
+            assert!(spec("--box", bad).is_err(), "{bad:?}");
+            assert!(spec("--levels", bad).is_err(), "{bad:?}");
         }
     }
 

@@ -77,9 +77,10 @@ fn help_examples_name_files_that_exist() {
             .map(|w| match *w {
                 w if w.starts_with("testdata/") => repo_root().join(w).to_str().unwrap().to_string(),
                 w if w.ends_with(".npy") => out.to_str().unwrap().to_string(),
+                w if w.ends_with(".png") => dir.join("p.png").to_str().unwrap().to_string(),
                 w => w.to_string(),
             })
-            .chain(if words[1] == "convert" {
+            .chain(if words[1] == "convert" || words[1] == "preview" {
                 Some("--force".to_string())
             } else {
                 None

@@ -286,3 +286,24 @@ fn stats_stays_within_the_memory_bound_on_the_hostile_corpus() {
         assert!(r.elapsed.as_secs() < 60, "{}: {:?}", f.display(), r.elapsed);
     }
 }
+
+/// Text figures of a float32 array print at float32 precision (the shortest text that reads
+/// back as the same f32), not as the f64 they widen to; JSON keeps the f64.
+#[test]
+fn float32_figures_print_as_float32() {
+    let dir = scratch("stats", "f32text");
+    let p = dir.join("a.npy");
+    let a = rasterpack_common::NdArray::from_vec(vec![2], vec![245.76276f32, 1.1f32]).unwrap();
+    let mut bytes = Vec::new();
+    rasterpack_common::npy::write(&mut bytes, &a).unwrap();
+    std::fs::write(&p, bytes).unwrap();
+    let r = check(&["stats", s(&p)], 0);
+    let text = r.stdout();
+    assert!(text.contains("min 1.1  max 245.76276  "), "{text}");
+    assert!(!text.contains("245.7627563"), "{text}");
+    let mean = ((245.76276f32 as f64 + 1.1f32 as f64) / 2.0) as f32;
+    assert!(text.contains(&format!("mean {mean:?} ")), "{text}");
+    let r = check(&["stats", "--json", s(&p)], 0);
+    let doc: Value = serde_json::from_str(&r.stdout()).unwrap();
+    assert_eq!(doc["files"][0]["stats"][0]["stats"]["max"], json!(245.76276f32 as f64));
+}

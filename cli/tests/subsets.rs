@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use rasterpack_common::{npy, Limits, NdArray, Region};
+use rasterpack_common::{npy, Limits, NdArray, Region, RegionSpec, View};
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rasterpack"))
@@ -52,7 +52,11 @@ fn check_subset(src: &str, base: &[&str], flag: &str, value: &str, region: &str,
     let mut extra = base.to_vec();
     extra.extend_from_slice(&[flag, value]);
     let part = convert(src, &dir.join("part.npy"), &extra);
-    let want = whole.region(&Region::parse(region, &whole.shape).unwrap()).unwrap();
+    let mut want = whole.region(&Region::parse(region, &whole.shape).unwrap()).unwrap();
+    if flag == "--region" {
+        // numpy drops the axis of an integer index (the values keep their order).
+        want.shape = View::of(Some(&RegionSpec::parse(region).unwrap())).shape(&want.shape);
+    }
     assert_eq!(part.shape, want.shape, "{src} {flag} {value}");
     assert_eq!(part.dtype, want.dtype, "{src} {flag} {value}");
     assert!(
@@ -364,4 +368,105 @@ fn start_colon_on_an_empty_axis_is_the_empty_box() {
         assert!(stderr(&o).contains("usage.region"), "{s}: {}", stderr(&o));
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn python() -> Option<PathBuf> {
+    match std::env::var_os("RASTERPACK_PYTHON") {
+        Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
+        _ => {
+            if std::env::var_os("CI").is_some_and(|v| v == "true") {
+                panic!(
+                    "the numpy comparison needs RASTERPACK_PYTHON (.ci/venv.sh), and CI=true does not allow the skip"
+                );
+            }
+            rasterpack_common::testkit::skip("needs numpy: RASTERPACK_PYTHON is not set (source .ci/venv.sh)");
+            None
+        }
+    }
+}
+
+/// `--region` is numpy's basic slicing: each spec's output equals `np.load(whole)[spec]`, shape
+/// and values, computed by numpy itself; from a .npy and from a tiled GVRS (steps over tiles).
+#[test]
+fn region_slices_as_numpy_does() {
+    let Some(python) = python() else { return };
+    let dir = scratch("numpy");
+    let specs = [
+        "5", "-1", "::2", "1:-1:2", ":,-3:", "::3,::4", "-2,1::2", "1,2", ":,::2,-1", "0:3:2,1", "-3:-1",
+    ];
+    for (src, base) in [
+        (cube(&dir), vec![]),
+        (testdata("gvrs/crafted_all_types.gvrs"), vec!["--element", "a"]),
+        (testdata("vds/small_r32_zip.vds"), vec![]),
+    ] {
+        let whole = dir.join("whole.npy");
+        convert(&src, &whole, &base);
+        for spec in specs {
+            let rank = read_npy(&whole).shape.len();
+            if spec.split(',').count() > rank {
+                continue;
+            }
+            let part = dir.join("part.npy");
+            let _ = std::fs::remove_file(&part);
+            let mut args = vec!["convert", src.as_str(), part.to_str().unwrap(), "--region", spec];
+            args.extend(base.iter().copied());
+            let o = run(&args);
+            let script = format!(
+                "import numpy as np, sys\na = np.load(sys.argv[1])\ntry:\n    b = a[{spec}]\nexcept IndexError:\n    print('IndexError'); sys.exit(0)\nc = np.load(sys.argv[2])\nprint(b.shape == c.shape and b.dtype == c.dtype and np.array_equal(b, c, equal_nan=True), b.shape, c.shape)"
+            );
+            let py = Command::new(&python)
+                .args(["-c", &script])
+                .args([whole.to_str().unwrap(), part.to_str().unwrap()])
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&py.stdout);
+            if said.starts_with("IndexError") {
+                assert_eq!(
+                    o.status.code(),
+                    Some(2),
+                    "{src} --region {spec}: numpy refuses; {}",
+                    stderr(&o)
+                );
+                continue;
+            }
+            assert_eq!(o.status.code(), Some(0), "{src} --region {spec}: {}", stderr(&o));
+            assert!(
+                said.starts_with("True"),
+                "{src} --region {spec}: numpy says {said} {}",
+                String::from_utf8_lossy(&py.stderr)
+            );
+        }
+    }
+}
+
+#[test]
+fn squeeze_and_expand_dims_only_when_asked() {
+    let dir = scratch("squeeze");
+    let volp = testdata("volp/temperature_4x32x32_int16.volp");
+    let grid = dir.join("l0.gvrs");
+    // A level is 3-D (1 x 32 x 32): GVRS takes 2-D grids only when it is squeezed.
+    let o = run(&["convert", &volp, grid.to_str().unwrap(), "--levels", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = run(&["convert", &volp, grid.to_str().unwrap(), "--levels", "0", "--squeeze"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let back = convert(grid.to_str().unwrap(), &dir.join("g.npy"), &[]);
+    let level = convert(&volp, &dir.join("l.npy"), &["--levels", "0"]);
+    assert_eq!(back.shape, vec![32, 32]);
+    assert_eq!(back.data, level.data);
+    // And back: a 2-D array goes into VOLP (3-D) only with --expand-dims. (A GVRS source
+    // already gives VOLP its elements as levels, so the 2-D .npy of the grid is the case.)
+    let vol = dir.join("g.volp");
+    let flat = dir.join("g.npy");
+    let o = run(&["convert", flat.to_str().unwrap(), vol.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = run(&[
+        "convert",
+        flat.to_str().unwrap(),
+        vol.to_str().unwrap(),
+        "--expand-dims",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let again = convert(vol.to_str().unwrap(), &dir.join("v.npy"), &[]);
+    assert_eq!(again.shape, vec![1, 32, 32]);
+    assert_eq!(again.data, level.data);
 }

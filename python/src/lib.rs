@@ -443,7 +443,9 @@ impl Array {
     fn read_request(&self, py: Python<'_>, req: ArrayRequest) -> PyResult<PyObject> {
         let reader = self.file.get().reader()?;
         let mut sink = NumpySink::new(req.limits);
-        let streamed = py.allow_threads(|| guarded(|| reader.stream(&req, &mut sink)));
+        let streamed = py.allow_threads(|| {
+            guarded(|| rasterpack::common::stream_view(&req, false, 0, &mut sink, |r, s| reader.stream(r, s)))
+        });
         if let Some(e) = sink.signals.take() {
             return Err(e);
         }
@@ -654,8 +656,9 @@ impl Array {
     }
 
     /// Read the array, or a region of it, with `rasterpack convert`'s meanings: `region` as
-    /// `convert --region` takes it (`"0:2,100:200"`, or a tuple of slices/ints, in numpy axis
-    /// order; an integer keeps its axis with extent 1), `physical` values (scale and offset
+    /// `convert --region` takes it (`"0:2,100:200"`, `"::2,-1"`, or a tuple of slices/ints, in
+    /// numpy axis order, with numpy's meanings: negative positions count from the end, steps,
+    /// an integer drops its axis), `physical` values (scale and offset
     /// applied), a VDS level of detail `lod`, or GVRS stored integer `codes`.
     #[pyo3(signature = (region=None, physical=false, lod=0, codes=false))]
     fn read(
@@ -709,25 +712,25 @@ fn region_text(region: &Bound<'_, PyAny>) -> PyResult<String> {
     let mut parts = Vec::new();
     for item in items {
         if let Ok(s) = item.downcast::<PySlice>() {
-            let get = |name: &str| -> PyResult<Option<u64>> {
+            let get = |name: &str| -> PyResult<Option<i64>> {
                 let v = s.getattr(name)?;
                 if v.is_none() {
                     return Ok(None);
                 }
-                v.extract::<u64>()
+                v.extract::<i64>()
                     .map(Some)
-                    .map_err(|_| PyValueError::new_err("region bounds must be non-negative integers"))
+                    .map_err(|_| PyValueError::new_err("region bounds and steps must be integers"))
             };
-            if get("step")?.is_some_and(|st| st != 1) {
-                return Err(PyValueError::new_err("a region has no step; index the result instead"));
-            }
             let a = get("start")?.map(|v| v.to_string()).unwrap_or_default();
             let b = get("stop")?.map(|v| v.to_string()).unwrap_or_default();
-            parts.push(format!("{a}:{b}"));
+            match get("step")? {
+                Some(st) => parts.push(format!("{a}:{b}:{st}")),
+                None => parts.push(format!("{a}:{b}")),
+            }
         } else {
-            let i: u64 = item
+            let i: i64 = item
                 .extract()
-                .map_err(|_| PyValueError::new_err("a region is slices and non-negative integers"))?;
+                .map_err(|_| PyValueError::new_err("a region is slices and integers"))?;
             parts.push(i.to_string());
         }
     }
@@ -831,6 +834,8 @@ fn convert(
         window,
         box_ranges: r#box,
         levels,
+        squeeze: false,
+        expand_dims: false,
         lod,
         tile,
         compress,

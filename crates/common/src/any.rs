@@ -38,7 +38,7 @@ pub trait ArrayFile: Send + Sync {
     /// One array (or `req.region` of it) in memory, bounded by `req.limits.max_array_bytes`.
     fn read(&self, req: &ArrayRequest) -> Result<NdArray> {
         let mut sink = MemorySink::new(req.limits);
-        self.stream(req, &mut sink)?;
+        crate::stream::stream_view(req, false, 0, &mut sink, |r, s| self.stream(r, s))?;
         sink.finish()?;
         sink.into_array()
     }

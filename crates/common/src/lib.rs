@@ -85,6 +85,7 @@ pub mod npy;
 pub mod npy_cases;
 pub mod npy_format;
 pub mod output;
+pub mod preview;
 pub mod reader;
 pub mod source;
 pub mod stats;
@@ -108,7 +109,9 @@ pub use npy_format::{NpyFile, NpyFormat};
 pub use output::{write_file_atomically, Output};
 pub use reader::{slice_at, ByteReader};
 pub use source::{Input, ObjectSource, RangeSource};
-pub use stream::{ArrayInfo, ArraySink, MemorySink, ProgressSink, Region, RegionRuns, RegionSpec};
+pub use stream::{
+    stream_view, ArrayInfo, ArraySink, MemorySink, ProgressSink, Region, RegionRuns, RegionSpec, View, ViewSink,
+};
 
 /// The JSON crate of the public types that carry metadata ([`ArrayInfo::attrs`], report
 /// sections), re-exported so a program uses the same version without depending on it.

@@ -123,7 +123,7 @@ fn every_kind_byte_order_and_layout_reads_exactly() {
                     let element = format!("c/{name}");
                     for spec in regions(shape) {
                         let region = Region::parse(&spec, shape).unwrap();
-                        let req = ArrayRequest::for_element(&element).with_region(RegionSpec::parse(&spec).unwrap());
+                        let req = ArrayRequest::for_element(&element).with_region(RegionSpec::from(&region));
                         let got = file.read(&req).unwrap_or_else(|e| panic!("{what} [{spec}]: {e}"));
                         assert_eq!(got.dtype, dtype);
                         assert_eq!(got.data, expected(dtype, shape, &region), "{what} [{spec}]");

@@ -98,12 +98,11 @@ fn bands_and_batches_read_the_same_values() {
             ..Limits::default()
         };
         for spec in ["", "2:7,1:9,3:11", "8,9,10", "0:9,5:6", "3:5"] {
-            let region = RegionSpec::parse(if spec.is_empty() { ":" } else { spec })
-                .unwrap()
-                .resolve(&SHAPE)
-                .unwrap();
+            // The box of the spec (an integer index keeps its axis in a box): this checks the
+            // reader, which reads boxes; numpy's dropped axes are the view layer's.
+            let region = rasterpack_common::Region::parse(if spec.is_empty() { ":" } else { spec }, &SHAPE).unwrap();
             let req = ArrayRequest::default()
-                .with_region(RegionSpec::parse(if spec.is_empty() { ":" } else { spec }).unwrap())
+                .with_region(RegionSpec::from(&region))
                 .with_limits(limits);
             let got = file.read(&req).unwrap();
             assert_eq!(got.shape, region.shape());
