@@ -10,6 +10,8 @@ use serde_json::{json, Value};
 use crate::geometry::{ChunkExtent, LayerGeometry};
 use crate::layout::{parse_layout, VdsCompression, VdsSampleFormat, VolumeDataLayout};
 use crate::raw::CONTAINER_MAGIC;
+// The writer's own encoders: test files are made the way rasterpack writes them.
+use crate::write::{pack_bits, rle_encode};
 
 /// What to write.
 #[derive(Debug, Clone)]
@@ -397,72 +399,6 @@ fn constant_value(spec: &Spec, v: &[u8]) -> Option<f32> {
         }
         _ => None,
     }
-}
-
-fn pack_bits(bytes: &[u8], size: [u64; 3]) -> Vec<u8> {
-    let sx = size[0] as usize;
-    let row = sx.div_ceil(8);
-    let rows = (size[1] * size[2]) as usize;
-    let mut out = vec![0u8; row * rows];
-    for r in 0..rows {
-        for x in 0..sx {
-            if bytes[r * sx + x] != 0 {
-                out[r * row + x / 8] |= 1 << (x % 8);
-            }
-        }
-    }
-    out
-}
-
-/// RLE runs (repeat runs for 3+ equal units, literals otherwise; at most 16384 units a run).
-pub fn rle_encode(data: &[u8], unit: usize) -> Vec<u8> {
-    let units = data.len() / unit;
-    let at = |i: usize| &data[i * unit..i * unit + unit];
-    let mut out = Vec::new();
-    let emit = |out: &mut Vec<u8>, literal: bool, run: usize| {
-        let r = run - 1;
-        let mut u0 = (r & 0x3F) as u8;
-        if literal {
-            u0 |= 0x40;
-        }
-        if r >= 64 {
-            out.push(u0 | 0x80);
-            out.push((r >> 6) as u8);
-        } else {
-            out.push(u0);
-        }
-    };
-    let mut i = 0;
-    let mut lit_start = 0;
-    while i < units {
-        let mut j = i + 1;
-        while j < units && j - i < 16384 && at(j) == at(i) {
-            j += 1;
-        }
-        if j - i >= 3 {
-            let mut s = lit_start;
-            while s < i {
-                let n = (i - s).min(16384);
-                emit(&mut out, true, n);
-                out.extend_from_slice(&data[s * unit..(s + n) * unit]);
-                s += n;
-            }
-            emit(&mut out, false, j - i);
-            out.extend_from_slice(at(i));
-            i = j;
-            lit_start = i;
-        } else {
-            i += 1;
-        }
-    }
-    let mut s = lit_start;
-    while s < units {
-        let n = (units - s).min(16384);
-        emit(&mut out, true, n);
-        out.extend_from_slice(&data[s * unit..(s + n) * unit]);
-        s += n;
-    }
-    out
 }
 
 fn compression_code(c: VdsCompression) -> i32 {

@@ -152,7 +152,7 @@ pub fn encode_brick(
 
 /// 1-bit samples (one byte each) packed 8 to a byte, bit 0 first, each row of X padded to
 /// whole bytes (OpenVDS's 1-bit rows).
-fn pack_bits(bytes: &[u8], size: [u64; 3]) -> Vec<u8> {
+pub(crate) fn pack_bits(bytes: &[u8], size: [u64; 3]) -> Vec<u8> {
     let sx = size[0] as usize;
     let row = sx.div_ceil(8);
     let rows = (size[1] * size[2]) as usize;
