@@ -24,6 +24,7 @@ use rasterpack_common::{ArrayInfo, ArraySink, DType, Error, Limits, Output, Resu
 use crate::geometry::LayerGeometry;
 use crate::layout::{parse_layout, VdsCompression, VdsSampleFormat, VolumeDataLayout};
 
+#[cfg(feature = "testsupport")]
 pub(crate) use encode::pack_bits;
 pub use encode::{constant_hash, rle_encode, ZIP_LEVEL};
 use target::Target;
