@@ -156,7 +156,12 @@ fn the_parser_reads_commands_comments_and_exit_codes() {
     assert_eq!(
         blocks,
         vec![
-            vec!["a x  # one".to_string(), String::new(), "# only a comment".into(), "b '.x[]' | jq  # exit 1: broken".into()],
+            vec![
+                "a x  # one".to_string(),
+                String::new(),
+                "# only a comment".into(),
+                "b '.x[]' | jq  # exit 1: broken".into()
+            ],
             vec!["c".to_string()]
         ]
     );

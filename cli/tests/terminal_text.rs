@@ -56,8 +56,9 @@ fn closing_lines(report: &str) -> Vec<&str> {
 
 #[test]
 fn inspect_last_line_wraps_at_words_within_80_columns() {
-    // A path long enough that the closing line cannot fit on one 80-column line.
-    let dir = scratch("wrap").join("a-folder-with-a-rather-long-name/and-another-one-below-it");
+    // A path long enough that the closing line cannot fit on one 80-column line (but not
+    // longer than 80 itself: a word that long keeps a line of its own, whole).
+    let dir = scratch("wrap").join("some-folder");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("temperature_4x32x32_int16.volp");
     std::fs::copy(testdata("volp/temperature_4x32x32_int16.volp"), &file).unwrap();
@@ -74,10 +75,7 @@ fn inspect_last_line_wraps_at_words_within_80_columns() {
         // Broken only between words: the words are those of the one-line text, in order,
         // the path whole.
         let joined = closing.join(" ");
-        assert!(
-            joined.starts_with(&format!("{path}: structure checked")),
-            "{joined}"
-        );
+        assert!(joined.starts_with(&format!("{path}: structure checked")), "{joined}");
         assert!(
             joined.ends_with("(inspect checks the structure only; `rasterpack validate` checks everything)"),
             "{joined}"
@@ -146,7 +144,10 @@ fn diff_prints_f32_differences_as_f32_and_f64_as_f64() {
     let a64 = write("a64.npy", &NdArray::from_vec(vec![3], vec![1.0f64, 2.0, 3.0]).unwrap());
     let b64 = write("b64.npy", &NdArray::from_vec(vec![3], vec![1.0f64, 2.1, 3.0]).unwrap());
     let text = stdout(&run(&["diff", &a64, &b64]));
-    assert!(text.contains(&format!("max abs difference {:?}", 2.1f64 - 2.0)), "{text}");
+    assert!(
+        text.contains(&format!("max abs difference {:?}", 2.1f64 - 2.0)),
+        "{text}"
+    );
 }
 
 #[test]
@@ -154,11 +155,24 @@ fn gvrs_tile_encodings_have_count_and_byte_columns() {
     let o = run(&["inspect", &testdata("gvrs/crafted_compressed.gvrs")]);
     let text = stdout(&o);
     let at = text.find("Tile encodings").expect(&text);
-    let table: Vec<&str> = text[at..].lines().skip(1).take_while(|l| !l.is_empty() && !l.starts_with(|c: char| c.is_alphabetic())).collect();
+    let table: Vec<&str> = text[at..]
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty() && !l.starts_with(|c: char| c.is_alphabetic()))
+        .collect();
     let header = words(table[1]);
     assert_eq!(
         header,
-        ["element", "encoding", "tiles", "stored", "bytes", "uncompressed", "bytes", "ratio"],
+        [
+            "element",
+            "encoding",
+            "tiles",
+            "stored",
+            "bytes",
+            "uncompressed",
+            "bytes",
+            "ratio"
+        ],
         "{text}"
     );
     // One row per element and encoding; every count and byte figure is a number of its own.
@@ -168,8 +182,23 @@ fn gvrs_tile_encodings_have_count_and_byte_columns() {
         .map(|l| words(l))
         .collect();
     assert_eq!(rows.len(), 2, "{text}");
-    assert_eq!(rows[0], ["v", "codec[0]=GvrsHuffman/predictor=1(Differencing)", "1", "22", "256", "11.64"], "{text}");
-    assert_eq!(rows[1], ["f", "codec[2]=GvrsFloat", "1", "143", "256", "1.79"], "{text}");
+    assert_eq!(
+        rows[0],
+        [
+            "v",
+            "codec[0]=GvrsHuffman/predictor=1(Differencing)",
+            "1",
+            "22",
+            "256",
+            "11.64"
+        ],
+        "{text}"
+    );
+    assert_eq!(
+        rows[1],
+        ["f", "codec[2]=GvrsFloat", "1", "143", "256", "1.79"],
+        "{text}"
+    );
 }
 
 #[test]
@@ -197,7 +226,11 @@ fn udf_hint_lists_only_tables_that_convert() {
         assert_eq!(o.status.code(), Some(0), "{table}: {}", stderr(&o));
     }
     // A name the file does not have gets the same list.
-    let o = run(&["convert", &src, out.to_str().unwrap(), "--element", "nope"]);
+    let o = run(&["convert", "--force", &src, out.to_str().unwrap(), "--element", "nope"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("root/grid") && !stderr(&o).contains("root/meta"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("root/grid") && !stderr(&o).contains("root/meta"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -300,12 +300,7 @@ fn element_row(e: &GvrsElement) -> Vec<String> {
     let (min, max, fill, coding) = match s.range {
         ElementRange::Integer { min, max, fill } => (min.to_string(), max.to_string(), fill.to_string(), String::new()),
         ElementRange::Short { min, max, fill } => (min.to_string(), max.to_string(), fill.to_string(), String::new()),
-        ElementRange::Float { min, max, fill } => (
-            fmt_f32(min),
-            fmt_f32(max),
-            fmt_f32(fill),
-            String::new(),
-        ),
+        ElementRange::Float { min, max, fill } => (fmt_f32(min), fmt_f32(max), fmt_f32(fill), String::new()),
         ElementRange::IntCodedFloat {
             min,
             max,
@@ -462,7 +457,14 @@ fn tiles_section(file: &GvrsFile, opts: &InspectOptions, report: &mut Report) {
     );
     report.table(
         "Tile encodings",
-        &["element", "encoding", "tiles", "stored bytes", "uncompressed bytes", "ratio"],
+        &[
+            "element",
+            "encoding",
+            "tiles",
+            "stored bytes",
+            "uncompressed bytes",
+            "ratio",
+        ],
         rows,
     );
     if let Some(e) = &st.first_error {

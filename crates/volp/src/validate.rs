@@ -293,7 +293,11 @@ fn values_section(report: &mut Report, sample: &Sample) {
     // Stored figures at the stored dtype's precision (a float32 body's as f32). Physical values
     // are computed in f64 (ERRATA), so theirs are f64 figures, unless scale 1 and offset 0
     // leave them the stored values exactly.
-    let phys_dtype = if sc == 1.0 && of == 0.0 { sample.dtype } else { DType::F64 };
+    let phys_dtype = if sc == 1.0 && of == 0.0 {
+        sample.dtype
+    } else {
+        DType::F64
+    };
     let at = |x: Option<f64>, dtype: DType| x.map(|x| fmt_at(x, dtype)).unwrap_or_else(|| "-".into());
     let stored = |x: Option<f64>| at(x, sample.dtype);
     let txt = |x: Option<f64>| at(x, phys_dtype);
