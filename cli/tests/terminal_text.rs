@@ -107,15 +107,23 @@ fn floats_print_at_the_arrays_own_precision() {
     let text = stdout(&run(&["inspect", &temp]));
     assert!(words(&text).contains(&"245.76275146484375"), "{text}");
 
-    // GVRS float elements: min/max/fill are f32 in the header.
-    let text = stdout(&run(&["inspect", &testdata("gvrs/crafted_all_types.gvrs")]));
-    for w in words(&text) {
-        if let Ok(v) = w.parse::<f64>() {
-            let digits = w.trim_start_matches('-').chars().filter(char::is_ascii_digit).count();
-            assert!(
-                digits < 16 || (v as f32) as f64 != v,
-                "an f32 printed with f64 digits: {w}\n{text}"
-            );
+    // GVRS float elements (min/max/fill are f32 in the header) and UDF float32 tables
+    // (their previews): no f32 value printed with an f64's digits.
+    for file in [
+        "gvrs/crafted_all_types.gvrs",
+        "gvrs/crafted_compressed.gvrs",
+        "udf/sample.udf",
+    ] {
+        let text = stdout(&run(&["inspect", &testdata(file)]));
+        for w in words(&text) {
+            let w = w.trim_matches(|c: char| "[]".contains(c));
+            if let Ok(v) = w.parse::<f64>() {
+                let digits = w.trim_start_matches('-').chars().filter(char::is_ascii_digit).count();
+                assert!(
+                    digits < 12 || (v as f32) as f64 != v,
+                    "{file}: an f32 printed with f64 digits: {w}\n{text}"
+                );
+            }
         }
     }
 }
@@ -233,4 +241,17 @@ fn udf_hint_lists_only_tables_that_convert() {
         "{}",
         stderr(&o)
     );
+}
+
+/// A UDF float32 table's preview prints its values as f32 (corpus/udf/u01_primitives.udf holds
+/// -0.00325f32).
+#[test]
+fn udf_f32_previews_print_as_f32() {
+    let Some(dir) = rasterpack_common::testkit::corpus_dir("udf") else {
+        return;
+    };
+    let file = dir.join("u01_primitives.udf");
+    let text = stdout(&run(&["inspect", file.to_str().unwrap()]));
+    assert!(text.contains("-0.00325]"), "{text}");
+    assert!(!text.contains("-0.0032500000670552254"), "{text}");
 }
