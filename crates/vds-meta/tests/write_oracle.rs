@@ -2,13 +2,15 @@
 //! (U8, U16, U32, U64, R32, R64, 1Bit) with None, RLE and Zip, 1-D to 4-D, margins, LODs,
 //! U8/U16 value ranges and no-values, in both storage kinds, are read back by OpenVDS
 //! (`tests/oracle/write_check.py`, through `RASTERPACK_PYTHON`) at every LOD: bit for bit the
-//! input (decimated by 2^lod), and for U8/U16 also as floats by the quantization rule.
+//! input (decimated by 2^lod), and for U8/U16 also as floats by the quantization rule. Datasets
+//! of several channels (each its own format, value range and no-value) are read channel by
+//! channel.
 
 use std::path::Path;
 
 use rasterpack_common::{ArrayInfo, ArraySink, DType, Output};
 use rasterpack_vds_meta::layout::VdsCompression;
-use rasterpack_vds_meta::write::{VdsWriteOptions, VdsWriter};
+use rasterpack_vds_meta::write::{ChannelSpec, VdsWriteOptions, VdsWriter};
 use rasterpack_vds_meta::VdsDataset;
 use serde_json::json;
 
@@ -20,6 +22,8 @@ struct Case {
     dir: bool,
     info: ArrayInfo,
     opts: VdsWriteOptions,
+    /// Channels beside the primary: name and dtype (the primary's shape).
+    extra: Vec<(String, DType)>,
 }
 
 // One line per case reads best as positional arguments.
@@ -45,6 +49,7 @@ fn case(
             lods,
             ..Default::default()
         },
+        extra: Vec::new(),
     }
 }
 
@@ -104,6 +109,28 @@ fn cases() -> Vec<Case> {
         c.opts.no_value = nov;
         v.push(c);
     }
+    // Several channels, each its own format (and the U8 one its own value range and
+    // no-value), every LOD, both storage kinds.
+    for (name, dir, comp) in [("channels.vds", false, Zip), ("dir_channels", true, RLE)] {
+        let mut c = case(name, dir, DType::F32, &[6, 40, 70], comp, 32, 2, 2);
+        c.extra = vec![
+            ("Velocity".into(), DType::U16),
+            ("Mask".into(), DType::Bool),
+            ("Quality".into(), DType::U8),
+            ("Depth".into(), DType::F64),
+        ];
+        c.opts.channels = c
+            .extra
+            .iter()
+            .map(|(n, _)| ChannelSpec {
+                name: n.clone(),
+                ..Default::default()
+            })
+            .collect();
+        c.opts.channels[2].value_range = Some((10.0, 20.0));
+        c.opts.channels[2].no_value = Some(-1.0);
+        v.push(c);
+    }
     v
 }
 
@@ -123,24 +150,42 @@ fn openvds_reads_every_dataset_the_writer_writes() {
     std::fs::create_dir_all(&out).unwrap();
     let mut list = Vec::new();
     for (k, c) in cases().into_iter().enumerate() {
-        let data = sample(&c.info, 1000 + k as u64);
-        let raw = format!("{k}.raw");
-        std::fs::write(out.join(&raw), &data).unwrap();
+        // The primary's array, then each other channel's (its own dtype, the same shape).
+        let mut arrays = vec![(c.info.clone(), sample(&c.info, 1000 + k as u64))];
+        for (j, (name, dtype)) in c.extra.iter().enumerate() {
+            let mut info = ArrayInfo::new(*dtype, c.info.shape.clone());
+            info.name = Some(name.clone());
+            let data = sample(&info, 5000 + 10 * k as u64 + j as u64);
+            arrays.push((info, data));
+        }
         let path = out.join(&c.name);
         let lods = c.opts.lods;
         if c.dir {
             let mut w = VdsWriter::directory(&path, false, c.opts).unwrap();
-            write_all(&mut w, &c.info, &data);
+            for (info, data) in &arrays {
+                write_all(&mut w, info, data);
+            }
         } else {
             let file = std::fs::File::create(&path).unwrap();
             let mut w = VdsWriter::container(Output::File(&file), c.opts);
-            write_all(&mut w, &c.info, &data);
+            for (info, data) in &arrays {
+                write_all(&mut w, info, data);
+            }
         }
-        let ch = VdsDataset::open(&path).unwrap().layout().channels[0].clone();
+        let layout = VdsDataset::open(&path).unwrap().layout().clone();
+        assert_eq!(layout.channels.len(), arrays.len(), "{}", c.name);
+        let mut channels = Vec::new();
+        for (j, ((info, data), ch)) in arrays.iter().zip(&layout.channels).enumerate() {
+            let raw = format!("{k}_{j}.raw");
+            std::fs::write(out.join(&raw), data).unwrap();
+            channels.push(json!({
+                "channel": j, "name": ch.name, "dtype": info.dtype.name(), "raw": raw,
+                "scale": ch.integer_scale, "offset": ch.integer_offset,
+                "no_value": if ch.use_no_value { Some(ch.no_value) } else { Option::None },
+            }));
+        }
         list.push(json!({
-            "name": c.name, "path": c.name, "dtype": c.info.dtype.name(), "shape": c.info.shape,
-            "lods": lods, "raw": raw, "scale": ch.integer_scale, "offset": ch.integer_offset,
-            "no_value": if ch.use_no_value { Some(ch.no_value) } else { Option::None },
+            "name": c.name, "path": c.name, "shape": c.info.shape, "lods": lods, "channels": channels,
         }));
     }
     let n = list.len();
@@ -162,6 +207,7 @@ fn openvds_reads_every_dataset_the_writer_writes() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// One array (a channel) through the sink: begin, pieces in order, finish.
 fn write_all(w: &mut dyn ArraySink, info: &ArrayInfo, data: &[u8]) {
     w.begin(info).unwrap();
     for (k, piece) in data.chunks(4097).enumerate() {
