@@ -240,3 +240,142 @@ fn a_4_gib_volume_writes_within_the_memory_bound() {
     check(&["validate", s(&out)], 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn bytes_u16(n: usize) -> Vec<u8> {
+    (0..n).flat_map(|i| ((i * 37 % 65535) as u16).to_le_bytes()).collect()
+}
+
+/// `--channel NAME=PATH[:ELEMENT]`: channels beside IN's array, each its own format, read back
+/// by name (`--element`), every LOD, in both storage kinds; a channel of another shape or an
+/// unstorable dtype is exit 2 naming it, with nothing at the target.
+#[test]
+fn channels_from_other_inputs_round_trip_and_are_checked_first() {
+    let dir = scratch("vds_write", "channels");
+    let shape = [5u64, 30, 44];
+    let n = 5 * 30 * 44;
+    let primary = floats(n);
+    let vel = bytes_u16(n);
+    let mask: Vec<u8> = (0..n).map(|i| (i % 3 == 0) as u8).collect();
+    let (a, b, c) = (dir.join("a.npy"), dir.join("vel.npy"), dir.join("mask.npy"));
+    npy(&a, "<f4", &shape, &primary);
+    npy(&b, "<u2", &shape, &vel);
+    npy(&c, "|b1", &shape, &mask);
+    let vel_spec = format!("Velocity={}", s(&b));
+    let mask_spec = format!("Mask={}", s(&c));
+    for (out, extra) in [
+        (dir.join("multi.vds"), vec![]),
+        (dir.join("multi_dir"), vec!["--to", "vds"]),
+    ] {
+        let mut args = vec![
+            "convert",
+            s(&a),
+            s(&out),
+            "--channel",
+            &vel_spec,
+            "--channel",
+            &mask_spec,
+            "--brick-size",
+            "32",
+            "--lods",
+            "1",
+        ];
+        args.extend(extra);
+        check(&args, 0);
+        check(&["validate", "--strict", s(&out)], 0);
+        for (name, want) in [("Amplitude", &primary), ("Velocity", &vel), ("Mask", &mask)] {
+            let back = dir.join(format!("back_{name}.npy"));
+            check(&["convert", s(&out), s(&back), "--element", name, "--force"], 0);
+            assert!(npy_data(&back) == *want, "{}: channel {name} differs", s(&out));
+            // LOD 1 is every other voxel of the channel's own array.
+            check(
+                &["convert", s(&out), s(&back), "--element", name, "--lod", "1", "--force"],
+                0,
+            );
+            let e = want.len() / n;
+            let mut half = Vec::new();
+            for z in (0..5).step_by(2) {
+                for y in (0..30).step_by(2) {
+                    for x in (0..44).step_by(2) {
+                        let i = (z * 30 + y) * 44 + x;
+                        half.extend_from_slice(&want[i * e..i * e + e]);
+                    }
+                }
+            }
+            assert!(npy_data(&back) == half, "{}: channel {name} LOD 1 differs", s(&out));
+        }
+    }
+    // Refused before anything is written: another shape, a dtype VDS does not store, a name
+    // given twice, a path that is not there.
+    let other = dir.join("other.npy");
+    npy(&other, "<f4", &[5, 30, 43], &floats(5 * 30 * 43));
+    let i16s = dir.join("i16.npy");
+    npy(&i16s, "<i2", &shape, &vec![0u8; n * 2]);
+    for (spec, says) in [
+        (format!("Other={}", s(&other)), "\"Other\""),
+        (format!("Codes={}", s(&i16s)), "int16"),
+        (format!("Amplitude={}", s(&b)), "Amplitude"),
+        ("Gone=/nonexistent/x.npy".to_string(), "x.npy"),
+    ] {
+        for (out, extra) in [
+            (dir.join("refused.vds"), vec![]),
+            (dir.join("refused_dir"), vec!["--to", "vds"]),
+        ] {
+            let mut args = vec!["convert", s(&a), s(&out), "--channel", &spec];
+            args.extend(extra);
+            let r = check(&args, 2);
+            assert!(r.stderr().contains(says), "{spec}: {}", r.stderr());
+            assert!(!out.exists(), "{spec}: {} was written", s(&out));
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".rasterpack-"))
+        .collect();
+    assert!(left.is_empty(), "left {left:?}");
+    // --channel is a VDS flag; a stream output is refused.
+    check(&["convert", s(&a), s(&dir.join("x.npy")), "--channel", &vel_spec], 2);
+    check(&["convert", s(&a), "-", "--to", "vds", "--channel", &vel_spec], 2);
+}
+
+/// `--all`: every array of a multi-array input (here a GVRS of three float elements) is a
+/// channel, the first the primary, each read back by its element name.
+#[test]
+fn all_writes_every_array_of_the_input_as_a_channel() {
+    use rasterpack_common::{DType, NdArray, WriteOptions};
+    let dir = scratch("vds_write", "all");
+    let gvrs = dir.join("three.gvrs");
+    let arrays: Vec<NdArray> = ["depth", "dip", "azimuth"]
+        .iter()
+        .enumerate()
+        .map(|(k, name)| {
+            let data: Vec<u8> = (0..40 * 50)
+                .flat_map(|i| ((i * (k + 3)) as f32 / 7.0).to_le_bytes())
+                .collect();
+            let mut a = NdArray::new(DType::F32, vec![40, 50], data).unwrap();
+            a.name = Some(name.to_string());
+            a
+        })
+        .collect();
+    rasterpack::format_by_name("gvrs")
+        .unwrap()
+        .save_arrays(&arrays, &Default::default(), &gvrs, &WriteOptions::default())
+        .unwrap();
+    let out = dir.join("all.vds");
+    check(&["convert", s(&gvrs), s(&out), "--all"], 0);
+    check(&["validate", "--strict", s(&out)], 0);
+    let inspect = check(&["inspect", "--json", s(&out)], 0).stdout();
+    for a in &arrays {
+        let name = a.name.as_deref().unwrap();
+        assert!(inspect.contains(&format!("\"{name}\"")), "{name} not in {inspect}");
+        let back = dir.join(format!("{name}.npy"));
+        check(&["convert", s(&out), s(&back), "--element", name], 0);
+        assert!(npy_data(&back) == a.data, "channel {name} differs");
+    }
+    // --all names the channels itself: no --element.
+    check(
+        &["convert", s(&gvrs), s(&dir.join("e.vds")), "--all", "--element", "dip"],
+        2,
+    );
+}
