@@ -379,3 +379,115 @@ fn all_writes_every_array_of_the_input_as_a_channel() {
         2,
     );
 }
+
+/// SIGINT, SIGTERM and SIGHUP in the middle of writing the directory layout: the process ends
+/// by the signal, and neither the dataset nor its temporary directory is left.
+#[cfg(unix)]
+#[test]
+fn a_signal_mid_write_of_a_directory_leaves_nothing() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+    let dir = scratch("vds_write", "signal");
+    let input = dir.join("noise.npy");
+    // 64 MiB of noise through Zip with two LODs: about a second of work even on a fast build.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let n = 64 * 512 * 512;
+    let data: Vec<u8> = (0..n)
+        .flat_map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state >> 40) as f32 / 16_777_216.0).to_le_bytes()
+        })
+        .collect();
+    npy(&input, "<f4", &[64, 512, 512], &data);
+    drop(data);
+    let temps = || -> Vec<String> {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".rasterpack-"))
+            .collect()
+    };
+    for (name, signo) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
+        let out = dir.join(format!("out-{name}"));
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rasterpack"))
+            .args([
+                "convert",
+                s(&input),
+                s(&out),
+                "--to",
+                "vds",
+                "--brick-size",
+                "32",
+                "--lods",
+                "2",
+            ])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // The temporary directory exists from the first brick until the rename.
+        let start = Instant::now();
+        while temps().is_empty() {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "SIG{name}: convert ended before its temporary directory was seen"
+            );
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "no temporary directory appeared"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let sent = std::process::Command::new("kill")
+            .args([format!("-{name}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = child.wait().unwrap();
+        assert_eq!(
+            status.signal(),
+            Some(signo),
+            "SIG{name}: ended by the signal ({status:?})"
+        );
+        assert_eq!(temps(), Vec::<String>::new(), "SIG{name} left a temporary directory");
+        assert!(!out.exists(), "SIG{name}: a partial dataset at the target");
+    }
+}
+
+/// A brick row larger than the working set (a 2^20 x 2^20 x 64 volume, brick 256: one row of
+/// bricks is 256 x 2^20 x 2^20 bytes) is a request the writer cannot serve: exit 2 before
+/// anything is written, in both storage kinds. The source is a Zarr array with no chunk
+/// written (every value the fill value), so the test reads a few hundred bytes.
+#[test]
+fn a_brick_row_larger_than_the_working_set_is_refused_first() {
+    let dir = scratch("vds_write", "brick_row");
+    let zarr = dir.join("huge.zarr");
+    std::fs::create_dir_all(&zarr).unwrap();
+    std::fs::write(
+        zarr.join("zarr.json"),
+        r#"{"zarr_format":3,"node_type":"array","shape":[64,1048576,1048576],"data_type":"uint8",
+"chunk_grid":{"name":"regular","configuration":{"chunk_shape":[64,256,256]}},
+"chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},
+"fill_value":0,"codecs":[{"name":"bytes"}],"attributes":{}}"#,
+    )
+    .unwrap();
+    for (out, extra) in [
+        (dir.join("huge.vds"), vec![]),
+        (dir.join("huge_dir"), vec!["--to", "vds"]),
+    ] {
+        let mut args = vec!["convert", s(&zarr), s(&out), "--brick-size", "256", "--allow-expansion"];
+        args.extend(extra);
+        let r = check(&args, 2);
+        assert!(r.stderr().contains("working set"), "{}", r.stderr());
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "huge.zarr")
+            .collect();
+        assert!(left.is_empty(), "left {left:?}");
+    }
+}

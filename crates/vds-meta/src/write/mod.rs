@@ -867,9 +867,11 @@ impl ArraySink for VdsWriter<'_> {
             levels.push(Level::new(g, elem, outers, &ch.name));
         }
         let held: u64 = levels.iter().map(|l| l.band_bytes()).sum::<u64>().saturating_mul(2);
+        // A request the writer cannot serve (not a property of the input): a usage error.
         if held > self.opts.limits.working_set {
-            return Err(Error::limit(
-                "limit.working_set",
+            return Err(Error::new(
+                rasterpack_common::ErrorKind::Usage,
+                "vds.write.working_set",
                 None,
                 format!(
                     "the VDS writer holds {held} bytes of brick rows and their encoded bricks, above the working set of {} bytes \
