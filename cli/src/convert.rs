@@ -156,6 +156,8 @@ pub fn convert_with(
         let whole = subset.is_none() && args.lod.is_none() && !args.squeeze && !args.expand_dims;
         let channels = vds_out::channels(args, &input, source, &mut req, &limits, whole)?;
         o.channels = channels.iter().map(vds_out::Channel::spec).collect();
+        // The source's attributes become metadata under its format's name.
+        o.source_format = Some(source.name().to_string());
         (Some(o), channels)
     } else {
         (None, Vec::new())
@@ -165,7 +167,8 @@ pub fn convert_with(
             "a VDS of several channels (--channel, --all) is written to a file or a directory",
         ));
     }
-    let file_vds_opts = vds_opts.clone().filter(|_| !channels.is_empty() && !vds_dir);
+    // A `.vds` file's writer gets the checked options (channels, the source format).
+    let file_vds_opts = vds_opts.clone().filter(|_| !vds_dir);
     let vds_writer = match vds_opts {
         Some(vds_opts) if vds_dir => Some(rasterpack_vds_meta::write::VdsWriter::directory(
             &args.output,
@@ -338,7 +341,7 @@ pub(crate) struct Job<'a> {
     budget: &'a Budget,
     /// Called before each piece is written; an `Err` stops the conversion.
     interrupt: &'a (dyn Fn() -> Result<(), Error> + Sync),
-    /// A `.vds` file of several channels: its writer's options (else the target's own writer).
+    /// A `.vds` file: its writer's options, checked (else the target's own writer).
     vds: Option<&'a rasterpack_vds_meta::write::VdsWriteOptions>,
     /// The channels beside the primary (VDS output), streamed after it into the same writer.
     channels: &'a [Job<'a>],
@@ -786,10 +789,16 @@ fn write_stream<W: Write>(sink: &mut Recorder<W>, name: &str, job: &Job) -> Resu
         let mut w = BufWriter::with_capacity(1 << 20, &mut *sink);
         let converted = match job.convert_special(&mut w) {
             Some(result) => result,
-            None => job
-                .target
-                .array_writer(job.opts, Output::Stream(&mut w))
-                .and_then(|mut array_sink| job.stream_into(&mut *array_sink)),
+            None => match job.vds {
+                Some(o) => {
+                    let mut v = rasterpack_vds_meta::write::VdsWriter::container(Output::Stream(&mut w), o.clone());
+                    job.stream_into(&mut v)
+                }
+                None => job
+                    .target
+                    .array_writer(job.opts, Output::Stream(&mut w))
+                    .and_then(|mut array_sink| job.stream_into(&mut *array_sink)),
+            },
         };
         converted.and_then(|()| w.flush().map_err(|e| Error::io(&format!("writing {name}"), &e)))
     };

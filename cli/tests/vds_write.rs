@@ -491,3 +491,102 @@ fn a_brick_row_larger_than_the_working_set_is_refused_first() {
         assert!(left.is_empty(), "left {left:?}");
     }
 }
+
+/// The summary of `inspect --json` of a VDS: (axes, metadata).
+fn vds_summary(path: &Path) -> (serde_json::Value, serde_json::Value) {
+    let out = check(&["inspect", "--json", s(path)], 0).stdout();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let sm = &v["files"][0]["summary"];
+    (sm["axes"].clone(), sm["metadata"].clone())
+}
+
+fn has_item(metadata: &serde_json::Value, category: &str, name: &str, value: serde_json::Value) -> bool {
+    metadata
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["category"] == category && m["name"] == name && m["value"] == value)
+}
+
+/// Axes and metadata from the input's attributes: a GVRS grid's coordinates become the axes
+/// (x0/y0 and the cell size of testdata/gvrs/crafted_compressed.gvrs: 100 + 0.5 per column,
+/// 50 - 0.5 per row over 8 x 8 cells) and its element attributes metadata of category `gvrs`;
+/// VOLP header fields metadata of category `volp`; a Zarr array's `dimension_names` the axis
+/// names; `--axis` and `--metadata` override them.
+#[test]
+fn axes_and_metadata_come_from_the_source_attributes() {
+    use serde_json::json;
+    let dir = scratch("vds_write", "attrs");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let gvrs = root.join("testdata/gvrs/crafted_compressed.gvrs");
+    let out = dir.join("g.vds");
+    check(&["convert", s(&gvrs), s(&out), "--element", "f"], 0);
+    check(&["validate", "--strict", s(&out)], 0);
+    let (axes, md) = vds_summary(&out);
+    assert_eq!(
+        axes,
+        json!([
+            {"name": "X", "unit": "", "num_samples": 8, "coordinate_min": 100.0, "coordinate_max": 103.5},
+            {"name": "Y", "unit": "", "num_samples": 8, "coordinate_min": 50.0, "coordinate_max": 46.5},
+        ])
+    );
+    assert!(has_item(&md, "gvrs", "type", json!("FLOAT")), "{md}");
+    assert!(has_item(&md, "gvrs", "fill", json!("NaN")), "{md}");
+    // --axis and --metadata win.
+    let over = dir.join("g2.vds");
+    check(
+        &[
+            "convert",
+            s(&gvrs),
+            s(&over),
+            "--element",
+            "f",
+            "--axis",
+            "Easting:m:0:7",
+            "--axis",
+            "Northing:m:0:7",
+            "--metadata",
+            "gvrs/type=mine",
+        ],
+        0,
+    );
+    let (axes, md) = vds_summary(&over);
+    assert_eq!(axes[0]["name"], "Easting");
+    assert_eq!(axes[1]["unit"], "m");
+    assert!(has_item(&md, "gvrs", "type", json!("mine")), "{md}");
+    assert!(!has_item(&md, "gvrs", "type", json!("FLOAT")), "{md}");
+    // VOLP header fields.
+    let volp = root.join("testdata/volp/cloud_2x8x8_float32.volp");
+    let out = dir.join("v.vds");
+    check(&["convert", s(&volp), s(&out)], 0);
+    let (_, md) = vds_summary(&out);
+    assert!(has_item(&md, "volp", "variable", json!("cloud_density")), "{md}");
+    assert!(has_item(&md, "volp", "levels", json!("[850,700]")), "{md}");
+    // A Zarr array's dimension names (C order; a null one keeps the default) and attributes.
+    let zarr = dir.join("named.zarr");
+    std::fs::create_dir_all(&zarr).unwrap();
+    std::fs::write(
+        zarr.join("zarr.json"),
+        r#"{"zarr_format":3,"node_type":"array","shape":[3,4,5],"data_type":"float32",
+"chunk_grid":{"name":"regular","configuration":{"chunk_shape":[3,4,5]}},
+"chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},
+"fill_value":1.5,"codecs":[{"name":"bytes","configuration":{"endian":"little"}}],
+"dimension_names":["depth",null,"x"],"attributes":{"survey":"North Sea"}}"#,
+    )
+    .unwrap();
+    let out = dir.join("z.vds");
+    check(&["convert", s(&zarr), s(&out)], 0);
+    let (axes, md) = vds_summary(&out);
+    let names: Vec<&str> = axes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["x", "Crossline", "depth"]);
+    assert!(has_item(&md, "zarr", "survey", json!("North Sea")), "{md}");
+    assert!(
+        !md.as_array().unwrap().iter().any(|m| m["name"] == "codecs"),
+        "storage facts are not metadata: {md}"
+    );
+}

@@ -24,6 +24,10 @@ struct Case {
     opts: VdsWriteOptions,
     /// Channels beside the primary: name and dtype (the primary's shape).
     extra: Vec<(String, DType)>,
+    /// What OpenVDS must see: axes (name, unit, min, max; dimension 0 first) and metadata items
+    /// (category, name, type, value).
+    axes: Vec<(&'static str, &'static str, f64, f64)>,
+    metadata: Vec<(&'static str, &'static str, &'static str, serde_json::Value)>,
 }
 
 // One line per case reads best as positional arguments.
@@ -50,6 +54,8 @@ fn case(
             ..Default::default()
         },
         extra: Vec::new(),
+        axes: Vec::new(),
+        metadata: Vec::new(),
     }
 }
 
@@ -131,6 +137,37 @@ fn cases() -> Vec<Case> {
         c.opts.channels[2].no_value = Some(-1.0);
         v.push(c);
     }
+    // Axes and metadata from the source's attributes (a GVRS grid's coordinates, attributes
+    // under the source format's name) beside --metadata items, in both storage kinds.
+    for (name, dir) in [("attrs.vds", false), ("dir_attrs", true)] {
+        let mut c = case(name, dir, DType::F32, &[30, 40], Zip, 32, 0, 0);
+        c.info.attrs = json!({
+            "axes": [
+                {"name": "Easting", "unit": "m", "num_samples": 40, "coordinate_min": 1000.0, "coordinate_max": 1390.0},
+                {"name": "Northing", "unit": "m", "num_samples": 30, "coordinate_min": 5000.0, "coordinate_max": 4710.0},
+            ],
+            "variable": "rho", "levels": [1, 2], "nested": {"k": 2.5}, "count": 7, "source_format": "gvrs",
+        })
+        .as_object()
+        .unwrap()
+        .clone();
+        c.opts.source_format = Some("gvrs".into());
+        c.opts.metadata = ["survey/name=North Sea", "survey/year=2026", "gvrs/count=8"]
+            .iter()
+            .map(|m| rasterpack_vds_meta::write::MetadataSpec::parse(m).unwrap())
+            .collect();
+        c.axes = vec![("Easting", "m", 1000.0, 1390.0), ("Northing", "m", 5000.0, 4710.0)];
+        c.metadata = vec![
+            ("survey", "name", "String", json!("North Sea")),
+            ("survey", "year", "Int", json!(2026)),
+            // --metadata wins over the attribute of the same name.
+            ("gvrs", "count", "Int", json!(8)),
+            ("gvrs", "variable", "String", json!("rho")),
+            ("gvrs", "levels", "String", json!("[1,2]")),
+            ("gvrs", "nested.k", "Double", json!(2.5)),
+        ];
+        v.push(c);
+    }
     v
 }
 
@@ -184,8 +221,19 @@ fn openvds_reads_every_dataset_the_writer_writes() {
                 "no_value": if ch.use_no_value { Some(ch.no_value) } else { Option::None },
             }));
         }
+        let axes: Vec<_> = c
+            .axes
+            .iter()
+            .map(|(n, u, lo, hi)| json!({"name": n, "unit": u, "min": lo, "max": hi}))
+            .collect();
+        let metadata: Vec<_> = c
+            .metadata
+            .iter()
+            .map(|(cat, n, t, v)| json!({"category": cat, "name": n, "type": t, "value": v}))
+            .collect();
         list.push(json!({
             "name": c.name, "path": c.name, "shape": c.info.shape, "lods": lods, "channels": channels,
+            "axes": axes, "metadata": metadata,
         }));
     }
     let n = list.len();

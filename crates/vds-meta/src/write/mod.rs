@@ -154,6 +154,9 @@ pub struct VdsWriteOptions {
     /// primary's shape, each with its own sample format; the dataset is written at the last
     /// `finish`.
     pub channels: Vec<ChannelSpec>,
+    /// The source's format name: the metadata category of the primary array's attributes
+    /// (`None`: `rasterpack`). A VDS source's attributes describe its channel, not metadata.
+    pub source_format: Option<String>,
     /// Bounds on what is held.
     pub limits: Limits,
 }
@@ -171,6 +174,7 @@ impl Default for VdsWriteOptions {
             metadata: Vec::new(),
             channel_name: None,
             channels: Vec::new(),
+            source_format: None,
             limits: Limits::default(),
         }
     }
@@ -234,6 +238,7 @@ impl VdsWriteOptions {
                 .collect::<Result<_>>()?,
             channel_name: None,
             channels: Vec::new(),
+            source_format: None,
             limits: opts.limits,
         })
     }
@@ -465,8 +470,18 @@ impl<'a> VdsWriter<'a> {
                 .map(|(d, &s)| json!({"name": AXIS_NAMES[d], "unit": "", "numSamples": s, "coordinateMin": 0.0, "coordinateMax": (s - 1) as f64}))
                 .collect()
         };
-        let metadata: Vec<Value> = o
-            .metadata
+        // `--metadata` items, then the source's attributes under its format's name (an item
+        // given both ways is the `--metadata` one).
+        let category = o.source_format.as_deref().unwrap_or("rasterpack");
+        let mut items = o.metadata.clone();
+        if category != "vds" {
+            for m in attrs_metadata(category, &info.attrs) {
+                if !items.iter().any(|x| x.category == m.category && x.name == m.name) {
+                    items.push(m);
+                }
+            }
+        }
+        let metadata: Vec<Value> = items
             .iter()
             .map(|m| json!({"category": m.category, "name": m.name, "type": m.type_name, "value": m.value}))
             .collect();
@@ -520,6 +535,75 @@ fn channel_json(info: &ArrayInfo, format: VdsSampleFormat, ch: &Resolved) -> Val
     })
 }
 
+/// At most this many metadata items come from a source's attributes, each value (a string, or
+/// a list as JSON text) at most `MAX_ATTR_TEXT` bytes: attributes are the source's, of any size.
+const MAX_ATTR_ITEMS: usize = 256;
+const MAX_ATTR_TEXT: usize = 4096;
+
+/// A source's attributes as metadata items of `category`: nested objects flattened into
+/// dotted names, an i32 as `Int`, another number as `Double`, a string or boolean as `String`,
+/// a list as its JSON text (`String`); the keys the layout already holds (`axes`) and
+/// rasterpack's own bookkeeping (`source_format`, `warnings`, zarrs' `_zarrs`) are left out;
+/// of a Zarr array, only its `attributes` (the rest describes its storage).
+fn attrs_metadata(category: &str, attrs: &serde_json::Map<String, Value>) -> Vec<MetadataSpec> {
+    fn walk(prefix: &str, v: &Value, depth: usize, out: &mut Vec<(String, Value, &'static str)>) {
+        if out.len() >= MAX_ATTR_ITEMS {
+            return;
+        }
+        let text = |t: String| (t.len() <= MAX_ATTR_TEXT).then(|| (json!(t), "String"));
+        let item = match v {
+            Value::Null => None,
+            Value::Bool(b) => Some((json!(b.to_string()), "String")),
+            Value::Number(n) => match n.as_i64().and_then(|i| i32::try_from(i).ok()) {
+                Some(i) => Some((json!(i), "Int")),
+                // A u64/i64 beyond f64's exact range stays exact as text.
+                None if n.is_f64() => n.as_f64().filter(|d| d.is_finite()).map(|d| (json!(d), "Double")),
+                None => text(n.to_string()),
+            },
+            Value::String(t) => text(t.clone()),
+            Value::Array(_) => text(v.to_string()),
+            Value::Object(m) => {
+                if depth < 4 {
+                    for (k, v) in m {
+                        walk(&format!("{prefix}.{k}"), v, depth + 1, out);
+                    }
+                } else {
+                    if let Some(t) = text(v.to_string()) {
+                        out.push((prefix.to_string(), t.0, t.1));
+                    }
+                }
+                None
+            }
+        };
+        if let Some((value, type_name)) = item {
+            out.push((prefix.to_string(), value, type_name));
+        }
+    }
+    // A Zarr array's own attributes are its metadata (the rest describes its storage).
+    let none = serde_json::Map::new();
+    let attrs = match (category, attrs.get("attributes")) {
+        ("zarr", Some(Value::Object(user))) => user,
+        ("zarr", _) => &none,
+        _ => attrs,
+    };
+    let mut out = Vec::new();
+    for (k, v) in attrs {
+        if matches!(k.as_str(), "axes" | "source_format" | "warnings" | "_zarrs") {
+            continue;
+        }
+        walk(k, v, 0, &mut out);
+    }
+    out.truncate(MAX_ATTR_ITEMS);
+    out.into_iter()
+        .map(|(name, value, type_name)| MetadataSpec {
+            category: category.to_string(),
+            name,
+            value,
+            type_name,
+        })
+        .collect()
+}
+
 /// `x` rounded to the nearest f32 (OpenVDS holds these numbers as floats).
 fn f32r(x: f64) -> f64 {
     x as f32 as f64
@@ -544,10 +628,46 @@ fn f32_up(x: f64) -> f64 {
     }
 }
 
-/// The source's axes (a VDS or GVRS source's `axes` attribute) when it has one per dimension
-/// with the same sample counts (not after a region or LOD cut them).
+/// The axes the source's attributes give, dimension 0 first: its `axes` (a VDS source's, a
+/// GVRS grid's coordinates), else the `axes` a Zarr array's `rasterpack` attribute keeps (a
+/// store rasterpack wrote from such a source), else a Zarr array's `dimension_names` over
+/// `0..N-1`; only when there is one per dimension with the same sample counts (not after a
+/// region or LOD cut them).
 fn source_axes(info: &ArrayInfo, dims: &[u64]) -> Option<Vec<Value>> {
-    let axes = info.attrs.get("axes")?.as_array()?;
+    let zarr_kept = info
+        .attrs
+        .get("attributes")
+        .and_then(|a| a.pointer("/rasterpack/metadata/axes"));
+    if let Some(axes) = [info.attrs.get("axes"), zarr_kept]
+        .into_iter()
+        .flatten()
+        .find_map(|a| axes_attr(a, dims))
+    {
+        return Some(axes);
+    }
+    // Zarr's names are in C order (the last one is dimension 0); a null name keeps the default.
+    let names = info.attrs.get("dimension_names")?.as_array()?;
+    if names.len() != dims.len() || names.iter().all(Value::is_null) {
+        return None;
+    }
+    Some(
+        names
+            .iter()
+            .rev()
+            .zip(dims)
+            .enumerate()
+            .map(|(d, (name, &s))| {
+                let name = name.as_str().filter(|n| !n.is_empty()).unwrap_or(AXIS_NAMES[d]);
+                json!({"name": name, "unit": "", "numSamples": s, "coordinateMin": 0.0, "coordinateMax": (s - 1) as f64})
+            })
+            .collect(),
+    )
+}
+
+/// An `axes` attribute (`name`, `unit`, `num_samples`, `coordinate_min`, `coordinate_max`
+/// per dimension, dimension 0 first) as axis descriptors, when it fits `dims`.
+fn axes_attr(axes: &Value, dims: &[u64]) -> Option<Vec<Value>> {
+    let axes = axes.as_array()?;
     if axes.len() != dims.len() {
         return None;
     }

@@ -7,8 +7,10 @@ noValue when the channel has one).
 usage: python write_check.py DIR
 DIR/cases.json lists the datasets: name, path (a .vds file, or a directory served here over
 HTTP, which OpenVDS reads like a cloud bucket), shape (C order), lods, and channels: per channel
-its index, name, dtype, raw (the input, little-endian C order), scale, offset, no_value. Prints
-one line per dataset, channel and LOD; exits 1 when any differs.
+its index, name, dtype, raw (the input, little-endian C order), scale, offset, no_value; and
+optionally axes (name, unit, min, max per dimension, dimension 0 first) and metadata (category,
+name, type Int/Double/String, value) OpenVDS must see. Prints one line per dataset, channel and
+LOD, axis and metadata item; exits 1 when any differs.
 """
 import functools
 import http.server
@@ -49,6 +51,20 @@ for case in cases:
     dims = [layout.getDimensionNumSamples(d) for d in range(layout.dimensionality)]
     assert dims == list(reversed(shape)), (case["name"], dims)
     assert layout.channelCount == len(case["channels"]), (case["name"], layout.channelCount)
+    # The axis descriptors and metadata items the case expects, as OpenVDS sees them.
+    for d, want in enumerate(case.get("axes", [])):
+        ad = layout.getAxisDescriptor(d)
+        got = {"name": ad.name, "unit": ad.unit, "min": ad.coordinateMin, "max": ad.coordinateMax}
+        same = got == want
+        print(f"{case['name']} axis {d}: {'equal' if same else f'DIFFERS {got} != {want}'}", flush=True)
+        failed += not same
+    for m in case.get("metadata", []):
+        cat, name = m["category"], m["name"]
+        available = getattr(layout, f"isMetadata{m['type']}Available")(cat, name)
+        got = getattr(layout, f"getMetadata{m['type']}")(cat, name) if available else None
+        same = available and got == m["value"]
+        print(f"{case['name']} metadata {cat}/{name}: {'equal' if same else f'DIFFERS {got!r}'}", flush=True)
+        failed += not same
     for chan in case["channels"]:
         c = chan["channel"]
         assert layout.getChannelName(c) == chan["name"], (case["name"], c, layout.getChannelName(c))
