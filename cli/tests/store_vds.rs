@@ -210,6 +210,30 @@ fn chunk_metadata_headers_are_checked() {
             1,
             Some("vds.object_metadata.base64"),
         ),
+        // The legacy name (`VDS-Chunk-Metadata`; S3 keeps user metadata names in lower case),
+        // which OpenVDS still reads: checked the same way.
+        (
+            "legacy_good",
+            serde_json::json!({"objects": {key: {"x-amz-meta-vds-chunk-metadata": good}}}),
+            0,
+            None,
+        ),
+        (
+            "legacy_mismatch",
+            serde_json::json!({"objects": {key: {"x-amz-meta-vds-chunk-metadata": bad}}}),
+            1,
+            Some("vds.object_metadata.mismatch"),
+        ),
+        // Both names: the current one counts, as in OpenVDS.
+        (
+            "both",
+            serde_json::json!({"objects": {key: {
+                "x-amz-meta-vdschunkmetadata": good,
+                "x-amz-meta-vds-chunk-metadata": bad
+            }}}),
+            0,
+            None,
+        ),
         // No header on a data chunk: OpenVDS warns and uses the page; so do we.
         (
             "missing",
