@@ -535,3 +535,65 @@ fn s3_prefix_validate_is_concurrent_and_in_listing_order() {
         "--jobs 0 is a usage error"
     );
 }
+
+/// SIGTERM or SIGINT during a convert to a URL aborts its multipart upload: the process ends by
+/// the signal, and the bucket holds neither the object nor an open upload (a process ended
+/// without unwinding never runs the upload's own abort). SIGKILL cannot be caught: docs/cli.md
+/// gives the lifecycle rule that cleans up after it.
+#[cfg(unix)]
+#[test]
+fn s3_convert_interrupted_by_a_signal_leaves_nothing() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+
+    let Some(py) = s3::python("moto[server]") else { return };
+    let moto = Moto::start(&py, None);
+    moto.create_bucket("out");
+    let dir = scratch("store", "s3_convert_interrupted");
+    let src = dir.join("big.npy");
+    // 64 MB: 13 parts of 5 MiB, uploaded 4 at a time, so the signal comes mid-upload.
+    write_npy_f32(&src, &[16, 1000, 1000]);
+    for (signal, number) in [("TERM", 15), ("INT", 2)] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rasterpack"))
+            .args([
+                "convert",
+                "--storage-option",
+                "upload_part_mib=5",
+                s(&src),
+                "s3://out/big.npy",
+            ])
+            .envs(moto.env())
+            .env("RASTERPACK_STORE_LOG", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run rasterpack");
+        // Wait until the first part is on its way.
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            if err.read_line(&mut line).unwrap() == 0 || line.contains("part 1 started") {
+                seen.push_str(&line);
+                break;
+            }
+            seen.push_str(&line);
+        }
+        assert!(seen.contains("part 1 started"), "no part started: {seen}");
+        let killed = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        err.read_to_string(&mut seen).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(number), "SIG{signal}: {status:?}\n{seen}");
+        let (objects, uploads) = moto.objects_and_uploads("out");
+        assert!(objects.is_empty(), "SIG{signal} left {objects:?}\n{seen}");
+        assert!(
+            uploads.is_empty(),
+            "SIG{signal} left multipart uploads open: {uploads:?}\n{seen}"
+        );
+    }
+}

@@ -103,7 +103,8 @@ impl Moto {
             "python against moto failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
+        // Only the end trimmed: a first line may be empty (no objects, but open uploads).
+        String::from_utf8_lossy(&out.stdout).trim_end().to_string()
     }
 
     /// Make `bucket` (again is fine).

@@ -44,7 +44,7 @@ use url::Url;
 pub mod vds;
 
 mod upload;
-pub use upload::{Upload, UploadTarget, DEFAULT_PART_MIB, UPLOADS_IN_FLIGHT};
+pub use upload::{Upload, UploadAborter, UploadTarget, DEFAULT_PART_MIB, UPLOADS_IN_FLIGHT};
 
 /// A read smaller than this fetches this many bytes from its offset and keeps them in the
 /// block cache: a header parsed field by field costs one request, and a record read as its
