@@ -230,8 +230,8 @@ fn region_read_fetches_the_tiles_it_needs_and_validate_streams() {
 fn vds_file_box_fetches_its_bricks_in_few_requests() {
     use rasterpack_common::ArraySink as _;
     use rasterpack_vds_meta::container::Container;
-    use rasterpack_vds_meta::store::ObjectStore as _;
     use rasterpack_vds_meta::layout::VdsCompression;
+    use rasterpack_vds_meta::store::ObjectStore as _;
     use rasterpack_vds_meta::write::{VdsWriteOptions, VdsWriter};
     use rasterpack_vds_meta::VdsDataset;
 
