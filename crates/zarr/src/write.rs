@@ -384,9 +384,35 @@ impl ZarrArrayWriter {
                         "--shard {shard:?} is not a whole number of chunks {chunks:?} along every axis"
                     )));
                 }
-                shard.clone()
+                // A shard past the array along an axis would only hold padding: cut to the
+                // whole chunks that cover the array.
+                shard
+                    .iter()
+                    .zip(&chunks)
+                    .zip(&info.shape)
+                    .map(|((&sh, &c), &s)| sh.min(s.max(1).div_ceil(c).saturating_mul(c)))
+                    .collect()
             }
         };
+        // A chunk (a shard with --shard) is assembled whole in memory and encoded whole by
+        // zarrs: one that cannot fit the working set is refused before anything is written,
+        // not after the source has been read up to it.
+        let grid_bytes = grid
+            .iter()
+            .try_fold(info.dtype.size() as u64, |acc, &g| acc.checked_mul(g))
+            .filter(|&b| b <= self.opts.limits.working_set);
+        if grid_bytes.is_none() {
+            let (what, flag) = match self.opts.shard {
+                Some(_) => ("shard", "--shard"),
+                None => ("chunk", "--chunks"),
+            };
+            return Err(Error::usage(format!(
+                "a Zarr {what} of {grid:?} {} values is larger than the working set of {} bytes, and a {what} is \
+                 encoded whole: choose a smaller {flag}",
+                info.dtype.name(),
+                self.opts.limits.working_set
+            )));
+        }
         let fill = fill_bytes(info);
         let mut builder = ArrayBuilder::new(
             info.shape.clone(),
