@@ -443,6 +443,35 @@ fn zarr_python_and_xarray_read_every_store() {
         let dims = meta(&z, "/")["dimension_names"].clone();
         jobs.push(serde_json::json!({"npy": dir.join(format!("t{k}.npy")), "zarr": z, "dims": dims}));
     }
+    // blosc, as zarr-python defaults it and with other compressors and shuffles, plain and
+    // inside shards (a float32 VDS, an int16 VOLP).
+    for (k, (file, flags)) in [
+        ("vds/small_r32_zip.vds", &["--compress", "blosc"][..]),
+        ("vds/small_r32_zip.vds", &["--compress", "blosc:lz4:9:bitshuffle"]),
+        (
+            "volp/temperature_4x32x32_int16.volp",
+            &["--compress", "blosc:zlib:3:noshuffle"],
+        ),
+        (
+            "volp/temperature_4x32x32_int16.volp",
+            &[
+                "--compress",
+                "blosc:blosclz:5",
+                "--chunks",
+                "1x8x8",
+                "--shard",
+                "2x16x32",
+            ],
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let z = same_as_npy_with(&dir, &testdata(file), &format!("b{k}"), &[], flags);
+        let text = std::fs::read_to_string(z.join("zarr.json")).unwrap();
+        assert!(text.contains("\"blosc\""), "{text}");
+        jobs.push(serde_json::json!({"npy": dir.join(format!("b{k}.npy")), "zarr": z}));
+    }
     // xarray: the groups of --all, for the sources that name their axes.
     for (k, (file, element, dims)) in [
         ("vds/small_r32_zip.vds", "Amplitude", None),

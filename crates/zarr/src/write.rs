@@ -21,7 +21,10 @@ use rasterpack_common::stats::fill_value;
 use rasterpack_common::{ArrayInfo, ArraySink, DType, Error, ErrorKind, Limits, Result};
 use rayon::prelude::*;
 use serde_json::{Map, Value};
-use zarrs::array::codec::{BytesCodec, GzipCodec, ShardingCodecBuilder, ZstdCodec};
+use zarrs::array::codec::{
+    BloscCodec, BloscCompressionLevel, BloscCompressor, BloscShuffleMode, BytesCodec, GzipCodec, ShardingCodecBuilder,
+    ZstdCodec,
+};
 use zarrs::array::{Array, ArrayBuilder, DataType, Endianness, FillValue};
 use zarrs::storage::{Bytes, OffsetBytesIterator, StorageError, StoreKey, StorePrefix, WritableStorageTraits};
 
@@ -34,6 +37,8 @@ pub enum Compression {
     Zstd(i32),
     /// The `gzip` codec at this level (0..=9).
     Gzip(u32),
+    /// The `blosc` codec (c-blosc, built by zarrs): compressor, level 0..=9, shuffle.
+    Blosc(BloscCompressor, u8, BloscShuffleMode),
 }
 
 impl Default for Compression {
@@ -43,12 +48,22 @@ impl Default for Compression {
 }
 
 impl Compression {
-    /// Parse `--compress`: `zstd`, `zstd:LEVEL` (-7..=22), `gzip`, `gzip:LEVEL` (0..=9), `none`;
-    /// `None` is the default (zstd level 3).
+    /// Parse `--compress`: `zstd`, `zstd:LEVEL` (-7..=22), `gzip`, `gzip:LEVEL` (0..=9),
+    /// `blosc[:CNAME[:LEVEL[:SHUFFLE]]]` (CNAME `blosclz`, `lz4`, `lz4hc`, `snappy`, `zlib`,
+    /// `zstd`; LEVEL 0..=9; SHUFFLE `noshuffle`, `shuffle`, `bitshuffle`; zarr-python's default
+    /// `zstd:5:shuffle`), `none`; `None` is the default (zstd level 3).
     pub fn parse(spec: Option<&str>) -> Result<Compression> {
         let Some(spec) = spec else {
             return Ok(Compression::default());
         };
+        if let Some(rest) = spec
+            .split_once(':')
+            .map_or((spec.eq_ignore_ascii_case("blosc")).then_some(""), |(n, r)| {
+                n.eq_ignore_ascii_case("blosc").then_some(r)
+            })
+        {
+            return Self::parse_blosc(spec, rest);
+        }
         let (name, level) = match spec.split_once(':') {
             Some((n, l)) => (n, Some(l)),
             None => (spec, None),
@@ -67,8 +82,46 @@ impl Compression {
                 Some(l @ 0..=9) => Ok(Compression::Gzip(l as u32)),
                 Some(_) => Err(bad("gzip levels run from 0 to 9")),
             },
-            _ => Err(bad("Zarr output takes zstd[:LEVEL], gzip[:LEVEL] or none")),
+            _ => Err(bad(
+                "Zarr output takes zstd[:LEVEL], gzip[:LEVEL], blosc[:CNAME[:LEVEL[:SHUFFLE]]] or none",
+            )),
         }
+    }
+
+    fn parse_blosc(spec: &str, rest: &str) -> Result<Compression> {
+        let bad = |why: &str| Error::usage(format!("--compress {spec:?} for Zarr: {why}"));
+        let mut parts = rest.split(':').map(str::trim);
+        let cname = match parts
+            .next()
+            .filter(|p| !p.is_empty())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            None | Some("zstd") => BloscCompressor::Zstd,
+            Some("blosclz") => BloscCompressor::BloscLZ,
+            Some("lz4") => BloscCompressor::LZ4,
+            Some("lz4hc") => BloscCompressor::LZ4HC,
+            Some("snappy") => BloscCompressor::Snappy,
+            Some("zlib") => BloscCompressor::Zlib,
+            Some(_) => return Err(bad("blosc compressors are blosclz, lz4, lz4hc, snappy, zlib and zstd")),
+        };
+        let level = match parts.next() {
+            None => 5,
+            Some(l) => match l.parse::<u8>() {
+                Ok(l @ 0..=9) => l,
+                _ => return Err(bad("blosc levels run from 0 to 9")),
+            },
+        };
+        let shuffle = match parts.next().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("shuffle") => BloscShuffleMode::Shuffle,
+            Some("noshuffle") => BloscShuffleMode::NoShuffle,
+            Some("bitshuffle") => BloscShuffleMode::BitShuffle,
+            Some(_) => return Err(bad("blosc shuffles are noshuffle, shuffle and bitshuffle")),
+        };
+        if parts.next().is_some() {
+            return Err(bad("blosc takes at most CNAME:LEVEL:SHUFFLE"));
+        }
+        Ok(Compression::Blosc(cname, level, shuffle))
     }
 }
 
@@ -426,6 +479,14 @@ impl ZarrArrayWriter {
             Compression::Gzip(level) => vec![Arc::new(
                 GzipCodec::new(level).map_err(|e| Error::usage(format!("gzip level {level}: {e}")))?,
             )],
+            Compression::Blosc(cname, level, shuffle) => {
+                let clevel = BloscCompressionLevel::try_from(level)
+                    .map_err(|l| Error::usage(format!("blosc level {l}: levels run from 0 to 9")))?;
+                vec![Arc::new(
+                    BloscCodec::new(cname, clevel, None, shuffle, Some(info.dtype.size()))
+                        .map_err(|e| Error::usage(format!("blosc: {e}")))?,
+                )]
+            }
         };
         let bytes = Arc::new(BytesCodec::new(Some(Endianness::Little)));
         match &self.opts.shard {
@@ -785,7 +846,22 @@ mod tests {
         assert_eq!(Compression::parse(Some("zstd:-3")).unwrap(), Compression::Zstd(-3));
         assert_eq!(Compression::parse(Some("GZIP")).unwrap(), Compression::Gzip(6));
         assert!(Compression::parse(Some("none:1")).is_err());
-        assert!(Compression::parse(Some("blosc")).is_err());
+        assert_eq!(
+            Compression::parse(Some("blosc")).unwrap(),
+            Compression::Blosc(BloscCompressor::Zstd, 5, BloscShuffleMode::Shuffle)
+        );
+        assert_eq!(
+            Compression::parse(Some("BLOSC:lz4:1:bitshuffle")).unwrap(),
+            Compression::Blosc(BloscCompressor::LZ4, 1, BloscShuffleMode::BitShuffle)
+        );
+        for bad in [
+            "blosc:lz5",
+            "blosc:lz4:10",
+            "blosc:lz4:1:twice",
+            "blosc:lz4:1:shuffle:x",
+        ] {
+            assert!(Compression::parse(Some(bad)).is_err(), "{bad}");
+        }
         assert_eq!(parse_shape("64x32,1").unwrap(), [64, 32, 1]);
         assert!(parse_shape("64x0").is_err());
         // Trailing axes whole while a chunk stays within 4 MiB.
