@@ -64,7 +64,7 @@ pub struct ArrayMeta {
     /// Number of chunks (shards) the grid declares.
     pub chunk_count: u64,
     /// How a sharded array's inner chunks are found and decoded; `None` when not sharded.
-    pub shard: Option<ShardMeta>,
+    pub shard: Option<Box<ShardMeta>>,
 }
 
 /// The sharding codec's layout, as rasterpack reads it: the shard index located and checked
@@ -467,7 +467,7 @@ fn parse_v3_array(obj: &serde_json::Map<String, Value>, what: &str, limits: &Lim
         codecs.push(name);
     }
     let shard = match sharding {
-        Some((k, inner)) => Some(parse_sharding(
+        Some((k, inner)) => Some(Box::new(parse_sharding(
             codecs_json[k].get("configuration"),
             k,
             codecs_json.len() - k - 1,
@@ -475,7 +475,7 @@ fn parse_v3_array(obj: &serde_json::Map<String, Value>, what: &str, limits: &Lim
             &chunk_shape,
             what,
             limits,
-        )?),
+        )?)),
         None => None,
     };
     check_unit(&dtype, &unit_shape, what, limits)?;
