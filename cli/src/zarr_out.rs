@@ -111,7 +111,7 @@ pub(crate) fn write(job: &Job, args: &ConvertArgs, opts: ZarrOptions) -> Result<
             }
             let mut req = job.req.clone();
             req.element = info.name.clone();
-            let chunks = file.chunk_shape(info.name.as_deref());
+            let chunks = file.chunk_shape_at(info.name.as_deref(), job.req.lod);
             let mut sink = ZarrArrayWriter::new(store.clone(), &path, opts.clone(), job.source.name(), chunks)
                 .with_name(info.name.clone());
             job.with_request(&req).stream_into(&mut sink)?;
@@ -119,17 +119,15 @@ pub(crate) fn write(job: &Job, args: &ConvertArgs, opts: ZarrOptions) -> Result<
     } else {
         // The source's blocks for the array it is asked for: the one named, else its only one
         // (formats list block shapes by array name, as the Python package's `Array.chunks`
-        // asks). `chunk_shape` gives full-resolution blocks: at a coarser level of detail the
-        // bricks are smaller, and the ~4 MiB default grid is used.
+        // asks), at the level of detail read (a VDS LOD's bricks). With a region the grid
+        // starts at the region's corner: Zarr's regular grid has no offset, so the chunks are
+        // the source's blocks exactly when the region starts on a block boundary.
         let element = match (&job.req.element, file.arrays()?.as_slice()) {
             (Some(e), _) => Some(e.clone()),
             (None, [only]) => only.name.clone(),
             (None, _) => None,
         };
-        let chunks = match job.req.lod {
-            0 => file.chunk_shape(element.as_deref()),
-            _ => None,
-        };
+        let chunks = file.chunk_shape_at(element.as_deref(), job.req.lod);
         let mut sink = ZarrArrayWriter::new(store, "/", opts, job.source.name(), chunks);
         job.stream_into(&mut sink)?;
     }

@@ -35,6 +35,15 @@ pub trait ArrayFile: Send + Sync {
         None
     }
 
+    /// [`ArrayFile::chunk_shape`] at level of detail `lod` (a VDS LOD's bricks); `None` when
+    /// the format has no such level.
+    fn chunk_shape_at(&self, element: Option<&str>, lod: u32) -> Option<Vec<u64>> {
+        match lod {
+            0 => self.chunk_shape(element),
+            _ => None,
+        }
+    }
+
     /// One array (or `req.region` of it) in memory, bounded by `req.limits.max_array_bytes`.
     fn read(&self, req: &ArrayRequest) -> Result<NdArray> {
         let mut sink = MemorySink::new(req.limits);
