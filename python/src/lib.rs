@@ -271,7 +271,9 @@ impl ArraySink for NumpySink {
 struct File {
     path: String,
     format: &'static str,
-    arrays: Vec<ArrayInfo>,
+    /// The listing, made when first asked for (a FOLD listing verifies every NPZ0 chunk, which
+    /// `File[name]` and its read do not need).
+    listed: std::sync::OnceLock<Vec<ArrayInfo>>,
     /// `None` once closed.
     inner: RwLock<Option<Arc<dyn ArrayFile>>>,
 }
@@ -288,24 +290,66 @@ impl File {
     }
 
     fn open_path(py: Python<'_>, path: String) -> PyResult<File> {
-        let opened = py.allow_threads(|| {
-            guarded(|| {
-                let file = rasterpack::open(&path)?;
-                let arrays = file.arrays()?;
-                Ok((file, arrays))
-            })
-        });
-        let (file, arrays) = opened.map_err(|e| to_py(py, e))?;
+        let opened = py.allow_threads(|| guarded(|| rasterpack::open(&path)));
+        let file = opened.map_err(|e| to_py(py, e))?;
         Ok(File {
             format: file.format_name(),
             path,
-            arrays,
+            listed: std::sync::OnceLock::new(),
             inner: RwLock::new(Some(Arc::from(file))),
         })
     }
 
-    fn index_of(&self, name: Option<&str>) -> Option<usize> {
-        self.arrays.iter().position(|a| a.name.as_deref() == name)
+    /// The arrays, listed when first asked for (with the GIL released).
+    fn listing(&self, py: Python<'_>) -> PyResult<&Vec<ArrayInfo>> {
+        if let Some(listed) = self.listed.get() {
+            return Ok(listed);
+        }
+        let reader = self.reader()?;
+        let arrays = py
+            .allow_threads(|| guarded(|| reader.arrays()))
+            .map_err(|e| to_py(py, e))?;
+        Ok(self.listed.get_or_init(|| arrays))
+    }
+
+    fn index_of(&self, py: Python<'_>, name: Option<&str>) -> PyResult<Option<usize>> {
+        Ok(self.listing(py)?.iter().position(|a| a.name.as_deref() == name))
+    }
+
+    /// The array `name` names (the first one for `None`): from the listing once it is made,
+    /// before that from the reader's description of that one array (`ArrayFile::array_info`).
+    fn info_of(&self, py: Python<'_>, name: Option<&str>) -> PyResult<ArrayInfo> {
+        let missing = |me: &File, py: Python<'_>, n: Option<&str>| -> PyResult<PyErr> {
+            let known: Vec<String> = me.listing(py)?.iter().filter_map(|a| a.name.clone()).collect();
+            Ok(match n {
+                None => PyValueError::new_err(format!("{} holds no array", me.path)),
+                Some(n) => pyo3::exceptions::PyKeyError::new_err(format!(
+                    "{}: no array {n:?}; the file holds {}",
+                    me.path,
+                    if known.is_empty() {
+                        "one unnamed array".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                )),
+            })
+        };
+        if let Some(listed) = self.listed.get() {
+            let found = match name {
+                None => listed.first(),
+                Some(n) => listed.iter().find(|a| a.name.as_deref() == Some(n)),
+            };
+            return match found {
+                Some(info) => Ok(info.clone()),
+                None => Err(missing(self, py, name)?),
+            };
+        }
+        let reader = self.reader()?;
+        match py.allow_threads(|| guarded(|| reader.array_info(name))) {
+            Ok(info) => Ok(info),
+            Err(e) if e.code == "request.no_such_element" => Err(missing(self, py, name)?),
+            Err(e) => Err(to_py(py, e)),
+        }
     }
 }
 
@@ -326,8 +370,8 @@ impl File {
     /// The names of the arrays the file holds, as `convert --element` takes them (None for
     /// the one unnamed array of a VOLP or .npy file), in the library's order.
     #[getter]
-    fn arrays(&self) -> Vec<Option<String>> {
-        self.arrays.iter().map(|a| a.name.clone()).collect()
+    fn arrays(&self, py: Python<'_>) -> PyResult<Vec<Option<String>>> {
+        Ok(self.listing(py)?.iter().map(|a| a.name.clone()).collect())
     }
 
     /// The file's metadata: the `summary` of `rasterpack inspect --json`, as a dict.
@@ -348,23 +392,7 @@ impl File {
     fn array(slf: &Bound<'_, Self>, name: Option<&str>) -> PyResult<Array> {
         let me = slf.get();
         me.reader()?;
-        let index = match name {
-            None if !me.arrays.is_empty() => 0,
-            None => return Err(PyValueError::new_err(format!("{} holds no array", me.path))),
-            Some(n) => me.index_of(Some(n)).ok_or_else(|| {
-                let known: Vec<String> = me.arrays.iter().filter_map(|a| a.name.clone()).collect();
-                pyo3::exceptions::PyKeyError::new_err(format!(
-                    "{}: no array {n:?}; the file holds {}",
-                    me.path,
-                    if known.is_empty() {
-                        "one unnamed array".to_string()
-                    } else {
-                        known.join(", ")
-                    }
-                ))
-            })?,
-        };
-        let info = me.arrays[index].clone();
+        let info = me.info_of(slf.py(), name)?;
         let chunks = me.reader()?.chunk_shape(info.name.as_deref());
         Ok(Array {
             file: slf.clone().unbind(),
@@ -377,12 +405,12 @@ impl File {
         File::array(slf, Some(name))
     }
 
-    fn __contains__(&self, name: &str) -> bool {
-        self.index_of(Some(name)).is_some()
+    fn __contains__(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        Ok(self.index_of(py, Some(name))?.is_some())
     }
 
-    fn __len__(&self) -> usize {
-        self.arrays.len()
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.listing(py)?.len())
     }
 
     /// Release the reader (open file handles, mapped or cached bytes). Arrays taken from the
@@ -410,16 +438,20 @@ impl File {
     }
 
     fn __repr__(&self) -> String {
-        let names: Vec<String> = self
-            .arrays
-            .iter()
-            .map(|a| a.name.clone().unwrap_or_else(|| "<unnamed>".into()))
-            .collect();
+        // The listing only when it was made: a repr must not verify a file.
+        let names = match self.listed.get() {
+            Some(listed) => listed
+                .iter()
+                .map(|a| a.name.clone().unwrap_or_else(|| "<unnamed>".into()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            None => "...".into(),
+        };
         format!(
             "<rasterpack.File {:?} format={} arrays=[{}]{}>",
             self.path,
             self.format,
-            names.join(", "),
+            names,
             if self.closed() { " closed" } else { "" }
         )
     }

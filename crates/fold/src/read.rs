@@ -15,7 +15,7 @@ use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, DType, Error, Input,
 
 use crate::element::{npz_chunks, pick_array};
 use crate::npz::member::NpyPrefix;
-use crate::npz::{self, array_name, decode_name, ArrayTarget, CdWalk, ContentTap, WalkMode};
+use crate::npz::{self, array_name, decode_name, ArrayTarget, CdWalk, ContentTap, StreamCheck, WalkMode};
 use crate::parse::{FoldContainer, FoldEntry};
 use crate::raw::{CHUNK_HEADER_LEN, FLAG_NONE};
 use crate::scan::{scan_local, scan_local_hashed, Flow, Stored};
@@ -561,6 +561,85 @@ impl ArraySink for Rebegin<'_> {
     }
     fn finish(&mut self) -> Result<()> {
         self.sink.finish()
+    }
+}
+
+/// The array `element` names, from its member's `.npy` header, when the element can only mean
+/// one NPZ0 chunk and that chunk has no ECC (a damaged header could be repaired into another
+/// one): the payload is decoded from its start only as far as that header. Nothing is
+/// verified (the read is); `None` when the header is not found that way (the caller lists).
+pub(crate) fn peek_array(
+    input: &Input,
+    c: &FoldContainer,
+    element: Option<&str>,
+    limits: &Limits,
+) -> Result<Option<ArrayInfo>> {
+    let chunks = candidates(c, element);
+    let [e] = chunks.as_slice() else {
+        return Ok(None);
+    };
+    let payload_off = e.offset.saturating_add(CHUNK_HEADER_LEN);
+    let end = payload_off.checked_add(e.comp_len);
+    if e.ecc_len != 0 || e.offset < crate::raw::HEADER_LEN || end.is_none_or(|end| end > c.file_len) {
+        return Ok(None);
+    }
+    let mut hb = [0u8; CHUNK_HEADER_LEN as usize];
+    input.read_at(e.offset, &mut hb, "chunk header")?;
+    let h = crate::raw::ChunkHeader::from_bytes(&hb);
+    if h.flags as u64 != e.flags || h.comp_len != e.comp_len || h.uncomp_len != e.uncomp_len {
+        return Ok(None);
+    }
+    let mut peek = Peek {
+        want: likely_array(e, element),
+        taken: None,
+        npy: NpyPrefix::default(),
+    };
+    let mut check = StreamCheck::new(limits);
+    let stored = Stored::File {
+        input,
+        offset: payload_off,
+        len: h.comp_len,
+    };
+    scan_local(stored, h.flags, h.uncomp_len, &mut |p| {
+        check.feed_tapped(p, &mut peek);
+        if peek.npy.result.is_some() {
+            Flow::Stop
+        } else {
+            Flow::More
+        }
+    })?;
+    let (Some(array), Some(Ok(header))) = (peek.taken, peek.npy.result) else {
+        return Ok(None);
+    };
+    let mut info = ArrayInfo::new(header.dtype, header.shape);
+    info.name = Some(match element {
+        Some(el) => el.to_string(),
+        None => format!("{}/{array}", e.name),
+    });
+    Ok(Some(info))
+}
+
+/// Takes the `.npy` header of the member [`peek_array`] looks for.
+struct Peek {
+    want: Option<String>,
+    taken: Option<String>,
+    npy: NpyPrefix,
+}
+
+impl ContentTap for Peek {
+    fn start(&mut self, _: usize, name: &[u8], flags: u16, _: u64) -> bool {
+        let Ok(decoded) = decode_name(name, flags) else {
+            return false;
+        };
+        let array = array_name(&decoded);
+        if self.taken.is_some() || self.want.as_deref().is_some_and(|w| w != array) {
+            return false;
+        }
+        self.taken = Some(array.to_string());
+        true
+    }
+    fn content(&mut self, at: u64, bytes: &[u8]) {
+        self.npy.feed(at, bytes);
     }
 }
 

@@ -112,6 +112,41 @@ fn a_read_by_name_without_the_listing_reads_the_chunk_once() {
 }
 
 #[test]
+fn array_info_reads_the_npy_header_not_the_chunk() {
+    use rasterpack_common::ArrayFile;
+    for compression in [FoldCompression::None, FoldCompression::Zstd(3)] {
+        let (array, source, file, stored) = sample(compression);
+        for element in [Some("c/v"), Some("[\"c\",\"v\"]"), None] {
+            source.read.store(0, Ordering::Relaxed);
+            let info = file.array_info(element).unwrap();
+            assert_eq!(info.shape, array.shape, "{compression:?} {element:?}");
+            assert_eq!(info.dtype, DType::F32);
+            assert_eq!(info.name.as_deref(), Some(element.unwrap_or("c/v")));
+            // At most one read piece (2 MiB) of the chunk, not a pass over it.
+            let read = source.read.load(Ordering::Relaxed);
+            assert!(
+                read <= (2 << 20) + 4096 && read < stored,
+                "{compression:?}: {read} of {stored}"
+            );
+        }
+        // An array the chunk does not hold: the listing says so.
+        let err = file.array_info(Some("c/w")).unwrap_err();
+        assert_eq!(err.code, "request.no_such_element", "{err}");
+        // Then the read by that name: one pass.
+        source.read.store(0, Ordering::Relaxed);
+        let (_, source, file, stored) = sample(compression);
+        file.array_info(Some("c/v")).unwrap();
+        file.read(&request()).unwrap();
+        let read = source.read.load(Ordering::Relaxed);
+        // The peek (one 2 MiB piece), then one pass (and the archive directory: ~128 KiB).
+        assert!(
+            read < stored + (2 << 20) + (256 << 10),
+            "{compression:?}: {read} of {stored}"
+        );
+    }
+}
+
+#[test]
 fn a_damaged_chunk_read_by_name_fails_as_the_listing_reports_it() {
     for compression in [FoldCompression::None, FoldCompression::Zstd(3)] {
         let (_, source, file, _) = sample(compression);
