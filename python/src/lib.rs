@@ -150,7 +150,7 @@ struct NumpySink {
     /// array until the read returns it to Python.
     ptr: usize,
     len: usize,
-    signals: SignalPoll,
+    signals: Arc<SignalPoll>,
 }
 
 impl NumpySink {
@@ -161,7 +161,7 @@ impl NumpySink {
             buffer: None,
             ptr: 0,
             len: 0,
-            signals: SignalPoll::new(),
+            signals: Arc::new(SignalPoll::new()),
         }
     }
 
@@ -259,6 +259,18 @@ impl ArraySink for NumpySink {
         }
         let len = self.len;
         Some(self.slice(0, len))
+    }
+
+    /// Any size: the source checks for Ctrl-C between its pieces (`interrupt`).
+    fn direct_buffer_polled(&mut self) -> Option<&mut [u8]> {
+        self.buffer.as_ref()?;
+        let len = self.len;
+        Some(self.slice(0, len))
+    }
+
+    fn interrupt(&self) -> Option<rasterpack_common::Interrupt> {
+        let signals = Arc::clone(&self.signals);
+        Some(Arc::new(move || signals.check()))
     }
 
     fn finish(&mut self) -> Result<(), Error> {
@@ -815,12 +827,14 @@ fn inspect(py: Python<'_>, path: &Bound<'_, PyAny>, all: bool) -> PyResult<PyObj
     json_to_py(py, &entry)
 }
 
-/// `rasterpack convert SRC DST` with its options as keywords.
+/// `rasterpack convert SRC DST` with its options as keywords (`rasterpack.convert` packs the
+/// VDS flags into `vds`).
 #[pyfunction]
 #[pyo3(signature = (src, dst, *, force=false, allow_expansion=false, to=None, element=None, physical=false, codes=false,
-    region=None, window=None, r#box=None, levels=None, lod=None, tile=None, compress=None))]
+    region=None, window=None, r#box=None, levels=None, lod=None, tile=None, compress=None, squeeze=false,
+    expand_dims=false, chunks=None, shard=None, all=false, vds=VdsOptions::default()))]
 #[allow(clippy::too_many_arguments)]
-fn convert(
+fn _convert(
     py: Python<'_>,
     src: &Bound<'_, PyAny>,
     dst: &Bound<'_, PyAny>,
@@ -837,6 +851,12 @@ fn convert(
     lod: Option<u32>,
     tile: Option<&Bound<'_, PyAny>>,
     compress: Option<String>,
+    squeeze: bool,
+    expand_dims: bool,
+    chunks: Option<String>,
+    shard: Option<String>,
+    all: bool,
+    vds: VdsOptions,
 ) -> PyResult<()> {
     let input = fspath(src)?;
     let output = fspath(dst)?;
@@ -866,11 +886,21 @@ fn convert(
         window,
         box_ranges: r#box,
         levels,
-        squeeze: false,
-        expand_dims: false,
+        squeeze,
+        expand_dims,
         lod,
         tile,
         compress,
+        chunks,
+        shard,
+        all,
+        brick_size: vds.brick_size,
+        margin: vds.margin,
+        lods: vds.lods,
+        value_range: vds.value_range,
+        no_value: vds.no_value,
+        axes: vds.axes,
+        metadata: vds.metadata,
         ..Default::default()
     };
     let given = [&args.region, &args.window, &args.box_ranges, &args.levels]
@@ -899,7 +929,8 @@ fn convert(
 /// `many` takes the several-array writer even for one array (names kept exactly as given).
 /// Refuses to replace an existing file unless `force`, and options the format does not honour.
 #[pyfunction]
-#[pyo3(signature = (format, path, arrays, *, attrs=None, metadata=None, force=false, tile=None, compress=None, many=false))]
+#[pyo3(signature = (format, path, arrays, *, attrs=None, metadata=None, force=false, tile=None, compress=None, many=false,
+    vds=VdsOptions::default()))]
 #[allow(clippy::too_many_arguments)]
 fn _write(
     py: Python<'_>,
@@ -912,6 +943,7 @@ fn _write(
     tile: Option<(u32, u32)>,
     compress: Option<String>,
     many: bool,
+    vds: VdsOptions,
 ) -> PyResult<()> {
     let path = PathBuf::from(fspath(path)?);
     let target = rasterpack::format_by_name(format)
@@ -933,7 +965,13 @@ fn _write(
         tile,
         compress,
         limits: Limits::default(),
-        ..Default::default()
+        brick_size: vds.brick_size,
+        margin: vds.margin,
+        lods: vds.lods,
+        value_range: vds.value_range,
+        no_value: vds.no_value,
+        axes: vds.axes,
+        metadata: vds.metadata,
     };
     let written = py.allow_threads(|| {
         guarded(|| {
@@ -947,6 +985,63 @@ fn _write(
                 [one] if !many && metadata.is_empty() => target.save(one, &path, &opts),
                 _ => target.save_arrays(&nds, &metadata, &path, &opts),
             }
+        })
+    });
+    written.map_err(|e| to_py(py, e))
+}
+
+/// The VDS writer's options (`convert`'s VDS flags), as `rasterpack._write_vds_options` packs
+/// them: brick_size, margin, lods, value_range, no_value, axes and metadata in the CLI's text.
+#[derive(Default, FromPyObject)]
+struct VdsOptions {
+    #[pyo3(item)]
+    brick_size: Option<u32>,
+    #[pyo3(item)]
+    margin: Option<u32>,
+    #[pyo3(item)]
+    lods: Option<u32>,
+    #[pyo3(item)]
+    value_range: Option<(f64, f64)>,
+    #[pyo3(item)]
+    no_value: Option<f64>,
+    #[pyo3(item)]
+    axes: Vec<String>,
+    #[pyo3(item)]
+    metadata: Vec<String>,
+}
+
+/// Arrays as a Zarr v3 store, as `convert X.npy out.zarr` (one array) or `--all` (`group`)
+/// writes it, through the CLI's Zarr writer (`rasterpack::zarr_out::write_arrays`).
+#[pyfunction]
+#[pyo3(signature = (path, arrays, *, group=false, chunks=None, shard=None, compress=None, force=false))]
+#[allow(clippy::too_many_arguments)]
+fn _write_zarr(
+    py: Python<'_>,
+    path: &Bound<'_, PyAny>,
+    arrays: Vec<(Option<String>, Bound<'_, PyAny>)>,
+    group: bool,
+    chunks: Option<String>,
+    shard: Option<String>,
+    compress: Option<String>,
+    force: bool,
+) -> PyResult<()> {
+    let path = PathBuf::from(fspath(path)?);
+    let mut nds = Vec::with_capacity(arrays.len());
+    for (name, array) in &arrays {
+        let mut nd = to_ndarray(py, array)?;
+        nd.name = name.clone();
+        nds.push(nd);
+    }
+    let args = ConvertArgs {
+        chunks,
+        shard,
+        compress,
+        ..Default::default()
+    };
+    let written = py.allow_threads(|| {
+        guarded(|| {
+            let opts = rasterpack::zarr_out::options(&args, Limits::default())?;
+            rasterpack::zarr_out::write_arrays(&path, force, &nds, group, opts)
         })
     });
     written.map_err(|e| to_py(py, e))
@@ -1008,8 +1103,9 @@ fn _rasterpack(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(_validate, m)?)?;
     m.add_function(wrap_pyfunction!(inspect, m)?)?;
-    m.add_function(wrap_pyfunction!(convert, m)?)?;
+    m.add_function(wrap_pyfunction!(_convert, m)?)?;
     m.add_function(wrap_pyfunction!(_write, m)?)?;
+    m.add_function(wrap_pyfunction!(_write_zarr, m)?)?;
     m.add_function(wrap_pyfunction!(formats, m)?)?;
     m.add_function(wrap_pyfunction!(detect, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
