@@ -135,9 +135,11 @@ def convert(
     no_value: Optional[float] = None,
     axis: Any = None,
     metadata: Any = None,
+    channel: Any = None,
 ) -> None:
     """``rasterpack convert SRC DST`` with every flag of the CLI as a keyword (``box`` is
-    ``--box``, ``axis`` the repeated ``--axis``, ``metadata`` the repeated ``--metadata``;
+    ``--box``, ``axis`` the repeated ``--axis``, ``metadata`` the repeated ``--metadata``,
+    ``channel`` the repeated ``--channel NAME=PATH[:ELEMENT]``, also as a dict ``{name: path}``;
     ``chunks``/``shard`` also take tuples). The CLI's rules apply: a flag the output format
     does not take is refused. Ctrl-C stops it within a second (KeyboardInterrupt), leaving no
     output."""
@@ -162,6 +164,7 @@ def convert(
         chunks=_shape_text(chunks, "chunks"),
         shard=_shape_text(shard, "shard"),
         all=all,
+        channel=[f"{k}={os.fspath(v)}" for k, v in channel.items()] if isinstance(channel, Mapping) else list(channel or []),
         vds=_vds_options(brick_size, margin, lods, value_range, no_value, axis, metadata),
     )
 

@@ -106,6 +106,7 @@ def _convert(
     chunks: Optional[str] = None,
     shard: Optional[str] = None,
     all: bool = False,
+    channel: List[str] = ...,
     vds: Dict[str, Any] = ...,
 ) -> None:
     """``rasterpack convert SRC DST`` (see :func:`rasterpack.convert`, which packs the VDS

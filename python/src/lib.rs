@@ -856,7 +856,7 @@ fn inspect(py: Python<'_>, path: &Bound<'_, PyAny>, all: bool) -> PyResult<PyObj
 #[pyfunction]
 #[pyo3(signature = (src, dst, *, force=false, allow_expansion=false, to=None, element=None, physical=false, codes=false,
     region=None, window=None, r#box=None, levels=None, lod=None, tile=None, compress=None, squeeze=false,
-    expand_dims=false, chunks=None, shard=None, all=false, vds=VdsOptions::default()))]
+    expand_dims=false, chunks=None, shard=None, all=false, channel=Vec::new(), vds=VdsOptions::default()))]
 #[allow(clippy::too_many_arguments)]
 fn _convert(
     py: Python<'_>,
@@ -880,6 +880,7 @@ fn _convert(
     chunks: Option<String>,
     shard: Option<String>,
     all: bool,
+    channel: Vec<String>,
     vds: VdsOptions,
 ) -> PyResult<()> {
     let input = fspath(src)?;
@@ -925,6 +926,7 @@ fn _convert(
         no_value: vds.no_value,
         axes: vds.axes,
         metadata: vds.metadata,
+        channels: channel,
     };
     let given = [&args.region, &args.window, &args.box_ranges, &args.levels]
         .iter()

@@ -265,3 +265,17 @@ def cli_npy_lod(tmp_path, path, lod):
     out = run_cli("convert", str(path), str(dst), "--lod", str(lod))
     assert out.returncode == 0, out.stderr.decode()
     return np.load(dst)
+
+
+def test_convert_takes_the_channel_flag(tmp_path):
+    values = cube()
+    src, other = tmp_path / "a.npy", tmp_path / "b.npy"
+    np.save(src, values)
+    np.save(other, values * 2)
+    out = tmp_path / "two.vds"
+    rasterpack.convert(src, out, channel={"Twice": other})
+    strict_valid(out)
+    f = rasterpack.open(out)
+    assert len(f.arrays) == 2 and "Twice" in f.arrays, f.arrays
+    assert np.array_equal(np.asarray(f["Twice"]), values * 2)
+    assert np.array_equal(np.asarray(f.array()), values)
