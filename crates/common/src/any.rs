@@ -21,6 +21,28 @@ pub trait ArrayFile: Send + Sync {
     /// UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY`, VDS channel; `None` for a single array).
     fn arrays(&self) -> Result<Vec<ArrayInfo>>;
 
+    /// The array `element` names (`None`: the first of [`ArrayFile::arrays`]), without reading
+    /// more than its description needs where the format can: FOLD reads the member's `.npy`
+    /// header, not the whole file's listing. Nothing is verified here; a read of the array is.
+    fn array_info(&self, element: Option<&str>) -> Result<ArrayInfo> {
+        let arrays = self.arrays()?;
+        let found = match element {
+            None => arrays.into_iter().next(),
+            Some(name) => arrays.into_iter().find(|a| a.name.as_deref() == Some(name)),
+        };
+        found.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Usage,
+                "request.no_such_element",
+                None,
+                match element {
+                    Some(name) => format!("no array {name:?} in the file"),
+                    None => "the file holds no array".to_string(),
+                },
+            )
+        })
+    }
+
     /// Check every rule, checksum and payload of the file; all findings, not just the first.
     fn validate(&self) -> Report;
 
