@@ -827,7 +827,7 @@ fn convert(
         force,
         allow_expansion,
         to,
-        element,
+        element: element.into_iter().collect(),
         physical,
         codes,
         region,
