@@ -112,6 +112,13 @@ impl Histogram {
 
     /// The bin of `x` (within `[min, max]`), with numpy's arithmetic and corrections.
     pub fn bin(&self, x: f64) -> usize {
+        let edges: Vec<f64> = (0..=self.counts.len()).map(|i| self.edge(i)).collect();
+        self.bin_among(&edges, x)
+    }
+
+    /// [`Histogram::bin`] with the edges computed once (`edges[i] = self.edge(i)`, `bins + 1`
+    /// of them): what a pass over many cells uses.
+    fn bin_among(&self, edges: &[f64], x: f64) -> usize {
         let bins = self.counts.len();
         let f = ((x - self.min) / (self.max - self.min)) * bins as f64;
         // numpy casts to intp (truncation); x >= min so f >= 0.
@@ -123,18 +130,18 @@ impl Histogram {
         if i == bins {
             i -= 1;
         }
-        if x < self.edge(i) && i > 0 {
+        if x < edges[i] && i > 0 {
             i -= 1;
         }
-        if i != bins - 1 && x >= self.edge(i + 1) {
+        if i != bins - 1 && x >= edges[i + 1] {
             i += 1;
         }
         i
     }
 
-    fn add(&mut self, x: f64) {
+    fn add(&mut self, edges: &[f64], x: f64) {
         if x >= self.min && x <= self.max {
-            let i = self.bin(x);
+            let i = self.bin_among(edges, x);
             self.counts[i] += 1;
         }
     }
@@ -313,8 +320,9 @@ pub struct StatsSink {
     position: u64,
     /// The values of the block under way (fewer than [`CHUNK`]).
     pending: Vec<f64>,
-    /// Decoding buffer of the histogram pass.
+    /// Decoding buffer of the histogram pass, and its bin edges (computed once).
     values: Vec<f64>,
+    edges: Vec<f64>,
     count: u64,
     fill_count: u64,
     nan_count: u64,
@@ -335,7 +343,12 @@ const PARALLEL_BLOCKS: usize = 64;
 
 impl StatsSink {
     fn new(pass: Pass, fill: Option<f64>) -> StatsSink {
+        let edges = match &pass {
+            Pass::Histogram(h) => (0..=h.counts.len()).map(|i| h.edge(i)).collect(),
+            Pass::Figures => Vec::new(),
+        };
         StatsSink {
+            edges,
             pass,
             fill,
             dtype: None,
@@ -481,7 +494,7 @@ impl StatsSink {
                 decode_f64(dtype, part, &mut self.values);
                 for &v in &self.values {
                     if v.is_finite() && v != eq {
-                        h.add(v);
+                        h.add(&self.edges, v);
                     }
                 }
             }
