@@ -434,7 +434,9 @@ impl StatsSink {
                 })
                 .collect()
         };
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(blocks / PARALLEL_BLOCKS);
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(blocks / PARALLEL_BLOCKS);
         let all: Vec<Block> = if threads <= 1 {
             figures(bytes)
         } else {
@@ -845,7 +847,10 @@ mod tests {
         let cells: Vec<f64> = v.iter().filter(|x| x.is_finite()).map(|&x| x as f64).collect();
         let mean = cells.iter().sum::<f64>() / cells.len() as f64;
         let var = cells.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / cells.len() as f64;
-        assert_eq!((whole.valid_count, whole.nan_count), (cells.len() as u64, run.len() as u64));
+        assert_eq!(
+            (whole.valid_count, whole.nan_count),
+            (cells.len() as u64, run.len() as u64)
+        );
         assert!((whole.mean.unwrap() - mean).abs() <= 1e-12 * mean.abs());
         assert!((whole.std.unwrap() - var.sqrt()).abs() <= 1e-12 * var.sqrt());
     }
