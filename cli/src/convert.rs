@@ -19,7 +19,7 @@ use crate::budget::{self, Budget, Checked};
 use crate::progress::Meter;
 use crate::report::{exit_code_for, Outcome};
 use crate::subset::{Subset, SubsetGuard};
-use crate::{detect, signals, subset, zarr_out};
+use crate::{detect, signals, subset, vds_out, zarr_out};
 
 /// `rasterpack convert`: convert, say what failed on stderr, and end with the exit code.
 pub fn run(args: &ConvertArgs) -> Outcome {
@@ -95,7 +95,7 @@ pub fn convert_with(
             Some(zarr_out::options(args, Limits::default())?)
         }
         false => {
-            zarr_out::refuse_zarr_flags(args)?;
+            zarr_out::refuse_zarr_flags(args, target.name())?;
             check_flags(args, target, "output", |f| !f.is_source_flag())?;
             None
         }
@@ -130,7 +130,7 @@ pub fn convert_with(
     check_flags(args, source, "input", RequestFlag::is_source_flag)?;
     // A .npz takes every array of IN, or each `--element` given, as a member of its own.
     let npz = target.name() == "npz" && !zarr;
-    let req = ArrayRequest {
+    let mut req = ArrayRequest {
         element: if npz { None } else { args.one_element()? },
         physical: args.physical,
         codes: args.codes,
@@ -151,12 +151,26 @@ pub fn convert_with(
         axes: args.axes.clone(),
         metadata: args.metadata.clone(),
     };
-    // A bad VDS option is refused before anything is written.
-    let vds_opts = if target.name() == "vds" {
-        Some(rasterpack_vds_meta::write::VdsWriteOptions::from_write_options(&opts)?)
+    // A bad VDS option is refused before anything is written, and so are channels (--channel,
+    // --all) of another shape or a dtype VDS does not store.
+    let (vds_opts, channels) = if target.name() == "vds" {
+        let mut o = rasterpack_vds_meta::write::VdsWriteOptions::from_write_options(&opts)?;
+        let whole = subset.is_none() && args.lod.is_none() && !args.squeeze && !args.expand_dims;
+        let channels = vds_out::channels(args, &input, source, &mut req, &limits, whole)?;
+        o.channels = channels.iter().map(vds_out::Channel::spec).collect();
+        // The source's attributes become metadata under its format's name.
+        o.source_format = Some(source.name().to_string());
+        (Some(o), channels)
     } else {
-        None
+        (None, Vec::new())
     };
+    if !channels.is_empty() && !vds_dir && !matches!(destination, Some(Destination::Atomic { .. })) {
+        return Err(Error::usage(
+            "a VDS of several channels (--channel, --all) is written to a file or a directory",
+        ));
+    }
+    // A `.vds` file's writer gets the checked options (channels, the source format).
+    let file_vds_opts = vds_opts.clone().filter(|_| !vds_dir);
     let vds_writer = match vds_opts {
         Some(vds_opts) if vds_dir => Some(rasterpack_vds_meta::write::VdsWriter::directory(
             &args.output,
@@ -177,7 +191,7 @@ pub fn convert_with(
         exact_size: target.name() == "npy" && !zarr,
     };
     let label = shown(&args.input);
-    let job = Job {
+    let base = Job {
         source,
         target,
         input: &input,
@@ -193,6 +207,24 @@ pub fn convert_with(
         budget: &budget,
         interrupt,
         elements: if npz { &args.element } else { &[] },
+        vds: file_vds_opts.as_ref(),
+        channels: &[],
+    };
+    // Each channel beside the primary is the same conversion of another array.
+    let channel_jobs: Vec<Job> = channels
+        .iter()
+        .map(|c| Job {
+            source: c.source,
+            input: &c.input,
+            req: &c.req,
+            label: &c.label,
+            special: false,
+            ..base.clone()
+        })
+        .collect();
+    let job = Job {
+        channels: &channel_jobs,
+        ..base.clone()
     };
 
     if signals {
@@ -204,7 +236,14 @@ pub fn convert_with(
         return Ok(());
     }
     if let Some(mut writer) = vds_writer {
-        job.stream_into(&mut writer)?;
+        // A signal removes the directory being written (the rename into place is under the
+        // same lock as the removal, see signals).
+        if let Some(tmp) = writer.temp_dir().map(Path::to_path_buf) {
+            let _ = signals::track(|| Ok((tmp, ())));
+        }
+        let result = write_vds_channels(&job, &mut writer);
+        signals::untrack(|| drop(writer));
+        result?;
         note_findings(source, &input, &label, &limits);
         return Ok(());
     }
@@ -307,6 +346,10 @@ pub(crate) struct Job<'a> {
     interrupt: &'a (dyn Fn() -> Result<(), Error> + Sync),
     /// `.npz` output: the arrays asked for (`--element`, repeated), or none for every array.
     elements: &'a [String],
+    /// A `.vds` file: its writer's options, checked (else the target's own writer).
+    vds: Option<&'a rasterpack_vds_meta::write::VdsWriteOptions>,
+    /// The channels beside the primary (VDS output), streamed after it into the same writer.
+    channels: &'a [Job<'a>],
 }
 
 impl<'a> Job<'a> {
@@ -421,7 +464,49 @@ fn write_file(job: &Job, tmp: &TempFile) -> Result<(), Error> {
         return w.flush().map_err(|e| Error::io("writing", &e));
     }
     drop(w);
+    if let Some(o) = job.vds {
+        let mut w = rasterpack_vds_meta::write::VdsWriter::container(Output::File(&tmp.file), o.clone());
+        return write_vds_channels(job, &mut w);
+    }
     job.write_to(Output::File(&tmp.file))
+}
+
+/// The primary array, then each channel's, into one VDS writer (which writes the dataset as
+/// the last one finishes). The last `finish` puts a directory in place: it runs under the
+/// signal lock, so a signal either finds the dataset in place or removes it whole.
+fn write_vds_channels(job: &Job, w: &mut rasterpack_vds_meta::write::VdsWriter) -> Result<(), Error> {
+    let mut last = LastFinishLocked {
+        inner: w,
+        left: job.channels.len(),
+    };
+    job.stream_into(&mut last)?;
+    for c in job.channels {
+        last.left -= 1;
+        c.stream_into(&mut last)?;
+    }
+    Ok(())
+}
+
+/// Passes everything through; the finish of the last array runs under the signal lock.
+struct LastFinishLocked<'a, 'w> {
+    inner: &'a mut rasterpack_vds_meta::write::VdsWriter<'w>,
+    /// Arrays still to come after the one being written.
+    left: usize,
+}
+
+impl ArraySink for LastFinishLocked<'_, '_> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<(), Error> {
+        self.inner.begin(info)
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), Error> {
+        self.inner.write_at(offset, data)
+    }
+    fn finish(&mut self) -> Result<(), Error> {
+        match self.left {
+            0 => signals::locked(|| self.inner.finish()),
+            _ => self.inner.finish(),
+        }
+    }
 }
 
 /// Convert into an object. A target that writes as the data arrives (npy, VOLP, UDF) streams
@@ -739,7 +824,13 @@ fn write_stream<W: Write>(sink: &mut Recorder<W>, name: &str, job: &Job) -> Resu
         let mut w = BufWriter::with_capacity(1 << 20, &mut *sink);
         let converted = match job.convert_special(&mut w) {
             Some(result) => result,
-            None => job.write_to(Output::Stream(&mut w)),
+            None => match job.vds {
+                Some(o) => {
+                    let mut v = rasterpack_vds_meta::write::VdsWriter::container(Output::Stream(&mut w), o.clone());
+                    job.stream_into(&mut v)
+                }
+                None => job.write_to(Output::Stream(&mut w)),
+            },
         };
         converted.and_then(|()| w.flush().map_err(|e| Error::io(&format!("writing {name}"), &e)))
     };

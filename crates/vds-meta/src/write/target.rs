@@ -21,6 +21,8 @@ use crate::raw::{CONTAINER_MAGIC, CONTAINER_VERSION, HEADER_LEN};
 /// One layer's chunk table as it is written.
 pub struct LayerTable {
     name: String,
+    /// The channel it stores (`LayerStatus`'s `channelName`).
+    channel: String,
     lod: u32,
     group: String,
     /// Per chunk: hash, container offset (0 for none) and object size.
@@ -31,9 +33,10 @@ pub struct LayerTable {
 }
 
 impl LayerTable {
-    pub fn new(g: &LayerGeometry) -> LayerTable {
+    pub fn new(g: &LayerGeometry, channel: &str) -> LayerTable {
         LayerTable {
             name: g.name.clone(),
+            channel: channel.to_string(),
             lod: g.lod,
             group: crate::geometry::group_name(&g.group),
             entries: vec![(0, 0, 0); g.chunk_count as usize],
@@ -136,13 +139,20 @@ impl<'a> Target<'a> {
             Target::Container(c) => c.write(&[0u8; HEADER_LEN as usize]),
             Target::Directory(d) => {
                 let _ = std::fs::remove_dir_all(&d.tmp);
-                for g in layers {
-                    let dir = d.tmp.join(&g.name).join("ChunkMetadata");
-                    std::fs::create_dir_all(&dir).map_err(|e| io(&format!("creating {}", shown(&dir)), e))?;
-                }
-                Ok(())
+                self.add_layers(layers)
             }
         }
+    }
+
+    /// The folders of more layers (a channel after the primary); nothing in a container.
+    pub fn add_layers(&mut self, layers: &[&LayerGeometry]) -> Result<()> {
+        if let Target::Directory(d) = self {
+            for g in layers {
+                let dir = d.tmp.join(&g.name).join("ChunkMetadata");
+                std::fs::create_dir_all(&dir).map_err(|e| io(&format!("creating {}", shown(&dir)), e))?;
+            }
+        }
+        Ok(())
     }
 
     /// Store one encoded brick (constant bricks: the hash, and an empty object in a directory,
@@ -168,17 +178,11 @@ impl<'a> Target<'a> {
     }
 
     /// Write the layout and the chunk tables, and put the dataset in place.
-    pub fn finish(
-        self,
-        layout: &Value,
-        channel: &str,
-        compression: VdsCompression,
-        layers: Vec<LayerTable>,
-    ) -> Result<()> {
+    pub fn finish(self, layout: &Value, compression: VdsCompression, layers: Vec<LayerTable>) -> Result<()> {
         let json = serde_json::to_vec_pretty(layout).map_err(|e| Error::usage(format!("internal: {e}")))?;
         match self {
             Target::Container(c) => c.finish(&json, compression, &layers),
-            Target::Directory(d) => d.finish(&json, channel, compression, &layers),
+            Target::Directory(d) => d.finish(&json, compression, &layers),
         }
     }
 }
@@ -307,7 +311,12 @@ impl Directory {
         std::fs::write(&path, bytes).map_err(|e| io(&format!("writing {}", shown(&path)), e))
     }
 
-    fn finish(mut self, json: &[u8], channel: &str, compression: VdsCompression, layers: &[LayerTable]) -> Result<()> {
+    /// The directory written into before it is renamed into place.
+    pub fn tmp(&self) -> &Path {
+        &self.tmp
+    }
+
+    fn finish(mut self, json: &[u8], compression: VdsCompression, layers: &[LayerTable]) -> Result<()> {
         let mut status = Vec::new();
         for l in layers {
             let mut page_dir = Vec::new();
@@ -325,7 +334,7 @@ impl Directory {
                 page_dir.push(p as i64);
             }
             status.push(json!({
-                "layerName": l.name, "channelName": channel, "dimensionGroup": l.group, "lod": l.lod,
+                "layerName": l.name, "channelName": l.channel, "dimensionGroup": l.group, "lod": l.lod,
                 "produceStatus": "Normal", "compressionMethod": compression.name(), "compressionTolerance": 0.0,
                 "chunkCount": l.entries.len(), "validChunkCount": l.valid, "chunkMetadataPageSize": PAGE_ENTRIES,
                 "chunkMetadataByteSize": 8, "hasChunkMetadataPages": true, "pageDirectory": page_dir,
