@@ -33,9 +33,10 @@ pub struct ConvertArgs {
     #[arg(long, value_name = "FORMAT")]
     pub to: Option<String>,
     /// Which array: GVRS element, UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY` (or
-    /// `'["CHUNK","ARRAY"]'` for names holding `/`), VDS channel.
+    /// `'["CHUNK","ARRAY"]'` for names holding `/`), VDS channel, `.npz` member. Repeatable
+    /// for `.npz` output (those arrays, in that order); other outputs take one.
     #[arg(long, value_name = "NAME")]
-    pub element: Option<String>,
+    pub element: Vec<String>,
     /// Write physical values (VOLP: stored*scale+offset as float64; VDS: dequantized float32).
     #[arg(long)]
     pub physical: bool,
@@ -127,6 +128,18 @@ pub struct ConvertArgs {
 }
 
 impl ConvertArgs {
+    /// The one `--element` of an output that takes one array (a usage error when repeated).
+    pub fn one_element(&self) -> Result<Option<String>, rasterpack_common::Error> {
+        match self.element.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some(one.clone())),
+            several => Err(rasterpack_common::Error::usage(format!(
+                "--element is given {} times; only .npz output takes several arrays",
+                several.len()
+            ))),
+        }
+    }
+
     /// The VDS-only output flags given, by name.
     pub fn vds_flags(&self) -> Vec<&'static str> {
         let mut v = Vec::new();

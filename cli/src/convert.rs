@@ -128,8 +128,10 @@ pub fn convert_with(
     let input = detect::open(&args.input, &limits)?;
     let source = detect::detect(&input).map_err(|e| e.in_format("convert"))?;
     check_flags(args, source, "input", RequestFlag::is_source_flag)?;
+    // A .npz takes every array of IN, or each `--element` given, as a member of its own.
+    let npz = target.name() == "npz" && !zarr;
     let mut req = ArrayRequest {
-        element: args.element.clone(),
+        element: if npz { None } else { args.one_element()? },
         physical: args.physical,
         codes: args.codes,
         target: Some(target.name()),
@@ -197,13 +199,14 @@ pub fn convert_with(
         opts: &opts,
         // A subset is one array cut out of the source: never the source's own whole-file
         // conversion (the FOLD repair), which would ignore it.
-        special: subset.is_none() && args.lod.is_none() && !args.squeeze && !args.expand_dims,
+        special: subset.is_none() && args.lod.is_none() && !args.squeeze && !args.expand_dims && !npz,
         squeeze: args.squeeze,
         expand_dims: args.expand_dims,
         subset: subset.as_ref(),
         label: &label,
         budget: &budget,
         interrupt,
+        elements: if npz { &args.element } else { &[] },
         vds: file_vds_opts.as_ref(),
         channels: &[],
     };
@@ -341,6 +344,8 @@ pub(crate) struct Job<'a> {
     budget: &'a Budget,
     /// Called before each piece is written; an `Err` stops the conversion.
     interrupt: &'a (dyn Fn() -> Result<(), Error> + Sync),
+    /// `.npz` output: the arrays asked for (`--element`, repeated), or none for every array.
+    elements: &'a [String],
     /// A `.vds` file: its writer's options, checked (else the target's own writer).
     vds: Option<&'a rasterpack_vds_meta::write::VdsWriteOptions>,
     /// The channels beside the primary (VDS output), streamed after it into the same writer.
@@ -363,6 +368,37 @@ impl<'a> Job<'a> {
         }
         self.source
             .convert_special(self.input, self.target, self.req, self.opts, out)
+    }
+
+    /// Write the output file onto `out`: the array through the target's writer, or, for a
+    /// `.npz`, each array asked for (every array of the source when none is named) as a member
+    /// of its own, one after the other, named as [`rasterpack_fold::npz::member_name`] says.
+    fn write_to(&self, out: Output) -> Result<(), Error> {
+        if self.target.name() != "npz" {
+            let mut sink = self.target.array_writer(self.opts, out)?;
+            return self.stream_into(&mut *sink);
+        }
+        use rasterpack_fold::npz::{member_name, NpzCompression, NpzWriter};
+        let compression = NpzCompression::parse(self.opts.compress.as_deref())?;
+        let names: Vec<Option<String>> = if self.elements.is_empty() {
+            let file = self.source.open(self.input.clone(), self.req.limits)?;
+            file.arrays()?.into_iter().map(|a| a.name).collect()
+        } else {
+            self.elements.iter().cloned().map(Some).collect()
+        };
+        if names.is_empty() {
+            return Err(Error::usage(format!("{} holds no array to write", self.label)));
+        }
+        let mut writer = NpzWriter::new(out, compression);
+        for (k, name) in names.iter().enumerate() {
+            let req = ArrayRequest {
+                element: name.clone(),
+                ..self.req.clone()
+            };
+            let mut member = writer.member(&member_name(name.as_deref(), k))?;
+            self.with_request(&req).stream_into(&mut member)?;
+        }
+        writer.finish()
     }
 
     /// Stream the array into `target` and finish it: through a check that the source honoured
@@ -432,8 +468,7 @@ fn write_file(job: &Job, tmp: &TempFile) -> Result<(), Error> {
         let mut w = rasterpack_vds_meta::write::VdsWriter::container(Output::File(&tmp.file), o.clone());
         return write_vds_channels(job, &mut w);
     }
-    let mut sink = job.target.array_writer(job.opts, Output::File(&tmp.file))?;
-    job.stream_into(&mut *sink)
+    job.write_to(Output::File(&tmp.file))
 }
 
 /// The primary array, then each channel's, into one VDS writer (which writes the dataset as
@@ -589,7 +624,7 @@ fn check_flags(
     on_this_side: impl Fn(RequestFlag) -> bool,
 ) -> Result<(), Error> {
     let given = |flag: RequestFlag| match flag {
-        RequestFlag::Element => args.element.is_some(),
+        RequestFlag::Element => !args.element.is_empty(),
         RequestFlag::Physical => args.physical,
         RequestFlag::Codes => args.codes,
         RequestFlag::Region => {
@@ -797,10 +832,7 @@ fn write_stream<W: Write>(sink: &mut Recorder<W>, name: &str, job: &Job) -> Resu
                     let mut v = rasterpack_vds_meta::write::VdsWriter::container(Output::Stream(&mut w), o.clone());
                     job.stream_into(&mut v)
                 }
-                None => job
-                    .target
-                    .array_writer(job.opts, Output::Stream(&mut w))
-                    .and_then(|mut array_sink| job.stream_into(&mut *array_sink)),
+                None => job.write_to(Output::Stream(&mut w)),
             },
         };
         converted.and_then(|()| w.flush().map_err(|e| Error::io(&format!("writing {name}"), &e)))

@@ -178,7 +178,7 @@ pub fn target(to: Option<&str>, out: &Path) -> Result<&'static dyn Format, Error
     };
     crate::format_by_name(&wanted).ok_or_else(|| {
         Error::usage(format!(
-            "unknown output format {wanted:?} (known: volp, gvrs, udf, fold, vds, npy, zarr)"
+            "unknown output format {wanted:?} (known: volp, gvrs, udf, fold, vds, npy, npz, zarr)"
         ))
     })
 }

@@ -1,5 +1,5 @@
 //! rasterpack as one library: open, validate, inspect, read and write any of the formats it
-//! knows (VOLP, GVRS, UDF, FOLD, OpenVDS and `.npy`) without naming the format, as
+//! knows (VOLP, GVRS, UDF, FOLD, OpenVDS, `.npy` and `.npz`) without naming the format, as
 //! `image::open` does for pictures. The format comes from the content, never from the name.
 //!
 //! ```no_run
@@ -52,12 +52,13 @@ pub use rasterpack_common::{
 
 /// Every format rasterpack knows, in the order detection asks them (their magics do not
 /// overlap, so the order decides nothing today). The CLI uses this same list.
-static FORMATS: [&dyn Format; 7] = [
+static FORMATS: [&dyn Format; 8] = [
     &rasterpack_common::NpyFormat,
     &rasterpack_volp::VolpFormat,
     &rasterpack_gvrs::GvrsFormat,
     &rasterpack_udf::UdfFormat,
     &rasterpack_fold::FoldFormat,
+    &rasterpack_fold::NpzFormat,
     &rasterpack_vds_meta::VdsFormat,
     &rasterpack_zarr::ZarrFormat,
 ];

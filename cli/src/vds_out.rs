@@ -78,7 +78,7 @@ pub fn channels(
 ) -> Result<Vec<Channel>, Error> {
     let mut out = Vec::new();
     if args.all {
-        if args.element.is_some() {
+        if !args.element.is_empty() {
             return Err(Error::usage(
                 "--all writes every array of IN as a channel: it takes no --element",
             ));

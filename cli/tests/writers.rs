@@ -171,6 +171,7 @@ fn supported(fmt: &str, a: &NdArray, compress: Option<&str>) -> bool {
     let no_empty_axis = !a.shape.contains(&0);
     match fmt {
         "npy" => true,
+        "npz" => compress.is_none_or(|c| ["none", "deflate"].contains(&c)),
         "udf" => udf_holds(a.dtype),
         "fold" => compress.is_none_or(|c| ["zstd", "none", "zstd+rs16", "none+rs64", "zstd+rs32"].contains(&c)),
         "volp" => {
@@ -219,6 +220,7 @@ fn compress_choices(fmt: &str) -> &'static [Option<&'static str>] {
             Some("lsop"),
         ],
         "volp" => &[None, Some("zstd:1"), Some("zstd:19")],
+        "npz" => &[None, Some("none"), Some("deflate")],
         "vds" => &[None, Some("none"), Some("rle"), Some("zip")],
         _ => &[None],
     }
@@ -274,6 +276,11 @@ fn write_array_round_trip(fmt: &dyn Format, array: &NdArray, compress: Option<&s
                 .filter(|n| !n.is_empty() && n.len() <= 200 && !n.contains(['/', '\0']));
             assert_eq!(back.name, Some(kept.unwrap_or_else(|| "arr_0".into())), "{what}");
         }
+        // One member, named after the array (unnamed: `arr_0`, as np.savez names it).
+        "npz" => {
+            let member = rasterpack::fold::npz::member_name(array.name.as_deref(), 0);
+            assert_eq!(back.name, Some(member), "{what}");
+        }
         "volp" => {
             for k in ["bbox", "levels", "valid_time"] {
                 assert_eq!(back.attrs.get(k), array.attrs.get(k), "{what}: VOLP attr {k}");
@@ -303,7 +310,7 @@ fn writers() -> Vec<&'static dyn Format> {
     let names: Vec<&str> = writes.iter().map(|f| f.name()).collect();
     assert_eq!(
         names,
-        ["npy", "volp", "gvrs", "udf", "fold", "vds"],
+        ["npy", "volp", "gvrs", "udf", "fold", "npz", "vds"],
         "the writers this test covers"
     );
     writes

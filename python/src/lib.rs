@@ -904,7 +904,7 @@ fn _convert(
         force,
         allow_expansion,
         to,
-        element,
+        element: element.into_iter().collect(),
         physical,
         codes,
         region,

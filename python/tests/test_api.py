@@ -253,7 +253,7 @@ def test_convert_like_cli(tmp_path):
 
 
 def test_formats_and_detect(tmp_path):
-    assert rasterpack.formats() == ["npy", "volp", "gvrs", "udf", "fold", "vds", "zarr"]
+    assert rasterpack.formats() == ["npy", "volp", "gvrs", "udf", "fold", "npz", "vds", "zarr"]
     assert rasterpack.detect(VDS) == "vds"
     assert rasterpack.detect(TESTDATA / "vds" / "small_objdir") == "vds"
     (tmp_path / "x.txt").write_text("hello")

@@ -23,8 +23,9 @@ use crate::error::{Error, Result};
 use crate::json::f64_value;
 use crate::stream::{ArrayInfo, ArraySink};
 
-/// Valid values per chunk of the stable mean/variance (a fixed number, so that the grouping,
-/// and so the rounding, never depends on how the source delivers the bytes).
+/// Cells per block of the stable mean/variance: block k is cells `k*CHUNK..(k+1)*CHUNK` of the
+/// array in C order, a fixed grouping, so that the rounding never depends on how the source
+/// delivers the bytes or on how many threads compute the blocks.
 pub const CHUNK: usize = 4096;
 
 /// The most histogram bins `stats` computes (the counts are held in memory).
@@ -111,6 +112,13 @@ impl Histogram {
 
     /// The bin of `x` (within `[min, max]`), with numpy's arithmetic and corrections.
     pub fn bin(&self, x: f64) -> usize {
+        let edges: Vec<f64> = (0..=self.counts.len()).map(|i| self.edge(i)).collect();
+        self.bin_among(&edges, x)
+    }
+
+    /// [`Histogram::bin`] with the edges computed once (`edges[i] = self.edge(i)`, `bins + 1`
+    /// of them): what a pass over many cells uses.
+    fn bin_among(&self, edges: &[f64], x: f64) -> usize {
         let bins = self.counts.len();
         let f = ((x - self.min) / (self.max - self.min)) * bins as f64;
         // numpy casts to intp (truncation); x >= min so f >= 0.
@@ -122,18 +130,18 @@ impl Histogram {
         if i == bins {
             i -= 1;
         }
-        if x < self.edge(i) && i > 0 {
+        if x < edges[i] && i > 0 {
             i -= 1;
         }
-        if i != bins - 1 && x >= self.edge(i + 1) {
+        if i != bins - 1 && x >= edges[i + 1] {
             i += 1;
         }
         i
     }
 
-    fn add(&mut self, x: f64) {
+    fn add(&mut self, edges: &[f64], x: f64) {
         if x >= self.min && x <= self.max {
-            let i = self.bin(x);
+            let i = self.bin_among(edges, x);
             self.counts[i] += 1;
         }
     }
@@ -225,7 +233,83 @@ enum Pass {
     Histogram(Histogram),
 }
 
-/// The sink of one pass: takes the array in C order and classifies every cell.
+/// The figures of one block of cells ([`CHUNK`] cells of the array in C order, the last one
+/// shorter): what blocks computed on any thread merge from, in block order.
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    valid: u64,
+    fill: u64,
+    nan: u64,
+    inf: u64,
+    min: f64,
+    max: f64,
+    sum: f64,
+    m2: f64,
+}
+
+/// The block's figures. `fill_eq` is the fill value when it is not NaN (NaN otherwise: then
+/// nothing compares equal to it and NaN fill cells are counted from `nan`). Three passes over
+/// at most [`CHUNK`] values (in cache): counts, min and max; the pairwise sum of the valid
+/// values; their pairwise squared deviations from the block's mean. Invalid cells take part
+/// as zeros, so the loops have no branches and vectorise.
+fn block_figures(v: &[f64], fill_eq: f64, fill_nan: bool) -> Block {
+    let valid = |x: f64| x.is_finite() & (x != fill_eq);
+    let mut n = [0u64; 8];
+    let mut nan = [0u64; 8];
+    let mut inf = [0u64; 8];
+    let mut fill = [0u64; 8];
+    let mut lo = [f64::INFINITY; 8];
+    let mut hi = [f64::NEG_INFINITY; 8];
+    let mut it = v.chunks_exact(8);
+    for c in &mut it {
+        for l in 0..8 {
+            let x = c[l];
+            let ok = valid(x);
+            n[l] += ok as u64;
+            nan[l] += x.is_nan() as u64;
+            inf[l] += x.is_infinite() as u64;
+            fill[l] += (x == fill_eq) as u64;
+            let (a, b) = if ok { (x, x) } else { (f64::INFINITY, f64::NEG_INFINITY) };
+            lo[l] = if a < lo[l] { a } else { lo[l] };
+            hi[l] = if b > hi[l] { b } else { hi[l] };
+        }
+    }
+    for &x in it.remainder() {
+        let ok = valid(x);
+        n[0] += ok as u64;
+        nan[0] += x.is_nan() as u64;
+        inf[0] += x.is_infinite() as u64;
+        fill[0] += (x == fill_eq) as u64;
+        if ok {
+            lo[0] = lo[0].min(x);
+            hi[0] = hi[0].max(x);
+        }
+    }
+    let valid_n: u64 = n.iter().sum();
+    let nan_n: u64 = nan.iter().sum();
+    let mut b = Block {
+        valid: valid_n,
+        fill: fill.iter().sum::<u64>() + if fill_nan { nan_n } else { 0 },
+        nan: nan_n,
+        inf: inf.iter().sum(),
+        min: lo.iter().fold(f64::INFINITY, |m, &x| m.min(x)),
+        max: hi.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x)),
+        sum: 0.0,
+        m2: 0.0,
+    };
+    if valid_n > 0 {
+        b.sum = pairwise(v, &|x| if valid(x) { x } else { 0.0 });
+        let mean = b.sum / valid_n as f64;
+        b.m2 = pairwise(v, &|x| {
+            let d = if valid(x) { x - mean } else { 0.0 };
+            d * d
+        });
+    }
+    b
+}
+
+/// The sink of one pass: takes the array in C order, cuts it into blocks of [`CHUNK`] cells
+/// and merges their figures in block order.
 #[derive(Debug)]
 pub struct StatsSink {
     pass: Pass,
@@ -234,8 +318,11 @@ pub struct StatsSink {
     /// The bytes of a value split across two writes.
     carry: Vec<u8>,
     position: u64,
+    /// The values of the block under way (fewer than [`CHUNK`]).
+    pending: Vec<f64>,
+    /// Decoding buffer of the histogram pass, and its bin edges (computed once).
     values: Vec<f64>,
-    chunk: Vec<f64>,
+    edges: Vec<f64>,
     count: u64,
     fill_count: u64,
     nan_count: u64,
@@ -246,21 +333,29 @@ pub struct StatsSink {
     /// Neumaier sum and its compensation.
     sum: f64,
     comp: f64,
-    /// Chan's running mean and sum of squared deviations over the merged chunks.
+    /// Chan's running mean and sum of squared deviations over the merged blocks.
     mean: f64,
     m2: f64,
 }
 
+/// Blocks of one write worth handing to a second thread.
+const PARALLEL_BLOCKS: usize = 64;
+
 impl StatsSink {
     fn new(pass: Pass, fill: Option<f64>) -> StatsSink {
+        let edges = match &pass {
+            Pass::Histogram(h) => (0..=h.counts.len()).map(|i| h.edge(i)).collect(),
+            Pass::Figures => Vec::new(),
+        };
         StatsSink {
+            edges,
             pass,
             fill,
             dtype: None,
             carry: Vec::new(),
             position: 0,
-            values: Vec::with_capacity(CHUNK),
-            chunk: Vec::with_capacity(CHUNK),
+            pending: Vec::with_capacity(CHUNK),
+            values: Vec::new(),
             count: 0,
             fill_count: 0,
             nan_count: 0,
@@ -275,55 +370,26 @@ impl StatsSink {
         }
     }
 
-    /// Classify `v` and account for it.
-    #[inline]
-    fn cell(&mut self, v: f64) {
-        let is_fill = match self.fill {
-            Some(f) if f.is_nan() => v.is_nan(),
-            Some(f) => v == f,
-            None => false,
-        };
-        if !v.is_finite() {
-            if v.is_nan() {
-                self.nan_count += 1;
-            } else {
-                self.inf_count += 1;
-            }
-            self.fill_count += is_fill as u64;
-            return;
-        }
-        if is_fill {
-            self.fill_count += 1;
-            return;
-        }
-        match &mut self.pass {
-            Pass::Figures => {
-                if v < self.min {
-                    self.min = v;
-                }
-                if v > self.max {
-                    self.max = v;
-                }
-                self.chunk.push(v);
-                if self.chunk.len() == CHUNK {
-                    self.merge_chunk();
-                }
-            }
-            Pass::Histogram(h) => h.add(v),
+    /// `(fill_eq, fill_nan)` of [`block_figures`].
+    fn fill_test(&self) -> (f64, bool) {
+        match self.fill {
+            Some(f) if f.is_nan() => (f64::NAN, true),
+            Some(f) => (f, false),
+            None => (f64::NAN, false),
         }
     }
 
-    /// Fold the chunk's values into the running figures (two passes over the chunk, then
-    /// Chan's merge), in the order the chunks arrive.
-    fn merge_chunk(&mut self) {
-        let n = self.chunk.len();
-        if n == 0 {
+    /// Merge one block's figures (Chan's formula for the variance, Neumaier for the sum).
+    fn merge(&mut self, b: &Block) {
+        self.fill_count += b.fill;
+        self.nan_count += b.nan;
+        self.inf_count += b.inf;
+        if b.valid == 0 {
             return;
         }
-        let s = pairwise_sum(&self.chunk);
-        let mean_b = s / n as f64;
-        let m2_b = pairwise_sq_dev(&self.chunk, mean_b);
-        // Neumaier: keep the low bits the running sum loses.
+        self.min = self.min.min(b.min);
+        self.max = self.max.max(b.max);
+        let s = b.sum;
         let t = self.sum + s;
         self.comp += if self.sum.abs() >= s.abs() {
             (self.sum - t) + s
@@ -332,13 +398,65 @@ impl StatsSink {
         };
         self.sum = t;
         let na = self.valid as f64;
-        let nb = n as f64;
+        let nb = b.valid as f64;
         let total = na + nb;
+        let mean_b = s / nb;
         let delta = mean_b - self.mean;
         self.mean += delta * (nb / total);
-        self.m2 += m2_b + delta * delta * (na * nb / total);
-        self.valid += n as u64;
-        self.chunk.clear();
+        self.m2 += b.m2 + delta * delta * (na * nb / total);
+        self.valid += b.valid;
+    }
+
+    /// The block under way is complete (or the array ended): its figures, merged.
+    fn close_block(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let (eq, nan) = self.fill_test();
+        let b = block_figures(&self.pending, eq, nan);
+        self.merge(&b);
+        self.pending.clear();
+    }
+
+    /// Whole blocks of little-endian bytes: their figures (on several threads when there are
+    /// many), merged in order.
+    fn whole_blocks(&mut self, dtype: DType, bytes: &[u8]) {
+        let (eq, nan) = self.fill_test();
+        let step = CHUNK * dtype.size();
+        let blocks = bytes.len() / step;
+        let figures = |part: &[u8]| -> Vec<Block> {
+            let mut values = Vec::with_capacity(CHUNK);
+            part.chunks(step)
+                .map(|c| {
+                    values.clear();
+                    decode_f64(dtype, c, &mut values);
+                    block_figures(&values, eq, nan)
+                })
+                .collect()
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(blocks / PARALLEL_BLOCKS);
+        let all: Vec<Block> = if threads <= 1 {
+            figures(bytes)
+        } else {
+            // Whole blocks per thread, so every block is the same cells whatever the split.
+            let per = blocks.div_ceil(threads) * step;
+            std::thread::scope(|scope| {
+                let mut parts = bytes.chunks(per);
+                let first = parts.next().unwrap_or(&[]);
+                let handles: Vec<_> = parts.map(|p| scope.spawn(move || figures(p))).collect();
+                let mut all = figures(first);
+                for h in handles {
+                    // A panic on the helper thread is a bug; re-raised here as one.
+                    all.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+                }
+                all
+            })
+        };
+        for b in &all {
+            self.merge(b);
+        }
     }
 
     /// Decode whole values from `data` and account for each.
@@ -356,25 +474,49 @@ impl StatsSink {
                 return Ok(());
             }
             let carry = std::mem::take(&mut self.carry);
-            self.decode_and_count(dtype, &carry);
+            self.values_in(dtype, &carry);
         }
         let whole = data.len() / size * size;
-        for part in data[..whole].chunks(CHUNK * size) {
-            self.decode_and_count(dtype, part);
-        }
+        self.values_in(dtype, &data[..whole]);
         self.carry.extend_from_slice(&data[whole..]);
         Ok(())
     }
 
-    fn decode_and_count(&mut self, dtype: DType, bytes: &[u8]) {
-        let mut values = std::mem::take(&mut self.values);
-        values.clear();
-        decode_f64(dtype, bytes, &mut values);
-        self.count += values.len() as u64;
-        for &v in &values {
-            self.cell(v);
+    /// Whole values, in order.
+    fn values_in(&mut self, dtype: DType, mut bytes: &[u8]) {
+        let size = dtype.size();
+        self.count += (bytes.len() / size) as u64;
+        if let Pass::Histogram(h) = &mut self.pass {
+            let eq = match self.fill {
+                Some(f) if !f.is_nan() => f,
+                _ => f64::NAN,
+            };
+            for part in bytes.chunks(CHUNK * size) {
+                self.values.clear();
+                decode_f64(dtype, part, &mut self.values);
+                for &v in &self.values {
+                    if v.is_finite() && v != eq {
+                        h.add(&self.edges, v);
+                    }
+                }
+            }
+            return;
         }
-        self.values = values;
+        // Complete the block under way, then whole blocks, then start the next.
+        if !self.pending.is_empty() {
+            let n = ((CHUNK - self.pending.len()) * size).min(bytes.len());
+            decode_f64(dtype, &bytes[..n], &mut self.pending);
+            bytes = &bytes[n..];
+            if self.pending.len() < CHUNK {
+                return;
+            }
+            self.close_block();
+        }
+        let whole = bytes.len() / (CHUNK * size) * (CHUNK * size);
+        if whole > 0 {
+            self.whole_blocks(dtype, &bytes[..whole]);
+        }
+        decode_f64(dtype, &bytes[whole..], &mut self.pending);
     }
 
     /// The first pass's figures (the histogram is added by [`compute`]).
@@ -382,7 +524,7 @@ impl StatsSink {
         if !self.carry.is_empty() {
             return Err(Error::usage("internal: the source delivered a partial value"));
         }
-        self.merge_chunk();
+        self.close_block();
         let any = self.valid > 0;
         let n = self.valid as f64;
         Ok(Stats {
@@ -422,39 +564,61 @@ impl ArraySink for StatsSink {
     }
 
     fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
-        // A run of one value that is not valid (a fill run, NaN): counted without a pass over
-        // its cells, so an all-fill grid of 2^30 cells costs nothing per cell.
-        if let Some(dtype) = self.dtype {
-            if pattern.len() == dtype.size() && self.carry.is_empty() && len.is_multiple_of(pattern.len() as u64) {
-                let mut one = Vec::with_capacity(1);
-                decode_f64(dtype, pattern, &mut one);
-                let v = one[0];
-                let n = len / pattern.len() as u64;
-                let is_fill = match self.fill {
-                    Some(f) if f.is_nan() => v.is_nan(),
-                    Some(f) => v == f,
-                    None => false,
-                };
-                if is_fill || !v.is_finite() {
-                    if offset != self.position {
-                        return Err(Error::usage(format!(
-                            "internal: stats got bytes at {offset} while at {}",
-                            self.position
-                        )));
-                    }
-                    self.position += len;
-                    self.count += n;
-                    self.fill_count += if is_fill { n } else { 0 };
-                    if v.is_nan() {
-                        self.nan_count += n;
-                    } else if v.is_infinite() {
-                        self.inf_count += n;
-                    }
-                    return Ok(());
-                }
-            }
+        // A run of one value that is not valid (a fill run, NaN): whole blocks of it counted
+        // without a pass over their cells, so an all-fill grid of 2^30 cells costs nothing
+        // per cell. The cells around them go through blocks as `write_at` would deliver them,
+        // so the blocks, and the figures, are the same either way.
+        let Some(dtype) = self.dtype else {
+            return crate::stream::fill_by_chunks(self, offset, len, pattern);
+        };
+        let size = dtype.size() as u64;
+        if pattern.len() as u64 != size || !self.carry.is_empty() || !len.is_multiple_of(size) {
+            return crate::stream::fill_by_chunks(self, offset, len, pattern);
         }
-        crate::stream::fill_by_chunks(self, offset, len, pattern)
+        let mut one = Vec::with_capacity(1);
+        decode_f64(dtype, pattern, &mut one);
+        let v = one[0];
+        let is_fill = match self.fill {
+            Some(f) if f.is_nan() => v.is_nan(),
+            Some(f) => v == f,
+            None => false,
+        };
+        if !is_fill && v.is_finite() {
+            return crate::stream::fill_by_chunks(self, offset, len, pattern);
+        }
+        if offset != self.position {
+            return Err(Error::usage(format!(
+                "internal: stats got bytes at {offset} while at {}",
+                self.position
+            )));
+        }
+        self.position += len;
+        let mut n = len / size;
+        self.count += n;
+        if matches!(self.pass, Pass::Histogram(_)) {
+            // The histogram is over valid cells: the run has none.
+            return Ok(());
+        }
+        // Complete the block under way with the run's value (counted there).
+        if !self.pending.is_empty() {
+            let take = ((CHUNK - self.pending.len()) as u64).min(n);
+            self.pending.extend(std::iter::repeat_n(v, take as usize));
+            n -= take;
+            if self.pending.len() < CHUNK {
+                return Ok(());
+            }
+            self.close_block();
+        }
+        // Whole blocks counted at once; the rest starts the next block.
+        let whole = n / CHUNK as u64 * CHUNK as u64;
+        self.fill_count += if is_fill { whole } else { 0 };
+        if v.is_nan() {
+            self.nan_count += whole;
+        } else if v.is_infinite() {
+            self.inf_count += whole;
+        }
+        self.pending.extend(std::iter::repeat_n(v, (n - whole) as usize));
+        Ok(())
     }
 
     fn finish(&mut self) -> Result<()> {
@@ -462,45 +626,24 @@ impl ArraySink for StatsSink {
     }
 }
 
-/// Sum with pairwise halving below 8-wide blocks (error grows with log n, not n).
-fn pairwise_sum(v: &[f64]) -> f64 {
+/// Pairwise sum of `f(x)` (8 lanes below 128 values; error grows with log n, not n).
+fn pairwise(v: &[f64], f: &impl Fn(f64) -> f64) -> f64 {
     if v.len() <= 128 {
         let mut acc = [0.0f64; 8];
         let mut it = v.chunks_exact(8);
         for c in &mut it {
-            for (a, x) in acc.iter_mut().zip(c) {
-                *a += x;
+            for l in 0..8 {
+                acc[l] += f(c[l]);
             }
         }
         let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
         for &x in it.remainder() {
-            s += x;
+            s += f(x);
         }
         return s;
     }
     let half = v.len() / 2 / 8 * 8;
-    pairwise_sum(&v[..half]) + pairwise_sum(&v[half..])
-}
-
-/// Sum of `(x - mean)^2`, pairwise like [`pairwise_sum`].
-fn pairwise_sq_dev(v: &[f64], mean: f64) -> f64 {
-    if v.len() <= 128 {
-        let mut acc = [0.0f64; 8];
-        let mut it = v.chunks_exact(8);
-        for c in &mut it {
-            for (a, x) in acc.iter_mut().zip(c) {
-                let d = x - mean;
-                *a += d * d;
-            }
-        }
-        let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-        for &x in it.remainder() {
-            s += (x - mean) * (x - mean);
-        }
-        return s;
-    }
-    let half = v.len() / 2 / 8 * 8;
-    pairwise_sq_dev(&v[..half], mean) + pairwise_sq_dev(&v[half..], mean)
+    pairwise(&v[..half], f) + pairwise(&v[half..], f)
 }
 
 /// Little-endian values of `dtype` as f64 (exact for every type but 64-bit integers beyond
@@ -660,5 +803,55 @@ mod tests {
         )
         .unwrap();
         assert_eq!(whole, stats_of(&a, Some(10)));
+    }
+
+    #[test]
+    fn blocks_on_several_threads_and_fill_runs_give_the_same_bits() {
+        // Large enough for the threaded path (64+ whole blocks in one write), with a NaN fill
+        // run that does not start or end on a block boundary.
+        let n = 600_000usize;
+        let run = 150_001..420_003usize;
+        let v: Vec<f32> = (0..n)
+            .map(|i| {
+                if run.contains(&i) {
+                    f32::NAN
+                } else {
+                    ((i * 7919) % 10007) as f32 * 0.37 - 1500.0
+                }
+            })
+            .collect();
+        let a = NdArray::from_vec(vec![n as u64], v.clone()).unwrap();
+        let whole = compute(
+            |sink| {
+                sink.begin(&ArrayInfo::of(&a))?;
+                sink.write_at(0, &a.data)
+            },
+            Some(7),
+        )
+        .unwrap();
+        let pieces = stats_of(&a, Some(7));
+        let filled = compute(
+            |sink| {
+                sink.begin(&ArrayInfo::of(&a))?;
+                let (s, e) = (run.start * 4, run.end * 4);
+                sink.write_at(0, &a.data[..s])?;
+                sink.fill_at(s as u64, (e - s) as u64, &f32::NAN.to_le_bytes())?;
+                sink.write_at(e as u64, &a.data[e..])
+            },
+            Some(7),
+        )
+        .unwrap();
+        assert_eq!(whole, pieces);
+        assert_eq!(whole, filled);
+        // And close to a plain two-pass reference.
+        let cells: Vec<f64> = v.iter().filter(|x| x.is_finite()).map(|&x| x as f64).collect();
+        let mean = cells.iter().sum::<f64>() / cells.len() as f64;
+        let var = cells.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / cells.len() as f64;
+        assert_eq!(
+            (whole.valid_count, whole.nan_count),
+            (cells.len() as u64, run.len() as u64)
+        );
+        assert!((whole.mean.unwrap() - mean).abs() <= 1e-12 * mean.abs());
+        assert!((whole.std.unwrap() - var.sqrt()).abs() <= 1e-12 * var.sqrt());
     }
 }

@@ -90,6 +90,7 @@ use std::io::Write;
 use rasterpack_common::{Format, InspectOptions, Output, ValidateOptions, WriteOptions};
 
 pub use file::FoldFile;
+pub use npz::{NpzFile, NpzFormat};
 pub use parse::{FoldContainer, FoldEntry, FoldIndex};
 pub use rasterpack_common::{
     ArrayFile, ArrayInfo, ArrayRequest, ArraySink, DType, Element, Error, ErrorKind, Finding, Findings, Input, Limits,

@@ -643,6 +643,67 @@ impl ContentTap for Peek {
     }
 }
 
+/// Stream member `idx` (array `name`) of the archive stored as is at `offset..offset+len` of
+/// `input` (a `.npz` file: 0 and its length) into `sink`, or `req.region` of it; the member is
+/// decoded to its end, so its CRC-32 is checked even when the region ends early. A sink that
+/// takes bytes only in order gets nothing before the member verified (a first pass).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn stream_npz_member(
+    input: &Input,
+    offset: u64,
+    len: u64,
+    dir: std::sync::Arc<npz::Directory>,
+    idx: usize,
+    name: &str,
+    req: &ArrayRequest,
+    sink: &mut dyn ArraySink,
+) -> Result<()> {
+    let mut buf = vec![0u8; npz_piece(len)];
+    if !sink.random_access() {
+        let mut walk = CdWalk::new(
+            dir.clone(),
+            len,
+            &req.limits,
+            WalkMode::Verify,
+            Some((idx, crate::npz::walk::NoTarget)),
+        );
+        walk.any_member_size();
+        feed_stored(&mut walk, input, offset, len, &mut buf)?;
+        walk.finish()?;
+    }
+    let mut target = RegionTarget {
+        sink,
+        spec: req,
+        name: name.to_string(),
+        plan: None,
+    };
+    let mut walk = CdWalk::new(dir, len, &req.limits, WalkMode::Verify, Some((idx, &mut target)));
+    walk.verify_target(true);
+    walk.any_member_size();
+    feed_stored(&mut walk, input, offset, len, &mut buf)?;
+    let (result, _) = walk.finish_with_target();
+    result?;
+    target.complete()
+}
+
+/// Feed `walk` the ranges it asks for of an archive stored as is at `offset..offset+len`.
+fn feed_stored<T: ArrayTarget>(
+    walk: &mut CdWalk<T>,
+    input: &Input,
+    offset: u64,
+    len: u64,
+    buf: &mut [u8],
+) -> Result<()> {
+    while let Some(at) = walk.wants_from() {
+        let n = (len - at).min(buf.len() as u64) as usize;
+        input.read_at(offset + at, &mut buf[..n], "npz archive")?;
+        if walk.feed_at(at, &buf[..n]) == Flow::Stop {
+            break;
+        }
+    }
+    Ok(())
+}
+
 fn npz_piece(len: u64) -> usize {
     len.clamp(1, 4 << 20) as usize
 }

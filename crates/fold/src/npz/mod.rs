@@ -10,7 +10,9 @@
 //! whole, whatever size it declares ([`describe`], [`StreamCheck`]).
 
 mod check;
+mod format;
 pub(crate) mod member;
+mod out;
 pub(crate) mod walk;
 mod write;
 pub(crate) mod zip;
@@ -22,6 +24,8 @@ use rasterpack_common::{fortran, npy, DType, Error, Limits, NdArray, Result};
 
 pub use check::StreamCheck;
 pub(crate) use check::{ContentTap, StreamVerdict};
+pub use format::{npz_code, NpzFile, NpzFormat};
+pub use out::{member_name, NpzCompression, NpzMember, NpzWriter, SingleNpz};
 pub(crate) use walk::{ArrayTarget, CdWalk, WalkMode};
 pub use write::write;
 pub(crate) use write::StreamedMember;

@@ -122,6 +122,9 @@ pub(crate) struct CdWalk<T: ArrayTarget = NoTarget> {
     target: Option<(usize, T)>,
     /// For a target: keep decoding the member to its end (CRC-32) after the target stops.
     verify_target: bool,
+    /// Members of any size (a `.npz` file: members stream through small buffers); otherwise
+    /// at most `limits.max_alloc` each (an NPZ0 chunk, itself bounded).
+    any_size: bool,
     target_error: Option<Error>,
     error: Option<Error>,
 }
@@ -238,6 +241,7 @@ impl<T: ArrayTarget> CdWalk<T> {
             mode,
             target,
             verify_target: true,
+            any_size: false,
             target_error: None,
             error: None,
         }
@@ -260,6 +264,13 @@ impl<T: ArrayTarget> CdWalk<T> {
     /// target has what it needs (default), or decoding stops there.
     pub(crate) fn verify_target(&mut self, yes: bool) {
         self.verify_target = yes;
+    }
+
+    /// Members of any declared size (see `any_size`): a stored member's size is bounded by the
+    /// archive's bytes already, a deflated one by deflate's largest ratio (1032:1) over its
+    /// stored bytes; past that it could never inflate to what it declares.
+    pub(crate) fn any_member_size(&mut self) {
+        self.any_size = true;
     }
 
     /// The next archive offset the walk needs bytes from (`None`: it needs no more).
@@ -413,7 +424,22 @@ impl<T: ArrayTarget> CdWalk<T> {
             );
             return;
         }
-        if let Err(e) = self.limits.check_alloc(m.uncomp_size, "npz member", Some(start)) {
+        if self.any_size {
+            let most = m.comp_size.saturating_mul(1032).saturating_add(64);
+            if m.method != 0 && m.uncomp_size > most {
+                self.set_result(
+                    i,
+                    fail(
+                        MEMBER_DAMAGED,
+                        format!(
+                            "member {:?} declares {} bytes, more than its {} stored bytes can inflate to",
+                            m.name, m.uncomp_size, m.comp_size
+                        ),
+                    ),
+                );
+                return;
+            }
+        } else if let Err(e) = self.limits.check_alloc(m.uncomp_size, "npz member", Some(start)) {
             self.set_result(i, fail(MEMBER_DAMAGED, e.message));
             return;
         }
