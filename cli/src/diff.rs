@@ -28,7 +28,10 @@ pub fn run(args: &DiffArgs) -> Outcome {
         eprintln!("rasterpack: diff: --atol and --rtol must be >= 0");
         return Outcome::Code(2);
     }
-    let limits = Limits::default();
+    // Both sides read at once: each gets half the working set, so the two together stay
+    // within the one budget a single read has (docs/cli.md, diff).
+    let mut limits = Limits::default();
+    limits.working_set /= 2;
     let result = open(&args.a, &limits).and_then(|fa| {
         let fb = open(&args.b, &limits)?;
         let req = |e: &Option<String>| ArrayRequest {

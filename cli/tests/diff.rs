@@ -108,18 +108,31 @@ fn a_gvrs_element_equals_its_npy_copy_and_not_another_element() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Files of `hostile/more/` whose opened directory (a FOLD NPZ chunk's 330,000 members, a UDF
+/// file's 130,000 tables) costs about 140 MiB per side and is not charged to the working set
+/// yet, so `diff` of one against itself peaks at 270-280 MiB: held to a looser bound here so a
+/// rise is still caught (docs/cli.md, diff; open issue).
+const DIRECTORY_OVER_HALF: [&str; 2] = [
+    "fold_zip64_330000_empty_members.fold",
+    "udf_100_datasets_x_1300_bad_tables.udf",
+];
+
 #[test]
 fn diff_stays_within_the_memory_bound_on_the_hostile_corpus() {
     let Some(dir) = rasterpack_common::testkit::corpus_dir("hostile") else {
         return;
     };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
+    // The top of hostile/ and hostile/more/ (huge directories, a 2^31-row grid of fill).
+    let mut files: Vec<PathBuf> = [dir.clone(), dir.join("more")]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_file() && p.extension().is_none_or(|x| x != "md"))
         .collect();
     files.sort();
-    assert!(files.len() >= 10);
+    assert!(files.len() >= 15);
+    let fill = dir.join("more/gvrs_2147483647x10_declares_86GB.gvrs");
+    assert!(files.contains(&fill), "{}", fill.display());
     for f in &files {
         // Each file against itself: both sides stream in step.
         let args = ["diff", s(f), s(f)];
@@ -131,7 +144,24 @@ fn diff_stays_within_the_memory_bound_on_the_hostile_corpus() {
             r.code(),
             r.stderr()
         );
-        support::check_bound(&args, &r);
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if DIRECTORY_OVER_HALF.contains(&name) {
+            rasterpack_common::testkit::skip(&format!(
+                "the 256 MiB bound of diff on {name} (each side's directory is not charged to \
+                 the working set yet; held to 320 MiB)"
+            ));
+            if let Some(kib) = r.peak_kib {
+                assert!(kib <= 320 << 10, "{name}: peak RSS {} MiB > 320 MiB", kib / 1024);
+            }
+        } else {
+            support::check_bound(&args, &r);
+        }
         assert!(r.elapsed.as_secs() < 60, "{}: {:?}", f.display(), r.elapsed);
     }
+    // 21 billion cells of fill compared run against run, not cell by cell.
+    let r = check(&["diff", "--json", s(&fill), s(&fill)], 0);
+    let doc: Value = serde_json::from_str(&r.stdout()).unwrap();
+    assert_eq!(doc["diff"]["compared"], 2147483647u64 * 10, "{doc}");
+    assert_eq!(doc["diff"]["equal"], true, "{doc}");
+    assert!(r.elapsed.as_secs() < 10, "{:?}", r.elapsed);
 }
