@@ -2,7 +2,7 @@
 //! entry and the file, its stored bytes against their hashes (with ECC repair), its decoded
 //! payload against its type. Each step is one function named for what it checks.
 
-use rasterpack_common::Error;
+use rasterpack_common::{Error, Limits};
 
 use super::ecc_check::{check_ecc, EccOutcome};
 use super::payload::{PayloadCheck, PayloadRider, PayloadVerdict};
@@ -328,12 +328,13 @@ fn check_semantics(
         // names up in all of them): bounded per file, not only per archive (issue 17).
         let held = ctx.npz_members_held.get();
         let n = arrays.len() as u64;
-        if held.saturating_add(n) > NPZ_MEMBERS_HELD_MAX {
+        let max = npz_members_held_max(&ctx.opts.limits);
+        if held.saturating_add(n) > max {
             l.semantics.error(
                 crate::npz::DIRECTORY_LIMIT_CODE,
                 payload_off,
                 format!(
-                    "chunk {name:?}: its archive lists {n} members, and the file's NPZ0 chunks before it {held}: more than rasterpack's limit of {NPZ_MEMBERS_HELD_MAX} members in one file"
+                    "chunk {name:?}: its archive lists {n} members, and the file's NPZ0 chunks before it {held}: more than rasterpack's limit of {max} members in one file"
                 ),
             );
             st.directory = None;
@@ -350,7 +351,19 @@ fn check_semantics(
 
 /// NPZ0 members a chunk checked with `ctx` may still hold verdicts for.
 fn npz_room(ctx: &ChunkContext<'_>) -> u64 {
-    NPZ_MEMBERS_HELD_MAX.saturating_sub(ctx.npz_members_held.get())
+    npz_members_held_max(&ctx.opts.limits).saturating_sub(ctx.npz_members_held.get())
+}
+
+/// Bytes each held NPZ0 member is charged against [`Limits::working_set`]: what a member's
+/// directory entry, walk state and verdict cost (~200 bytes, measured ~400 with the walk's
+/// transient tables), rounded so that the default 96 MiB leaves [`NPZ_MEMBERS_HELD_MAX`] whole.
+const NPZ_MEMBER_BYTES: u64 = 240;
+
+/// NPZ0 members one analysis or read may hold with `limits`: [`NPZ_MEMBERS_HELD_MAX`], or fewer
+/// when the working set is smaller (`diff` gives each side half), so a reader's member
+/// verdicts stay within its share of the budget.
+pub fn npz_members_held_max(limits: &Limits) -> u64 {
+    NPZ_MEMBERS_HELD_MAX.min(limits.working_set / NPZ_MEMBER_BYTES)
 }
 
 /// Most NPZ0 members whose verdicts one analysis (or read) of a file holds, over all its NPZ0
@@ -358,3 +371,20 @@ fn npz_room(ctx: &ChunkContext<'_>) -> u64 {
 /// members), so one archive always fits. Past it a chunk is refused with
 /// `fold.limits.npz_directory`: each member costs ~200 bytes held (issue 17).
 pub const NPZ_MEMBERS_HELD_MAX: u64 = 400_000;
+
+#[cfg(test)]
+mod member_budget_tests {
+    use super::*;
+
+    #[test]
+    fn the_member_bound_follows_the_working_set_below_the_default() {
+        let mut limits = Limits::default();
+        assert_eq!(npz_members_held_max(&limits), NPZ_MEMBERS_HELD_MAX);
+        assert_eq!(npz_members_held_max(&Limits::unlimited()), NPZ_MEMBERS_HELD_MAX);
+        // diff's half: 48 MiB / 240 bytes.
+        limits.working_set /= 2;
+        assert_eq!(npz_members_held_max(&limits), 209_715);
+        limits.working_set = 0;
+        assert_eq!(npz_members_held_max(&limits), 0);
+    }
+}

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use rasterpack_common::{Error, ErrorKind, Severity, LISTED_PER_CODE};
+use rasterpack_common::{Error, ErrorKind, Limits, Severity, LISTED_PER_CODE};
 use sha2::{Digest, Sha256};
 
 use super::{hex, FoldAnalyzeOptions, FoldContent};
@@ -130,7 +130,7 @@ pub(crate) struct PayloadCheck {
 
 /// Refuse a directory listing more members than the file's budget has room for, before its
 /// members are walked (a walk holds ~200 bytes a member).
-fn within_room(dir: Directory, room: u64) -> rasterpack_common::Result<Directory> {
+fn within_room(dir: Directory, room: u64, limits: &Limits) -> rasterpack_common::Result<Directory> {
     let n = dir.members.len() as u64;
     if n > room {
         return Err(Error::limit(
@@ -138,7 +138,7 @@ fn within_room(dir: Directory, room: u64) -> rasterpack_common::Result<Directory
             Some(dir.offset),
             format!(
                 "the archive lists {n} members; with the NPZ0 chunks before it that is more than rasterpack's limit of {} members in one file",
-                super::NPZ_MEMBERS_HELD_MAX
+                super::chunk::npz_members_held_max(limits)
             ),
         ));
     }
@@ -154,7 +154,7 @@ fn stored_directory(stored: Stored<'_>, opts: &FoldAnalyzeOptions, mode: WalkMod
         }),
         Stored::Memory(m) => npz::directory_in(m, 0, &opts.limits),
     }
-    .and_then(|d| within_room(d, room));
+    .and_then(|d| within_room(d, room, &opts.limits));
     match dir {
         Ok(dir) => {
             let dir = Arc::new(dir);
@@ -308,7 +308,7 @@ impl PayloadCheck {
                         v.directory = Some(Arc::new(dir));
                         Ok(arrays)
                     }
-                    StreamVerdict::Directory(Ok(dir)) => match within_room(dir, self.npz_room) {
+                    StreamVerdict::Directory(Ok(dir)) => match within_room(dir, self.npz_room, &opts.limits) {
                         Ok(dir) => {
                             let dir = Arc::new(dir);
                             v.directory = Some(Arc::clone(&dir));
