@@ -573,6 +573,14 @@ impl ArraySink for Interruptible<'_> {
         (self.interrupt)()?;
         self.inner.fill_at(offset, len, pattern)
     }
+    fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
+        self.inner.parallel_file()
+    }
+    // Polled as each group written by the decoding threads is reported.
+    fn written_elsewhere(&mut self, len: u64) -> Result<(), Error> {
+        (self.interrupt)()?;
+        self.inner.written_elsewhere(len)
+    }
     fn finish(&mut self) -> Result<(), Error> {
         (self.interrupt)()?;
         self.inner.finish()
@@ -603,6 +611,12 @@ impl ArraySink for SayReaderWarnings<'_> {
     }
     fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<(), Error> {
         self.inner.fill_at(offset, len, pattern)
+    }
+    fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
+        self.inner.parallel_file()
+    }
+    fn written_elsewhere(&mut self, len: u64) -> Result<(), Error> {
+        self.inner.written_elsewhere(len)
     }
     fn finish(&mut self) -> Result<(), Error> {
         self.inner.finish()
