@@ -156,11 +156,7 @@ pub fn convert_with(
         None
     };
     let vds_writer = match vds_opts {
-        Some(vds_opts) if vds_dir => Some(rasterpack_vds_meta::write::VdsWriter::directory(
-            &args.output,
-            args.force,
-            vds_opts,
-        )?),
+        Some(vds_opts) if vds_dir => Some(vds_dir_writer(&args.output, args.force, vds_opts)?),
         _ => None,
     };
     let source_bytes = match input.dir() {
@@ -201,7 +197,11 @@ pub fn convert_with(
         return Ok(());
     }
     if let Some(mut writer) = vds_writer {
-        job.stream_into(&mut writer)?;
+        let written = job.stream_into(&mut writer);
+        // Dropping the writer ends the upload: on failure, its objects are deleted.
+        drop(writer);
+        signals::untrack_remote();
+        written?;
         note_findings(source, &input, &label, &limits);
         return Ok(());
     }
@@ -485,6 +485,28 @@ impl ArraySink for SayReaderWarnings<'_> {
     fn finish(&mut self) -> Result<(), Error> {
         self.inner.finish()
     }
+}
+
+/// The writer of a VDS in its object-store layout at OUT: a local directory (written beside
+/// itself, renamed into place), or a prefix URL (the objects uploaded concurrently, the
+/// layout's visible objects last; a failure or a signal deletes what was uploaded).
+fn vds_dir_writer(
+    out: &Path,
+    force: bool,
+    opts: rasterpack_vds_meta::write::VdsWriteOptions,
+) -> Result<rasterpack_vds_meta::write::VdsWriter<'static>, Error> {
+    use rasterpack_vds_meta::write::VdsWriter;
+    if let Some(url) = out.to_str().filter(|u| rasterpack_store::is_url(u)) {
+        if let Some(path) = rasterpack_store::local_path(url)? {
+            return VdsWriter::directory(&path, force, opts);
+        }
+        let target = rasterpack_store::PrefixTarget::check(url, &detect::store_options(), force)?;
+        let upload = target.start();
+        let cleanup = upload.cleanup();
+        signals::track_remote(Box::new(move || cleanup.run()));
+        return Ok(VdsWriter::objects(Box::new(upload), opts));
+    }
+    VdsWriter::directory(out, force, opts)
 }
 
 /// Whether a VDS OUT is the object-store directory layout rather than a `.vds` file: it ends

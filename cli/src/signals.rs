@@ -19,6 +19,25 @@ fn pending() -> MutexGuard<'static, Option<PathBuf>> {
     PENDING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What removes a remote output (the objects of a dataset uploaded under a prefix) if a
+/// terminating signal arrives: run on the watcher thread, which keeps the lock to the end.
+type RemoteCleanup = Box<dyn Fn() + Send>;
+static REMOTE: Mutex<Option<RemoteCleanup>> = Mutex::new(None);
+
+fn remote() -> MutexGuard<'static, Option<RemoteCleanup>> {
+    REMOTE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// From now on, a signal runs `cleanup` before the process ends.
+pub fn track_remote(cleanup: RemoteCleanup) {
+    *remote() = Some(cleanup);
+}
+
+/// The remote output is finished (or removed already): a signal no longer touches it.
+pub fn untrack_remote() {
+    *remote() = None;
+}
+
 /// Run `create` (which makes the temporary file at the path it returns) so that a signal
 /// handled from now on removes that file.
 pub fn track<T>(create: impl FnOnce() -> std::io::Result<(PathBuf, T)>) -> std::io::Result<(PathBuf, T)> {
@@ -81,6 +100,10 @@ mod unix {
                             } else {
                                 let _ = std::fs::remove_file(path);
                             }
+                        }
+                        let remote = super::remote();
+                        if let Some(cleanup) = remote.as_ref() {
+                            cleanup();
                         }
                         // End by the same signal, so the parent sees how the process ended
                         // (a shell reports 128 + signal, 130 for Ctrl-C).

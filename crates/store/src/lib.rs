@@ -14,7 +14,8 @@
 //! and then reported, never decoded.
 //!
 //! Outputs: [`UploadTarget`] and [`Upload`] write one object by multipart upload, completed
-//! only on success.
+//! only on success; [`PrefixTarget`] and [`PrefixUpload`] write a dataset of many objects
+//! (OpenVDS's cloud layout), the objects that make it visible last, deleted on failure.
 //!
 //! ```no_run
 //! use rasterpack_store::{open, StoreOptions};
@@ -40,6 +41,8 @@ use url::Url;
 
 pub mod vds;
 
+mod prefix;
+pub use prefix::{is_vds_key, Cleanup, PrefixTarget, PrefixUpload};
 mod upload;
 pub use upload::{Upload, UploadTarget, DEFAULT_PART_MIB, UPLOADS_IN_FLIGHT};
 
