@@ -792,3 +792,114 @@ fn a_signal_during_the_upload_leaves_no_dataset() {
     let left = objects_under(&moto, "out", "sig");
     assert!(left.is_empty(), "objects left after SIGTERM: {} of them", left.len());
 }
+
+/// Download every object under `bucket/prefix/` into the directory `to` (boto3).
+fn download_prefix(moto: &Moto, bucket: &str, prefix: &str, to: &Path) {
+    let script = r#"
+import os, sys, boto3
+s3 = boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-east-1',
+                  aws_access_key_id='testing', aws_secret_access_key='testing')
+bucket, prefix, to = sys.argv[2], sys.argv[3] + '/', sys.argv[4]
+for page in s3.get_paginator('list_objects_v2').paginate(Bucket=bucket, Prefix=prefix):
+    for o in page.get('Contents', []):
+        path = os.path.join(to, o['Key'][len(prefix):])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        s3.download_file(bucket, o['Key'], path)
+"#;
+    moto.python(script, &[bucket, prefix, s(to)], "");
+}
+
+/// `convert IN s3://bucket/x.zarr` (issue 20) writes the Zarr store through zarrs' object_store
+/// adapter: zarr-python 3 reads a download of the prefix equal to the input, and so does
+/// rasterpack; an existing store is refused without `--force` and replaced with it; a convert
+/// that fails midway leaves no object under the prefix.
+#[test]
+fn zarr_written_to_a_prefix_reads_back() {
+    let Some(py) = python() else { return };
+    let dir = scratch("store_vds", "zarr_written_to_a_prefix_reads_back");
+    let moto = Moto::start(&py, dir.join("moto.log"));
+    moto.oracle(&["create", "out"]);
+    let (shape, values) = test_volume();
+    let input = dir.join("in.npy");
+    write_f32_npy(&input, &shape, &values);
+    let want = decimated(&shape, &values, 0);
+    let url = "s3://out/cube.zarr";
+    let r = run_s3(&moto, &["convert", s(&input), url, "--chunks", "16x32x32"]);
+    assert_eq!(r.code(), Some(0), "convert to {url}: {}", r.stderr());
+    check_bound(&["convert", url], &r);
+    let keys = objects_under(&moto, "out", "cube.zarr");
+    assert!(keys.contains_key("zarr.json"), "{keys:?}");
+    // 3 x 2 x 3 chunks of the 40x50x70 array.
+    assert_eq!(keys.keys().filter(|k| k.starts_with("c/")).count(), 18, "{keys:?}");
+
+    let dl = dir.join("dl.zarr");
+    let _ = std::fs::remove_dir_all(&dl);
+    download_prefix(&moto, "out", "cube.zarr", &dl);
+    let theirs = dir.join("zarr_python.npy");
+    moto.python(
+        "import sys, numpy as np, zarr; np.save(sys.argv[3], zarr.open_array(sys.argv[2], mode='r')[...])",
+        &[s(&dl), s(&theirs)],
+        "",
+    );
+    assert!(
+        npy_data(&theirs) == want,
+        "zarr-python's read of the uploaded store differs from the input"
+    );
+    let ours = dir.join("rasterpack.npy");
+    support::check(&["convert", "--force", s(&dl), s(&ours)], 0);
+    assert!(
+        npy_data(&ours) == want,
+        "rasterpack's read of the uploaded store differs from the input"
+    );
+
+    let again = run_s3(&moto, &["convert", s(&input), url]);
+    assert_eq!(
+        again.code(),
+        Some(2),
+        "an existing store without --force: {}",
+        again.stderr()
+    );
+    let forced = run_s3(&moto, &["convert", "--force", s(&input), url, "--chunks", "40x50x70"]);
+    assert_eq!(forced.code(), Some(0), "--force: {}", forced.stderr());
+    let keys = objects_under(&moto, "out", "cube.zarr");
+    assert_eq!(
+        keys.keys().filter(|k| k.starts_with("c/")).count(),
+        1,
+        "the old chunks stay: {keys:?}"
+    );
+
+    // A damaged brick at the end of the source: chunks were put, then the convert fails.
+    let src = dir.join("src");
+    support::check(
+        &[
+            "convert",
+            "--force",
+            s(&input),
+            s(&src),
+            "--to",
+            "vds",
+            "--brick-size",
+            "32",
+        ],
+        0,
+    );
+    let last = src.join("Dimensions_012LOD0/11");
+    let bytes = std::fs::read(&last).unwrap();
+    std::fs::write(&last, &bytes[..bytes.len() / 2]).unwrap();
+    let from = moto.log_len();
+    let r = run_s3(
+        &moto,
+        &["convert", s(&src), "s3://out/broken.zarr", "--chunks", "8x8x70"],
+    );
+    assert_eq!(r.code(), Some(1), "a damaged source brick: {}", r.stderr());
+    let log = std::fs::read(&moto.log).unwrap();
+    let puts = String::from_utf8_lossy(&log[from as usize..])
+        .matches("\"PUT /out/broken.zarr/")
+        .count();
+    assert!(
+        puts > 0,
+        "no chunk was put before the failure: the test does not fail midway"
+    );
+    let left = objects_under(&moto, "out", "broken.zarr");
+    assert!(left.is_empty(), "objects left after a failed convert: {left:?}");
+}

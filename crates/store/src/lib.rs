@@ -43,6 +43,8 @@ pub mod vds;
 
 mod prefix;
 pub use prefix::{is_vds_key, Cleanup, PrefixTarget, PrefixUpload};
+pub mod zarr;
+pub use zarr::{ZarrTarget, ZarrUpload};
 mod upload;
 pub use upload::{Upload, UploadTarget, DEFAULT_PART_MIB, UPLOADS_IN_FLIGHT};
 

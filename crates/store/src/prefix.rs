@@ -44,11 +44,11 @@ pub fn is_vds_key(key: &str) -> bool {
 /// What the PUTs share with the cleanup: every key attempted, PUTs in flight, and whether the
 /// upload has been stopped (no PUT starts after that).
 #[derive(Debug, Default)]
-struct Shared {
-    attempted: Vec<ObjectPath>,
-    in_flight: usize,
-    stopped: bool,
-    committed: bool,
+pub(crate) struct Shared {
+    pub(crate) attempted: Vec<ObjectPath>,
+    pub(crate) in_flight: usize,
+    pub(crate) stopped: bool,
+    pub(crate) committed: bool,
 }
 
 /// A dataset output at a prefix URL, checked before anything is read: the store is reachable,
@@ -143,9 +143,9 @@ pub struct PrefixUpload {
 /// waits (bounded) for its PUTs in flight, deletes every object it attempted.
 #[derive(Debug, Clone)]
 pub struct Cleanup {
-    store: Arc<dyn ObjectStore>,
-    shared: Arc<Mutex<Shared>>,
-    max_requests: usize,
+    pub(crate) store: Arc<dyn ObjectStore>,
+    pub(crate) shared: Arc<Mutex<Shared>>,
+    pub(crate) max_requests: usize,
 }
 
 impl Cleanup {
@@ -173,7 +173,7 @@ impl Cleanup {
 
 /// Delete `keys`, `VolumeDataLayout` ones first (a dataset stops being one before its other
 /// objects go), the rest with `max_requests` in flight. The first failure is returned.
-fn delete_all(store: &Arc<dyn ObjectStore>, mut keys: Vec<ObjectPath>, max_requests: usize) -> Result<()> {
+pub(crate) fn delete_all(store: &Arc<dyn ObjectStore>, mut keys: Vec<ObjectPath>, max_requests: usize) -> Result<()> {
     keys.sort_by_key(|k| k.filename() != Some(LAYOUT_KEY));
     let split = keys.iter().take_while(|k| k.filename() == Some(LAYOUT_KEY)).count();
     let rest = keys.split_off(split);
