@@ -90,7 +90,8 @@ pub struct ConvertArgs {
     #[arg(long, value_name = "SHAPE")]
     pub shard: Option<String>,
     /// Zarr output: a group holding every array of IN (one Zarr array per element, channel,
-    /// table or member, under its name).
+    /// table or member, under its name). VDS output: one channel per array of IN, the first the
+    /// primary.
     #[arg(long)]
     pub all: bool,
     /// VDS output: brick edge, 32, 64 (default), 128 or 256 voxels (2-D arrays: 4x that).
@@ -119,6 +120,10 @@ pub struct ConvertArgs {
     /// else String); repeatable.
     #[arg(long = "metadata", value_name = "CATEGORY/NAME=VALUE")]
     pub metadata: Vec<String>,
+    /// VDS output: one more channel beside IN's array, the array ELEMENT (or the only one) of
+    /// the input PATH, named NAME; same shape as IN's array; repeatable.
+    #[arg(long = "channel", value_name = "NAME=PATH[:ELEMENT]")]
+    pub channels: Vec<String>,
 }
 
 impl ConvertArgs {
@@ -133,6 +138,7 @@ impl ConvertArgs {
             (self.no_value.is_some(), "--no-value"),
             (!self.axes.is_empty(), "--axis"),
             (!self.metadata.is_empty(), "--metadata"),
+            (!self.channels.is_empty(), "--channel"),
         ] {
             if set {
                 v.push(name);

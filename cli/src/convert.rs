@@ -19,7 +19,7 @@ use crate::budget::{self, Budget, Checked};
 use crate::progress::Meter;
 use crate::report::{exit_code_for, Outcome};
 use crate::subset::{Subset, SubsetGuard};
-use crate::{detect, signals, subset, zarr_out};
+use crate::{detect, signals, subset, vds_out, zarr_out};
 
 /// `rasterpack convert`: convert, say what failed on stderr, and end with the exit code.
 pub fn run(args: &ConvertArgs) -> Outcome {
@@ -95,7 +95,7 @@ pub fn convert_with(
             Some(zarr_out::options(args, Limits::default())?)
         }
         false => {
-            zarr_out::refuse_zarr_flags(args)?;
+            zarr_out::refuse_zarr_flags(args, target.name())?;
             check_flags(args, target, "output", |f| !f.is_source_flag())?;
             None
         }
@@ -128,7 +128,7 @@ pub fn convert_with(
     let input = detect::open(&args.input, &limits)?;
     let source = detect::detect(&input).map_err(|e| e.in_format("convert"))?;
     check_flags(args, source, "input", RequestFlag::is_source_flag)?;
-    let req = ArrayRequest {
+    let mut req = ArrayRequest {
         element: args.element.clone(),
         physical: args.physical,
         codes: args.codes,
@@ -149,12 +149,26 @@ pub fn convert_with(
         axes: args.axes.clone(),
         metadata: args.metadata.clone(),
     };
-    // A bad VDS option is refused before anything is written.
-    let vds_opts = if target.name() == "vds" {
-        Some(rasterpack_vds_meta::write::VdsWriteOptions::from_write_options(&opts)?)
+    // A bad VDS option is refused before anything is written, and so are channels (--channel,
+    // --all) of another shape or a dtype VDS does not store.
+    let (vds_opts, channels) = if target.name() == "vds" {
+        let mut o = rasterpack_vds_meta::write::VdsWriteOptions::from_write_options(&opts)?;
+        let whole = subset.is_none() && args.lod.is_none() && !args.squeeze && !args.expand_dims;
+        let channels = vds_out::channels(args, &input, source, &mut req, &limits, whole)?;
+        o.channels = channels.iter().map(vds_out::Channel::spec).collect();
+        // The source's attributes become metadata under its format's name.
+        o.source_format = Some(source.name().to_string());
+        (Some(o), channels)
     } else {
-        None
+        (None, Vec::new())
     };
+    if !channels.is_empty() && !vds_dir && !matches!(destination, Some(Destination::Atomic { .. })) {
+        return Err(Error::usage(
+            "a VDS of several channels (--channel, --all) is written to a file or a directory",
+        ));
+    }
+    // A `.vds` file's writer gets the checked options (channels, the source format).
+    let file_vds_opts = vds_opts.clone().filter(|_| !vds_dir);
     let vds_writer = match vds_opts {
         Some(vds_opts) if vds_dir => Some(vds_dir_writer(&args.output, args.force, vds_opts)?),
         _ => None,
@@ -171,7 +185,7 @@ pub fn convert_with(
         exact_size: target.name() == "npy" && !zarr,
     };
     let label = shown(&args.input);
-    let job = Job {
+    let base = Job {
         source,
         target,
         input: &input,
@@ -186,6 +200,24 @@ pub fn convert_with(
         label: &label,
         budget: &budget,
         interrupt,
+        vds: file_vds_opts.as_ref(),
+        channels: &[],
+    };
+    // Each channel beside the primary is the same conversion of another array.
+    let channel_jobs: Vec<Job> = channels
+        .iter()
+        .map(|c| Job {
+            source: c.source,
+            input: &c.input,
+            req: &c.req,
+            label: &c.label,
+            special: false,
+            ..base.clone()
+        })
+        .collect();
+    let job = Job {
+        channels: &channel_jobs,
+        ..base.clone()
     };
 
     if signals {
@@ -197,11 +229,17 @@ pub fn convert_with(
         return Ok(());
     }
     if let Some(mut writer) = vds_writer {
-        let written = job.stream_into(&mut writer);
-        // Dropping the writer ends the upload: on failure, its objects are deleted.
-        drop(writer);
+        // A signal removes the directory being written (the rename into place is under the
+        // same lock as the removal, see signals); an upload to a prefix is tracked by
+        // `vds_dir_writer` (the signal deletes its objects).
+        if let Some(tmp) = writer.temp_dir().map(Path::to_path_buf) {
+            let _ = signals::track(|| Ok((tmp, ())));
+        }
+        let result = write_vds_channels(&job, &mut writer);
+        // Dropping the writer ends an upload: on failure, its objects are deleted.
+        signals::untrack(|| drop(writer));
         signals::untrack_remote();
-        written?;
+        result?;
         note_findings(source, &input, &label, &limits);
         return Ok(());
     }
@@ -302,6 +340,10 @@ pub(crate) struct Job<'a> {
     budget: &'a Budget,
     /// Called before each piece is written; an `Err` stops the conversion.
     interrupt: &'a (dyn Fn() -> Result<(), Error> + Sync),
+    /// A `.vds` file: its writer's options, checked (else the target's own writer).
+    vds: Option<&'a rasterpack_vds_meta::write::VdsWriteOptions>,
+    /// The channels beside the primary (VDS output), streamed after it into the same writer.
+    channels: &'a [Job<'a>],
 }
 
 impl<'a> Job<'a> {
@@ -385,8 +427,50 @@ fn write_file(job: &Job, tmp: &TempFile) -> Result<(), Error> {
         return w.flush().map_err(|e| Error::io("writing", &e));
     }
     drop(w);
+    if let Some(o) = job.vds {
+        let mut w = rasterpack_vds_meta::write::VdsWriter::container(Output::File(&tmp.file), o.clone());
+        return write_vds_channels(job, &mut w);
+    }
     let mut sink = job.target.array_writer(job.opts, Output::File(&tmp.file))?;
     job.stream_into(&mut *sink)
+}
+
+/// The primary array, then each channel's, into one VDS writer (which writes the dataset as
+/// the last one finishes). The last `finish` puts a directory in place: it runs under the
+/// signal lock, so a signal either finds the dataset in place or removes it whole.
+fn write_vds_channels(job: &Job, w: &mut rasterpack_vds_meta::write::VdsWriter) -> Result<(), Error> {
+    let mut last = LastFinishLocked {
+        inner: w,
+        left: job.channels.len(),
+    };
+    job.stream_into(&mut last)?;
+    for c in job.channels {
+        last.left -= 1;
+        c.stream_into(&mut last)?;
+    }
+    Ok(())
+}
+
+/// Passes everything through; the finish of the last array runs under the signal lock.
+struct LastFinishLocked<'a, 'w> {
+    inner: &'a mut rasterpack_vds_meta::write::VdsWriter<'w>,
+    /// Arrays still to come after the one being written.
+    left: usize,
+}
+
+impl ArraySink for LastFinishLocked<'_, '_> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<(), Error> {
+        self.inner.begin(info)
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), Error> {
+        self.inner.write_at(offset, data)
+    }
+    fn finish(&mut self) -> Result<(), Error> {
+        match self.left {
+            0 => signals::locked(|| self.inner.finish()),
+            _ => self.inner.finish(),
+        }
+    }
 }
 
 /// Convert into an object. A target that writes as the data arrives (npy, VOLP, UDF) streams
@@ -726,10 +810,16 @@ fn write_stream<W: Write>(sink: &mut Recorder<W>, name: &str, job: &Job) -> Resu
         let mut w = BufWriter::with_capacity(1 << 20, &mut *sink);
         let converted = match job.convert_special(&mut w) {
             Some(result) => result,
-            None => job
-                .target
-                .array_writer(job.opts, Output::Stream(&mut w))
-                .and_then(|mut array_sink| job.stream_into(&mut *array_sink)),
+            None => match job.vds {
+                Some(o) => {
+                    let mut v = rasterpack_vds_meta::write::VdsWriter::container(Output::Stream(&mut w), o.clone());
+                    job.stream_into(&mut v)
+                }
+                None => job
+                    .target
+                    .array_writer(job.opts, Output::Stream(&mut w))
+                    .and_then(|mut array_sink| job.stream_into(&mut *array_sink)),
+            },
         };
         converted.and_then(|()| w.flush().map_err(|e| Error::io(&format!("writing {name}"), &e)))
     };

@@ -206,6 +206,9 @@ pub mod signals;
 pub mod subset;
 #[cfg(feature = "cli")]
 #[allow(missing_docs)]
+pub mod vds_out;
+#[cfg(feature = "cli")]
+#[allow(missing_docs)]
 pub mod zarr_out;
 
 /// The repository README's examples, compiled as doctests so they stay true.

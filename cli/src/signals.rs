@@ -55,6 +55,14 @@ pub fn untrack<T>(finish: impl FnOnce() -> T) -> T {
     out
 }
 
+/// Run `finish` (which puts the tracked output in place) under the lock, still tracking it:
+/// a signal handled before it removes the output, one handled after finds it in place (and
+/// the caller's [`untrack`] then stops tracking a path that is gone).
+pub fn locked<T>(finish: impl FnOnce() -> T) -> T {
+    let _slot = pending();
+    finish()
+}
+
 /// Whether `path` is the file currently tracked (for tests of this module).
 #[cfg(test)]
 fn is_tracked(path: &std::path::Path) -> bool {

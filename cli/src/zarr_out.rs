@@ -30,12 +30,13 @@ pub fn npy() -> &'static dyn Format {
     crate::format_by_name("npy").unwrap_or(&rasterpack_common::NpyFormat)
 }
 
-/// The Zarr-only flags given for another output are refused, not ignored.
-pub fn refuse_zarr_flags(args: &ConvertArgs) -> Result<(), Error> {
+/// The Zarr-only flags given for another output are refused, not ignored (`--all` also
+/// applies to VDS output: one channel per array).
+pub fn refuse_zarr_flags(args: &ConvertArgs, target: &str) -> Result<(), Error> {
     for (given, flag) in [
         (args.chunks.is_some(), "--chunks"),
         (args.shard.is_some(), "--shard"),
-        (args.all, "--all"),
+        (args.all && target != "vds", "--all"),
     ] {
         if given {
             return Err(Error::usage(format!(

@@ -240,3 +240,353 @@ fn a_4_gib_volume_writes_within_the_memory_bound() {
     check(&["validate", s(&out)], 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn bytes_u16(n: usize) -> Vec<u8> {
+    (0..n).flat_map(|i| ((i * 37 % 65535) as u16).to_le_bytes()).collect()
+}
+
+/// `--channel NAME=PATH[:ELEMENT]`: channels beside IN's array, each its own format, read back
+/// by name (`--element`), every LOD, in both storage kinds; a channel of another shape or an
+/// unstorable dtype is exit 2 naming it, with nothing at the target.
+#[test]
+fn channels_from_other_inputs_round_trip_and_are_checked_first() {
+    let dir = scratch("vds_write", "channels");
+    let shape = [5u64, 30, 44];
+    let n = 5 * 30 * 44;
+    let primary = floats(n);
+    let vel = bytes_u16(n);
+    let mask: Vec<u8> = (0..n).map(|i| (i % 3 == 0) as u8).collect();
+    let (a, b, c) = (dir.join("a.npy"), dir.join("vel.npy"), dir.join("mask.npy"));
+    npy(&a, "<f4", &shape, &primary);
+    npy(&b, "<u2", &shape, &vel);
+    npy(&c, "|b1", &shape, &mask);
+    let vel_spec = format!("Velocity={}", s(&b));
+    let mask_spec = format!("Mask={}", s(&c));
+    for (out, extra) in [
+        (dir.join("multi.vds"), vec![]),
+        (dir.join("multi_dir"), vec!["--to", "vds"]),
+    ] {
+        let mut args = vec![
+            "convert",
+            s(&a),
+            s(&out),
+            "--channel",
+            &vel_spec,
+            "--channel",
+            &mask_spec,
+            "--brick-size",
+            "32",
+            "--lods",
+            "1",
+        ];
+        args.extend(extra);
+        check(&args, 0);
+        check(&["validate", "--strict", s(&out)], 0);
+        for (name, want) in [("Amplitude", &primary), ("Velocity", &vel), ("Mask", &mask)] {
+            let back = dir.join(format!("back_{name}.npy"));
+            check(&["convert", s(&out), s(&back), "--element", name, "--force"], 0);
+            assert!(npy_data(&back) == *want, "{}: channel {name} differs", s(&out));
+            // LOD 1 is every other voxel of the channel's own array.
+            check(
+                &["convert", s(&out), s(&back), "--element", name, "--lod", "1", "--force"],
+                0,
+            );
+            let e = want.len() / n;
+            let mut half = Vec::new();
+            for z in (0..5).step_by(2) {
+                for y in (0..30).step_by(2) {
+                    for x in (0..44).step_by(2) {
+                        let i = (z * 30 + y) * 44 + x;
+                        half.extend_from_slice(&want[i * e..i * e + e]);
+                    }
+                }
+            }
+            assert!(npy_data(&back) == half, "{}: channel {name} LOD 1 differs", s(&out));
+        }
+    }
+    // Refused before anything is written: another shape, a dtype VDS does not store, a name
+    // given twice, a path that is not there.
+    let other = dir.join("other.npy");
+    npy(&other, "<f4", &[5, 30, 43], &floats(5 * 30 * 43));
+    let i16s = dir.join("i16.npy");
+    npy(&i16s, "<i2", &shape, &vec![0u8; n * 2]);
+    for (spec, says) in [
+        (format!("Other={}", s(&other)), "\"Other\""),
+        (format!("Codes={}", s(&i16s)), "int16"),
+        (format!("Amplitude={}", s(&b)), "Amplitude"),
+        ("Gone=/nonexistent/x.npy".to_string(), "x.npy"),
+    ] {
+        for (out, extra) in [
+            (dir.join("refused.vds"), vec![]),
+            (dir.join("refused_dir"), vec!["--to", "vds"]),
+        ] {
+            let mut args = vec!["convert", s(&a), s(&out), "--channel", &spec];
+            args.extend(extra);
+            let r = check(&args, 2);
+            assert!(r.stderr().contains(says), "{spec}: {}", r.stderr());
+            assert!(!out.exists(), "{spec}: {} was written", s(&out));
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".rasterpack-"))
+        .collect();
+    assert!(left.is_empty(), "left {left:?}");
+    // --channel is a VDS flag; a stream output is refused.
+    check(&["convert", s(&a), s(&dir.join("x.npy")), "--channel", &vel_spec], 2);
+    check(&["convert", s(&a), "-", "--to", "vds", "--channel", &vel_spec], 2);
+}
+
+/// `--all`: every array of a multi-array input (here a GVRS of three float elements) is a
+/// channel, the first the primary, each read back by its element name.
+#[test]
+fn all_writes_every_array_of_the_input_as_a_channel() {
+    use rasterpack_common::{DType, NdArray, WriteOptions};
+    let dir = scratch("vds_write", "all");
+    let gvrs = dir.join("three.gvrs");
+    let arrays: Vec<NdArray> = ["depth", "dip", "azimuth"]
+        .iter()
+        .enumerate()
+        .map(|(k, name)| {
+            let data: Vec<u8> = (0..40 * 50)
+                .flat_map(|i| ((i * (k + 3)) as f32 / 7.0).to_le_bytes())
+                .collect();
+            let mut a = NdArray::new(DType::F32, vec![40, 50], data).unwrap();
+            a.name = Some(name.to_string());
+            a
+        })
+        .collect();
+    rasterpack::format_by_name("gvrs")
+        .unwrap()
+        .save_arrays(&arrays, &Default::default(), &gvrs, &WriteOptions::default())
+        .unwrap();
+    let out = dir.join("all.vds");
+    check(&["convert", s(&gvrs), s(&out), "--all"], 0);
+    check(&["validate", "--strict", s(&out)], 0);
+    let inspect = check(&["inspect", "--json", s(&out)], 0).stdout();
+    for a in &arrays {
+        let name = a.name.as_deref().unwrap();
+        assert!(inspect.contains(&format!("\"{name}\"")), "{name} not in {inspect}");
+        let back = dir.join(format!("{name}.npy"));
+        check(&["convert", s(&out), s(&back), "--element", name], 0);
+        assert!(npy_data(&back) == a.data, "channel {name} differs");
+    }
+    // --all names the channels itself: no --element.
+    check(
+        &["convert", s(&gvrs), s(&dir.join("e.vds")), "--all", "--element", "dip"],
+        2,
+    );
+}
+
+/// SIGINT, SIGTERM and SIGHUP in the middle of writing the directory layout: the process ends
+/// by the signal, and neither the dataset nor its temporary directory is left.
+#[cfg(unix)]
+#[test]
+fn a_signal_mid_write_of_a_directory_leaves_nothing() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+    let dir = scratch("vds_write", "signal");
+    let input = dir.join("noise.npy");
+    // 64 MiB of noise through Zip with two LODs: about a second of work even on a fast build.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let n = 64 * 512 * 512;
+    let data: Vec<u8> = (0..n)
+        .flat_map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state >> 40) as f32 / 16_777_216.0).to_le_bytes()
+        })
+        .collect();
+    npy(&input, "<f4", &[64, 512, 512], &data);
+    drop(data);
+    let temps = || -> Vec<String> {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".rasterpack-"))
+            .collect()
+    };
+    for (name, signo) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
+        let out = dir.join(format!("out-{name}"));
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rasterpack"))
+            .args([
+                "convert",
+                s(&input),
+                s(&out),
+                "--to",
+                "vds",
+                "--brick-size",
+                "32",
+                "--lods",
+                "2",
+            ])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // The temporary directory exists from the first brick until the rename.
+        let start = Instant::now();
+        while temps().is_empty() {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "SIG{name}: convert ended before its temporary directory was seen"
+            );
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "no temporary directory appeared"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let sent = std::process::Command::new("kill")
+            .args([format!("-{name}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = child.wait().unwrap();
+        assert_eq!(
+            status.signal(),
+            Some(signo),
+            "SIG{name}: ended by the signal ({status:?})"
+        );
+        assert_eq!(temps(), Vec::<String>::new(), "SIG{name} left a temporary directory");
+        assert!(!out.exists(), "SIG{name}: a partial dataset at the target");
+    }
+}
+
+/// A brick row larger than the working set (a 2^20 x 2^20 x 64 volume, brick 256: one row of
+/// bricks is 256 x 2^20 x 2^20 bytes) is a request the writer cannot serve: exit 2 before
+/// anything is written, in both storage kinds. The source is a Zarr array with no chunk
+/// written (every value the fill value), so the test reads a few hundred bytes.
+#[test]
+fn a_brick_row_larger_than_the_working_set_is_refused_first() {
+    let dir = scratch("vds_write", "brick_row");
+    let zarr = dir.join("huge.zarr");
+    std::fs::create_dir_all(&zarr).unwrap();
+    std::fs::write(
+        zarr.join("zarr.json"),
+        r#"{"zarr_format":3,"node_type":"array","shape":[64,1048576,1048576],"data_type":"uint8",
+"chunk_grid":{"name":"regular","configuration":{"chunk_shape":[64,256,256]}},
+"chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},
+"fill_value":0,"codecs":[{"name":"bytes"}],"attributes":{}}"#,
+    )
+    .unwrap();
+    for (out, extra) in [
+        (dir.join("huge.vds"), vec![]),
+        (dir.join("huge_dir"), vec!["--to", "vds"]),
+    ] {
+        let mut args = vec!["convert", s(&zarr), s(&out), "--brick-size", "256", "--allow-expansion"];
+        args.extend(extra);
+        let r = check(&args, 2);
+        assert!(r.stderr().contains("working set"), "{}", r.stderr());
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "huge.zarr")
+            .collect();
+        assert!(left.is_empty(), "left {left:?}");
+    }
+}
+
+/// The summary of `inspect --json` of a VDS: (axes, metadata).
+fn vds_summary(path: &Path) -> (serde_json::Value, serde_json::Value) {
+    let out = check(&["inspect", "--json", s(path)], 0).stdout();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let sm = &v["files"][0]["summary"];
+    (sm["axes"].clone(), sm["metadata"].clone())
+}
+
+fn has_item(metadata: &serde_json::Value, category: &str, name: &str, value: serde_json::Value) -> bool {
+    metadata
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["category"] == category && m["name"] == name && m["value"] == value)
+}
+
+/// Axes and metadata from the input's attributes: a GVRS grid's coordinates become the axes
+/// (x0/y0 and the cell size of testdata/gvrs/crafted_compressed.gvrs: 100 + 0.5 per column,
+/// 50 - 0.5 per row over 8 x 8 cells) and its element attributes metadata of category `gvrs`;
+/// VOLP header fields metadata of category `volp`; a Zarr array's `dimension_names` the axis
+/// names; `--axis` and `--metadata` override them.
+#[test]
+fn axes_and_metadata_come_from_the_source_attributes() {
+    use serde_json::json;
+    let dir = scratch("vds_write", "attrs");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let gvrs = root.join("testdata/gvrs/crafted_compressed.gvrs");
+    let out = dir.join("g.vds");
+    check(&["convert", s(&gvrs), s(&out), "--element", "f"], 0);
+    check(&["validate", "--strict", s(&out)], 0);
+    let (axes, md) = vds_summary(&out);
+    assert_eq!(
+        axes,
+        json!([
+            {"name": "X", "unit": "", "num_samples": 8, "coordinate_min": 100.0, "coordinate_max": 103.5},
+            {"name": "Y", "unit": "", "num_samples": 8, "coordinate_min": 50.0, "coordinate_max": 46.5},
+        ])
+    );
+    assert!(has_item(&md, "gvrs", "type", json!("FLOAT")), "{md}");
+    assert!(has_item(&md, "gvrs", "fill", json!("NaN")), "{md}");
+    // --axis and --metadata win.
+    let over = dir.join("g2.vds");
+    check(
+        &[
+            "convert",
+            s(&gvrs),
+            s(&over),
+            "--element",
+            "f",
+            "--axis",
+            "Easting:m:0:7",
+            "--axis",
+            "Northing:m:0:7",
+            "--metadata",
+            "gvrs/type=mine",
+        ],
+        0,
+    );
+    let (axes, md) = vds_summary(&over);
+    assert_eq!(axes[0]["name"], "Easting");
+    assert_eq!(axes[1]["unit"], "m");
+    assert!(has_item(&md, "gvrs", "type", json!("mine")), "{md}");
+    assert!(!has_item(&md, "gvrs", "type", json!("FLOAT")), "{md}");
+    // VOLP header fields.
+    let volp = root.join("testdata/volp/cloud_2x8x8_float32.volp");
+    let out = dir.join("v.vds");
+    check(&["convert", s(&volp), s(&out)], 0);
+    let (_, md) = vds_summary(&out);
+    assert!(has_item(&md, "volp", "variable", json!("cloud_density")), "{md}");
+    assert!(has_item(&md, "volp", "levels", json!("[850,700]")), "{md}");
+    // A Zarr array's dimension names (C order; a null one keeps the default) and attributes.
+    let zarr = dir.join("named.zarr");
+    std::fs::create_dir_all(&zarr).unwrap();
+    std::fs::write(
+        zarr.join("zarr.json"),
+        r#"{"zarr_format":3,"node_type":"array","shape":[3,4,5],"data_type":"float32",
+"chunk_grid":{"name":"regular","configuration":{"chunk_shape":[3,4,5]}},
+"chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},
+"fill_value":1.5,"codecs":[{"name":"bytes","configuration":{"endian":"little"}}],
+"dimension_names":["depth",null,"x"],"attributes":{"survey":"North Sea"}}"#,
+    )
+    .unwrap();
+    let out = dir.join("z.vds");
+    check(&["convert", s(&zarr), s(&out)], 0);
+    let (axes, md) = vds_summary(&out);
+    let names: Vec<&str> = axes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["x", "Crossline", "depth"]);
+    assert!(has_item(&md, "zarr", "survey", json!("North Sea")), "{md}");
+    assert!(
+        !md.as_array().unwrap().iter().any(|m| m["name"] == "codecs"),
+        "storage facts are not metadata: {md}"
+    );
+}

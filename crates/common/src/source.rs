@@ -98,6 +98,11 @@ pub trait ObjectSink: Send {
     /// Every object is put: wait for them and put the dataset in place (a directory: the rename
     /// of its temporary sibling; a prefix: nothing more, its last object made it visible).
     fn commit(&mut self) -> Result<()>;
+    /// The local directory being written into before it is put in place, if the sink has one
+    /// (a signal handler removes it).
+    fn local_temp(&self) -> Option<&std::path::Path> {
+        None
+    }
 }
 
 /// Bytes fetched by range from somewhere other than the local file system. Kept to this

@@ -152,11 +152,15 @@ impl GvrsFile {
     /// source format and each element's attributes) with the levels axis first.
     fn selection_info(&self, elements: &[usize], stacked: bool, dtype: DType, mut shape: Vec<u64>) -> ArrayInfo {
         if !stacked {
+            let mut attrs = self.element_attrs(elements[0]);
+            if let Some(axes) = self.axes_attr() {
+                attrs.insert("axes".into(), axes);
+            }
             return ArrayInfo {
                 dtype,
                 shape,
                 name: Some(self.elements[elements[0]].name()),
-                attrs: self.element_attrs(elements[0]),
+                attrs,
             };
         }
         shape.insert(0, elements.len() as u64);
@@ -173,6 +177,29 @@ impl GvrsFile {
             name: Some(names.join("+")),
             attrs,
         }
+    }
+
+    /// The grid's axes as coordinates, columns (x, VDS dimension 0) first then rows (y), in the
+    /// form a VDS source gives them (`name`, `unit`, `num_samples`, `coordinate_min`,
+    /// `coordinate_max`: the model coordinates of the first and last cell centres); `None` for a
+    /// rotated or sheared transform, whose axes are not x and y.
+    fn axes_attr(&self) -> Option<Value> {
+        let t = &self.header.r2m;
+        if t[1] != 0.0 || t[3] != 0.0 || !t.iter().all(|v| v.is_finite()) {
+            return None;
+        }
+        let g = self.geometry;
+        let (x0, y0) = self.grid_to_model(0.0, 0.0);
+        let (x1, y1) = self.grid_to_model(g.rows as f64 - 1.0, g.cols as f64 - 1.0);
+        let (xn, yn, unit) = match self.header.coordinate_system {
+            1 => ("X", "Y", ""),
+            2 => ("Longitude", "Latitude", "deg"),
+            _ => ("Column", "Row", ""),
+        };
+        Some(json!([
+            {"name": xn, "unit": unit, "num_samples": g.cols, "coordinate_min": x0, "coordinate_max": x1},
+            {"name": yn, "unit": unit, "num_samples": g.rows, "coordinate_min": y0, "coordinate_max": y1},
+        ]))
     }
 
     /// Stream what `req` selects into `sink` (the protocol of [`rasterpack_common::stream`]:

@@ -227,6 +227,56 @@ impl Format for VdsFormat {
         w.write_at(0, &array.data)?;
         w.finish()
     }
+
+    /// One channel per array, the first the primary, each named by its array's name (the
+    /// others must have one), all of the first's shape; `metadata` must be empty (metadata
+    /// items come from `opts.metadata`).
+    fn write_arrays(
+        &self,
+        arrays: &[NdArray],
+        metadata: &serde_json::Map<String, serde_json::Value>,
+        opts: &WriteOptions,
+        out: &mut dyn std::io::Write,
+    ) -> Result<()> {
+        if arrays.is_empty() {
+            return Err(Error::usage("a VDS holds at least one channel; no array given"));
+        }
+        if !metadata.is_empty() {
+            return Err(Error::usage(
+                "the vds writer takes metadata items as CATEGORY/NAME=VALUE (WriteOptions::metadata), not a JSON map",
+            ));
+        }
+        let channels = arrays
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(k, a)| {
+                let name = a.name.clone().filter(|n| !n.is_empty()).ok_or_else(|| {
+                    Error::usage(format!(
+                        "array {k} has no name: a VDS channel beside the primary needs one"
+                    ))
+                })?;
+                Ok(write::ChannelSpec {
+                    name,
+                    ..Default::default()
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut w = write::VdsWriter::container(
+            Output::Stream(out),
+            write::VdsWriteOptions {
+                limits: Limits::unlimited(),
+                channels,
+                ..write::VdsWriteOptions::from_write_options(opts)?
+            },
+        );
+        for a in arrays {
+            w.begin(&ArrayInfo::of(a))?;
+            w.write_at(0, &a.data)?;
+            w.finish()?;
+        }
+        Ok(())
+    }
 }
 
 impl VdsDataset {

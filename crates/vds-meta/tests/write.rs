@@ -5,11 +5,11 @@
 //! anything is written. `write_oracle.rs` has OpenVDS read the same kind of datasets.
 
 use rasterpack_common::{
-    ArrayInfo, ArrayRequest, ArraySink, DType, ErrorKind, Format, Input, Output, Severity, ValidateOptions,
+    ArrayInfo, ArrayRequest, ArraySink, DType, ErrorKind, Format, Input, NdArray, Output, Severity, ValidateOptions,
     WriteOptions,
 };
 use rasterpack_vds_meta::layout::VdsCompression;
-use rasterpack_vds_meta::write::{VdsWriteOptions, VdsWriter};
+use rasterpack_vds_meta::write::{ChannelSpec, VdsWriteOptions, VdsWriter};
 use rasterpack_vds_meta::VdsChunkStatus;
 use rasterpack_vds_meta::{VdsDataset, VdsFormat};
 
@@ -333,4 +333,137 @@ fn a_directory_write_that_fails_leaves_nothing() {
         .filter(|e| e.file_name().to_string_lossy().contains("failed_dir"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// Channels beside the primary, one array each: every channel reads back (every LOD) as its
+/// own array in its own format, in both storage kinds, and validate is clean.
+#[test]
+fn several_channels_each_in_its_own_format_round_trip() {
+    let shape = vec![5, 40, 70];
+    let mut arrays = Vec::new();
+    for (k, (name, dtype)) in [
+        ("Amplitude", DType::F32),
+        ("Velocity", DType::U16),
+        ("Mask", DType::Bool),
+        ("Depth", DType::F64),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut info = ArrayInfo::new(dtype, shape.clone());
+        info.name = Some(name.into());
+        let data = sample(&info, 40 + k as u64);
+        arrays.push((info, data));
+    }
+    let mut o = opts(VdsCompression::Zip, 32, 2, 2);
+    o.channels = arrays[1..]
+        .iter()
+        .map(|(i, _)| ChannelSpec {
+            name: i.name.clone().unwrap(),
+            ..Default::default()
+        })
+        .collect();
+    o.channels[0].value_range = Some((1500.0, 6000.0));
+    for dir in [false, true] {
+        let path = tmp(if dir { "channels_dir" } else { "channels.vds" });
+        let _ = std::fs::remove_dir_all(&path);
+        if dir {
+            let mut w = VdsWriter::directory(&path, true, o.clone()).unwrap();
+            for (info, data) in &arrays {
+                feed(&mut w, info, data);
+            }
+        } else {
+            let file = std::fs::File::create(&path).unwrap();
+            let mut w = VdsWriter::container(Output::File(&file), o.clone());
+            for (info, data) in &arrays {
+                feed(&mut w, info, data);
+            }
+        }
+        let input = Input::open(&path).unwrap();
+        let r = VdsFormat.validate(&input, &ValidateOptions::default());
+        let bad: Vec<_> = r.findings.iter().filter(|f| f.severity != Severity::Info).collect();
+        assert!(bad.is_empty(), "dir {dir}: {bad:?}");
+        let layout = VdsDataset::open(&path).unwrap().layout().clone();
+        let names: Vec<&str> = layout.channels.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["Amplitude", "Velocity", "Mask", "Depth"]);
+        // The U16 channel keeps the range it was given: codes 0..65535 over 1500..6000.
+        assert_eq!(layout.channels[1].value_range, [1500.0, 6000.0]);
+        assert!((layout.channels[1].integer_scale - 4500.0 / 65535.0).abs() < 1e-6);
+        for (info, data) in &arrays {
+            for lod in 0..=2 {
+                let req = ArrayRequest {
+                    lod,
+                    element: info.name.clone(),
+                    ..Default::default()
+                };
+                let got = VdsFormat.read_array(&input, &req).unwrap();
+                let (shape, want) = decimate(info, data, lod);
+                assert_eq!(got.shape, shape, "{:?} LOD {lod}", info.name);
+                assert!(got.data == want, "dir {dir}: {:?} LOD {lod} differs", info.name);
+            }
+        }
+    }
+    // The library's one call for in-memory arrays: one channel per array.
+    let nds: Vec<NdArray> = arrays
+        .iter()
+        .map(|(i, d)| NdArray {
+            dtype: i.dtype,
+            shape: i.shape.clone(),
+            data: d.clone(),
+            name: i.name.clone(),
+            attrs: Default::default(),
+        })
+        .collect();
+    let mut out = Vec::new();
+    VdsFormat
+        .write_arrays(&nds, &Default::default(), &WriteOptions::default(), &mut out)
+        .unwrap();
+    let path = tmp("channels_mem.vds");
+    std::fs::write(&path, &out).unwrap();
+    let input = Input::open(&path).unwrap();
+    for (info, data) in &arrays {
+        let req = ArrayRequest {
+            element: info.name.clone(),
+            ..Default::default()
+        };
+        assert!(
+            VdsFormat.read_array(&input, &req).unwrap().data == *data,
+            "{:?}",
+            info.name
+        );
+    }
+}
+
+/// A channel of another shape, a name used twice, or a channel more than announced is a usage
+/// error, and a directory begun is removed.
+#[test]
+fn channels_of_another_shape_or_a_repeated_name_are_refused() {
+    let info = ArrayInfo::new(DType::F32, vec![3, 20, 30]);
+    let data = sample(&info, 3);
+    for (extra, name) in [
+        (ArrayInfo::new(DType::F32, vec![3, 20, 31]), "Other"),
+        (ArrayInfo::new(DType::U8, vec![3, 20, 30]), "Amplitude"),
+        (ArrayInfo::new(DType::I16, vec![3, 20, 30]), "Codes"),
+    ] {
+        let dir = tmp(&format!("refused_channel_{name}"));
+        let o = VdsWriteOptions {
+            channels: vec![ChannelSpec {
+                name: name.into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let mut w = VdsWriter::directory(&dir, false, o).unwrap();
+        feed(&mut w, &info, &data);
+        // The primary is done, the dataset not yet.
+        assert!(!dir.exists());
+        let e = w.begin(&extra).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Usage, "{name}: {e}");
+        drop(w);
+        assert!(!dir.exists(), "{name}");
+    }
+    let file = std::fs::File::create(tmp("one_channel.vds")).unwrap();
+    let mut w = VdsWriter::container(Output::File(&file), VdsWriteOptions::default());
+    feed(&mut w, &info, &data);
+    assert!(w.begin(&info).is_err());
 }

@@ -2,13 +2,15 @@
 //! (U8, U16, U32, U64, R32, R64, 1Bit) with None, RLE and Zip, 1-D to 4-D, margins, LODs,
 //! U8/U16 value ranges and no-values, in both storage kinds, are read back by OpenVDS
 //! (`tests/oracle/write_check.py`, through `RASTERPACK_PYTHON`) at every LOD: bit for bit the
-//! input (decimated by 2^lod), and for U8/U16 also as floats by the quantization rule.
+//! input (decimated by 2^lod), and for U8/U16 also as floats by the quantization rule. Datasets
+//! of several channels (each its own format, value range and no-value) are read channel by
+//! channel.
 
 use std::path::Path;
 
 use rasterpack_common::{ArrayInfo, ArraySink, DType, Output};
 use rasterpack_vds_meta::layout::VdsCompression;
-use rasterpack_vds_meta::write::{VdsWriteOptions, VdsWriter};
+use rasterpack_vds_meta::write::{ChannelSpec, VdsWriteOptions, VdsWriter};
 use rasterpack_vds_meta::VdsDataset;
 use serde_json::json;
 
@@ -20,6 +22,12 @@ struct Case {
     dir: bool,
     info: ArrayInfo,
     opts: VdsWriteOptions,
+    /// Channels beside the primary: name and dtype (the primary's shape).
+    extra: Vec<(String, DType)>,
+    /// What OpenVDS must see: axes (name, unit, min, max; dimension 0 first) and metadata items
+    /// (category, name, type, value).
+    axes: Vec<(&'static str, &'static str, f64, f64)>,
+    metadata: Vec<(&'static str, &'static str, &'static str, serde_json::Value)>,
 }
 
 // One line per case reads best as positional arguments.
@@ -45,6 +53,9 @@ fn case(
             lods,
             ..Default::default()
         },
+        extra: Vec::new(),
+        axes: Vec::new(),
+        metadata: Vec::new(),
     }
 }
 
@@ -104,6 +115,59 @@ fn cases() -> Vec<Case> {
         c.opts.no_value = nov;
         v.push(c);
     }
+    // Several channels, each its own format (and the U8 one its own value range and
+    // no-value), every LOD, both storage kinds.
+    for (name, dir, comp) in [("channels.vds", false, Zip), ("dir_channels", true, RLE)] {
+        let mut c = case(name, dir, DType::F32, &[6, 40, 70], comp, 32, 2, 2);
+        c.extra = vec![
+            ("Velocity".into(), DType::U16),
+            ("Mask".into(), DType::Bool),
+            ("Quality".into(), DType::U8),
+            ("Depth".into(), DType::F64),
+        ];
+        c.opts.channels = c
+            .extra
+            .iter()
+            .map(|(n, _)| ChannelSpec {
+                name: n.clone(),
+                ..Default::default()
+            })
+            .collect();
+        c.opts.channels[2].value_range = Some((10.0, 20.0));
+        c.opts.channels[2].no_value = Some(-1.0);
+        v.push(c);
+    }
+    // Axes and metadata from the source's attributes (a GVRS grid's coordinates, attributes
+    // under the source format's name) beside --metadata items, in both storage kinds.
+    for (name, dir) in [("attrs.vds", false), ("dir_attrs", true)] {
+        let mut c = case(name, dir, DType::F32, &[30, 40], Zip, 32, 0, 0);
+        c.info.attrs = json!({
+            "axes": [
+                {"name": "Easting", "unit": "m", "num_samples": 40, "coordinate_min": 1000.0, "coordinate_max": 1390.0},
+                {"name": "Northing", "unit": "m", "num_samples": 30, "coordinate_min": 5000.0, "coordinate_max": 4710.0},
+            ],
+            "variable": "rho", "levels": [1, 2], "nested": {"k": 2.5}, "count": 7, "source_format": "gvrs",
+        })
+        .as_object()
+        .unwrap()
+        .clone();
+        c.opts.source_format = Some("gvrs".into());
+        c.opts.metadata = ["survey/name=North Sea", "survey/year=2026", "gvrs/count=8"]
+            .iter()
+            .map(|m| rasterpack_vds_meta::write::MetadataSpec::parse(m).unwrap())
+            .collect();
+        c.axes = vec![("Easting", "m", 1000.0, 1390.0), ("Northing", "m", 5000.0, 4710.0)];
+        c.metadata = vec![
+            ("survey", "name", "String", json!("North Sea")),
+            ("survey", "year", "Int", json!(2026)),
+            // --metadata wins over the attribute of the same name.
+            ("gvrs", "count", "Int", json!(8)),
+            ("gvrs", "variable", "String", json!("rho")),
+            ("gvrs", "levels", "String", json!("[1,2]")),
+            ("gvrs", "nested.k", "Double", json!(2.5)),
+        ];
+        v.push(c);
+    }
     v
 }
 
@@ -123,24 +187,53 @@ fn openvds_reads_every_dataset_the_writer_writes() {
     std::fs::create_dir_all(&out).unwrap();
     let mut list = Vec::new();
     for (k, c) in cases().into_iter().enumerate() {
-        let data = sample(&c.info, 1000 + k as u64);
-        let raw = format!("{k}.raw");
-        std::fs::write(out.join(&raw), &data).unwrap();
+        // The primary's array, then each other channel's (its own dtype, the same shape).
+        let mut arrays = vec![(c.info.clone(), sample(&c.info, 1000 + k as u64))];
+        for (j, (name, dtype)) in c.extra.iter().enumerate() {
+            let mut info = ArrayInfo::new(*dtype, c.info.shape.clone());
+            info.name = Some(name.clone());
+            let data = sample(&info, 5000 + 10 * k as u64 + j as u64);
+            arrays.push((info, data));
+        }
         let path = out.join(&c.name);
         let lods = c.opts.lods;
         if c.dir {
             let mut w = VdsWriter::directory(&path, false, c.opts).unwrap();
-            write_all(&mut w, &c.info, &data);
+            for (info, data) in &arrays {
+                write_all(&mut w, info, data);
+            }
         } else {
             let file = std::fs::File::create(&path).unwrap();
             let mut w = VdsWriter::container(Output::File(&file), c.opts);
-            write_all(&mut w, &c.info, &data);
+            for (info, data) in &arrays {
+                write_all(&mut w, info, data);
+            }
         }
-        let ch = VdsDataset::open(&path).unwrap().layout().channels[0].clone();
+        let layout = VdsDataset::open(&path).unwrap().layout().clone();
+        assert_eq!(layout.channels.len(), arrays.len(), "{}", c.name);
+        let mut channels = Vec::new();
+        for (j, ((info, data), ch)) in arrays.iter().zip(&layout.channels).enumerate() {
+            let raw = format!("{k}_{j}.raw");
+            std::fs::write(out.join(&raw), data).unwrap();
+            channels.push(json!({
+                "channel": j, "name": ch.name, "dtype": info.dtype.name(), "raw": raw,
+                "scale": ch.integer_scale, "offset": ch.integer_offset,
+                "no_value": if ch.use_no_value { Some(ch.no_value) } else { Option::None },
+            }));
+        }
+        let axes: Vec<_> = c
+            .axes
+            .iter()
+            .map(|(n, u, lo, hi)| json!({"name": n, "unit": u, "min": lo, "max": hi}))
+            .collect();
+        let metadata: Vec<_> = c
+            .metadata
+            .iter()
+            .map(|(cat, n, t, v)| json!({"category": cat, "name": n, "type": t, "value": v}))
+            .collect();
         list.push(json!({
-            "name": c.name, "path": c.name, "dtype": c.info.dtype.name(), "shape": c.info.shape,
-            "lods": lods, "raw": raw, "scale": ch.integer_scale, "offset": ch.integer_offset,
-            "no_value": if ch.use_no_value { Some(ch.no_value) } else { Option::None },
+            "name": c.name, "path": c.name, "shape": c.info.shape, "lods": lods, "channels": channels,
+            "axes": axes, "metadata": metadata,
         }));
     }
     let n = list.len();
@@ -162,6 +255,7 @@ fn openvds_reads_every_dataset_the_writer_writes() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// One array (a channel) through the sink: begin, pieces in order, finish.
 fn write_all(w: &mut dyn ArraySink, info: &ArrayInfo, data: &[u8]) {
     w.begin(info).unwrap();
     for (k, piece) in data.chunks(4097).enumerate() {

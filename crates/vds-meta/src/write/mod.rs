@@ -115,6 +115,18 @@ impl MetadataSpec {
     }
 }
 
+/// A channel beside the primary one: its name, and what `--value-range`/`--no-value` give the
+/// primary (default: the source channel's own settings, else the data's range and none).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChannelSpec {
+    /// Channel name (unique in the dataset; it prefixes the channel's layer names).
+    pub name: String,
+    /// The channel's value range (U8/U16: the codes' physical range).
+    pub value_range: Option<(f64, f64)>,
+    /// The channel's no-value.
+    pub no_value: Option<f64>,
+}
+
 /// How to write a VDS dataset.
 #[derive(Debug, Clone)]
 pub struct VdsWriteOptions {
@@ -138,6 +150,14 @@ pub struct VdsWriteOptions {
     pub metadata: Vec<MetadataSpec>,
     /// Name of the channel (default: the source array's name, else `Amplitude`).
     pub channel_name: Option<String>,
+    /// Channels beside the primary, in order: the writer then takes `1 + channels.len()`
+    /// arrays one after another (`begin` .. `finish` each, the primary first), every one of the
+    /// primary's shape, each with its own sample format; the dataset is written at the last
+    /// `finish`.
+    pub channels: Vec<ChannelSpec>,
+    /// The source's format name: the metadata category of the primary array's attributes
+    /// (`None`: `rasterpack`). A VDS source's attributes describe its channel, not metadata.
+    pub source_format: Option<String>,
     /// Bounds on what is held.
     pub limits: Limits,
 }
@@ -154,6 +174,8 @@ impl Default for VdsWriteOptions {
             axes: Vec::new(),
             metadata: Vec::new(),
             channel_name: None,
+            channels: Vec::new(),
+            source_format: None,
             limits: Limits::default(),
         }
     }
@@ -216,6 +238,8 @@ impl VdsWriteOptions {
                 .map(|m| MetadataSpec::parse(m))
                 .collect::<Result<_>>()?,
             channel_name: None,
+            channels: Vec::new(),
+            source_format: None,
             limits: opts.limits,
         })
     }
@@ -319,12 +343,30 @@ pub struct VdsWriter<'a> {
 }
 
 struct Writing {
+    /// The layout as written so far: one channel descriptor per channel begun.
     layout: Value,
     parsed: VolumeDataLayout,
+    /// The primary's shape (C order, a 1-D array already as one trace): every channel's.
+    shape: Vec<u64>,
+    /// The channel being written (or the last one finished, when `open` is false).
+    channel: usize,
+    open: bool,
     levels: Vec<Level>,
     total: u64,
     received: u64,
     range: Range,
+    /// Layers and value ranges of the channels finished so far.
+    layers: Vec<target::LayerTable>,
+    ranges: Vec<Range>,
+}
+
+/// A channel's settings as written: the options' for the primary, the [`ChannelSpec`]'s for
+/// the others, and the source channel's own (a VDS source's `channel` attribute) where neither
+/// gives one.
+struct Resolved {
+    name: String,
+    value_range: Option<(f64, f64)>,
+    no_value: Option<f64>,
 }
 
 impl<'a> VdsWriter<'a> {
@@ -360,7 +402,60 @@ impl<'a> VdsWriter<'a> {
         }
     }
 
-    fn layout_json(&self, info: &ArrayInfo, format: VdsSampleFormat, range: Option<Range>) -> Result<Value> {
+    /// The directory a [`VdsWriter::directory`] writes into before it is renamed into place
+    /// (`None` for a container): what a front removes when a signal ends the process.
+    pub fn temp_dir(&self) -> Option<&Path> {
+        self.target.as_ref().and_then(Target::temp_dir)
+    }
+
+    /// The settings of channel `k` for the array `info`.
+    fn resolve(&self, k: usize, info: &ArrayInfo, format: VdsSampleFormat) -> Result<Resolved> {
+        let (name, mut value_range, mut no_value) = if k == 0 {
+            let name = self
+                .opts
+                .channel_name
+                .clone()
+                .or_else(|| info.name.clone().filter(|s| !s.is_empty()))
+                .unwrap_or_else(|| "Amplitude".into());
+            (name, self.opts.value_range, self.opts.no_value)
+        } else {
+            let c = self.opts.channels.get(k - 1).ok_or_else(|| {
+                Error::usage(format!("internal: the VDS writer got a channel {k} it was not told of"))
+            })?;
+            (c.name.clone(), c.value_range, c.no_value)
+        };
+        if name.is_empty() {
+            return Err(Error::usage("a VDS channel name cannot be empty"));
+        }
+        // The source's own channel settings, when it is a VDS channel and nothing overrides them.
+        if let Some(c) = info.attrs.get("channel").and_then(Value::as_object) {
+            if no_value.is_none() && c.get("use_no_value").and_then(Value::as_bool) == Some(true) {
+                no_value = c.get("no_value").and_then(Value::as_f64);
+            }
+            if value_range.is_none() && matches!(format, VdsSampleFormat::U8 | VdsSampleFormat::U16) {
+                // A U8/U16 source keeps its codes' physical mapping.
+                let (s, o) = (
+                    c.get("integer_scale").and_then(Value::as_f64),
+                    c.get("integer_offset").and_then(Value::as_f64),
+                );
+                if let (Some(s), Some(o)) = (s, o) {
+                    if (s, o) != (1.0, 0.0) && s > 0.0 {
+                        let top = if format == VdsSampleFormat::U8 { 255.0 } else { 65535.0 }
+                            - f64::from(u8::from(no_value.is_some()));
+                        value_range = Some((o, o + s * top));
+                    }
+                }
+            }
+        }
+        Ok(Resolved {
+            name,
+            value_range,
+            no_value,
+        })
+    }
+
+    /// The layout of the primary channel's dataset (axes from `--axis`, else the source's).
+    fn layout_json(&self, info: &ArrayInfo, format: VdsSampleFormat, ch: &Resolved) -> Result<Value> {
         let o = &self.opts;
         let n = info.shape.len();
         let dims: Vec<u64> = info.shape.iter().rev().copied().collect();
@@ -384,52 +479,24 @@ impl<'a> VdsWriter<'a> {
                 .map(|(d, &s)| json!({"name": AXIS_NAMES[d], "unit": "", "numSamples": s, "coordinateMin": 0.0, "coordinateMax": (s - 1) as f64}))
                 .collect()
         };
-        let source_channel = info.attrs.get("channel").and_then(Value::as_object);
-        let name = o
-            .channel_name
-            .clone()
-            .or_else(|| info.name.clone().filter(|s| !s.is_empty()))
-            .unwrap_or_else(|| "Amplitude".into());
-        let unit = source_channel
-            .and_then(|c| c.get("unit"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let nov = o.no_value.is_some();
-        let (scale, offset, vr) = match format {
-            VdsSampleFormat::U8 | VdsSampleFormat::U16 => {
-                let top = if format == VdsSampleFormat::U8 { 255.0 } else { 65535.0 } - f64::from(u8::from(nov));
-                match o.value_range {
-                    // OpenVDS's codes: value = code * integerScale + integerOffset, in f32.
-                    Some((lo, hi)) => (f32r((hi - lo) / top), f32r(lo), (lo, hi)),
-                    None => (1.0, 0.0, (0.0, top)),
+        // `--metadata` items, then the source's attributes under its format's name (an item
+        // given both ways is the `--metadata` one).
+        let category = o.source_format.as_deref().unwrap_or("rasterpack");
+        let mut items = o.metadata.clone();
+        if category != "vds" {
+            for m in attrs_metadata(category, &info.attrs) {
+                if !items.iter().any(|x| x.category == m.category && x.name == m.name) {
+                    items.push(m);
                 }
             }
-            VdsSampleFormat::Bit1 => (1.0, 0.0, o.value_range.unwrap_or((0.0, 1.0))),
-            _ => {
-                let vr = o.value_range.unwrap_or_else(|| match range {
-                    Some(r) if r.0 <= r.1 => (f32_down(r.0), f32_up(r.1)),
-                    _ => (0.0, 1.0),
-                });
-                (1.0, 0.0, vr)
-            }
-        };
-        let metadata: Vec<Value> = o
-            .metadata
+        }
+        let metadata: Vec<Value> = items
             .iter()
             .map(|m| json!({"category": m.category, "name": m.name, "type": m.type_name, "value": m.value}))
             .collect();
         Ok(json!({
             "axisDescriptors": axes,
-            "channelDescriptors": [{
-                "format": format.name(),
-                "components": "Components_1",
-                "name": name, "unit": unit,
-                "valueRange": [vr.0, vr.1],
-                "channelMapping": "Direct", "mappedValues": 1,
-                "discrete": false, "renderable": true, "allowLossyCompression": false,
-                "useNoValue": nov, "noValue": o.no_value.map(f32r).unwrap_or(0.0),
-                "integerScale": scale, "integerOffset": offset,
-            }],
+            "channelDescriptors": [channel_json(info, format, ch)],
             "layoutDescriptor": {
                 "brickSize": format!("BrickSize_{}", o.brick_size),
                 "negativeMargin": o.margin, "positiveMargin": o.margin,
@@ -442,12 +509,108 @@ impl<'a> VdsWriter<'a> {
             "metadata": metadata,
         }))
     }
+}
 
-    fn state(&mut self) -> Result<&mut Writing> {
-        self.state
-            .as_mut()
-            .ok_or_else(|| Error::usage("internal: the VDS writer got data before begin"))
+/// One channel descriptor (its value range as given; the data's is filled in at the end).
+fn channel_json(info: &ArrayInfo, format: VdsSampleFormat, ch: &Resolved) -> Value {
+    let unit = info
+        .attrs
+        .get("channel")
+        .and_then(|c| c.get("unit"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let nov = ch.no_value.is_some();
+    let (scale, offset, vr) = match format {
+        VdsSampleFormat::U8 | VdsSampleFormat::U16 => {
+            let top = if format == VdsSampleFormat::U8 { 255.0 } else { 65535.0 } - f64::from(u8::from(nov));
+            match ch.value_range {
+                // OpenVDS's codes: value = code * integerScale + integerOffset, in f32.
+                Some((lo, hi)) => (f32r((hi - lo) / top), f32r(lo), (lo, hi)),
+                None => (1.0, 0.0, (0.0, top)),
+            }
+        }
+        VdsSampleFormat::Bit1 => (1.0, 0.0, ch.value_range.unwrap_or((0.0, 1.0))),
+        _ => (1.0, 0.0, ch.value_range.unwrap_or((0.0, 1.0))),
+    };
+    json!({
+        "format": format.name(),
+        "components": "Components_1",
+        "name": ch.name, "unit": unit,
+        "valueRange": [vr.0, vr.1],
+        "channelMapping": "Direct", "mappedValues": 1,
+        "discrete": false, "renderable": true, "allowLossyCompression": false,
+        "useNoValue": nov, "noValue": ch.no_value.map(f32r).unwrap_or(0.0),
+        "integerScale": scale, "integerOffset": offset,
+    })
+}
+
+/// At most this many metadata items come from a source's attributes, each value (a string, or
+/// a list as JSON text) at most `MAX_ATTR_TEXT` bytes: attributes are the source's, of any size.
+const MAX_ATTR_ITEMS: usize = 256;
+const MAX_ATTR_TEXT: usize = 4096;
+
+/// A source's attributes as metadata items of `category`: nested objects flattened into
+/// dotted names, an i32 as `Int`, another number as `Double`, a string or boolean as `String`,
+/// a list as its JSON text (`String`); the keys the layout already holds (`axes`) and
+/// rasterpack's own bookkeeping (`source_format`, `warnings`, zarrs' `_zarrs`) are left out;
+/// of a Zarr array, only its `attributes` (the rest describes its storage).
+fn attrs_metadata(category: &str, attrs: &serde_json::Map<String, Value>) -> Vec<MetadataSpec> {
+    fn walk(prefix: &str, v: &Value, depth: usize, out: &mut Vec<(String, Value, &'static str)>) {
+        if out.len() >= MAX_ATTR_ITEMS {
+            return;
+        }
+        let text = |t: String| (t.len() <= MAX_ATTR_TEXT).then(|| (json!(t), "String"));
+        let item = match v {
+            Value::Null => None,
+            Value::Bool(b) => Some((json!(b.to_string()), "String")),
+            Value::Number(n) => match n.as_i64().and_then(|i| i32::try_from(i).ok()) {
+                Some(i) => Some((json!(i), "Int")),
+                // A u64/i64 beyond f64's exact range stays exact as text.
+                None if n.is_f64() => n.as_f64().filter(|d| d.is_finite()).map(|d| (json!(d), "Double")),
+                None => text(n.to_string()),
+            },
+            Value::String(t) => text(t.clone()),
+            Value::Array(_) => text(v.to_string()),
+            Value::Object(m) => {
+                if depth < 4 {
+                    for (k, v) in m {
+                        walk(&format!("{prefix}.{k}"), v, depth + 1, out);
+                    }
+                } else {
+                    if let Some(t) = text(v.to_string()) {
+                        out.push((prefix.to_string(), t.0, t.1));
+                    }
+                }
+                None
+            }
+        };
+        if let Some((value, type_name)) = item {
+            out.push((prefix.to_string(), value, type_name));
+        }
     }
+    // A Zarr array's own attributes are its metadata (the rest describes its storage).
+    let none = serde_json::Map::new();
+    let attrs = match (category, attrs.get("attributes")) {
+        ("zarr", Some(Value::Object(user))) => user,
+        ("zarr", _) => &none,
+        _ => attrs,
+    };
+    let mut out = Vec::new();
+    for (k, v) in attrs {
+        if matches!(k.as_str(), "axes" | "source_format" | "warnings" | "_zarrs") {
+            continue;
+        }
+        walk(k, v, 0, &mut out);
+    }
+    out.truncate(MAX_ATTR_ITEMS);
+    out.into_iter()
+        .map(|(name, value, type_name)| MetadataSpec {
+            category: category.to_string(),
+            name,
+            value,
+            type_name,
+        })
+        .collect()
 }
 
 /// `x` rounded to the nearest f32 (OpenVDS holds these numbers as floats).
@@ -474,10 +637,46 @@ fn f32_up(x: f64) -> f64 {
     }
 }
 
-/// The source's axes (a VDS or GVRS source's `axes` attribute) when it has one per dimension
-/// with the same sample counts (not after a region or LOD cut them).
+/// The axes the source's attributes give, dimension 0 first: its `axes` (a VDS source's, a
+/// GVRS grid's coordinates), else the `axes` a Zarr array's `rasterpack` attribute keeps (a
+/// store rasterpack wrote from such a source), else a Zarr array's `dimension_names` over
+/// `0..N-1`; only when there is one per dimension with the same sample counts (not after a
+/// region or LOD cut them).
 fn source_axes(info: &ArrayInfo, dims: &[u64]) -> Option<Vec<Value>> {
-    let axes = info.attrs.get("axes")?.as_array()?;
+    let zarr_kept = info
+        .attrs
+        .get("attributes")
+        .and_then(|a| a.pointer("/rasterpack/metadata/axes"));
+    if let Some(axes) = [info.attrs.get("axes"), zarr_kept]
+        .into_iter()
+        .flatten()
+        .find_map(|a| axes_attr(a, dims))
+    {
+        return Some(axes);
+    }
+    // Zarr's names are in C order (the last one is dimension 0); a null name keeps the default.
+    let names = info.attrs.get("dimension_names")?.as_array()?;
+    if names.len() != dims.len() || names.iter().all(Value::is_null) {
+        return None;
+    }
+    Some(
+        names
+            .iter()
+            .rev()
+            .zip(dims)
+            .enumerate()
+            .map(|(d, (name, &s))| {
+                let name = name.as_str().filter(|n| !n.is_empty()).unwrap_or(AXIS_NAMES[d]);
+                json!({"name": name, "unit": "", "numSamples": s, "coordinateMin": 0.0, "coordinateMax": (s - 1) as f64})
+            })
+            .collect(),
+    )
+}
+
+/// An `axes` attribute (`name`, `unit`, `num_samples`, `coordinate_min`, `coordinate_max`
+/// per dimension, dimension 0 first) as axis descriptors, when it fits `dims`.
+fn axes_attr(axes: &Value, dims: &[u64]) -> Option<Vec<Value>> {
+    let axes = axes.as_array()?;
     if axes.len() != dims.len() {
         return None;
     }
@@ -499,12 +698,12 @@ fn source_axes(info: &ArrayInfo, dims: &[u64]) -> Option<Vec<Value>> {
 }
 
 impl Level {
-    fn new(g: LayerGeometry, elem: usize, total_rows_outer: u64) -> Level {
+    fn new(g: LayerGeometry, elem: usize, total_rows_outer: u64, channel: &str) -> Level {
         let top = *g.chunk_dims.last().unwrap_or(&0);
         let px = if top >= 1 { g.shape[0] as usize } else { 1 };
         let py = if top >= 2 { g.shape[1] as usize } else { 1 };
         let rows = g.shape[top];
-        let layer = target::LayerTable::new(&g);
+        let layer = target::LayerTable::new(&g, channel);
         Level {
             top,
             px,
@@ -702,6 +901,7 @@ fn encode_brick_row(
 }
 
 impl ArraySink for VdsWriter<'_> {
+    /// Begin the primary channel (the first call) or the next of [`VdsWriteOptions::channels`].
     fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
         let format = sample_format(info.dtype)?;
         let n = info.shape.len();
@@ -735,35 +935,57 @@ impl ArraySink for VdsWriter<'_> {
         }
         let info = &info;
         let n = info.shape.len();
-        // The source's own channel settings, when it is a VDS channel and nothing overrides them.
-        if let Some(c) = info.attrs.get("channel").and_then(Value::as_object) {
-            if self.opts.no_value.is_none() && c.get("use_no_value").and_then(Value::as_bool) == Some(true) {
-                self.opts.no_value = c.get("no_value").and_then(Value::as_f64);
+        let k = match &self.state {
+            None => 0,
+            Some(st) if st.open => {
+                return Err(Error::usage(
+                    "internal: a VDS channel began before the last one finished",
+                ))
             }
-            if self.opts.value_range.is_none() && matches!(format, VdsSampleFormat::U8 | VdsSampleFormat::U16) {
-                // A U8/U16 source keeps its codes' physical mapping.
-                let (s, o) = (
-                    c.get("integer_scale").and_then(Value::as_f64),
-                    c.get("integer_offset").and_then(Value::as_f64),
-                );
-                if let (Some(s), Some(o)) = (s, o) {
-                    if (s, o) != (1.0, 0.0) && s > 0.0 {
-                        let top = if format == VdsSampleFormat::U8 { 255.0 } else { 65535.0 }
-                            - f64::from(u8::from(self.opts.no_value.is_some()));
-                        self.opts.value_range = Some((o, o + s * top));
-                    }
-                }
-            }
+            Some(st) => st.channel + 1,
+        };
+        if k > self.opts.channels.len() {
+            return Err(Error::usage(format!(
+                "internal: the VDS writer was told of {} channels and got another",
+                k
+            )));
         }
-        let layout = self.layout_json(info, format, None)?;
-        let parsed = parse_layout(&layout, &mut Default::default())
-            .map_err(|e| Error::usage(format!("internal: the layout written does not parse: {e}")))?;
+        let ch = self.resolve(k, info, format)?;
+        let (layout, parsed) = match &self.state {
+            None => {
+                let layout = self.layout_json(info, format, &ch)?;
+                let parsed = parse_layout(&layout, &mut Default::default())
+                    .map_err(|e| Error::usage(format!("internal: the layout written does not parse: {e}")))?;
+                (layout, parsed)
+            }
+            Some(st) => {
+                if info.shape != st.shape {
+                    return Err(Error::usage(format!(
+                        "the VDS channel {:?} has shape {:?}, not the primary channel's {:?}: every channel of a VDS spans the whole volume",
+                        ch.name, info.shape, st.shape
+                    )));
+                }
+                if st.parsed.channels.iter().any(|c| c.name == ch.name) {
+                    return Err(Error::usage(format!(
+                        "two VDS channels named {:?}: channel names are unique",
+                        ch.name
+                    )));
+                }
+                let mut layout = st.layout.clone();
+                if let Some(Value::Array(chs)) = layout.get_mut("channelDescriptors") {
+                    chs.push(channel_json(info, format, &ch));
+                }
+                let parsed = parse_layout(&layout, &mut Default::default())
+                    .map_err(|e| Error::usage(format!("the VDS channel {:?}: {e}", ch.name)))?;
+                (layout, parsed)
+            }
+        };
         let group: Vec<usize> = (0..n.min(3)).collect();
         let elem = format.native_bytes();
         let outers = if n == 4 { info.shape[0] } else { 1 };
         let mut levels = Vec::new();
         for lod in 0..=self.opts.lods {
-            let g = LayerGeometry::new(&parsed, 0, &group, lod)
+            let g = LayerGeometry::new(&parsed, k, &group, lod)
                 .ok_or_else(|| Error::usage("internal: no geometry for the layout written"))?;
             if g.chunk_count > i32::MAX as u64 {
                 return Err(Error::usage(format!(
@@ -771,12 +993,14 @@ impl ArraySink for VdsWriter<'_> {
                     g.chunk_count, g.name
                 )));
             }
-            levels.push(Level::new(g, elem, outers));
+            levels.push(Level::new(g, elem, outers, &ch.name));
         }
         let held: u64 = levels.iter().map(|l| l.band_bytes()).sum::<u64>().saturating_mul(2);
+        // A request the writer cannot serve (not a property of the input): a usage error.
         if held > self.opts.limits.working_set {
-            return Err(Error::limit(
-                "limit.working_set",
+            return Err(Error::new(
+                rasterpack_common::ErrorKind::Usage,
+                "vds.write.working_set",
                 None,
                 format!(
                     "the VDS writer holds {held} bytes of brick rows and their encoded bricks, above the working set of {} bytes \
@@ -788,17 +1012,41 @@ impl ArraySink for VdsWriter<'_> {
         let target = self
             .target
             .as_mut()
-            .ok_or_else(|| Error::usage("internal: the VDS writer began twice"))?;
-        target.begin(&levels.iter().map(|l| &l.g).collect::<Vec<_>>())?;
-        self.state = Some(Writing {
-            layout,
-            parsed,
-            levels,
-            total: info.byte_len()?,
-            received: 0,
-            range: Range::EMPTY,
-        });
-        let _ = &self.state.as_ref().map(|s| &s.layout);
+            .ok_or_else(|| Error::usage("internal: the VDS writer has finished"))?;
+        let geoms: Vec<&LayerGeometry> = levels.iter().map(|l| &l.g).collect();
+        if k == 0 {
+            target.begin(&geoms)?;
+        } else {
+            target.add_layers(&geoms)?;
+        }
+        let total = info.byte_len()?;
+        match &mut self.state {
+            None => {
+                self.state = Some(Writing {
+                    layout,
+                    parsed,
+                    shape: info.shape.clone(),
+                    channel: 0,
+                    open: true,
+                    levels,
+                    total,
+                    received: 0,
+                    range: Range::EMPTY,
+                    layers: Vec::new(),
+                    ranges: Vec::new(),
+                })
+            }
+            Some(st) => {
+                st.layout = layout;
+                st.parsed = parsed;
+                st.channel = k;
+                st.open = true;
+                st.levels = levels;
+                st.total = total;
+                st.received = 0;
+                st.range = Range::EMPTY;
+            }
+        }
         Ok(())
     }
 
@@ -810,6 +1058,7 @@ impl ArraySink for VdsWriter<'_> {
         let st = self
             .state
             .as_mut()
+            .filter(|st| st.open)
             .ok_or_else(|| Error::usage("internal: the VDS writer got data before begin"))?;
         if offset != st.received {
             return Err(Error::usage(format!(
@@ -821,7 +1070,7 @@ impl ArraySink for VdsWriter<'_> {
             return Err(Error::usage("internal: a write past the end of the array"));
         }
         st.received += data.len() as u64;
-        let ch = st.parsed.channels[0].clone();
+        let ch = st.parsed.channels[st.channel].clone();
         let elem = ch.format.native_bytes();
         push(
             &mut st.levels,
@@ -834,11 +1083,13 @@ impl ArraySink for VdsWriter<'_> {
         )
     }
 
+    /// Finish the channel begun; after the last one, write the layout and the chunk tables
+    /// and put the dataset in place.
     fn finish(&mut self) -> Result<()> {
-        let _ = self.state()?;
         let st = self
             .state
-            .take()
+            .as_mut()
+            .filter(|st| st.open)
             .ok_or_else(|| Error::usage("internal: the VDS writer finished before begin"))?;
         if st.received != st.total {
             return Err(Error::usage(format!(
@@ -846,29 +1097,43 @@ impl ArraySink for VdsWriter<'_> {
                 st.received, st.total
             )));
         }
-        // The layout again, now that the data's value range is known.
-        let info_shape: Vec<u64> = st.parsed.axes.iter().rev().map(|a| a.num_samples).collect();
-        let layout = {
-            let mut v = st.layout.clone();
-            if let (Some(vr), None) = (v.pointer_mut("/channelDescriptors/0/valueRange"), self.opts.value_range) {
-                let fmt = st.parsed.channels[0].format;
-                if !matches!(fmt, VdsSampleFormat::U8 | VdsSampleFormat::U16 | VdsSampleFormat::Bit1) {
-                    let r = st.range;
-                    *vr = if r.0 <= r.1 {
-                        json!([f32_down(r.0), f32_up(r.1)])
-                    } else {
-                        json!([0.0, 1.0])
-                    };
-                }
-            }
-            let _ = info_shape;
-            v
+        st.open = false;
+        st.layers
+            .extend(std::mem::take(&mut st.levels).into_iter().map(|l| l.layer));
+        st.ranges.push(st.range);
+        if st.channel < self.opts.channels.len() {
+            return Ok(());
+        }
+        let Some(st) = self.state.take() else {
+            return Err(Error::usage("internal: the VDS writer finished before begin"));
         };
+        // The layout again, now that each channel's value range is known (where none was given).
+        let mut layout = st.layout.clone();
+        for (k, (c, r)) in st.parsed.channels.iter().zip(&st.ranges).enumerate() {
+            let given = match k {
+                0 => self.opts.value_range,
+                _ => self.opts.channels[k - 1].value_range,
+            };
+            if given.is_some()
+                || matches!(
+                    c.format,
+                    VdsSampleFormat::U8 | VdsSampleFormat::U16 | VdsSampleFormat::Bit1
+                )
+            {
+                continue;
+            }
+            if let Some(vr) = layout.pointer_mut(&format!("/channelDescriptors/{k}/valueRange")) {
+                *vr = if r.0 <= r.1 {
+                    json!([f32_down(r.0), f32_up(r.1)])
+                } else {
+                    json!([0.0, 1.0])
+                };
+            }
+        }
         let target = self
             .target
             .take()
             .ok_or_else(|| Error::usage("internal: the VDS writer finished twice"))?;
-        let layers: Vec<target::LayerTable> = st.levels.into_iter().map(|l| l.layer).collect();
-        target.finish(&layout, &st.parsed.channels[0].name, self.opts.compression, layers)
+        target.finish(&layout, self.opts.compression, st.layers)
     }
 }

@@ -23,6 +23,8 @@ use crate::raw::{CONTAINER_MAGIC, CONTAINER_VERSION, HEADER_LEN};
 /// One layer's chunk table as it is written.
 pub struct LayerTable {
     name: String,
+    /// The channel it stores (`LayerStatus`'s `channelName`).
+    channel: String,
     lod: u32,
     group: String,
     /// Per chunk: hash, container offset (0 for none) and object size.
@@ -33,9 +35,10 @@ pub struct LayerTable {
 }
 
 impl LayerTable {
-    pub fn new(g: &LayerGeometry) -> LayerTable {
+    pub fn new(g: &LayerGeometry, channel: &str) -> LayerTable {
         LayerTable {
             name: g.name.clone(),
+            channel: channel.to_string(),
             lod: g.lod,
             group: crate::geometry::group_name(&g.group),
             entries: vec![(0, 0, 0); g.chunk_count as usize],
@@ -114,9 +117,26 @@ impl<'a> Target<'a> {
         match self {
             Target::Container(c) => c.write(&[0u8; HEADER_LEN as usize]),
             Target::Objects(o) => {
+                // Folders are made as objects are put (a sink that has folders at all).
                 let _ = layers;
                 o.sink.begin()
             }
+        }
+    }
+
+    /// More layers (a channel after the primary): nothing to prepare, in a container or
+    /// through a sink (which makes folders as objects are put).
+    pub fn add_layers(&mut self, layers: &[&LayerGeometry]) -> Result<()> {
+        let _ = layers;
+        Ok(())
+    }
+
+    /// The local directory being written into before it is renamed into place (a directory
+    /// sink only).
+    pub fn temp_dir(&self) -> Option<&Path> {
+        match self {
+            Target::Objects(o) => o.sink.local_temp(),
+            Target::Container(_) => None,
         }
     }
 
@@ -147,17 +167,11 @@ impl<'a> Target<'a> {
     }
 
     /// Write the layout and the chunk tables, and put the dataset in place.
-    pub fn finish(
-        self,
-        layout: &Value,
-        channel: &str,
-        compression: VdsCompression,
-        layers: Vec<LayerTable>,
-    ) -> Result<()> {
+    pub fn finish(self, layout: &Value, compression: VdsCompression, layers: Vec<LayerTable>) -> Result<()> {
         let json = serde_json::to_vec_pretty(layout).map_err(|e| Error::usage(format!("internal: {e}")))?;
         match self {
             Target::Container(c) => c.finish(&json, compression, &layers),
-            Target::Objects(o) => o.finish(json, channel, compression, &layers),
+            Target::Objects(o) => o.finish(json, compression, &layers),
         }
     }
 }
@@ -288,13 +302,7 @@ impl Objects<'_> {
     /// The chunk-metadata pages, then `LayerStatus`, then `VolumeDataLayout`, each step only
     /// once the previous objects are stored: a prefix without the layout is not a dataset
     /// (detection looks for it), and a layout is never visible before what it refers to.
-    fn finish(
-        mut self,
-        json: Vec<u8>,
-        channel: &str,
-        compression: VdsCompression,
-        layers: &[LayerTable],
-    ) -> Result<()> {
+    fn finish(mut self, json: Vec<u8>, compression: VdsCompression, layers: &[LayerTable]) -> Result<()> {
         let mut status = Vec::new();
         for l in layers {
             let mut page_dir = Vec::new();
@@ -312,7 +320,7 @@ impl Objects<'_> {
                 page_dir.push(p as i64);
             }
             status.push(json!({
-                "layerName": l.name, "channelName": channel, "dimensionGroup": l.group, "lod": l.lod,
+                "layerName": l.name, "channelName": l.channel, "dimensionGroup": l.group, "lod": l.lod,
                 "produceStatus": "Normal", "compressionMethod": compression.name(), "compressionTolerance": 0.0,
                 "chunkCount": l.entries.len(), "validChunkCount": l.valid, "chunkMetadataPageSize": PAGE_ENTRIES,
                 "chunkMetadataByteSize": 8, "hasChunkMetadataPages": true, "pageDirectory": page_dir,
@@ -402,6 +410,10 @@ impl DirSink {
 impl ObjectSink for DirSink {
     fn name(&self) -> String {
         shown(&self.dest)
+    }
+
+    fn local_temp(&self) -> Option<&Path> {
+        Some(&self.tmp)
     }
 
     fn begin(&mut self) -> Result<()> {
