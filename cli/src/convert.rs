@@ -482,6 +482,7 @@ fn write_upload(job: &Job, target: &rasterpack_store::UploadTarget) -> Result<()
     let name = target.url();
     if job.target.streams_output() {
         let mut sink = Recorder::new(target.start()?);
+        signals::track_upload(sink.inner.aborter());
         let result = write_stream(&mut sink, name, job);
         if let Some(e) = sink.inner.error() {
             return Err(e.clone());
@@ -494,6 +495,7 @@ fn write_upload(job: &Job, target: &rasterpack_store::UploadTarget) -> Result<()
     sized.free = budget::free_space(&tmp.file).map(|free| (free, shown(&std::env::temp_dir())));
     write_file(&Job { budget: &sized, ..*job }, &tmp)?;
     let mut up = target.start()?;
+    signals::track_upload(up.aborter());
     let mut buf = vec![0u8; 1 << 20];
     let mut spooled = &tmp.file;
     let reading = |e: std::io::Error| Error::io(&format!("reading the spooled output {}", shown(&tmp.path)), &e);
@@ -690,6 +692,7 @@ pub fn write_bytes(out: &Path, force: bool, bytes: &[u8]) -> Result<(), Error> {
         // A URL: one multipart upload, completed only when every byte is sent.
         Destination::Upload(target) => {
             let mut up = target.start()?;
+            signals::track_upload(up.aborter());
             if let Err(e) = up.write_all(bytes) {
                 return Err(up
                     .error()

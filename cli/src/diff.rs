@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::Path;
 
 use rasterpack_common::diff::{self, Diff, Tolerance};
-use rasterpack_common::json::fmt_f64;
-use rasterpack_common::{ArrayFile, ArrayRequest, Error, Limits};
+use rasterpack_common::json::fmt_at;
+use rasterpack_common::{ArrayFile, ArrayRequest, DType, Error, Limits};
 use serde_json::json;
 
 use crate::DiffArgs;
@@ -90,12 +90,19 @@ fn render(args: &DiffArgs, d: &Diff) -> String {
         return s;
     }
     let first: Vec<String> = d.first.iter().flatten().map(u64::to_string).collect();
+    // At the arrays' own precision: differences of two float32 arrays as f32 (`0.099999905`,
+    // not `0.09999990463256836`), any other pair as f64 (the JSON keeps f64).
+    let precision = match (d.a.0, d.b.0) {
+        (DType::F32 | DType::F16, DType::F32 | DType::F16) => DType::F32,
+        _ => DType::F64,
+    };
+    let fmt = |v: f64| fmt_at(v, precision);
     s + &format!(
         "differ: {} of {} cells; max abs difference {}, max relative {}; first at [{}]\n",
         d.differing,
         d.compared,
-        d.max_abs.map(fmt_f64).unwrap_or_default(),
-        d.max_rel.map(fmt_f64).unwrap_or_else(|| "-".into()),
+        d.max_abs.map(fmt).unwrap_or_default(),
+        d.max_rel.map(fmt).unwrap_or_else(|| "-".into()),
         first.join(", ")
     )
 }

@@ -234,6 +234,8 @@ fn main() -> ExitCode {
             preview::run(&a)
         }
     };
+    // A signal being handled ends the process itself, by that signal.
+    rasterpack::signals::hold_if_terminating();
     match outcome {
         Outcome::Code(c) => ExitCode::from(c),
         // The reader of a report closed the pipe (`| head`): end quietly.

@@ -602,12 +602,53 @@ fn render_inspect(r: &FileResult, style: &TableStyle) -> String {
         0 => "structure checked".to_string(),
         _ => verdict(r, style.colour),
     };
-    out.push_str(&format!("{}: {status}{}", shown(&r.path), counts(&r.report.findings)));
+    let mut last = format!("{}: {status}{}", shown(&r.path), counts(&r.report.findings));
     if r.exit_code == 0 {
-        out.push_str(" (inspect checks the structure only; `rasterpack validate` checks everything)");
+        last.push_str(" (inspect checks the structure only; `rasterpack validate` checks everything)");
     }
+    // Broken at spaces to the terminal's width (80 columns when not a terminal), so that a
+    // terminal never wraps it mid-word.
+    out.push_str(&wrap_words(&last, usize::from(style.width.unwrap_or(80))));
     out.push_str("\n\n");
     out
+}
+
+/// `text` broken at spaces into lines of at most `width` visible columns (escape sequences
+/// count for none); a word longer than that keeps a line of its own, whole.
+fn wrap_words(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut line = 0;
+    for word in text.split(' ') {
+        let n = visible_width(word);
+        if line > 0 && line + 1 + n > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += n;
+    }
+    out
+}
+
+/// Characters of `text` a terminal shows: CSI escape sequences (colour) take no columns.
+fn visible_width(text: &str) -> usize {
+    let mut n = 0;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            n += 1;
+        }
+    }
+    n
 }
 
 #[cfg(test)]
@@ -642,6 +683,23 @@ mod tests {
             .filter(|w| !w.is_empty())
             .map(str::to_string)
             .collect()
+    }
+
+    #[test]
+    fn wrapping_breaks_at_spaces_only() {
+        let text = "testdata/volp/temperature_4x32x32_int16.volp: structure checked (1 info) (inspect checks the structure only; `rasterpack validate` checks everything)";
+        let wrapped = wrap_words(text, 80);
+        assert_eq!(
+            wrapped,
+            "testdata/volp/temperature_4x32x32_int16.volp: structure checked (1 info)\n(inspect checks the structure only; `rasterpack validate` checks everything)"
+        );
+        assert_eq!(wrapped.replace('\n', " "), text);
+        // Colour takes no columns; a word wider than the line stays whole.
+        let red = format!("{} is {} now", "a".repeat(10), paint("INVALID", "31", true));
+        assert_eq!(wrap_words(&red, 25), red);
+        assert_eq!(wrap_words(&red, 24), red.replace(" now", "\nnow"));
+        assert_eq!(wrap_words("aaaaaaaa bb", 4), "aaaaaaaa\nbb");
+        assert_eq!(wrap_words("short", 80), "short");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Signals during `convert`: SIGINT, SIGTERM and SIGHUP remove the temporary output before the
-//! process ends, and a file-size limit (SIGXFSZ) becomes an ordinary EFBIG write error.
+//! Signals during `convert`: SIGINT, SIGTERM and SIGHUP remove the temporary output (and abort
+//! a multipart upload to a URL) before the process ends, and a file-size limit (SIGXFSZ)
+//! becomes an ordinary EFBIG write error.
 //!
 //! The cleanup runs on a watcher thread (signal-hook's iterator: the real handler only wakes
 //! the thread through a pipe), so it may take a lock and call `remove_file`, which a signal
@@ -36,6 +37,37 @@ pub fn track_remote(cleanup: RemoteCleanup) {
 /// The remote output is finished (or removed already): a signal no longer touches it.
 pub fn untrack_remote() {
     *remote() = None;
+}
+
+/// Multipart uploads in progress, aborted on a terminating signal (the process ends without
+/// unwinding, so an upload's own drop would never abort it and its parts would stay, open and
+/// billed, in the bucket).
+static UPLOADS: Mutex<Vec<rasterpack_store::UploadAborter>> = Mutex::new(Vec::new());
+
+fn uploads() -> MutexGuard<'static, Vec<rasterpack_store::UploadAborter>> {
+    UPLOADS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Set by the watcher when it starts handling a terminating signal.
+static TERMINATING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Called before the process ends on its own: while a signal's cleanup is under way (aborting
+/// an upload makes the conversion's writes fail), wait for the watcher to end the process by
+/// that signal rather than exit with the failed write's code.
+pub fn hold_if_terminating() {
+    if TERMINATING.load(std::sync::atomic::Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
+/// Abort `upload` if a terminating signal is handled before it ends. Ended uploads are
+/// forgotten as new ones come (the handle does not keep an upload alive).
+pub fn track_upload(upload: rasterpack_store::UploadAborter) {
+    let mut list = uploads();
+    list.retain(|u| u.is_live());
+    list.push(upload);
 }
 
 /// Run `create` (which makes the temporary file at the path it returns) so that a signal
@@ -99,6 +131,7 @@ mod unix {
                 .name("rasterpack-signals".into())
                 .spawn(move || {
                     if let Some(signal) = signals.forever().next() {
+                        super::TERMINATING.store(true, std::sync::atomic::Ordering::SeqCst);
                         // Keep the lock to the end: no rename may follow the removal.
                         let slot = pending();
                         if let Some(path) = slot.as_deref() {
@@ -109,6 +142,13 @@ mod unix {
                                 let _ = std::fs::remove_file(path);
                             }
                         }
+                        // Every upload still open is aborted: no object, no parts left behind.
+                        // (An upload completing meanwhile completes first; the object is then
+                        // whole, as a file renamed into place before the signal was handled.)
+                        for upload in super::uploads().iter() {
+                            let _ = upload.abort();
+                        }
+                        // A dataset uploaded under a prefix: every object it put is deleted.
                         let remote = super::remote();
                         if let Some(cleanup) = remote.as_ref() {
                             cleanup();

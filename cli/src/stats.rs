@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use rasterpack_common::json::fmt_f64;
+use rasterpack_common::json::{self, fmt_f64};
 use rasterpack_common::stats::{self, Stats};
 use rasterpack_common::{ArrayInfo, ArrayRequest, DType, Error, Limits, RegionSpec, Report};
 use serde_json::{json, Map, Value};
@@ -226,15 +226,13 @@ fn file_json(r: &FileResult) -> Value {
     Value::Object(obj)
 }
 
-/// A figure as text, the shortest that round-trips at the array's own precision: an f32 (or
-/// f16) array's values, mean and std as f32 (`245.76276`, not `245.76275634765625`), others
-/// as f64. The sum and the histogram edges are not the array's values and stay f64, as JSON
-/// keeps every figure.
+/// A figure as text at the array's own precision ([`json::fmt_at`]: an f32 array's values,
+/// mean and std as f32, `245.76276`, not `245.76275634765625`). The sum and the histogram
+/// edges are not the array's values and stay f64, as JSON keeps every figure.
 fn fmt_at(v: f64, dtype: Option<DType>) -> String {
     match dtype {
-        // A mean beyond f32's range stays f64 rather than print as inf.
-        Some(DType::F32 | DType::F16) if (v as f32).is_finite() => format!("{:?}", v as f32),
-        _ => fmt_f64(v),
+        Some(d) => json::fmt_at(v, d),
+        None => fmt_f64(v),
     }
 }
 

@@ -98,7 +98,7 @@ pub(crate) fn write(job: &Job, args: &ConvertArgs, opts: ZarrOptions) -> Result<
     let out = local_path(out)?;
     let tmp = TempDir::create(&out)?;
     let store = write::open_store(&tmp.path)?;
-    write_arrays(job, args, opts, store)?;
+    write_job_arrays(job, args, opts, store)?;
     tmp.persist(&out, args.force)
 }
 
@@ -125,7 +125,7 @@ fn write_remote(job: &Job, args: &ConvertArgs, opts: ZarrOptions, url: &str) -> 
     let upload = std::sync::Arc::new(target.start()?);
     let cleanup = upload.cleanup();
     signals::track_remote(Box::new(move || cleanup.run()));
-    let written = write_arrays(job, args, opts, upload.clone()).and_then(|()| upload.commit());
+    let written = write_job_arrays(job, args, opts, upload.clone()).and_then(|()| upload.commit());
     // On failure the last reference's drop deletes what was put.
     drop(upload);
     signals::untrack_remote();
@@ -133,7 +133,7 @@ fn write_remote(job: &Job, args: &ConvertArgs, opts: ZarrOptions, url: &str) -> 
 }
 
 /// Write the arrays of `job` into `store`.
-fn write_arrays(
+fn write_job_arrays(
     job: &Job,
     args: &ConvertArgs,
     opts: ZarrOptions,
@@ -160,7 +160,7 @@ fn write_arrays(
             }
             let mut req = job.req.clone();
             req.element = info.name.clone();
-            let chunks = file.chunk_shape(info.name.as_deref());
+            let chunks = file.chunk_shape_at(info.name.as_deref(), job.req.lod);
             let mut sink = ZarrArrayWriter::new(store.clone(), &path, opts.clone(), job.source.name(), chunks)
                 .with_name(info.name.clone());
             job.with_request(&req).stream_into(&mut sink)?;
@@ -168,21 +168,82 @@ fn write_arrays(
     } else {
         // The source's blocks for the array it is asked for: the one named, else its only one
         // (formats list block shapes by array name, as the Python package's `Array.chunks`
-        // asks). `chunk_shape` gives full-resolution blocks: at a coarser level of detail the
-        // bricks are smaller, and the ~4 MiB default grid is used.
+        // asks), at the level of detail read (a VDS LOD's bricks). With a region the grid
+        // starts at the region's corner: Zarr's regular grid has no offset, so the chunks are
+        // the source's blocks exactly when the region starts on a block boundary.
         let element = match (&job.req.element, file.arrays()?.as_slice()) {
             (Some(e), _) => Some(e.clone()),
             (None, [only]) => only.name.clone(),
             (None, _) => None,
         };
-        let chunks = match job.req.lod {
-            0 => file.chunk_shape(element.as_deref()),
-            _ => None,
-        };
+        let chunks = file.chunk_shape_at(element.as_deref(), job.req.lod);
         let mut sink = ZarrArrayWriter::new(store, "/", opts, job.source.name(), chunks);
         job.stream_into(&mut sink)?;
     }
     Ok(())
+}
+
+/// Arrays in memory (the Python package's `write_zarr`) as the store `convert` writes for a
+/// `.npy` source: one array at the root, or (`group`) a group with one array per named array,
+/// as `--all` writes them; same temporary directory, rename and `force` rule.
+pub fn write_arrays(
+    out: &Path,
+    force: bool,
+    arrays: &[rasterpack_common::NdArray],
+    group: bool,
+    opts: ZarrOptions,
+) -> Result<(), Error> {
+    use rasterpack_common::{ArrayInfo, ArraySink};
+    if remote_url(out)?.is_some() {
+        return Err(Error::usage(format!(
+            "{}: arrays in memory are written to a local Zarr store only (convert writes to URLs)",
+            shown(out)
+        )));
+    }
+    check_destination(out, force)?;
+    if arrays.is_empty() || (!group && arrays.len() != 1) {
+        return Err(Error::usage(
+            "a Zarr store is written from one array, or from named arrays as a group",
+        ));
+    }
+    let tmp = TempDir::create(out)?;
+    let store: std::sync::Arc<write::OutStore> = write::open_store(&tmp.path)?;
+    let source = npy().name();
+    if group {
+        let mut root = Map::new();
+        let mut meta = Map::new();
+        meta.insert("source_format".into(), Value::from(source));
+        root.insert("rasterpack".into(), Value::Object(meta));
+        write::write_group(&store, "/", root)?;
+    }
+    let mut taken = std::collections::HashMap::new();
+    for (k, array) in arrays.iter().enumerate() {
+        let path = match group {
+            true => {
+                let name = array.name.clone().unwrap_or_else(|| format!("array{k}"));
+                let path = node_path(&name)?;
+                if let Some(other) = taken.insert(path.clone(), name.clone()) {
+                    return Err(Error::unsupported(
+                        "zarr.name",
+                        None,
+                        format!("the arrays {other:?} and {name:?} would both be the Zarr array {path}"),
+                    ));
+                }
+                path
+            }
+            false => "/".to_string(),
+        };
+        let mut sink =
+            ZarrArrayWriter::new(store.clone(), &path, opts.clone(), source, None).with_name(array.name.clone());
+        sink.begin(&ArrayInfo::of(array))?;
+        // Pieces of the working set's size: the writer encodes chunks as they fill.
+        let piece = (opts.limits.working_set as usize / 4).clamp(1 << 20, 64 << 20);
+        for (i, part) in array.data.chunks(piece).enumerate() {
+            sink.write_at((i * piece) as u64, part)?;
+        }
+        sink.finish()?;
+    }
+    tmp.persist(out, force)
 }
 
 /// The Zarr node path of an array name in the `--all` group: every array is a member of the

@@ -52,9 +52,14 @@ fn skipped(what: &str) {
     let _ = writeln!(std::io::stderr(), "skipped: {what}");
 }
 
-/// The bar lines drawn: each starts with `\r` + erase-line.
+/// The bar lines drawn: each redraw starts with `\r` + erase-line (the first one needs none)
+/// and is padded with spaces to the terminal's width, removed here.
 fn bars(screen: &str) -> Vec<&str> {
-    screen.split("\r\x1b[2K").filter(|l| l.contains("%")).collect()
+    screen
+        .split("\r\x1b[2K")
+        .filter(|l| l.contains("%"))
+        .map(str::trim_end)
+        .collect()
 }
 
 #[test]
@@ -158,4 +163,24 @@ fn validate_draws_what_the_format_reports() {
     // The bar is gone before the report is printed.
     let report_at = screen.find(&format!("{file}: VALID")).unwrap();
     assert!(screen[..report_at].ends_with("\r\x1b[2K"), "{screen:?}");
+}
+
+/// `--json` output stays a JSON document on a terminal: the bar is drawn on stderr only.
+#[test]
+fn json_on_stdout_carries_no_bar() {
+    let dir = scratch("json");
+    let src = big_npy(&dir);
+    let json = dir.join("report.json");
+    let command = format!(
+        "RASTERPACK_PROGRESS_DELAY_MS=0 {EXE} validate --json {src} > {}; echo \"exit=$?\"",
+        json.display()
+    );
+    let Some(screen) = on_a_terminal(&command) else {
+        return skipped("--json on a terminal (`script` is not available)");
+    };
+    assert!(screen.contains("exit=0"), "{screen:?}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(!text.contains('\x1b') && !text.contains('\r'), "{text:?}");
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["files"][0]["exit_code"], 0, "{text}");
 }

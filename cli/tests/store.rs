@@ -11,153 +11,16 @@ mod support;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use support::{check_bound, s, scratch, Run};
+use support::s3::{self, Moto};
+use support::{check_bound, s, scratch};
 
-/// The venv's python, or a visible skip (a failure under CI).
-fn python() -> Option<String> {
-    match std::env::var("RASTERPACK_PYTHON") {
-        Ok(p) if !p.is_empty() => Some(p),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true but RASTERPACK_PYTHON is not set: .ci/run sources .ci/venv.sh"
-            );
-            rasterpack_common::testkit::skip("needs RASTERPACK_PYTHON (a venv with moto[server])");
-            None
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A moto S3 server on loopback, killed on drop.
-struct Moto {
-    child: Child,
-    port: u16,
-    python: String,
-}
-
-impl Moto {
-    fn start(python: &str) -> Moto {
-        let port = free_port();
-        let child = Command::new(python)
-            .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start moto.server");
-        let moto = Moto {
-            child,
-            port,
-            python: python.to_string(),
-        };
-        let start = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "moto.server did not start on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        moto
-    }
-
-    fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// Make `bucket` and upload `files` as `(key, local path)` with boto3 (moto's dependency).
-    fn upload(&self, bucket: &str, files: &[(String, PathBuf)]) {
-        let list: String = files.iter().map(|(k, p)| format!("{k}\t{}\n", p.display())).collect();
-        let script = r#"
-import sys, boto3
-s3 = boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-east-1',
-                  aws_access_key_id='testing', aws_secret_access_key='testing')
-s3.create_bucket(Bucket=sys.argv[2])
-for line in sys.stdin.read().splitlines():
-    key, path = line.split('\t', 1)
-    s3.upload_file(path, sys.argv[2], key)
-"#;
-        let mut child = Command::new(&self.python)
-            .args(["-c", script, &self.endpoint(), bucket])
-            .stdin(Stdio::piped())
-            .spawn()
-            .expect("run the upload script");
-        child.stdin.take().unwrap().write_all(list.as_bytes()).unwrap();
-        assert!(child.wait().unwrap().success(), "upload to moto failed");
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Run rasterpack against the loopback S3 server (credentials and endpoint from the usual
-/// environment, as a user would set them), under GNU time when it is there.
-fn run_s3(moto: &Moto, args: &[&str]) -> Run {
-    run_s3_env(moto, args, &[])
-}
-
-/// [`run_s3`] with more environment variables.
-fn run_s3_env(moto: &Moto, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let bin = env!("CARGO_BIN_EXE_rasterpack");
-    let start = Instant::now();
-    let time = Path::new("/usr/bin/time");
-    let mut cmd = if time.exists() {
-        let mut c = Command::new(time);
-        c.args(["-f", "RASTERPACK_PEAK_KIB=%M", bin]);
-        c
-    } else {
-        Command::new(bin)
-    };
-    let out = cmd
-        .args(args)
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ENDPOINT_URL", moto.endpoint())
-        .env("AWS_ALLOW_HTTP", "true")
-        .envs(env.iter().copied())
-        .output()
-        .expect("run rasterpack");
-    let peak_kib = String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("RASTERPACK_PEAK_KIB=").map(str::to_string))
-        .and_then(|v| v.trim().parse().ok());
-    Run {
-        out,
-        peak_kib,
-        elapsed: start.elapsed(),
-    }
-}
-
-/// Every regular file under `dir`, as (key relative to `dir`, path).
+/// Every regular file under `dir` but the READMEs, as (key, path).
 fn files_under(dir: &Path, prefix: &str) -> Vec<(String, PathBuf)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            let meta = std::fs::symlink_metadata(&p).unwrap();
-            if meta.is_dir() {
-                stack.push(p);
-            } else if meta.is_file() && p.extension().is_none_or(|x| x != "md") {
-                let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().to_string();
-                out.push((format!("{prefix}{rel}"), p));
-            }
-        }
-    }
-    out.sort();
-    out
+    let mut files = s3::files_under(dir, prefix);
+    files.retain(|(_, p)| p.extension().is_none_or(|x| x != "md"));
+    files
 }
 
 fn testdata() -> PathBuf {
@@ -173,7 +36,7 @@ fn without_name(text: &str, name: &str) -> String {
 fn same_verdict(moto: &Moto, cmd: &str, key: &str, local: &Path) {
     let url = format!("s3://rasterpack/{key}");
     let a = support::run(&[cmd, "--json", s(local)]);
-    let b = run_s3(moto, &[cmd, "--json", &url]);
+    let b = moto.run(&[cmd, "--json", &url]);
     assert_eq!(
         a.code(),
         b.code(),
@@ -202,8 +65,8 @@ fn same_verdict(moto: &Moto, cmd: &str, key: &str, local: &Path) {
 
 #[test]
 fn s3_reads_equal_local_reads() {
-    let Some(py) = python() else { return };
-    let moto = Moto::start(&py);
+    let Some(py) = s3::python("moto[server]") else { return };
+    let moto = Moto::start(&py, None);
     let mut files = files_under(&testdata(), "testdata/");
     if let Some(corpus) = rasterpack_common::testkit::corpus_dir("") {
         files.extend(files_under(&corpus, "corpus/"));
@@ -229,7 +92,7 @@ fn s3_reads_equal_local_reads() {
         let b_out = dir.join("b.npy");
         let url = format!("s3://rasterpack/{key}");
         let a = support::run(&["convert", "--force", s(path), s(&a_out)]);
-        let b = run_s3(&moto, &["convert", "--force", &url, s(&b_out)]);
+        let b = moto.run(&["convert", "--force", &url, s(&b_out)]);
         assert_eq!(a.code(), b.code(), "convert {key}: {}", b.stderr());
         if a.code() == Some(0) {
             assert_eq!(
@@ -249,11 +112,11 @@ fn s3_reads_equal_local_reads() {
 
 #[test]
 fn s3_prefix_validates_every_object() {
-    let Some(py) = python() else { return };
-    let moto = Moto::start(&py);
+    let Some(py) = s3::python("moto[server]") else { return };
+    let moto = Moto::start(&py, None);
     let files = files_under(&testdata().join("volp"), "volp/");
     moto.upload("rasterpack", &files);
-    let r = run_s3(&moto, &["validate", "--json", "s3://rasterpack/volp/"]);
+    let r = moto.run(&["validate", "--json", "s3://rasterpack/volp/"]);
     let doc: serde_json::Value = serde_json::from_str(&r.stdout()).expect("one JSON document");
     let listed = doc["files"].as_array().expect("files").len();
     assert_eq!(listed, files.len(), "{}", r.stdout());
@@ -269,10 +132,10 @@ fn s3_prefix_validates_every_object() {
 
 #[test]
 fn s3_missing_object_is_exit_2_naming_url_and_status() {
-    let Some(py) = python() else { return };
-    let moto = Moto::start(&py);
+    let Some(py) = s3::python("moto[server]") else { return };
+    let moto = Moto::start(&py, None);
     moto.upload("rasterpack", &[]);
-    let r = run_s3(&moto, &["validate", "s3://rasterpack/no/such.volp"]);
+    let r = moto.run(&["validate", "s3://rasterpack/no/such.volp"]);
     assert_eq!(r.code(), Some(2), "{}", r.stderr());
     let err = r.stderr();
     assert!(err.contains("s3://rasterpack/no/such.volp"), "{err}");
@@ -280,15 +143,12 @@ fn s3_missing_object_is_exit_2_naming_url_and_status() {
         err.contains("404") || err.contains("not found") || err.contains("NotFound"),
         "{err}"
     );
-    let r = run_s3(
-        &moto,
-        &[
-            "validate",
-            "--storage-option",
-            "nonsense_key=1",
-            "s3://rasterpack/x.volp",
-        ],
-    );
+    let r = moto.run(&[
+        "validate",
+        "--storage-option",
+        "nonsense_key=1",
+        "s3://rasterpack/x.volp",
+    ]);
     assert_eq!(r.code(), Some(2), "{}", r.stderr());
 }
 
@@ -471,45 +331,6 @@ fn faulty_server_reads_equal_local_reads_or_exit_2() {
     assert!(equal > 0, "no read got through the retries");
 }
 
-impl Moto {
-    /// Run `body` in Python with `s3` a boto3 client of this server and `B` the bucket name;
-    /// what it prints is returned.
-    fn boto(&self, bucket: &str, body: &str) -> String {
-        let script = format!(
-            "import sys, boto3\ns3 = boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-east-1', \
-             aws_access_key_id='testing', aws_secret_access_key='testing')\nB = sys.argv[2]\n{body}\n"
-        );
-        let out = Command::new(&self.python)
-            .args(["-c", &script, &self.endpoint(), bucket])
-            .output()
-            .expect("run boto3");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-
-    /// The keys under `bucket` and the multipart uploads still open there, one per line.
-    fn objects_and_uploads(&self, bucket: &str) -> (Vec<String>, Vec<String>) {
-        let listed = self.boto(
-            bucket,
-            "print(' '.join(o['Key'] for o in s3.list_objects_v2(Bucket=B).get('Contents', [])))\n\
-             print(' '.join(u['Key'] for u in s3.list_multipart_uploads(Bucket=B).get('Uploads', [])))",
-        );
-        let mut lines = listed
-            .lines()
-            .map(|l| l.split_whitespace().map(str::to_string).collect());
-        (lines.next().unwrap_or_default(), lines.next().unwrap_or_default())
-    }
-
-    /// The bytes of an object.
-    fn download(&self, bucket: &str, key: &str, to: &Path) -> Vec<u8> {
-        self.boto(
-            bucket,
-            &format!("s3.download_file(B, {key:?}, {:?})", to.display().to_string()),
-        );
-        std::fs::read(to).unwrap()
-    }
-}
-
 /// A `.npy` of `shape` float32 values that do not compress to nothing (so its VOLP has many
 /// zstd blocks and a decoder writes most of the values before it reaches the end).
 fn write_npy_f32(path: &Path, shape: &[usize]) {
@@ -537,8 +358,8 @@ fn write_npy_f32(path: &Path, shape: &[usize]) {
 /// unchanged unless --force, which replaces it.
 #[test]
 fn s3_convert_output_equals_local_convert() {
-    let Some(py) = python() else { return };
-    let moto = Moto::start(&py);
+    let Some(py) = s3::python("moto[server]") else { return };
+    let moto = Moto::start(&py, None);
     moto.upload("out", &[]);
     let dir = scratch("store", "s3_convert_output");
     let src = dir.join("src.npy");
@@ -560,14 +381,14 @@ fn s3_convert_output_equals_local_convert() {
         let mut b_args = vec!["convert"];
         b_args.extend(element);
         b_args.extend([s(&source), url.as_str()]);
-        let b = run_s3(&moto, &b_args);
+        let b = moto.run(&b_args);
         assert_eq!(b.code(), Some(0), "convert to {url}: {}", b.stderr());
         check_bound(&b_args, &b);
         // The values, read back from the local file and from the object.
         let a_npy = dir.join("a.npy");
         let b_npy = dir.join("b.npy");
         support::check(&["convert", "--force", s(&local), s(&a_npy)], 0);
-        let back = run_s3(&moto, &["convert", "--force", &url, s(&b_npy)]);
+        let back = moto.run(&["convert", "--force", &url, s(&b_npy)]);
         assert_eq!(back.code(), Some(0), "{}", back.stderr());
         assert_eq!(std::fs::read(&a_npy).unwrap(), std::fs::read(&b_npy).unwrap(), "{url}");
         if matches!(target, "npy" | "volp") {
@@ -580,7 +401,7 @@ fn s3_convert_output_equals_local_convert() {
         }
         // Without --force an existing object is exit 2 and left as it was.
         let before = moto.download("out", &format!("cube.{target}"), &dir.join("before"));
-        let again = run_s3(&moto, &b_args);
+        let again = moto.run(&b_args);
         assert_eq!(again.code(), Some(2), "{}", again.stderr());
         assert!(again.stderr().contains("--force"), "{}", again.stderr());
         assert_eq!(
@@ -591,7 +412,7 @@ fn s3_convert_output_equals_local_convert() {
     // --force replaces the object.
     let other = dir.join("other.npy");
     write_npy_f32(&other, &[2, 3]);
-    let r = run_s3(&moto, &["convert", "--force", s(&other), "s3://out/cube.npy"]);
+    let r = moto.run(&["convert", "--force", s(&other), "s3://out/cube.npy"]);
     assert_eq!(r.code(), Some(0), "{}", r.stderr());
     support::check(&["convert", "--force", s(&other), s(&dir.join("other2.npy"))], 0);
     assert_eq!(
@@ -608,8 +429,8 @@ fn s3_convert_output_equals_local_convert() {
 /// object already there stays as it was.
 #[test]
 fn s3_convert_failing_midway_leaves_nothing() {
-    let Some(py) = python() else { return };
-    let moto = Moto::start(&py);
+    let Some(py) = s3::python("moto[server]") else { return };
+    let moto = Moto::start(&py, None);
     moto.upload("out", &[]);
     let dir = scratch("store", "s3_convert_failing_midway");
     let src = dir.join("big.npy");
@@ -631,7 +452,7 @@ fn s3_convert_failing_midway_leaves_nothing() {
         s(&volp),
         "s3://out/bad.npy",
     ];
-    let r = run_s3_env(&moto, &args, &[("RASTERPACK_STORE_LOG", "1")]);
+    let r = moto.run_env(&args, &[("RASTERPACK_STORE_LOG", "1")]);
     assert_eq!(r.code(), Some(1), "{}", r.stderr());
     assert!(r.stderr().contains("volp.body.decompress"), "{}", r.stderr());
     // The request log shows parts uploading before the failure: it came midway.
@@ -647,20 +468,17 @@ fn s3_convert_failing_midway_leaves_nothing() {
     // With --force over an existing object: the failure leaves the old object whole.
     let small = dir.join("small.npy");
     write_npy_f32(&small, &[4, 5]);
-    let put = run_s3(&moto, &["convert", s(&small), "s3://out/bad.npy"]);
+    let put = moto.run(&["convert", s(&small), "s3://out/bad.npy"]);
     assert_eq!(put.code(), Some(0), "{}", put.stderr());
     let before = moto.download("out", "bad.npy", &dir.join("before.npy"));
-    let r = run_s3(
-        &moto,
-        &[
-            "convert",
-            "--force",
-            "--storage-option",
-            "upload_part_mib=5",
-            s(&volp),
-            "s3://out/bad.npy",
-        ],
-    );
+    let r = moto.run(&[
+        "convert",
+        "--force",
+        "--storage-option",
+        "upload_part_mib=5",
+        s(&volp),
+        "s3://out/bad.npy",
+    ]);
     assert_eq!(r.code(), Some(1), "{}", r.stderr());
     assert_eq!(moto.download("out", "bad.npy", &dir.join("kept.npy")), before);
     // What was kept is the small array, read back equal to the local file's.
@@ -675,8 +493,8 @@ fn s3_convert_failing_midway_leaves_nothing() {
 /// of jobs, each report equal to the local file's, and a totals line.
 #[test]
 fn s3_prefix_validate_is_concurrent_and_in_listing_order() {
-    let Some(py) = python() else { return };
-    let moto = Moto::start(&py);
+    let Some(py) = s3::python("moto[server]") else { return };
+    let moto = Moto::start(&py, None);
     let mut files = Vec::new();
     for sub in ["volp", "gvrs", "fold", "udf"] {
         files.extend(files_under(&testdata().join(sub), &format!("mix/{sub}/")));
@@ -685,9 +503,9 @@ fn s3_prefix_validate_is_concurrent_and_in_listing_order() {
     files.sort();
     moto.upload("rasterpack", &files);
     let url = "s3://rasterpack/mix/";
-    let one = run_s3(&moto, &["validate", "--json", "--jobs", "1", url]);
-    let four = run_s3(&moto, &["validate", "--json", "--jobs", "4", url]);
-    let default = run_s3(&moto, &["validate", "--json", url]);
+    let one = moto.run(&["validate", "--json", "--jobs", "1", url]);
+    let four = moto.run(&["validate", "--json", "--jobs", "4", url]);
+    let default = moto.run(&["validate", "--json", url]);
     assert_eq!(one.stdout(), four.stdout());
     assert_eq!(one.stdout(), default.stdout());
     assert_eq!(one.code(), four.code());
@@ -708,12 +526,74 @@ fn s3_prefix_validate_is_concurrent_and_in_listing_order() {
     }
     assert_eq!(doc["totals"], local["totals"]);
     // The text report ends with the totals line.
-    let text = run_s3(&moto, &["validate", "-j", "3", url]);
+    let text = moto.run(&["validate", "-j", "3", url]);
     let last = text.stdout().lines().last().unwrap_or("").to_string();
     assert!(last.starts_with(&format!("{} files: ", files.len())), "{last}");
     assert_eq!(
-        run_s3(&moto, &["validate", "--jobs", "0", url]).code(),
+        moto.run(&["validate", "--jobs", "0", url]).code(),
         Some(2),
         "--jobs 0 is a usage error"
     );
+}
+
+/// SIGTERM or SIGINT during a convert to a URL aborts its multipart upload: the process ends by
+/// the signal, and the bucket holds neither the object nor an open upload (a process ended
+/// without unwinding never runs the upload's own abort). SIGKILL cannot be caught: docs/cli.md
+/// gives the lifecycle rule that cleans up after it.
+#[cfg(unix)]
+#[test]
+fn s3_convert_interrupted_by_a_signal_leaves_nothing() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+
+    let Some(py) = s3::python("moto[server]") else { return };
+    let moto = Moto::start(&py, None);
+    moto.create_bucket("out");
+    let dir = scratch("store", "s3_convert_interrupted");
+    let src = dir.join("big.npy");
+    // 64 MB: 13 parts of 5 MiB, uploaded 4 at a time, so the signal comes mid-upload.
+    write_npy_f32(&src, &[16, 1000, 1000]);
+    for (signal, number) in [("TERM", 15), ("INT", 2)] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rasterpack"))
+            .args([
+                "convert",
+                "--storage-option",
+                "upload_part_mib=5",
+                s(&src),
+                "s3://out/big.npy",
+            ])
+            .envs(moto.env())
+            .env("RASTERPACK_STORE_LOG", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run rasterpack");
+        // Wait until the first part is on its way.
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            if err.read_line(&mut line).unwrap() == 0 || line.contains("part 1 started") {
+                seen.push_str(&line);
+                break;
+            }
+            seen.push_str(&line);
+        }
+        assert!(seen.contains("part 1 started"), "no part started: {seen}");
+        let killed = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        err.read_to_string(&mut seen).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(number), "SIG{signal}: {status:?}\n{seen}");
+        let (objects, uploads) = moto.objects_and_uploads("out");
+        assert!(objects.is_empty(), "SIG{signal} left {objects:?}\n{seen}");
+        assert!(
+            uploads.is_empty(),
+            "SIG{signal} left multipart uploads open: {uploads:?}\n{seen}"
+        );
+    }
 }

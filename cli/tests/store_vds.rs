@@ -9,211 +9,46 @@
 
 mod support;
 
-use std::io::Write;
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use support::{check_bound, s, scratch, Run};
+use support::s3::{self, Moto};
+use support::{check_bound, s, scratch};
 
-fn python() -> Option<String> {
-    match std::env::var("RASTERPACK_PYTHON") {
-        Ok(p) if !p.is_empty() => Some(p),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true but RASTERPACK_PYTHON is not set: .ci/run sources .ci/venv.sh"
-            );
-            rasterpack_common::testkit::skip("needs RASTERPACK_PYTHON (a venv with moto[server] and openvds)");
-            None
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A moto S3 server on loopback, killed on drop; its request log (one line per request, with
-/// the method, the path and the status) goes to `log`.
-struct Moto {
-    child: Child,
-    port: u16,
-    python: String,
-    log: PathBuf,
-}
-
-impl Moto {
-    fn start(python: &str, log: PathBuf) -> Moto {
-        let port = free_port();
-        let child = Command::new(python)
-            .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("moto log"))
-            .spawn()
-            .expect("start moto.server");
-        let moto = Moto {
-            child,
-            port,
-            python: python.to_string(),
-            log,
-        };
-        let start = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "moto.server did not start on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        moto
-    }
-
-    fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// Run a Python script with the endpoint as its first argument and `stdin` as its input.
-    fn python(&self, script: &str, args: &[&str], stdin: &str) {
-        let mut child = Command::new(&self.python)
-            .arg("-c")
-            .arg(script)
-            .arg(self.endpoint())
-            .args(args)
-            .stdin(Stdio::piped())
-            .spawn()
-            .expect("run python");
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-        assert!(child.wait().unwrap().success(), "python against moto failed");
-    }
-
-    /// Upload the directory-layout dataset `dir` under `s3://bucket/prefix/`, each object with
-    /// the `x-amz-meta-*` headers `headers` gives it (the `.objmeta.json` sidecar's form).
-    fn upload_dataset(&self, bucket: &str, prefix: &str, dir: &Path, headers: &serde_json::Value) {
-        let mut lines = String::new();
-        for (key, path) in files_under(dir) {
+/// Upload the directory-layout dataset `dir` under `s3://bucket/prefix/`, each object with
+/// the `x-amz-meta-*` headers `headers` gives it (the `.objmeta.json` sidecar's form).
+fn upload_dataset(moto: &Moto, bucket: &str, prefix: &str, dir: &Path, headers: &serde_json::Value) {
+    let files: Vec<_> = s3::files_under(dir, "")
+        .into_iter()
+        .map(|(key, path)| {
             let meta = headers["objects"][&key].as_object().cloned().unwrap_or_default();
-            let meta: serde_json::Map<String, serde_json::Value> = meta
+            let meta = meta
                 .into_iter()
                 .filter_map(|(k, v)| k.strip_prefix("x-amz-meta-").map(|k| (k.to_string(), v)))
                 .collect();
-            lines.push_str(&format!(
-                "{prefix}/{key}\t{}\t{}\n",
-                path.display(),
-                serde_json::Value::Object(meta)
-            ));
-        }
-        let script = r#"
-import sys, json, boto3
-s3 = boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-east-1',
-                  aws_access_key_id='testing', aws_secret_access_key='testing')
-try:
-    s3.create_bucket(Bucket=sys.argv[2])
-except s3.exceptions.BucketAlreadyOwnedByYou:
-    pass
-for line in sys.stdin.read().splitlines():
-    key, path, meta = line.split('\t', 2)
-    with open(path, 'rb') as f:
-        s3.put_object(Bucket=sys.argv[2], Key=key, Body=f.read(), Metadata=json.loads(meta))
-"#;
-        self.python(script, &[bucket], &lines);
-    }
-
-    /// The oracle script (OpenVDS against this server), with `args`; its standard output.
-    fn oracle(&self, args: &[&str]) -> String {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle/vds_s3.py");
-        let out = Command::new(&self.python)
-            .arg(&script)
-            .arg(args[0])
-            .arg(self.endpoint())
-            .args(&args[1..])
-            .output()
-            .expect("run the OpenVDS oracle");
-        assert!(
-            out.status.success(),
-            "oracle {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// The keys of the GET requests moto logged after byte `from` of its log (werkzeug's
-    /// `"GET /bucket/key HTTP/1.1" 200 -` lines), with `bucket/` taken off.
-    fn gets_since(&self, from: u64, bucket: &str) -> Vec<String> {
-        let log = std::fs::read(&self.log).unwrap();
-        let text = String::from_utf8_lossy(&log[from as usize..]).into_owned();
-        text.lines()
-            .filter_map(|l| l.split_once("\"GET /").map(|(_, rest)| rest))
-            .filter_map(|rest| rest.split_once(' ').map(|(path, _)| path))
-            .filter_map(|path| path.strip_prefix(&format!("{bucket}/")))
-            .map(|k| k.split('?').next().unwrap_or(k).to_string())
-            .collect()
-    }
-
-    fn log_len(&self) -> u64 {
-        std::fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0)
-    }
+            (format!("{prefix}/{key}"), path, meta)
+        })
+        .collect();
+    moto.upload_with_metadata(bucket, &files);
 }
 
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Every file under `dir`, as (key relative to `dir`, path), sorted.
-fn files_under(dir: &Path) -> Vec<(String, PathBuf)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().to_string();
-                out.push((rel, p));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-/// Run rasterpack with the server's endpoint and credentials in the environment, as a user
-/// would set them, under GNU time when it is there.
-fn run_s3(moto: &Moto, args: &[&str]) -> Run {
-    let bin = env!("CARGO_BIN_EXE_rasterpack");
-    let start = Instant::now();
-    let time = Path::new("/usr/bin/time");
-    let mut cmd = if time.exists() {
-        let mut c = Command::new(time);
-        c.args(["-f", "RASTERPACK_PEAK_KIB=%M", bin]);
-        c
-    } else {
-        Command::new(bin)
-    };
-    let out = cmd
-        .args(args)
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ENDPOINT_URL", moto.endpoint())
-        .env("AWS_ALLOW_HTTP", "true")
+/// The oracle script (OpenVDS against the server), with `args`; its standard output.
+fn oracle(moto: &Moto, args: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle/vds_s3.py");
+    let out = Command::new(moto.python_path())
+        .arg(&script)
+        .arg(args[0])
+        .arg(moto.endpoint())
+        .args(&args[1..])
         .output()
-        .expect("run rasterpack");
-    let peak_kib = String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("RASTERPACK_PEAK_KIB=").map(str::to_string))
-        .and_then(|v| v.trim().parse().ok());
-    Run {
-        out,
-        peak_kib,
-        elapsed: start.elapsed(),
-    }
+        .expect("run the OpenVDS oracle");
+    assert!(
+        out.status.success(),
+        "oracle {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A report with the input's name and the storage kind taken out (`object-dir` for the
@@ -227,7 +62,7 @@ fn normalized(text: &str, name: &str) -> String {
 /// The directory read and the s3:// read of the same dataset: same exit code, same report.
 fn same_verdict(moto: &Moto, cmd: &str, url: &str, local: &Path) {
     let a = support::run(&[cmd, "--json", s(local)]);
-    let b = run_s3(moto, &[cmd, "--json", url]);
+    let b = moto.run(&[cmd, "--json", url]);
     assert_eq!(
         a.code(),
         b.code(),
@@ -256,7 +91,7 @@ fn same_arrays(moto: &Moto, url: &str, local: &Path, dir: &Path) -> usize {
         a_args.extend([s(local), s(&a_out)]);
         b_args.extend([url, s(&b_out)]);
         let a = support::run(&a_args);
-        let b = run_s3(moto, &b_args);
+        let b = moto.run(&b_args);
         assert_eq!(a.code(), b.code(), "{b_args:?}: {}\n{}", a.stderr(), b.stderr());
         if a.code() == Some(0) {
             assert_eq!(
@@ -301,12 +136,14 @@ fn datasets() -> Vec<(String, PathBuf, serde_json::Value)> {
 
 #[test]
 fn cloud_layout_reads_equal_directory_reads() {
-    let Some(py) = python() else { return };
+    let Some(py) = s3::python("moto[server] and openvds") else {
+        return;
+    };
     let dir = scratch("store_vds", "cloud_layout_reads_equal_directory_reads");
-    let moto = Moto::start(&py, dir.join("moto.log"));
+    let moto = Moto::start(&py, Some(dir.join("moto.log")));
     let sets = datasets();
     for (name, path, headers) in &sets {
-        moto.upload_dataset("vds", name, path, headers);
+        upload_dataset(&moto, "vds", name, path, headers);
     }
     let mut compared = 0;
     for (name, path, headers) in &sets {
@@ -332,7 +169,7 @@ fn cloud_layout_reads_equal_directory_reads() {
 
 /// A copy of the directory dataset `src` in `dst` with `headers` as its sidecar.
 fn copy_with_sidecar(src: &Path, dst: &Path, headers: &serde_json::Value) {
-    for (key, path) in files_under(src) {
+    for (key, path) in s3::files_under(src, "") {
         let to = dst.join(&key);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(&path, &to).unwrap();
@@ -344,9 +181,11 @@ fn copy_with_sidecar(src: &Path, dst: &Path, headers: &serde_json::Value) {
 
 #[test]
 fn chunk_metadata_headers_are_checked() {
-    let Some(py) = python() else { return };
+    let Some(py) = s3::python("moto[server] and openvds") else {
+        return;
+    };
     let dir = scratch("store_vds", "chunk_metadata_headers_are_checked");
-    let moto = Moto::start(&py, dir.join("moto.log"));
+    let moto = Moto::start(&py, Some(dir.join("moto.log")));
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/vds/small_objdir");
     let key = "Dimensions_012LOD0/0";
     // The chunk's hash with one bit changed, still valid base64 of 8 bytes.
@@ -371,6 +210,30 @@ fn chunk_metadata_headers_are_checked() {
             1,
             Some("vds.object_metadata.base64"),
         ),
+        // The legacy name (`VDS-Chunk-Metadata`; S3 keeps user metadata names in lower case),
+        // which OpenVDS still reads: checked the same way.
+        (
+            "legacy_good",
+            serde_json::json!({"objects": {key: {"x-amz-meta-vds-chunk-metadata": good}}}),
+            0,
+            None,
+        ),
+        (
+            "legacy_mismatch",
+            serde_json::json!({"objects": {key: {"x-amz-meta-vds-chunk-metadata": bad}}}),
+            1,
+            Some("vds.object_metadata.mismatch"),
+        ),
+        // Both names: the current one counts, as in OpenVDS.
+        (
+            "both",
+            serde_json::json!({"objects": {key: {
+                "x-amz-meta-vdschunkmetadata": good,
+                "x-amz-meta-vds-chunk-metadata": bad
+            }}}),
+            0,
+            None,
+        ),
         // No header on a data chunk: OpenVDS warns and uses the page; so do we.
         (
             "missing",
@@ -382,10 +245,10 @@ fn chunk_metadata_headers_are_checked() {
     for (name, headers, exit, code) in &cases {
         let local = dir.join(name);
         copy_with_sidecar(&src, &local, headers);
-        moto.upload_dataset("hdr", name, &src, headers);
+        upload_dataset(&moto, "hdr", name, &src, headers);
         let url = format!("s3://hdr/{name}");
         same_verdict(&moto, "validate", &url, &local);
-        let r = run_s3(&moto, &["validate", "--json", &url]);
+        let r = moto.run(&["validate", "--json", &url]);
         assert_eq!(r.code(), Some(*exit), "{name}: {}", r.stdout());
         match code {
             Some(code) => assert!(r.stdout().contains(code), "{name}: no {code}: {}", r.stdout()),
@@ -393,7 +256,7 @@ fn chunk_metadata_headers_are_checked() {
         }
         // A read checks the header too: a chunk whose header disagrees is never decoded.
         let out = dir.join(format!("{name}.npy"));
-        let c = run_s3(&moto, &["convert", "--force", &url, s(&out)]);
+        let c = moto.run(&["convert", "--force", &url, s(&out)]);
         assert_eq!(c.code(), Some(*exit), "convert {name}: {}", c.stderr());
         if *exit == 1 {
             assert!(c.stderr().contains(code.unwrap()), "convert {name}: {}", c.stderr());
@@ -405,25 +268,27 @@ fn chunk_metadata_headers_are_checked() {
 /// s3:// equal to OpenVDS's own read of the same objects, and validate finds nothing.
 #[test]
 fn openvds_written_datasets_read_equal() {
-    let Some(py) = python() else { return };
+    let Some(py) = s3::python("moto[server] and openvds") else {
+        return;
+    };
     let dir = scratch("store_vds", "openvds_written_datasets_read_equal");
-    let moto = Moto::start(&py, dir.join("moto.log"));
-    moto.oracle(&["create", "ovds"]);
+    let moto = Moto::start(&py, Some(dir.join("moto.log")));
+    moto.create_bucket("ovds");
     for method in ["None", "Zip", "WaveletLossless", "Wavelet"] {
         let url = format!("s3://ovds/{method}");
         // Odd sizes: partial bricks on every axis.
-        moto.oracle(&["write", &url, method, "70", "50", "40", "32"]);
+        oracle(&moto, &["write", &url, method, "70", "50", "40", "32"]);
         let theirs = dir.join(format!("{method}.openvds.npy"));
-        moto.oracle(&["read", &url, s(&theirs)]);
+        oracle(&moto, &["read", &url, s(&theirs)]);
         let ours = dir.join(format!("{method}.npy"));
-        let r = run_s3(&moto, &["convert", "--force", &url, s(&ours)]);
+        let r = moto.run(&["convert", "--force", &url, s(&ours)]);
         assert_eq!(r.code(), Some(0), "convert {url}: {}", r.stderr());
         assert_eq!(
             std::fs::read(&ours).unwrap(),
             std::fs::read(&theirs).unwrap(),
             "{url}: rasterpack's read differs from OpenVDS's"
         );
-        let v = run_s3(&moto, &["validate", "--json", &url]);
+        let v = moto.run(&["validate", "--json", &url]);
         let doc: serde_json::Value = serde_json::from_str(&v.stdout()).expect("one JSON document");
         assert_eq!(v.code(), Some(0), "validate {url}: {}", v.stdout());
         assert_eq!(doc["files"][0]["findings"], serde_json::json!([]), "validate {url}");
@@ -436,28 +301,30 @@ fn openvds_written_datasets_read_equal() {
 /// and at most 1.2x their bytes (whole-object GETs; moto's log names every request).
 #[test]
 fn region_read_fetches_only_its_bricks() {
-    let Some(py) = python() else { return };
+    let Some(py) = s3::python("moto[server] and openvds") else {
+        return;
+    };
     let dir = scratch("store_vds", "region_read_fetches_only_its_bricks");
-    let moto = Moto::start(&py, dir.join("moto.log"));
-    moto.oracle(&["create", "log"]);
+    let moto = Moto::start(&py, Some(dir.join("moto.log")));
+    moto.create_bucket("log");
     // A smooth field (no noise) compresses well: the upload stays quick.
-    moto.oracle(&["write", "s3://log/cube", "Zip", "256", "256", "512", "64", "0"]);
+    oracle(
+        &moto,
+        &["write", "s3://log/cube", "Zip", "256", "256", "512", "64", "0"],
+    );
     let sizes: std::collections::BTreeMap<String, u64> =
-        serde_json::from_str(&moto.oracle(&["sizes", "log", "cube"])).expect("sizes");
+        serde_json::from_str(&oracle(&moto, &["sizes", "log", "cube"])).expect("sizes");
     let from = moto.log_len();
     // 64 x 64 x 82 samples = 1.0% of the volume; Z 0..82 meets bricks 0 and 1 along Z.
     let out = dir.join("box.npy");
-    let r = run_s3(
-        &moto,
-        &[
-            "convert",
-            "--force",
-            "--box",
-            "0:64,0:64,0:82",
-            "s3://log/cube",
-            s(&out),
-        ],
-    );
+    let r = moto.run(&[
+        "convert",
+        "--force",
+        "--box",
+        "0:64,0:64,0:82",
+        "s3://log/cube",
+        s(&out),
+    ]);
     assert_eq!(r.code(), Some(0), "{}", r.stderr());
     assert_eq!(std::fs::metadata(&out).unwrap().len(), 128 + 64 * 64 * 82 * 4);
     // Werkzeug writes its log line after the response: give it a moment.
@@ -494,19 +361,21 @@ fn region_read_fetches_only_its_bricks() {
 /// beside the single-object files there.
 #[test]
 fn prefix_listing_validates_a_dataset_once() {
-    let Some(py) = python() else { return };
+    let Some(py) = s3::python("moto[server] and openvds") else {
+        return;
+    };
     let dir = scratch("store_vds", "prefix_listing_validates_a_dataset_once");
-    let moto = Moto::start(&py, dir.join("moto.log"));
+    let moto = Moto::start(&py, Some(dir.join("moto.log")));
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/vds");
     let side: serde_json::Value =
         serde_json::from_slice(&std::fs::read(data.join("small_objdir.objmeta.json")).unwrap()).unwrap();
-    moto.upload_dataset("mixed", "p/cube", &data.join("small_objdir"), &side);
+    upload_dataset(&moto, "mixed", "p/cube", &data.join("small_objdir"), &side);
     // A single-object file beside it: a one-object "dataset" of its own name.
     let file_dir = dir.join("file");
     std::fs::create_dir_all(&file_dir).unwrap();
     std::fs::copy(data.join("small_r32_zip.vds"), file_dir.join("small_r32_zip.vds")).unwrap();
-    moto.upload_dataset("mixed", "p", &file_dir, &serde_json::Value::Null);
-    let r = run_s3(&moto, &["validate", "--json", "s3://mixed/p/"]);
+    upload_dataset(&moto, "mixed", "p", &file_dir, &serde_json::Value::Null);
+    let r = moto.run(&["validate", "--json", "s3://mixed/p/"]);
     let doc: serde_json::Value = serde_json::from_str(&r.stdout()).expect("one JSON document");
     let paths: Vec<&str> = doc["files"]
         .as_array()
@@ -586,7 +455,7 @@ fn decimated(shape: &[usize], v: &[f32], lod: u32) -> Vec<u8> {
 
 /// The keys under `prefix/` in `bucket`, with their sizes (the OpenVDS oracle's boto3 listing).
 fn objects_under(moto: &Moto, bucket: &str, prefix: &str) -> serde_json::Map<String, serde_json::Value> {
-    let text = moto.oracle(&["sizes", bucket, prefix]);
+    let text = oracle(&moto, &["sizes", bucket, prefix]);
     serde_json::from_str::<serde_json::Value>(&text)
         .expect("sizes JSON")
         .as_object()
@@ -602,10 +471,12 @@ fn objects_under(moto: &Moto, bucket: &str, prefix: &str) -> serde_json::Map<Str
 /// replaced with it.
 #[test]
 fn vds_written_to_a_prefix_reads_back_everywhere() {
-    let Some(py) = python() else { return };
+    let Some(py) = s3::python("moto[server] and openvds") else {
+        return;
+    };
     let dir = scratch("store_vds", "vds_written_to_a_prefix_reads_back_everywhere");
-    let moto = Moto::start(&py, dir.join("moto.log"));
-    moto.oracle(&["create", "out"]);
+    let moto = Moto::start(&py, Some(dir.join("moto.log")));
+    moto.create_bucket("out");
     let (shape, values) = test_volume();
     let input = dir.join("in.npy");
     write_f32_npy(&input, &shape, &values);
@@ -626,7 +497,7 @@ fn vds_written_to_a_prefix_reads_back_everywhere() {
         if force {
             a.push("--force");
         }
-        run_s3(&moto, &a)
+        moto.run(&a)
     };
     let r = write(false, "zip");
     assert_eq!(r.code(), Some(0), "convert to {url}: {}", r.stderr());
@@ -652,21 +523,21 @@ fn vds_written_to_a_prefix_reads_back_everywhere() {
             let r = write(true, "rle");
             assert_eq!(r.code(), Some(0), "convert --force to {url}: {}", r.stderr());
         }
-        let v = run_s3(&moto, &["validate", "--strict", "--json", url]);
+        let v = moto.run(&["validate", "--strict", "--json", url]);
         let doc: serde_json::Value = serde_json::from_str(&v.stdout()).expect("one JSON document");
         assert_eq!(v.code(), Some(0), "validate --strict {url}: {}", v.stdout());
         assert_eq!(doc["files"][0]["findings"], serde_json::json!([]), "validate {url}");
         for lod in 0..=2u32 {
             let want = decimated(&shape, &values, lod);
             let ours = dir.join(format!("{compress}_lod{lod}.npy"));
-            let r = run_s3(&moto, &["convert", "--force", "--lod", &lod.to_string(), url, s(&ours)]);
+            let r = moto.run(&["convert", "--force", "--lod", &lod.to_string(), url, s(&ours)]);
             assert_eq!(r.code(), Some(0), "convert {url} --lod {lod}: {}", r.stderr());
             assert!(
                 npy_data(&ours) == want,
                 "{compress}: rasterpack's LOD {lod} differs from the input"
             );
             let theirs = dir.join(format!("{compress}_lod{lod}.openvds.npy"));
-            moto.oracle(&["read", url, s(&theirs), &lod.to_string()]);
+            oracle(&moto, &["read", url, s(&theirs), &lod.to_string()]);
             assert!(
                 npy_data(&theirs) == want,
                 "{compress}: OpenVDS's LOD {lod} differs from the input"
@@ -680,10 +551,12 @@ fn vds_written_to_a_prefix_reads_back_everywhere() {
 /// `VolumeDataLayout`, no chunk objects.
 #[test]
 fn a_failed_upload_leaves_no_dataset() {
-    let Some(py) = python() else { return };
+    let Some(py) = s3::python("moto[server] and openvds") else {
+        return;
+    };
     let dir = scratch("store_vds", "a_failed_upload_leaves_no_dataset");
-    let moto = Moto::start(&py, dir.join("moto.log"));
-    moto.oracle(&["create", "out"]);
+    let moto = Moto::start(&py, Some(dir.join("moto.log")));
+    moto.create_bucket("out");
     let (shape, values) = test_volume();
     let input = dir.join("in.npy");
     write_f32_npy(&input, &shape, &values);
@@ -713,20 +586,17 @@ fn a_failed_upload_leaves_no_dataset() {
     std::fs::write(&last, &bytes[..bytes.len() / 2]).unwrap();
 
     let from = moto.log_len();
-    let r = run_s3(
-        &moto,
-        &[
-            "convert",
-            s(&src),
-            "s3://out/broken",
-            "--to",
-            "vds",
-            "--brick-size",
-            "32",
-        ],
-    );
+    let r = moto.run(&[
+        "convert",
+        s(&src),
+        "s3://out/broken",
+        "--to",
+        "vds",
+        "--brick-size",
+        "32",
+    ]);
     assert_eq!(r.code(), Some(1), "a damaged source brick: {}", r.stderr());
-    let log = std::fs::read(&moto.log).unwrap();
+    let log = std::fs::read(dir.join("moto.log")).unwrap();
     let puts = String::from_utf8_lossy(&log[from as usize..])
         .matches("\"PUT /out/broken/")
         .count();
@@ -743,10 +613,14 @@ fn a_failed_upload_leaves_no_dataset() {
 #[cfg(unix)]
 #[test]
 fn a_signal_during_the_upload_leaves_no_dataset() {
-    let Some(py) = python() else { return };
+    use std::process::Stdio;
+    use std::time::Instant;
+    let Some(py) = s3::python("moto[server] and openvds") else {
+        return;
+    };
     let dir = scratch("store_vds", "a_signal_during_the_upload_leaves_no_dataset");
-    let moto = Moto::start(&py, dir.join("moto.log"));
-    moto.oracle(&["create", "out"]);
+    let moto = Moto::start(&py, Some(dir.join("moto.log")));
+    moto.create_bucket("out");
     // 48 MiB of varied floats: long enough to convert that the signal lands midway.
     let shape = [192usize, 256, 256];
     let values: Vec<f32> = (0..shape.iter().product::<usize>())
@@ -768,7 +642,7 @@ fn a_signal_during_the_upload_leaves_no_dataset() {
         .expect("run rasterpack");
     let start = Instant::now();
     loop {
-        let log = std::fs::read(&moto.log).unwrap();
+        let log = std::fs::read(dir.join("moto.log")).unwrap();
         if String::from_utf8_lossy(&log[from as usize..]).contains("\"PUT /out/sig/") {
             break;
         }
@@ -806,7 +680,7 @@ for page in s3.get_paginator('list_objects_v2').paginate(Bucket=bucket, Prefix=p
         os.makedirs(os.path.dirname(path), exist_ok=True)
         s3.download_file(bucket, o['Key'], path)
 "#;
-    moto.python(script, &[bucket, prefix, s(to)], "");
+    moto.script(script, &[bucket, prefix, s(to)], "");
 }
 
 /// `convert IN s3://bucket/x.zarr` (issue 20) writes the Zarr store through zarrs' object_store
@@ -815,16 +689,18 @@ for page in s3.get_paginator('list_objects_v2').paginate(Bucket=bucket, Prefix=p
 /// that fails midway leaves no object under the prefix.
 #[test]
 fn zarr_written_to_a_prefix_reads_back() {
-    let Some(py) = python() else { return };
+    let Some(py) = s3::python("moto[server] and openvds") else {
+        return;
+    };
     let dir = scratch("store_vds", "zarr_written_to_a_prefix_reads_back");
-    let moto = Moto::start(&py, dir.join("moto.log"));
-    moto.oracle(&["create", "out"]);
+    let moto = Moto::start(&py, Some(dir.join("moto.log")));
+    moto.create_bucket("out");
     let (shape, values) = test_volume();
     let input = dir.join("in.npy");
     write_f32_npy(&input, &shape, &values);
     let want = decimated(&shape, &values, 0);
     let url = "s3://out/cube.zarr";
-    let r = run_s3(&moto, &["convert", s(&input), url, "--chunks", "16x32x32"]);
+    let r = moto.run(&["convert", s(&input), url, "--chunks", "16x32x32"]);
     assert_eq!(r.code(), Some(0), "convert to {url}: {}", r.stderr());
     check_bound(&["convert", url], &r);
     let keys = objects_under(&moto, "out", "cube.zarr");
@@ -836,7 +712,7 @@ fn zarr_written_to_a_prefix_reads_back() {
     let _ = std::fs::remove_dir_all(&dl);
     download_prefix(&moto, "out", "cube.zarr", &dl);
     let theirs = dir.join("zarr_python.npy");
-    moto.python(
+    moto.script(
         "import sys, numpy as np, zarr; np.save(sys.argv[3], zarr.open_array(sys.argv[2], mode='r')[...])",
         &[s(&dl), s(&theirs)],
         "",
@@ -852,14 +728,14 @@ fn zarr_written_to_a_prefix_reads_back() {
         "rasterpack's read of the uploaded store differs from the input"
     );
 
-    let again = run_s3(&moto, &["convert", s(&input), url]);
+    let again = moto.run(&["convert", s(&input), url]);
     assert_eq!(
         again.code(),
         Some(2),
         "an existing store without --force: {}",
         again.stderr()
     );
-    let forced = run_s3(&moto, &["convert", "--force", s(&input), url, "--chunks", "40x50x70"]);
+    let forced = moto.run(&["convert", "--force", s(&input), url, "--chunks", "40x50x70"]);
     assert_eq!(forced.code(), Some(0), "--force: {}", forced.stderr());
     let keys = objects_under(&moto, "out", "cube.zarr");
     assert_eq!(
@@ -887,12 +763,9 @@ fn zarr_written_to_a_prefix_reads_back() {
     let bytes = std::fs::read(&last).unwrap();
     std::fs::write(&last, &bytes[..bytes.len() / 2]).unwrap();
     let from = moto.log_len();
-    let r = run_s3(
-        &moto,
-        &["convert", s(&src), "s3://out/broken.zarr", "--chunks", "8x8x70"],
-    );
+    let r = moto.run(&["convert", s(&src), "s3://out/broken.zarr", "--chunks", "8x8x70"]);
     assert_eq!(r.code(), Some(1), "a damaged source brick: {}", r.stderr());
-    let log = std::fs::read(&moto.log).unwrap();
+    let log = std::fs::read(dir.join("moto.log")).unwrap();
     let puts = String::from_utf8_lossy(&log[from as usize..])
         .matches("\"PUT /out/broken.zarr/")
         .count();

@@ -443,6 +443,35 @@ fn zarr_python_and_xarray_read_every_store() {
         let dims = meta(&z, "/")["dimension_names"].clone();
         jobs.push(serde_json::json!({"npy": dir.join(format!("t{k}.npy")), "zarr": z, "dims": dims}));
     }
+    // blosc, as zarr-python defaults it and with other compressors and shuffles, plain and
+    // inside shards (a float32 VDS, an int16 VOLP).
+    for (k, (file, flags)) in [
+        ("vds/small_r32_zip.vds", &["--compress", "blosc"][..]),
+        ("vds/small_r32_zip.vds", &["--compress", "blosc:lz4:9:bitshuffle"]),
+        (
+            "volp/temperature_4x32x32_int16.volp",
+            &["--compress", "blosc:zlib:3:noshuffle"],
+        ),
+        (
+            "volp/temperature_4x32x32_int16.volp",
+            &[
+                "--compress",
+                "blosc:blosclz:5",
+                "--chunks",
+                "1x8x8",
+                "--shard",
+                "2x16x32",
+            ],
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let z = same_as_npy_with(&dir, &testdata(file), &format!("b{k}"), &[], flags);
+        let text = std::fs::read_to_string(z.join("zarr.json")).unwrap();
+        assert!(text.contains("\"blosc\""), "{text}");
+        jobs.push(serde_json::json!({"npy": dir.join(format!("b{k}.npy")), "zarr": z}));
+    }
     // xarray: the groups of --all, for the sources that name their axes.
     for (k, (file, element, dims)) in [
         ("vds/small_r32_zip.vds", "Amplitude", None),
@@ -526,4 +555,123 @@ fn a_4_gib_input_converts_within_256_mib() {
     };
     assert_eq!(shape, vec![1024, 1024, 1024]);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The default grid at `--lod N` is the source's bricks at that level of detail, and with a
+/// region it is the same bricks with the grid starting at the region's corner; the chunk shape
+/// is what zarr-python sees (`Array.chunks`), expected from OpenVDS's own account of the file
+/// (the corpus truth: brick size less both margins, at most the LOD's samples along each axis).
+#[test]
+fn lod_and_region_chunks_are_the_source_bricks() {
+    let Some(vds) = rasterpack_common::testkit::corpus_dir("vds") else {
+        return;
+    };
+    let dir = scratch("zarr", "lodgrid");
+    let src = vds.join("p02_3d_r32_zip_lod2_margin.vds");
+    let truth: Value =
+        serde_json::from_slice(&std::fs::read(vds.join("p02_3d_r32_zip_lod2_margin.truth.json")).unwrap()).unwrap();
+    let l = &truth["layout"];
+    let stride = l["brickSize"].as_u64().unwrap()
+        - l["negativeMargin"].as_u64().unwrap()
+        - l["positiveMargin"].as_u64().unwrap();
+    // Dimension 0 (Sample) last, as the array's C order has it.
+    let samples: Vec<u64> = l["axes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .map(|a| a["numSamples"].as_u64().unwrap())
+        .collect();
+    let mut jobs = vec![];
+    for lod in 0..=2u32 {
+        let want: Vec<u64> = samples.iter().map(|&n| n.div_ceil(1 << lod).min(stride)).collect();
+        let z = same_as_npy(&dir, &src, &format!("lod{lod}"), &["--lod", &lod.to_string()]);
+        assert_eq!(
+            meta(&z, "/")["chunk_grid"]["configuration"]["chunk_shape"],
+            serde_json::json!(want),
+            "LOD {lod}"
+        );
+        jobs.push(serde_json::json!({"zarr": z, "chunks": want}));
+    }
+    // A region starting on brick boundaries: its chunks are whole bricks (`--box` lists VDS
+    // dimensions fastest first).
+    let corner = format!("{stride}:60,{stride}:50,0:40");
+    let z = same_as_npy(&dir, &src, "region", &["--box", &corner]);
+    let want = [stride.min(40), stride.min(50 - stride), stride.min(60 - stride)];
+    assert_eq!(
+        meta(&z, "/")["chunk_grid"]["configuration"]["chunk_shape"],
+        serde_json::json!(want)
+    );
+    jobs.push(serde_json::json!({"zarr": z, "chunks": want}));
+    let Some(python) = python() else { return };
+    let script = r#"
+import json, sys, zarr
+for j in json.load(sys.stdin):
+    got = list(zarr.open_array(j["zarr"], mode="r").chunks)
+    assert got == j["chunks"], (j, got)
+print(len(json.load(open(sys.argv[1]))) if len(sys.argv) > 1 else "ok")
+"#;
+    let mut child = Command::new(python)
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run python");
+    serde_json::to_writer(child.stdin.take().unwrap(), &jobs).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "zarr-python: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
+
+/// A shard (or chunk) that cannot fit the working set is refused before anything is written:
+/// exit 2, no store, no temporary directory left.
+#[test]
+fn a_shard_larger_than_the_working_set_is_refused_before_writing() {
+    let dir = scratch("zarr", "bigshard");
+    // 1024 x 1024 x 32 float32 values: 128 MiB, above the 96 MiB working set, as one shard.
+    let src = dir.join("big.npy");
+    let dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (32, 1024, 1024), }";
+    let mut text = dict.to_string();
+    while !(10 + text.len() + 1).is_multiple_of(64) {
+        text.push(' ');
+    }
+    text.push('\n');
+    let mut header = b"\x93NUMPY\x01\x00".to_vec();
+    header.extend_from_slice(&(text.len() as u16).to_le_bytes());
+    header.extend_from_slice(text.as_bytes());
+    let f = std::fs::File::create(&src).unwrap();
+    use std::io::Write;
+    (&f).write_all(&header).unwrap();
+    f.set_len(header.len() as u64 + (128u64 << 20)).unwrap();
+    let out = dir.join("s.zarr");
+    for flags in [
+        &["--chunks", "8x256x256", "--shard", "32x1024x1024"][..],
+        &["--chunks", "32x1024x1024"],
+    ] {
+        let mut a = vec!["convert", s(&src), s(&out)];
+        a.extend_from_slice(flags);
+        let r = check(&a, 2);
+        assert!(r.stderr().contains("working set"), "{}", r.stderr());
+        assert!(r.stderr().contains(flags[flags.len() - 2]), "{}", r.stderr());
+        assert!(!out.exists());
+    }
+    assert_no_temporaries(&dir);
+    // Shards of 8 MiB are fine.
+    check(
+        &[
+            "convert",
+            s(&src),
+            s(&out),
+            "--chunks",
+            "8x256x256",
+            "--shard",
+            "8x1024x256",
+        ],
+        0,
+    );
 }

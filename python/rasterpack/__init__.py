@@ -25,8 +25,8 @@ from ._errors import (
     UnsupportedError,
     UsageError,
 )
-from ._rasterpack import Array, File, __version__, convert, detect, formats, inspect, open
-from ._rasterpack import _validate, _write
+from ._rasterpack import Array, File, __version__, detect, formats, inspect, open
+from ._rasterpack import _convert, _validate, _write, _write_zarr
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -50,7 +50,9 @@ __all__ = [
     "write_gvrs",
     "write_npy",
     "write_udf",
+    "write_vds",
     "write_volp",
+    "write_zarr",
 ]
 
 
@@ -61,6 +63,110 @@ def validate(path: PathLike, strict: bool = False) -> Report:
     its findings. A path that cannot be opened raises the matching ``OSError``.
     """
     return Report(_validate(path, strict))
+
+
+def _shape_text(value: Any, what: str) -> Optional[str]:
+    """A shape as ``convert --chunks/--shard`` takes it: ``"64x64x64"`` or a tuple of ints."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        return "x".join(str(int(v)) for v in value)
+    except TypeError:
+        raise TypeError(f"{what} must be a str like '64x64' or a tuple of ints") from None
+
+
+def _vds_options(
+    brick_size: Optional[int],
+    margin: Optional[int],
+    lods: Optional[int],
+    value_range: Optional[Tuple[float, float]],
+    no_value: Optional[float],
+    axis: Any,
+    metadata: Any,
+) -> Dict[str, Any]:
+    """The VDS writer's flags (``convert --brick-size ... --metadata``) as the core takes them:
+    ``axis`` a list of ``"NAME:UNIT:MIN:MAX"`` strings or (name, unit, min, max) tuples, dimension
+    0 (the array's last axis) first; ``metadata`` a dict ``{"CATEGORY/NAME": value}`` or a list
+    of ``"CATEGORY/NAME=VALUE"`` strings."""
+    axes = []
+    for a in axis or []:
+        axes.append(a if isinstance(a, str) else ":".join(str(v) for v in a))
+    if isinstance(metadata, Mapping):
+        items = [f"{k}={v}" for k, v in metadata.items()]
+    else:
+        items = list(metadata or [])
+    return {
+        "brick_size": brick_size,
+        "margin": margin,
+        "lods": lods,
+        "value_range": tuple(value_range) if value_range is not None else None,
+        "no_value": no_value,
+        "axes": axes,
+        "metadata": items,
+    }
+
+
+def convert(
+    src: PathLike,
+    dst: PathLike,
+    *,
+    force: bool = False,
+    allow_expansion: bool = False,
+    to: Optional[str] = None,
+    element: Optional[str] = None,
+    physical: bool = False,
+    codes: bool = False,
+    region: Optional[str] = None,
+    window: Optional[str] = None,
+    box: Optional[str] = None,
+    levels: Optional[str] = None,
+    squeeze: bool = False,
+    expand_dims: bool = False,
+    lod: Optional[int] = None,
+    tile: Union[str, Tuple[int, int], None] = None,
+    compress: Optional[str] = None,
+    chunks: Union[str, Tuple[int, ...], None] = None,
+    shard: Union[str, Tuple[int, ...], None] = None,
+    all: bool = False,
+    brick_size: Optional[int] = None,
+    margin: Optional[int] = None,
+    lods: Optional[int] = None,
+    value_range: Optional[Tuple[float, float]] = None,
+    no_value: Optional[float] = None,
+    axis: Any = None,
+    metadata: Any = None,
+    channel: Any = None,
+) -> None:
+    """``rasterpack convert SRC DST`` with every flag of the CLI as a keyword (``box`` is
+    ``--box``, ``axis`` the repeated ``--axis``, ``metadata`` the repeated ``--metadata``,
+    ``channel`` the repeated ``--channel NAME=PATH[:ELEMENT]``, also as a dict ``{name: path}``;
+    ``chunks``/``shard`` also take tuples). The CLI's rules apply: a flag the output format
+    does not take is refused. Ctrl-C stops it within a second (KeyboardInterrupt), leaving no
+    output."""
+    _convert(
+        src,
+        dst,
+        force=force,
+        allow_expansion=allow_expansion,
+        to=to,
+        element=element,
+        physical=physical,
+        codes=codes,
+        region=region,
+        window=window,
+        box=box,
+        levels=levels,
+        squeeze=squeeze,
+        expand_dims=expand_dims,
+        lod=lod,
+        tile=tile,
+        compress=compress,
+        chunks=_shape_text(chunks, "chunks"),
+        shard=_shape_text(shard, "shard"),
+        all=all,
+        channel=[f"{k}={os.fspath(v)}" for k, v in channel.items()] if isinstance(channel, Mapping) else list(channel or []),
+        vds=_vds_options(brick_size, margin, lods, value_range, no_value, axis, metadata),
+    )
 
 
 def _named(arrays: Any, name: Optional[str], writer: str) -> List[Tuple[Optional[str], Any]]:
@@ -167,4 +273,66 @@ def write_fold(
         compress=compress,
         force=force,
         many=isinstance(arrays, Mapping),
+    )
+
+
+def write_vds(
+    path: PathLike,
+    array: Union[Any, Mapping[str, Any]],
+    *,
+    name: Optional[str] = None,
+    compress: Optional[str] = None,
+    brick_size: Optional[int] = None,
+    margin: Optional[int] = None,
+    lods: Optional[int] = None,
+    value_range: Optional[Tuple[float, float]] = None,
+    no_value: Optional[float] = None,
+    axis: Any = None,
+    metadata: Any = None,
+    force: bool = False,
+) -> None:
+    """Write an array (1-D to 6-D, numpy axis order: the last axis is VDS dimension 0) as a
+    single-file OpenVDS ``.vds``, as ``convert --to vds`` writes one, with the VDS writer's
+    flags as keywords: ``compress`` (``"none"``, ``"zip"``, ...), ``brick_size``, ``margin``,
+    ``lods``, ``value_range=(min, max)``, ``no_value``, ``axis`` (one ``"NAME:UNIT:MIN:MAX"``
+    or tuple per dimension, dimension 0 first) and ``metadata`` (``{"CATEGORY/NAME": value}``).
+
+    ``array`` may be a dict of one ``{"channel": array}``: the channel takes its name.
+    """
+    pairs = _named(array, name, "write_vds")
+    if len(pairs) != 1:
+        raise ValueError("write_vds: a VDS file is written from one array")
+    _write(
+        "vds",
+        path,
+        pairs,
+        compress=compress,
+        force=force,
+        vds=_vds_options(brick_size, margin, lods, value_range, no_value, axis, metadata),
+    )
+
+
+def write_zarr(
+    path: PathLike,
+    arrays: Union[Any, Mapping[str, Any]],
+    *,
+    chunks: Union[str, Tuple[int, ...], None] = None,
+    shard: Union[str, Tuple[int, ...], None] = None,
+    compress: Optional[str] = None,
+    force: bool = False,
+) -> None:
+    """Write a Zarr v3 store (a directory) as ``convert X.npy out.zarr`` writes one: one array
+    at the root, or for a dict ``{"name": array, ...}`` a group of one array per entry (as
+    ``convert --all`` writes them). ``chunks`` and ``shard`` as ``--chunks``/``--shard`` take
+    them (``"64x64"`` or a tuple; default chunks of about 4 MiB), ``compress`` as ``--compress``
+    for Zarr output. Written into a temporary directory beside ``path``, renamed when done."""
+    pairs = _named(arrays, None, "write_zarr")
+    _write_zarr(
+        path,
+        pairs,
+        group=isinstance(arrays, Mapping),
+        chunks=_shape_text(chunks, "chunks"),
+        shard=_shape_text(shard, "shard"),
+        compress=compress,
+        force=force,
     )

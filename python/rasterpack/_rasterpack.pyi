@@ -21,14 +21,20 @@ class File:
     def path(self) -> str: ...
     @property
     def arrays(self) -> List[Optional[str]]:
-        """Array names as ``convert --element`` takes them (None: the one unnamed array)."""
+        """Array names as ``convert --element`` takes them (None: the one unnamed array).
+
+        Listed when first asked for, then kept: a FOLD listing verifies every NPZ0 chunk,
+        which ``File[name]`` and its read do not need."""
     @property
     def attrs(self) -> Dict[str, Any]:
         """The file's metadata: ``inspect --json``'s ``summary``."""
     @property
     def closed(self) -> bool: ...
     def array(self, name: Optional[str] = None) -> Array:
-        """The array ``convert`` takes by default, or the one named (KeyError if none)."""
+        """The array ``convert`` takes by default, or the one named (KeyError if none).
+
+        Described without the listing where the format can (FOLD: from the member's ``.npy``
+        header); nothing is verified until it is read, and the read verifies what it decodes."""
     def __getitem__(self, name: str) -> Array: ...
     def __contains__(self, name: str) -> bool: ...
     def __len__(self) -> int: ...
@@ -71,12 +77,14 @@ class Array:
         """Read with ``convert``'s meanings (``region`` as ``--region`` takes it)."""
 
 def open(path: _Path) -> File:
-    """Open a file (or VDS directory) of any format rasterpack reads, detected from content."""
+    """Open a file (or VDS directory) of any format rasterpack reads, detected from content.
+
+    Reads the headers and index only; arrays are listed (``File.arrays``) when asked for."""
 
 def inspect(path: _Path, all: bool = False) -> Dict[str, Any]:
     """``rasterpack inspect --json``'s entry for the file."""
 
-def convert(
+def _convert(
     src: _Path,
     dst: _Path,
     *,
@@ -93,9 +101,16 @@ def convert(
     lod: Optional[int] = None,
     tile: Union[str, Tuple[int, int], None] = None,
     compress: Optional[str] = None,
+    squeeze: bool = False,
+    expand_dims: bool = False,
+    chunks: Optional[str] = None,
+    shard: Optional[str] = None,
+    all: bool = False,
+    channel: List[str] = ...,
+    vds: Dict[str, Any] = ...,
 ) -> None:
-    """``rasterpack convert SRC DST`` with the CLI's options as keywords. Ctrl-C stops it
-    within a second (KeyboardInterrupt), leaving no output."""
+    """``rasterpack convert SRC DST`` (see :func:`rasterpack.convert`, which packs the VDS
+    flags into ``vds``)."""
 
 def formats() -> List[str]:
     """The formats rasterpack detects, in detection order."""
@@ -115,4 +130,15 @@ def _write(
     tile: Optional[Tuple[int, int]] = None,
     compress: Optional[str] = None,
     many: bool = False,
+    vds: Dict[str, Any] = ...,
+) -> None: ...
+def _write_zarr(
+    path: _Path,
+    arrays: List[Tuple[Optional[str], Any]],
+    *,
+    group: bool = False,
+    chunks: Optional[str] = None,
+    shard: Optional[str] = None,
+    compress: Optional[str] = None,
+    force: bool = False,
 ) -> None: ...

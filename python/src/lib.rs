@@ -150,7 +150,7 @@ struct NumpySink {
     /// array until the read returns it to Python.
     ptr: usize,
     len: usize,
-    signals: SignalPoll,
+    signals: Arc<SignalPoll>,
 }
 
 impl NumpySink {
@@ -161,7 +161,7 @@ impl NumpySink {
             buffer: None,
             ptr: 0,
             len: 0,
-            signals: SignalPoll::new(),
+            signals: Arc::new(SignalPoll::new()),
         }
     }
 
@@ -261,6 +261,18 @@ impl ArraySink for NumpySink {
         Some(self.slice(0, len))
     }
 
+    /// Any size: the source checks for Ctrl-C between its pieces (`interrupt`).
+    fn direct_buffer_polled(&mut self) -> Option<&mut [u8]> {
+        self.buffer.as_ref()?;
+        let len = self.len;
+        Some(self.slice(0, len))
+    }
+
+    fn interrupt(&self) -> Option<rasterpack_common::Interrupt> {
+        let signals = Arc::clone(&self.signals);
+        Some(Arc::new(move || signals.check()))
+    }
+
     fn finish(&mut self) -> Result<(), Error> {
         Ok(())
     }
@@ -271,7 +283,9 @@ impl ArraySink for NumpySink {
 struct File {
     path: String,
     format: &'static str,
-    arrays: Vec<ArrayInfo>,
+    /// The listing, made when first asked for (a FOLD listing verifies every NPZ0 chunk, which
+    /// `File[name]` and its read do not need).
+    listed: std::sync::OnceLock<Vec<ArrayInfo>>,
     /// `None` once closed.
     inner: RwLock<Option<Arc<dyn ArrayFile>>>,
 }
@@ -288,24 +302,66 @@ impl File {
     }
 
     fn open_path(py: Python<'_>, path: String) -> PyResult<File> {
-        let opened = py.allow_threads(|| {
-            guarded(|| {
-                let file = rasterpack::open(&path)?;
-                let arrays = file.arrays()?;
-                Ok((file, arrays))
-            })
-        });
-        let (file, arrays) = opened.map_err(|e| to_py(py, e))?;
+        let opened = py.allow_threads(|| guarded(|| rasterpack::open(&path)));
+        let file = opened.map_err(|e| to_py(py, e))?;
         Ok(File {
             format: file.format_name(),
             path,
-            arrays,
+            listed: std::sync::OnceLock::new(),
             inner: RwLock::new(Some(Arc::from(file))),
         })
     }
 
-    fn index_of(&self, name: Option<&str>) -> Option<usize> {
-        self.arrays.iter().position(|a| a.name.as_deref() == name)
+    /// The arrays, listed when first asked for (with the GIL released).
+    fn listing(&self, py: Python<'_>) -> PyResult<&Vec<ArrayInfo>> {
+        if let Some(listed) = self.listed.get() {
+            return Ok(listed);
+        }
+        let reader = self.reader()?;
+        let arrays = py
+            .allow_threads(|| guarded(|| reader.arrays()))
+            .map_err(|e| to_py(py, e))?;
+        Ok(self.listed.get_or_init(|| arrays))
+    }
+
+    fn index_of(&self, py: Python<'_>, name: Option<&str>) -> PyResult<Option<usize>> {
+        Ok(self.listing(py)?.iter().position(|a| a.name.as_deref() == name))
+    }
+
+    /// The array `name` names (the first one for `None`): from the listing once it is made,
+    /// before that from the reader's description of that one array (`ArrayFile::array_info`).
+    fn info_of(&self, py: Python<'_>, name: Option<&str>) -> PyResult<ArrayInfo> {
+        let missing = |me: &File, py: Python<'_>, n: Option<&str>| -> PyResult<PyErr> {
+            let known: Vec<String> = me.listing(py)?.iter().filter_map(|a| a.name.clone()).collect();
+            Ok(match n {
+                None => PyValueError::new_err(format!("{} holds no array", me.path)),
+                Some(n) => pyo3::exceptions::PyKeyError::new_err(format!(
+                    "{}: no array {n:?}; the file holds {}",
+                    me.path,
+                    if known.is_empty() {
+                        "one unnamed array".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                )),
+            })
+        };
+        if let Some(listed) = self.listed.get() {
+            let found = match name {
+                None => listed.first(),
+                Some(n) => listed.iter().find(|a| a.name.as_deref() == Some(n)),
+            };
+            return match found {
+                Some(info) => Ok(info.clone()),
+                None => Err(missing(self, py, name)?),
+            };
+        }
+        let reader = self.reader()?;
+        match py.allow_threads(|| guarded(|| reader.array_info(name))) {
+            Ok(info) => Ok(info),
+            Err(e) if e.code == "request.no_such_element" => Err(missing(self, py, name)?),
+            Err(e) => Err(to_py(py, e)),
+        }
     }
 }
 
@@ -326,8 +382,8 @@ impl File {
     /// The names of the arrays the file holds, as `convert --element` takes them (None for
     /// the one unnamed array of a VOLP or .npy file), in the library's order.
     #[getter]
-    fn arrays(&self) -> Vec<Option<String>> {
-        self.arrays.iter().map(|a| a.name.clone()).collect()
+    fn arrays(&self, py: Python<'_>) -> PyResult<Vec<Option<String>>> {
+        Ok(self.listing(py)?.iter().map(|a| a.name.clone()).collect())
     }
 
     /// The file's metadata: the `summary` of `rasterpack inspect --json`, as a dict.
@@ -348,23 +404,7 @@ impl File {
     fn array(slf: &Bound<'_, Self>, name: Option<&str>) -> PyResult<Array> {
         let me = slf.get();
         me.reader()?;
-        let index = match name {
-            None if !me.arrays.is_empty() => 0,
-            None => return Err(PyValueError::new_err(format!("{} holds no array", me.path))),
-            Some(n) => me.index_of(Some(n)).ok_or_else(|| {
-                let known: Vec<String> = me.arrays.iter().filter_map(|a| a.name.clone()).collect();
-                pyo3::exceptions::PyKeyError::new_err(format!(
-                    "{}: no array {n:?}; the file holds {}",
-                    me.path,
-                    if known.is_empty() {
-                        "one unnamed array".to_string()
-                    } else {
-                        known.join(", ")
-                    }
-                ))
-            })?,
-        };
-        let info = me.arrays[index].clone();
+        let info = me.info_of(slf.py(), name)?;
         let chunks = me.reader()?.chunk_shape(info.name.as_deref());
         Ok(Array {
             file: slf.clone().unbind(),
@@ -377,12 +417,12 @@ impl File {
         File::array(slf, Some(name))
     }
 
-    fn __contains__(&self, name: &str) -> bool {
-        self.index_of(Some(name)).is_some()
+    fn __contains__(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        Ok(self.index_of(py, Some(name))?.is_some())
     }
 
-    fn __len__(&self) -> usize {
-        self.arrays.len()
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.listing(py)?.len())
     }
 
     /// Release the reader (open file handles, mapped or cached bytes). Arrays taken from the
@@ -410,19 +450,45 @@ impl File {
     }
 
     fn __repr__(&self) -> String {
-        let names: Vec<String> = self
-            .arrays
-            .iter()
-            .map(|a| a.name.clone().unwrap_or_else(|| "<unnamed>".into()))
-            .collect();
+        // The listing only when it was made: a repr must not verify a file.
+        let names = match self.listed.get() {
+            Some(listed) => listed
+                .iter()
+                .map(|a| a.name.clone().unwrap_or_else(|| "<unnamed>".into()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            None => "...".into(),
+        };
         format!(
             "<rasterpack.File {:?} format={} arrays=[{}]{}>",
             self.path,
             self.format,
-            names.join(", "),
+            names,
             if self.closed() { " closed" } else { "" }
         )
     }
+}
+
+/// Run `f` (a read) so that its parallel work runs on this thread when rayon's global pool has
+/// a single thread (RAYON_NUM_THREADS=1): reads from several Python threads then decode side by
+/// side, one core each, instead of queueing their pieces in that one worker. With a larger
+/// pool, reads share it as they are.
+fn on_this_thread_when_alone<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if rayon::current_num_threads() > 1 || rayon::current_thread_index().is_some() {
+        return f();
+    }
+    thread_local! {
+        // A pool of this thread alone: `install` runs `f` here and its parallel work inline.
+        static ALONE: Option<rayon::ThreadPool> = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .use_current_thread()
+            .build()
+            .ok();
+    }
+    ALONE.with(|pool| match pool {
+        Some(pool) => pool.install(f),
+        None => f(),
+    })
 }
 
 /// One array of a File: metadata now, values when indexed or read.
@@ -444,7 +510,9 @@ impl Array {
         let reader = self.file.get().reader()?;
         let mut sink = NumpySink::new(req.limits);
         let streamed = py.allow_threads(|| {
-            guarded(|| rasterpack::common::stream_view(&req, false, 0, &mut sink, |r, s| reader.stream(r, s)))
+            on_this_thread_when_alone(|| {
+                guarded(|| rasterpack::common::stream_view(&req, false, 0, &mut sink, |r, s| reader.stream(r, s)))
+            })
         });
         if let Some(e) = sink.signals.take() {
             return Err(e);
@@ -783,12 +851,14 @@ fn inspect(py: Python<'_>, path: &Bound<'_, PyAny>, all: bool) -> PyResult<PyObj
     json_to_py(py, &entry)
 }
 
-/// `rasterpack convert SRC DST` with its options as keywords.
+/// `rasterpack convert SRC DST` with its options as keywords (`rasterpack.convert` packs the
+/// VDS flags into `vds`).
 #[pyfunction]
 #[pyo3(signature = (src, dst, *, force=false, allow_expansion=false, to=None, element=None, physical=false, codes=false,
-    region=None, window=None, r#box=None, levels=None, lod=None, tile=None, compress=None))]
+    region=None, window=None, r#box=None, levels=None, lod=None, tile=None, compress=None, squeeze=false,
+    expand_dims=false, chunks=None, shard=None, all=false, channel=Vec::new(), vds=VdsOptions::default()))]
 #[allow(clippy::too_many_arguments)]
-fn convert(
+fn _convert(
     py: Python<'_>,
     src: &Bound<'_, PyAny>,
     dst: &Bound<'_, PyAny>,
@@ -805,6 +875,13 @@ fn convert(
     lod: Option<u32>,
     tile: Option<&Bound<'_, PyAny>>,
     compress: Option<String>,
+    squeeze: bool,
+    expand_dims: bool,
+    chunks: Option<String>,
+    shard: Option<String>,
+    all: bool,
+    channel: Vec<String>,
+    vds: VdsOptions,
 ) -> PyResult<()> {
     let input = fspath(src)?;
     let output = fspath(dst)?;
@@ -834,12 +911,22 @@ fn convert(
         window,
         box_ranges: r#box,
         levels,
-        squeeze: false,
-        expand_dims: false,
+        squeeze,
+        expand_dims,
         lod,
         tile,
         compress,
-        ..Default::default()
+        chunks,
+        shard,
+        all,
+        brick_size: vds.brick_size,
+        margin: vds.margin,
+        lods: vds.lods,
+        value_range: vds.value_range,
+        no_value: vds.no_value,
+        axes: vds.axes,
+        metadata: vds.metadata,
+        channels: channel,
     };
     let given = [&args.region, &args.window, &args.box_ranges, &args.levels]
         .iter()
@@ -867,7 +954,8 @@ fn convert(
 /// `many` takes the several-array writer even for one array (names kept exactly as given).
 /// Refuses to replace an existing file unless `force`, and options the format does not honour.
 #[pyfunction]
-#[pyo3(signature = (format, path, arrays, *, attrs=None, metadata=None, force=false, tile=None, compress=None, many=false))]
+#[pyo3(signature = (format, path, arrays, *, attrs=None, metadata=None, force=false, tile=None, compress=None, many=false,
+    vds=VdsOptions::default()))]
 #[allow(clippy::too_many_arguments)]
 fn _write(
     py: Python<'_>,
@@ -880,6 +968,7 @@ fn _write(
     tile: Option<(u32, u32)>,
     compress: Option<String>,
     many: bool,
+    vds: VdsOptions,
 ) -> PyResult<()> {
     let path = PathBuf::from(fspath(path)?);
     let target = rasterpack::format_by_name(format)
@@ -901,7 +990,13 @@ fn _write(
         tile,
         compress,
         limits: Limits::default(),
-        ..Default::default()
+        brick_size: vds.brick_size,
+        margin: vds.margin,
+        lods: vds.lods,
+        value_range: vds.value_range,
+        no_value: vds.no_value,
+        axes: vds.axes,
+        metadata: vds.metadata,
     };
     let written = py.allow_threads(|| {
         guarded(|| {
@@ -915,6 +1010,63 @@ fn _write(
                 [one] if !many && metadata.is_empty() => target.save(one, &path, &opts),
                 _ => target.save_arrays(&nds, &metadata, &path, &opts),
             }
+        })
+    });
+    written.map_err(|e| to_py(py, e))
+}
+
+/// The VDS writer's options (`convert`'s VDS flags), as `rasterpack._write_vds_options` packs
+/// them: brick_size, margin, lods, value_range, no_value, axes and metadata in the CLI's text.
+#[derive(Default, FromPyObject)]
+struct VdsOptions {
+    #[pyo3(item)]
+    brick_size: Option<u32>,
+    #[pyo3(item)]
+    margin: Option<u32>,
+    #[pyo3(item)]
+    lods: Option<u32>,
+    #[pyo3(item)]
+    value_range: Option<(f64, f64)>,
+    #[pyo3(item)]
+    no_value: Option<f64>,
+    #[pyo3(item)]
+    axes: Vec<String>,
+    #[pyo3(item)]
+    metadata: Vec<String>,
+}
+
+/// Arrays as a Zarr v3 store, as `convert X.npy out.zarr` (one array) or `--all` (`group`)
+/// writes it, through the CLI's Zarr writer (`rasterpack::zarr_out::write_arrays`).
+#[pyfunction]
+#[pyo3(signature = (path, arrays, *, group=false, chunks=None, shard=None, compress=None, force=false))]
+#[allow(clippy::too_many_arguments)]
+fn _write_zarr(
+    py: Python<'_>,
+    path: &Bound<'_, PyAny>,
+    arrays: Vec<(Option<String>, Bound<'_, PyAny>)>,
+    group: bool,
+    chunks: Option<String>,
+    shard: Option<String>,
+    compress: Option<String>,
+    force: bool,
+) -> PyResult<()> {
+    let path = PathBuf::from(fspath(path)?);
+    let mut nds = Vec::with_capacity(arrays.len());
+    for (name, array) in &arrays {
+        let mut nd = to_ndarray(py, array)?;
+        nd.name = name.clone();
+        nds.push(nd);
+    }
+    let args = ConvertArgs {
+        chunks,
+        shard,
+        compress,
+        ..Default::default()
+    };
+    let written = py.allow_threads(|| {
+        guarded(|| {
+            let opts = rasterpack::zarr_out::options(&args, Limits::default())?;
+            rasterpack::zarr_out::write_arrays(&path, force, &nds, group, opts)
         })
     });
     written.map_err(|e| to_py(py, e))
@@ -976,8 +1128,9 @@ fn _rasterpack(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(_validate, m)?)?;
     m.add_function(wrap_pyfunction!(inspect, m)?)?;
-    m.add_function(wrap_pyfunction!(convert, m)?)?;
+    m.add_function(wrap_pyfunction!(_convert, m)?)?;
     m.add_function(wrap_pyfunction!(_write, m)?)?;
+    m.add_function(wrap_pyfunction!(_write_zarr, m)?)?;
     m.add_function(wrap_pyfunction!(formats, m)?)?;
     m.add_function(wrap_pyfunction!(detect, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -258,3 +258,45 @@ def test_formats_and_detect(tmp_path):
     assert rasterpack.detect(TESTDATA / "vds" / "small_objdir") == "vds"
     (tmp_path / "x.txt").write_text("hello")
     assert rasterpack.detect(tmp_path / "x.txt") is None
+
+
+def _fold_file(tmp_path, compress):
+    values = np.arange(64 * 1024, dtype="<f4").reshape(256, 256) * 0.5
+    p = tmp_path / f"one_{compress}.fold"
+    rasterpack.write_fold(p, {"v": values}, compress=compress)
+    return p, values
+
+
+@pytest.mark.parametrize("compress", ["zstd", "none"])
+def test_fold_array_by_name_needs_no_listing(tmp_path, compress):
+    # open and File[name] describe the array from its .npy header; the read verifies the chunk
+    # in the pass that decodes it (crates/fold/tests/read_once.rs counts the bytes).
+    p, values = _fold_file(tmp_path, compress)
+    f = rasterpack.open(p)
+    assert "arrays=[...]" in repr(f)  # nothing listed yet
+    a = f["nuclear_arrays/v"]
+    assert a.shape == values.shape and a.dtype == values.dtype
+    assert np.array_equal(np.asarray(a), values)
+    assert np.array_equal(a[10:20, 3], values[10:20, 3])
+    assert np.array_equal(np.asarray(f.array()), values)
+    # The listing when asked for, once, with the same names.
+    assert f.arrays == ["nuclear_arrays/v"] and "nuclear_arrays/v" in f and len(f) == 1
+    with pytest.raises(KeyError):
+        rasterpack.open(p)["nuclear_arrays/nope"]
+
+
+@pytest.mark.parametrize("compress", ["zstd", "none"])
+def test_fold_damaged_chunk_read_by_name_fails_like_the_listing(tmp_path, compress):
+    p, _ = _fold_file(tmp_path, compress)
+    raw = bytearray(p.read_bytes())
+    entry = rasterpack.inspect(p)
+    raw[len(raw) // 2] ^= 0x10  # inside the chunk's payload
+    p.write_bytes(bytes(raw))
+    report = rasterpack.validate(p)
+    codes = [f.code for f in report.findings if f.severity == "error"]
+    assert codes and codes[0] == "fold.integrity.crc_mismatch", (codes, entry)
+    a = rasterpack.open(p)["nuclear_arrays/v"]
+    with pytest.raises(rasterpack.InvalidFileError) as err:
+        np.asarray(a)
+    assert err.value.code == codes[0]
+    assert rasterpack.open(p).arrays == []

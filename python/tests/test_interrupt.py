@@ -92,3 +92,20 @@ def test_ctrl_c_interrupts_convert_and_leaves_no_output(big_grid, tmp_path):
     # The first conversions' outputs are there; the interrupted one left nothing, not even its
     # temporary file.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.-1.gvrs", "out.0.gvrs"], list(tmp_path.iterdir())
+
+
+@pytest.fixture(scope="module")
+def big_vds(tmp_path_factory):
+    # 96 MiB of float32, Zip bricks: decoded straight into the numpy buffer (any size), with the
+    # signal check between groups of bricks.
+    values = np.tile(np.linspace(0, 1, 256, dtype="float32"), (384, 256, 1))
+    values += np.arange(384, dtype="float32")[:, None, None]
+    path = tmp_path_factory.mktemp("interrupt") / "big.vds"
+    rasterpack.write_vds(path, values, compress="zip")
+    return path
+
+
+def test_ctrl_c_interrupts_a_vds_read_into_the_numpy_buffer(big_vds, tmp_path):
+    got = run_child("read", big_vds, tmp_path / "unused")
+    assert got["from_call"], got
+    assert got["latency"] < 1.0, got

@@ -166,3 +166,116 @@ def test_zero_d_and_non_contiguous_arrays_keep_their_shape(tmp_path):
     rasterpack.write_npy(tmp_path / "t.npy", strided)
     got = np.load(tmp_path / "t.npy")
     assert got.dtype == np.dtype("<i4") and np.array_equal(got, strided)
+
+
+def cube():
+    z, y, x = np.mgrid[0:20, 0:24, 0:36]
+    return (np.sin(x / 4.0) + y * 0.5 - z * 0.25).astype("float32")
+
+
+@pytest.mark.parametrize("compress", [None, "zip"])
+def test_write_vds_with_the_writers_flags(tmp_path, compress):
+    values = cube()
+    p = tmp_path / "w.vds"
+    rasterpack.write_vds(
+        p,
+        {"Amplitude": values},
+        compress=compress,
+        brick_size=32,
+        margin=2,
+        lods=1,
+        value_range=(-3.0, 12.0),
+        no_value=-999.0,
+        axis=["Sample:ms:0:140", ("Crossline", "", 100, 123), "Inline::1:20"],
+        metadata={"SurveyCoordinateSystem/Origin": 7, "Info/Note": "from python"},
+    )
+    strict_valid(p)
+    f = rasterpack.open(p)
+    assert f.arrays == ["Amplitude"]
+    assert np.array_equal(np.asarray(f["Amplitude"]), values)
+    # Bricks of 32 voxels with margins of 2 on each side own 28, clipped to the array.
+    assert f["Amplitude"].chunks == (20, 24, 28)
+    summary = rasterpack.inspect(p)["summary"]
+    text = json.dumps(summary)
+    assert "Crossline" in text and "from python" in text, text
+    assert np.array_equal(np.asarray(f.array()), cli_npy(tmp_path, p, "Amplitude"))
+    # A flag of another writer is refused, as the CLI refuses it.
+    with pytest.raises(rasterpack.UsageError):
+        rasterpack.write_vds(tmp_path / "t.vds", values, brick_size=48)
+
+
+def test_write_zarr_array_and_group(tmp_path):
+    import zarr
+
+    values = cube()
+    p = tmp_path / "one.zarr"
+    rasterpack.write_zarr(p, values, chunks=(8, 8, 12), shard="16x16x24")
+    strict_valid(p)
+    z = zarr.open_array(str(p), mode="r")
+    assert z.chunks == (8, 8, 12) and np.array_equal(z[...], values)
+    assert np.array_equal(np.asarray(rasterpack.open(p).array()), values)
+    with pytest.raises(rasterpack.UsageError):
+        rasterpack.write_zarr(p, values)  # exists: force=True replaces it
+    rasterpack.write_zarr(p, values[:2], force=True)
+    assert zarr.open_array(str(p), mode="r").shape == (2, 24, 36)
+    g = tmp_path / "many.zarr"
+    ints = np.arange(30, dtype="int16").reshape(5, 6)
+    rasterpack.write_zarr(g, {"cube": values, "ints": ints})
+    strict_valid(g)
+    group = zarr.open_group(str(g), mode="r")
+    assert np.array_equal(group["cube"][...], values) and np.array_equal(group["ints"][...], ints)
+
+
+def test_convert_takes_the_vds_and_zarr_flags(tmp_path):
+    import zarr
+
+    values = cube()
+    src = tmp_path / "src.npy"
+    np.save(src, values)
+    vds = tmp_path / "c.vds"
+    rasterpack.convert(src, vds, brick_size=32, lods=2, compress="zip", value_range=(-3, 12),
+                       axis=["Sample:ms:0:35", "Crossline::0:23", "Inline::0:19"], metadata=["A/b=1"])
+    strict_valid(vds)
+    # The CLI with the same flags writes the same file.
+    cli = tmp_path / "cli.vds"
+    out = run_cli("convert", str(src), str(cli), "--brick-size", "32", "--lods", "2", "--compress", "zip",
+                  "--value-range", "-3,12", "--axis", "Sample:ms:0:35", "--axis", "Crossline::0:23",
+                  "--axis", "Inline::0:19", "--metadata", "A/b=1")
+    assert out.returncode == 0, out.stderr.decode()
+    assert np.array_equal(np.asarray(rasterpack.open(vds).array()), np.asarray(rasterpack.open(cli).array()))
+    assert rasterpack.inspect(vds)["summary"] == rasterpack.inspect(cli)["summary"]
+    assert np.array_equal(np.asarray(rasterpack.open(vds).array().read(lod=1)), cli_npy_lod(tmp_path, cli, 1))
+    zs = tmp_path / "c.zarr"
+    rasterpack.convert(vds, zs, chunks=(4, 8, 8), shard=(8, 8, 16))
+    strict_valid(zs)
+    assert zarr.open_array(str(zs), mode="r").chunks == (4, 8, 8)
+    assert np.array_equal(zarr.open_array(str(zs), mode="r")[...], values)
+    grp = tmp_path / "all.zarr"
+    rasterpack.convert(vds, grp, all=True)
+    assert np.array_equal(zarr.open_group(str(grp), mode="r")["Amplitude"][...], values)
+    sq = tmp_path / "sq.npy"
+    rasterpack.convert(src, sq, region="3:4", squeeze=True)
+    assert np.load(sq).shape == (24, 36)
+    with pytest.raises(rasterpack.UsageError):
+        rasterpack.convert(src, tmp_path / "x.npy", chunks="4x4x4")  # a Zarr flag for .npy
+
+
+def cli_npy_lod(tmp_path, path, lod):
+    dst = tmp_path / f"cli_lod{lod}.npy"
+    out = run_cli("convert", str(path), str(dst), "--lod", str(lod))
+    assert out.returncode == 0, out.stderr.decode()
+    return np.load(dst)
+
+
+def test_convert_takes_the_channel_flag(tmp_path):
+    values = cube()
+    src, other = tmp_path / "a.npy", tmp_path / "b.npy"
+    np.save(src, values)
+    np.save(other, values * 2)
+    out = tmp_path / "two.vds"
+    rasterpack.convert(src, out, channel={"Twice": other})
+    strict_valid(out)
+    f = rasterpack.open(out)
+    assert len(f.arrays) == 2 and "Twice" in f.arrays, f.arrays
+    assert np.array_equal(np.asarray(f["Twice"]), values * 2)
+    assert np.array_equal(np.asarray(f.array()), values)

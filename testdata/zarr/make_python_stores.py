@@ -43,6 +43,9 @@ import numcodecs
 z = zarr.create_array(f"{out}/v2_gzip.zarr", shape=e.shape, chunks=(6, 19), dtype=">f8", zarr_format=2,
                       compressors=numcodecs.GZip(level=4), fill_value=0)
 z[:] = e; save("v2_gzip", e)
+z = zarr.create_array(f"{out}/v2_blosc.zarr", shape=e.shape, chunks=(8, 8), dtype="<f8", zarr_format=2,
+                      compressors=numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.BITSHUFFLE))
+z[:] = e; save("v2_blosc", e)
 f = rng.integers(0, 255, size=(33, 17)).astype("uint8")
 z = zarr.create_array(f"{out}/v2_none.zarr", shape=f.shape, chunks=(8, 8), dtype="uint8", zarr_format=2, compressors=None)
 z[:] = f; save("v2_none", f)

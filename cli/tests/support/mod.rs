@@ -35,32 +35,46 @@ impl Run {
     }
 }
 
+pub mod s3;
+
 /// Run rasterpack with `args`, under GNU time (`/usr/bin/time`) when it is there so that the
 /// peak RSS is measured.
 pub fn run(args: &[&str]) -> Run {
-    let bin = env!("CARGO_BIN_EXE_rasterpack");
-    let time = Path::new("/usr/bin/time");
+    run_env(args, &[])
+}
+
+/// [`run`] with more environment variables.
+pub fn run_env(args: &[&str], env: &[(String, String)]) -> Run {
     let start = Instant::now();
-    if !time.exists() {
-        let out = Command::new(bin).args(args).output().expect("run rasterpack");
-        return Run {
-            out,
-            peak_kib: None,
-            elapsed: start.elapsed(),
-        };
-    }
-    let out = Command::new(time)
-        .args(["-f", "RASTERPACK_PEAK_KIB=%M", bin])
+    let out = timed()
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
-        .expect("run rasterpack under /usr/bin/time");
+        .expect("run rasterpack");
     let elapsed = start.elapsed();
-    let peak_kib = String::from_utf8_lossy(&out.stderr)
+    let peak_kib = peak_kib(&out.stderr);
+    Run { out, peak_kib, elapsed }
+}
+
+/// The rasterpack command, under GNU time when it is there.
+pub fn timed() -> Command {
+    let bin = env!("CARGO_BIN_EXE_rasterpack");
+    if Path::new("/usr/bin/time").exists() {
+        let mut c = Command::new("/usr/bin/time");
+        c.args(["-f", "RASTERPACK_PEAK_KIB=%M", bin]);
+        c
+    } else {
+        Command::new(bin)
+    }
+}
+
+/// The peak RSS GNU time put in the last lines of `stderr`.
+pub fn peak_kib(stderr: &[u8]) -> Option<u64> {
+    String::from_utf8_lossy(stderr)
         .lines()
         .rev()
         .find_map(|l| l.strip_prefix("RASTERPACK_PEAK_KIB=").map(str::to_string))
-        .and_then(|v| v.trim().parse().ok());
-    Run { out, peak_kib, elapsed }
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// Run rasterpack with `args` and standard input fed by `feed` from a thread (a pipe, as
@@ -71,16 +85,8 @@ pub fn run_fed(
     feed: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send + 'static,
 ) -> Run {
     use std::process::Stdio;
-    let bin = env!("CARGO_BIN_EXE_rasterpack");
-    let time = Path::new("/usr/bin/time");
     let start = Instant::now();
-    let mut command = if time.exists() {
-        let mut c = Command::new(time);
-        c.args(["-f", "RASTERPACK_PEAK_KIB=%M", bin]);
-        c
-    } else {
-        Command::new(bin)
-    };
+    let mut command = timed();
     let mut child = command
         .args(args)
         .stdin(Stdio::piped())
@@ -99,11 +105,7 @@ pub fn run_fed(
     let out = child.wait_with_output().expect("wait for rasterpack");
     feeder.join().unwrap();
     let elapsed = start.elapsed();
-    let peak_kib = String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("RASTERPACK_PEAK_KIB=").map(str::to_string))
-        .and_then(|v| v.trim().parse().ok());
+    let peak_kib = peak_kib(&out.stderr);
     Run { out, peak_kib, elapsed }
 }
 

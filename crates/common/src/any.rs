@@ -21,6 +21,28 @@ pub trait ArrayFile: Send + Sync {
     /// UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY`, VDS channel; `None` for a single array).
     fn arrays(&self) -> Result<Vec<ArrayInfo>>;
 
+    /// The array `element` names (`None`: the first of [`ArrayFile::arrays`]), without reading
+    /// more than its description needs where the format can: FOLD reads the member's `.npy`
+    /// header, not the whole file's listing. Nothing is verified here; a read of the array is.
+    fn array_info(&self, element: Option<&str>) -> Result<ArrayInfo> {
+        let arrays = self.arrays()?;
+        let found = match element {
+            None => arrays.into_iter().next(),
+            Some(name) => arrays.into_iter().find(|a| a.name.as_deref() == Some(name)),
+        };
+        found.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Usage,
+                "request.no_such_element",
+                None,
+                match element {
+                    Some(name) => format!("no array {name:?} in the file"),
+                    None => "the file holds no array".to_string(),
+                },
+            )
+        })
+    }
+
     /// Check every rule, checksum and payload of the file; all findings, not just the first.
     fn validate(&self) -> Report;
 
@@ -33,6 +55,15 @@ pub trait ArrayFile: Send + Sync {
     /// format stores the array in one piece (or has no such name).
     fn chunk_shape(&self, _element: Option<&str>) -> Option<Vec<u64>> {
         None
+    }
+
+    /// [`ArrayFile::chunk_shape`] at level of detail `lod` (a VDS LOD's bricks); `None` when
+    /// the format has no such level.
+    fn chunk_shape_at(&self, element: Option<&str>, lod: u32) -> Option<Vec<u64>> {
+        match lod {
+            0 => self.chunk_shape(element),
+            _ => None,
+        }
     }
 
     /// One array (or `req.region` of it) in memory, bounded by `req.limits.max_array_bytes`.

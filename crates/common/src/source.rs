@@ -4,6 +4,7 @@
 //! dataset of objects in an object store.
 
 use std::fs::File;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -123,6 +124,11 @@ pub trait RangeSource: std::fmt::Debug + Send + Sync {
     /// The reader is about to read (nearly) every byte, front to back (`validate`): a source
     /// may fetch ahead of the reads. The default does nothing.
     fn advise_sequential(&self) {}
+    /// The reader is about to read `ranges` (in any order; each within `len`): a source may
+    /// start fetching them now, adjacent ones merged into one request, and serve the reads
+    /// that fall inside them from what it fetched. Only a hint: every byte is still read
+    /// through `read_at`, with the reader's checks. The default does nothing.
+    fn prefetch(&self, _ranges: &[Range<u64>]) {}
 }
 
 impl Input {
@@ -227,6 +233,20 @@ impl Input {
         if let Input::Remote { source } = self {
             source.advise_sequential();
         }
+    }
+
+    /// Say that `ranges` are about to be read (a region read knows the records it needs): a
+    /// remote object fetches them now, adjacent ones in one request (see
+    /// [`RangeSource::prefetch`]). Local inputs need no hint.
+    pub fn prefetch(&self, ranges: &[Range<u64>]) {
+        if let Input::Remote { source } = self {
+            source.prefetch(ranges);
+        }
+    }
+
+    /// Whether reads cost requests (an object read by ranges): worth a [`Input::prefetch`].
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Input::Remote { .. })
     }
 
     /// The whole content when it is already in memory.

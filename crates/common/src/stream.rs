@@ -127,9 +127,26 @@ pub trait ArraySink {
         None
     }
 
+    /// [`ArraySink::direct_buffer`] for a source that calls [`ArraySink::interrupt`]'s check
+    /// between pieces of its work (at least every ~100 ms): a sink that otherwise gives only
+    /// small buffers directly (so that no uninterruptible stretch is long) may give any.
+    fn direct_buffer_polled(&mut self) -> Option<&mut [u8]> {
+        self.direct_buffer()
+    }
+
+    /// A check that a source writing into [`ArraySink::direct_buffer_polled`] (which borrows
+    /// the sink) calls between pieces: `Err` stops the read (Ctrl-C in the Python package).
+    /// Take it before the buffer. `None` (the default): nothing to check.
+    fn interrupt(&self) -> Option<Interrupt> {
+        None
+    }
+
     /// Every byte has arrived: complete the output (trailers, checksums, renames are the caller's).
     fn finish(&mut self) -> Result<()>;
 }
+
+/// See [`ArraySink::interrupt`].
+pub type Interrupt = std::sync::Arc<dyn Fn() -> Result<()> + Send + Sync>;
 
 /// `fill_at` through `write_at`, one buffer of at most 1 MiB at a time.
 pub fn fill_by_chunks<S: ArraySink + ?Sized>(sink: &mut S, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
@@ -167,6 +184,12 @@ impl<S: ArraySink + ?Sized> ArraySink for &mut S {
     fn direct_buffer(&mut self) -> Option<&mut [u8]> {
         (**self).direct_buffer()
     }
+    fn direct_buffer_polled(&mut self) -> Option<&mut [u8]> {
+        (**self).direct_buffer_polled()
+    }
+    fn interrupt(&self) -> Option<Interrupt> {
+        (**self).interrupt()
+    }
     fn finish(&mut self) -> Result<()> {
         (**self).finish()
     }
@@ -187,6 +210,12 @@ impl<S: ArraySink + ?Sized> ArraySink for Box<S> {
     }
     fn direct_buffer(&mut self) -> Option<&mut [u8]> {
         (**self).direct_buffer()
+    }
+    fn direct_buffer_polled(&mut self) -> Option<&mut [u8]> {
+        (**self).direct_buffer_polled()
+    }
+    fn interrupt(&self) -> Option<Interrupt> {
+        (**self).interrupt()
     }
     fn finish(&mut self) -> Result<()> {
         (**self).finish()
@@ -918,6 +947,16 @@ impl<S: ArraySink> ArraySink for ViewSink<S> {
         } else {
             self.inner.direct_buffer()
         }
+    }
+    fn direct_buffer_polled(&mut self) -> Option<&mut [u8]> {
+        if self.view.has_steps() {
+            None
+        } else {
+            self.inner.direct_buffer_polled()
+        }
+    }
+    fn interrupt(&self) -> Option<Interrupt> {
+        self.inner.interrupt()
     }
     fn finish(&mut self) -> Result<()> {
         self.inner.finish()

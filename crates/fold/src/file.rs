@@ -32,6 +32,9 @@ pub struct FoldFile {
     /// takes bytes in any order then verifies the chunk it reads while it reads it (one pass,
     /// see `read::stream_array`) instead of verifying the file's chunks again first.
     verified: Arc<OnceLock<VerifiedChunks>>,
+    /// What [`ArrayFile::arrays`] listed: the listing verifies every NPZ0 chunk, so it runs
+    /// when first asked for, once.
+    listed: Arc<OnceLock<Vec<ArrayInfo>>>,
 }
 
 impl FoldFile {
@@ -64,6 +67,7 @@ impl FoldFile {
             container,
             findings,
             verified: Arc::default(),
+            listed: Arc::default(),
         })
     }
 
@@ -137,21 +141,54 @@ impl ArrayFile for FoldFile {
 
     /// The readable arrays of every NPZ0 chunk that passes its checks (each such chunk is
     /// verified, as a read would). Damaged chunks and members, and dtypes rasterpack does not
-    /// decode, are left out: [`FoldFile::validate`] reports them.
+    /// decode, are left out: [`FoldFile::validate`] reports them. Verified when first asked
+    /// for; later calls give the same list (a read still checks the bytes it decodes).
     fn arrays(&self) -> Result<Vec<ArrayInfo>> {
+        if let Some(listed) = self.listed.get() {
+            return Ok(listed.clone());
+        }
         let verified = crate::read::verify_candidates(&self.input, &self.container, None, &self.limits)?;
         if let Some(keep) = VerifiedChunks::keep(&self.limits, &verified) {
             let _ = self.verified.set(keep);
         }
         let chunks = npz_chunks(&verified.0);
-        Ok(element_labels(&chunks)
+        let listed: Vec<ArrayInfo> = element_labels(&chunks)
             .into_iter()
             .filter_map(|(label, info)| {
                 let mut out = ArrayInfo::new(info.dtype?, info.shape.clone());
                 out.name = Some(label);
                 Some(out)
             })
-            .collect())
+            .collect();
+        Ok(self.listed.get_or_init(|| listed).clone())
+    }
+
+    /// The array `element` names from its member's `.npy` header when the element can only
+    /// mean one NPZ0 chunk (as the one-pass read, `read_riding`) that has no ECC: the chunk is
+    /// decoded only as far as that header and nothing is verified (the read is). Otherwise,
+    /// or when the header is not found there, from the listing.
+    fn array_info(&self, element: Option<&str>) -> Result<ArrayInfo> {
+        if self.listed.get().is_none() {
+            if let Some(info) = crate::read::peek_array(&self.input, &self.container, element, &self.limits)? {
+                return Ok(info);
+            }
+        }
+        let arrays = self.arrays()?;
+        let found = match element {
+            None => arrays.into_iter().next(),
+            Some(name) => arrays.into_iter().find(|a| a.name.as_deref() == Some(name)),
+        };
+        found.ok_or_else(|| {
+            Error::new(
+                rasterpack_common::ErrorKind::Usage,
+                "request.no_such_element",
+                None,
+                match element {
+                    Some(name) => format!("no NPZ0 array {name:?} in the file"),
+                    None => "the file holds no NPZ0 array".to_string(),
+                },
+            )
+        })
     }
 
     fn validate(&self) -> Report {

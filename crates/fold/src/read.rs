@@ -14,13 +14,14 @@ use rasterpack_common::npy::NpyHeader;
 use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, DType, Error, Input, Limits, RegionRuns, Result};
 
 use crate::element::{npz_chunks, pick_array};
-use crate::npz::{self, array_name, ArrayTarget, CdWalk, WalkMode};
+use crate::npz::member::NpyPrefix;
+use crate::npz::{self, array_name, decode_name, ArrayTarget, CdWalk, ContentTap, StreamCheck, WalkMode};
 use crate::parse::{FoldContainer, FoldEntry};
 use crate::raw::{CHUNK_HEADER_LEN, FLAG_NONE};
 use crate::scan::{scan_local, scan_local_hashed, Flow, Stored};
 use crate::validate::{
-    check_chunk, chunk_hashes, duplicate_name_error, name_counts, ChunkContext, FoldAnalyzeOptions, FoldChunkStatus,
-    FoldContent, Layers,
+    check_chunk_riding, chunk_hashes, duplicate_name_error, name_counts, ChunkContext, FoldAnalyzeOptions,
+    FoldChunkStatus, FoldContent, Layers, PayloadRider,
 };
 
 /// Chunks `element` may name: with the explicit `["CHUNK","ARRAY"]` form only chunks of that
@@ -45,6 +46,7 @@ fn verify_chunk(
     e: &FoldEntry,
     limits: &Limits,
     npz_members_held: &std::cell::Cell<u64>,
+    rider: Option<&mut dyn PayloadRider>,
 ) -> Result<(FoldChunkStatus, Option<Vec<u8>>)> {
     let mut l = Layers::default();
     let hashes = chunk_hashes(c, &mut l);
@@ -69,7 +71,7 @@ fn verify_chunk(
     };
     let before = l.counts();
     let mut repairs = Vec::new();
-    let mut st = check_chunk(&ctx, e, &mut l, &mut Vec::new(), &mut repairs)?;
+    let mut st = check_chunk_riding(&ctx, e, &mut l, &mut Vec::new(), &mut repairs, rider)?;
     errors.extend(l.errors_since(before));
     st.errors = errors;
     let payload_off = e.offset + CHUNK_HEADER_LEN;
@@ -92,7 +94,7 @@ pub(crate) fn verify_candidates(
     // The candidates' verdicts are held together: bounded over all of them, as in `validate`.
     let held = std::cell::Cell::new(0);
     for e in candidates(c, element) {
-        let (st, rep) = verify_chunk(input, c, e, limits, &held)?;
+        let (st, rep) = verify_chunk(input, c, e, limits, &held, None)?;
         statuses.push(st);
         repaired.push(rep);
     }
@@ -134,11 +136,15 @@ impl VerifiedChunks {
 
 /// Stream the array `req` names (or `req.region` of it) into `sink`.
 ///
-/// With `earlier` (every NPZ0 chunk verified by an earlier call, under the same limits) and a
-/// sink that takes bytes in any order, the chunks are not verified again first: the chosen
-/// chunk is read once, its stored bytes hashed (CRC32C, SHA-256, on a second thread) as they
-/// are decoded into the sink, and the read fails if they no longer match (the file changed
-/// since): one pass instead of two. A sequential sink gets nothing before the chunk verified.
+/// Into a sink that takes bytes in any order, a read whose element can only mean one NPZ0
+/// chunk (the file has one, or the `["CHUNK","ARRAY"]` form names one) reads that chunk once:
+/// the chunk's own check (every check `arrays()` runs on it) and the member's decode into the
+/// sink ride on the same pass ([`read_riding`]). With `earlier` (every NPZ0 chunk verified by
+/// an earlier `arrays()`, under the same limits) the chunk is read once too, its stored bytes
+/// hashed (CRC32C, SHA-256, on a second thread) as they are decoded into the sink, and the
+/// read fails if they no longer match (the file changed since). Otherwise the candidate chunks
+/// are verified first and the chosen one decoded after: a sequential sink gets nothing before
+/// the chunk verified.
 pub(crate) fn stream_array(
     input: &Input,
     c: &FoldContainer,
@@ -147,15 +153,32 @@ pub(crate) fn stream_array(
     earlier: Option<&VerifiedChunks>,
 ) -> Result<()> {
     let earlier = earlier.filter(|v| v.limits == req.limits && sink.random_access());
-    let now;
-    let (statuses, repaired, hash_on_read): (&[FoldChunkStatus], Vec<Option<Vec<u8>>>, bool) = match earlier {
-        Some(v) => (&v.statuses, vec![None; v.statuses.len()], true),
+    if earlier.is_none() && sink.random_access() {
+        if let [e] = candidates(c, req.element.as_deref()).as_slice() {
+            return read_riding(input, c, e, req, sink);
+        }
+    }
+    match earlier {
+        Some(v) => deliver(input, c, req, sink, &v.statuses, &vec![None; v.statuses.len()], true),
         None => {
             let (statuses, repaired) = verify_candidates(input, c, req.element.as_deref(), &req.limits)?;
-            now = statuses;
-            (&now, repaired, false)
+            deliver(input, c, req, sink, &statuses, &repaired, false)
         }
-    };
+    }
+}
+
+/// Decode the array `req` names from chunks verified already (`statuses`, with the payloads ECC
+/// repaired) into `sink`; with `hash_on_read` the stored bytes are hashed again as they are
+/// decoded (statuses from an earlier call).
+fn deliver(
+    input: &Input,
+    c: &FoldContainer,
+    req: &ArrayRequest,
+    sink: &mut dyn ArraySink,
+    statuses: &[FoldChunkStatus],
+    repaired: &[Option<Vec<u8>>],
+    hash_on_read: bool,
+) -> Result<()> {
     let chunks = npz_chunks(statuses);
     let (chunk, name) = pick_array(&chunks, req.element.as_deref())?;
     let at = statuses
@@ -275,6 +298,349 @@ pub(crate) fn stream_array(
         )
     })?;
     target.complete()
+}
+
+/// The one-pass read of chunk `e`, the only chunk `req.element` may mean: the chunk is checked
+/// exactly as `arrays()` checks it ([`verify_chunk`]: header against index, bounds, CRC32C,
+/// SHA-256, `chunk_hashes`, decoded length, the archive's members) while the member the
+/// element names (the one it most likely names, found by its local header or the directory)
+/// is decoded into `sink` from the same bytes. The array counts only if every check passed and
+/// the element resolves, on the checked chunk, to that very member; otherwise the chunk's
+/// failure is returned as the listing reports it, or (an ECC repair, an archive the streaming
+/// check could not follow, another member after all) the member is decoded again from the
+/// verified chunk, as before: the cost of one pass is paid only by files that verify.
+fn read_riding(
+    input: &Input,
+    c: &FoldContainer,
+    e: &FoldEntry,
+    req: &ArrayRequest,
+    sink: &mut dyn ArraySink,
+) -> Result<()> {
+    let want = likely_array(e, req.element.as_deref());
+    let held = std::cell::Cell::new(0);
+    let (statuses, repaired, rode) = {
+        let mut rider = Rider {
+            want,
+            target: Some(RegionTarget {
+                sink: &mut *sink,
+                spec: req,
+                name: String::new(),
+                plan: None,
+            }),
+            walk: None,
+            tap: None,
+            vouched: None,
+            failure: None,
+        };
+        let (st, rep) = verify_chunk(input, c, e, &req.limits, &held, Some(&mut rider))?;
+        let statuses = vec![st];
+        let chunks = npz_chunks(&statuses);
+        let rode = match pick_array(&chunks, req.element.as_deref()) {
+            Ok((chunk, name)) if rep.is_none() => rider.delivered(chunk.status, &name),
+            Ok(_) => Ok(false),
+            Err(err) => Err(err),
+        };
+        (statuses, rep, rode)
+    };
+    if rode? {
+        return Ok(());
+    }
+    // Not delivered in the pass: decode the member again from the verified chunk. The sink
+    // may have begun with the same array already (a region read of another member, say).
+    let mut again = Rebegin { sink, began: None };
+    deliver(input, c, req, &mut again, &statuses, &[repaired], false)
+}
+
+/// The array name `element` most likely means in chunk `e` (the only NPZ0 chunk it may
+/// mean): `None` for the default (the first member). Checked against the verified chunk after
+/// the pass.
+fn likely_array(e: &FoldEntry, element: Option<&str>) -> Option<String> {
+    let el = element?;
+    if el.starts_with('[') {
+        if let Ok([_, array]) = serde_json::from_str::<[String; 2]>(el) {
+            return Some(array);
+        }
+    }
+    Some(
+        match el.strip_prefix(e.name.as_str()).and_then(|r| r.strip_prefix('/')) {
+            Some(array) => array.to_string(),
+            None => el.to_string(),
+        },
+    )
+}
+
+/// Decodes the likely member into the caller's sink as the chunk's check walks the archive.
+struct Rider<'s, 'r> {
+    want: Option<String>,
+    /// The target while no walk holds it.
+    target: Option<RegionTarget<'s, 'r>>,
+    /// A stored archive: the walk against its directory that extracts the member (as every
+    /// read's walk does), with its directory index.
+    walk: Option<(usize, CdWalk<RegionTarget<'s, 'r>>)>,
+    /// A streamed archive: the member taken from its local headers.
+    tap: Option<TapState>,
+    /// The member the streaming check vouched for, after it concluded.
+    vouched: Option<usize>,
+    failure: Option<Error>,
+}
+
+/// The member a [`Rider`] takes from a streamed archive.
+struct TapState {
+    index: usize,
+    declared: u64,
+    npy: NpyPrefix,
+    header_sent: bool,
+    done: bool,
+}
+
+impl Rider<'_, '_> {
+    fn wants(&self, member: &str) -> bool {
+        self.want.as_deref().is_none_or(|w| w == array_name(member))
+    }
+
+    /// Whether the member `name` of the verified chunk `st` went whole into the sink, from
+    /// bytes every check passed. `Err` when it did and the array cannot be read after all.
+    fn delivered(self, st: &FoldChunkStatus, name: &str) -> Result<bool> {
+        let (Some(dir), FoldContent::Npz(arrays)) = (st.directory.as_ref(), &st.content) else {
+            return Ok(false);
+        };
+        let Some(idx) = dir.members.iter().position(|m| array_name(&m.name) == name) else {
+            return Ok(false);
+        };
+        if self.failure.is_some() {
+            return Ok(false);
+        }
+        let target = match (self.walk, self.tap) {
+            (Some((at, walk)), None) if at == idx => match walk.finish_with_target() {
+                (Ok(_), Some(target)) => target,
+                _ => return Ok(false),
+            },
+            (None, Some(tap)) if tap.index == idx && self.vouched == Some(idx) && tap.done => match self.target {
+                Some(target) => target,
+                None => return Ok(false),
+            },
+            _ => return Ok(false),
+        };
+        if target.name != name {
+            return Ok(false);
+        }
+        let payload_off = st.entry.offset + CHUNK_HEADER_LEN;
+        if let Some(err) = arrays.get(idx).and_then(|info| info.read_error(&dir.members[idx])) {
+            return Err(Error::new(
+                err.kind,
+                err.code,
+                Some(payload_off),
+                format!("chunk {:?}: {}", st.entry.name, err.message),
+            ));
+        }
+        Ok(target.complete().is_ok())
+    }
+}
+
+impl PayloadRider for Rider<'_, '_> {
+    fn tap(&mut self) -> &mut dyn ContentTap {
+        self
+    }
+
+    fn stored_piece(&mut self, dir: &std::sync::Arc<crate::npz::Directory>, total: u64, piece: &[u8]) {
+        if self.walk.is_none() {
+            let Some(mut target) = self.target.take() else { return };
+            let Some(idx) = dir.members.iter().position(|m| self.wants(&m.name)) else {
+                return;
+            };
+            target.name = array_name(&dir.members[idx].name).to_string();
+            let mut walk = CdWalk::new(
+                std::sync::Arc::clone(dir),
+                total,
+                &target.spec.limits,
+                WalkMode::Verify,
+                Some((idx, target)),
+            );
+            walk.verify_target(true);
+            self.walk = Some((idx, walk));
+        }
+        if let Some((_, walk)) = self.walk.as_mut() {
+            walk.feed(piece);
+        }
+    }
+
+    fn concluded(&mut self, tapped: Option<usize>) {
+        self.vouched = tapped;
+    }
+}
+
+impl ContentTap for Rider<'_, '_> {
+    fn start(&mut self, index: usize, name: &[u8], flags: u16, declared: u64) -> bool {
+        if self.tap.is_some() || self.target.is_none() {
+            return false;
+        }
+        let Ok(decoded) = decode_name(name, flags) else {
+            return false;
+        };
+        if !self.wants(&decoded) {
+            return false;
+        }
+        if let Some(t) = self.target.as_mut() {
+            t.name = array_name(&decoded).to_string();
+        }
+        self.tap = Some(TapState {
+            index,
+            declared,
+            npy: NpyPrefix::default(),
+            header_sent: false,
+            done: false,
+        });
+        true
+    }
+
+    fn content(&mut self, at: u64, bytes: &[u8]) {
+        let (Some(tap), Some(target)) = (self.tap.as_mut(), self.target.as_mut()) else {
+            return;
+        };
+        if tap.done || self.failure.is_some() {
+            return;
+        }
+        let used = tap.npy.feed(at, bytes);
+        let Some(header) = &tap.npy.result else { return };
+        let h = match header {
+            Ok(h) => h,
+            Err(err) => {
+                self.failure = Some(err.clone());
+                return;
+            }
+        };
+        if !tap.header_sent {
+            tap.header_sent = true;
+            // The data the member holds fills the shape (what the walk refuses otherwise).
+            let avail = tap.declared - h.data_offset.min(tap.declared);
+            if avail != h.data_len {
+                self.failure = Some(Error::usage("the member's size does not fit its shape"));
+                return;
+            }
+            if let Err(err) = target.header(h) {
+                self.failure = Some(err);
+                return;
+            }
+        }
+        let rest = &bytes[used..];
+        if rest.is_empty() {
+            return;
+        }
+        let data_at = (at + used as u64).saturating_sub(h.data_offset);
+        match target.data(data_at, rest) {
+            Ok(Flow::More) => {}
+            Ok(Flow::Stop) => tap.done = true,
+            Err(err) => self.failure = Some(err),
+        }
+    }
+}
+
+/// A sink that a second decode of the same array may begin again: a `begin` with the array it
+/// already began is not passed on (its bytes are all written again).
+struct Rebegin<'a> {
+    sink: &'a mut dyn ArraySink,
+    began: Option<ArrayInfo>,
+}
+
+impl ArraySink for Rebegin<'_> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        if self.began.as_ref() == Some(info) {
+            return Ok(());
+        }
+        self.began = Some(info.clone());
+        self.sink.begin(info)
+    }
+    fn random_access(&self) -> bool {
+        self.sink.random_access()
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        self.sink.write_at(offset, data)
+    }
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
+        self.sink.fill_at(offset, len, pattern)
+    }
+    fn finish(&mut self) -> Result<()> {
+        self.sink.finish()
+    }
+}
+
+/// The array `element` names, from its member's `.npy` header, when the element can only mean
+/// one NPZ0 chunk and that chunk has no ECC (a damaged header could be repaired into another
+/// one): the payload is decoded from its start only as far as that header. Nothing is
+/// verified (the read is); `None` when the header is not found that way (the caller lists).
+pub(crate) fn peek_array(
+    input: &Input,
+    c: &FoldContainer,
+    element: Option<&str>,
+    limits: &Limits,
+) -> Result<Option<ArrayInfo>> {
+    let chunks = candidates(c, element);
+    let [e] = chunks.as_slice() else {
+        return Ok(None);
+    };
+    let payload_off = e.offset.saturating_add(CHUNK_HEADER_LEN);
+    let end = payload_off.checked_add(e.comp_len);
+    if e.ecc_len != 0 || e.offset < crate::raw::HEADER_LEN || end.is_none_or(|end| end > c.file_len) {
+        return Ok(None);
+    }
+    let mut hb = [0u8; CHUNK_HEADER_LEN as usize];
+    input.read_at(e.offset, &mut hb, "chunk header")?;
+    let h = crate::raw::ChunkHeader::from_bytes(&hb);
+    if h.flags as u64 != e.flags || h.comp_len != e.comp_len || h.uncomp_len != e.uncomp_len {
+        return Ok(None);
+    }
+    let mut peek = Peek {
+        want: likely_array(e, element),
+        taken: None,
+        npy: NpyPrefix::default(),
+    };
+    let mut check = StreamCheck::new(limits);
+    let stored = Stored::File {
+        input,
+        offset: payload_off,
+        len: h.comp_len,
+    };
+    scan_local(stored, h.flags, h.uncomp_len, &mut |p| {
+        check.feed_tapped(p, &mut peek);
+        if peek.npy.result.is_some() {
+            Flow::Stop
+        } else {
+            Flow::More
+        }
+    })?;
+    let (Some(array), Some(Ok(header))) = (peek.taken, peek.npy.result) else {
+        return Ok(None);
+    };
+    let mut info = ArrayInfo::new(header.dtype, header.shape);
+    info.name = Some(match element {
+        Some(el) => el.to_string(),
+        None => format!("{}/{array}", e.name),
+    });
+    Ok(Some(info))
+}
+
+/// Takes the `.npy` header of the member [`peek_array`] looks for.
+struct Peek {
+    want: Option<String>,
+    taken: Option<String>,
+    npy: NpyPrefix,
+}
+
+impl ContentTap for Peek {
+    fn start(&mut self, _: usize, name: &[u8], flags: u16, _: u64) -> bool {
+        let Ok(decoded) = decode_name(name, flags) else {
+            return false;
+        };
+        let array = array_name(&decoded);
+        if self.taken.is_some() || self.want.as_deref().is_some_and(|w| w != array) {
+            return false;
+        }
+        self.taken = Some(array.to_string());
+        true
+    }
+    fn content(&mut self, at: u64, bytes: &[u8]) {
+        self.npy.feed(at, bytes);
+    }
 }
 
 fn npz_piece(len: u64) -> usize {

@@ -1,7 +1,9 @@
-//! A read after `arrays()` (what Python's `rasterpack.open` does first) reads the chosen chunk
-//! once: its stored bytes are hashed as they are decoded into the sink, instead of the file's
-//! chunks being verified again before a second, decoding pass. Every check still runs on the
-//! bytes delivered: a chunk changed after `arrays()` fails the read with its integrity code.
+//! A read of a named array reads its chunk once, with or without `arrays()` first: the
+//! chunk's checks (CRC32C, SHA-256, the archive's members) ride on the pass that decodes the
+//! member into the sink, and the read fails (nothing returned) when any of them fails, with
+//! the code `arrays()`/`validate` report for that chunk. After `arrays()` the stored bytes are
+//! hashed as they are decoded: a chunk changed after `arrays()` fails the read with its
+//! integrity code.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -79,10 +81,122 @@ fn a_read_after_arrays_reads_the_chunk_once() {
             read >= stored && read < stored + stored / 2,
             "{compression:?}: the read took {read} bytes of a {stored}-byte chunk"
         );
-        // Without arrays() first, the chunk is verified before it is decoded: two passes.
+    }
+}
+
+#[test]
+fn a_read_by_name_without_the_listing_reads_the_chunk_once() {
+    for compression in [FoldCompression::None, FoldCompression::Zstd(3)] {
+        // No arrays() first (what Python's `rasterpack.open(p)[name]` does now).
+        let (array, source, file, stored) = sample(compression);
+        let got = file.read(&request()).unwrap();
+        assert_eq!(got.data, array.data, "{compression:?}");
+        let read = source.read.load(Ordering::Relaxed);
+        assert!(
+            read >= stored && read < stored + stored / 2,
+            "{compression:?}: the read took {read} bytes of a {stored}-byte chunk"
+        );
+        // The default array (no name) and a region read: one pass too, same values.
+        source.read.store(0, Ordering::Relaxed);
+        let got = file.read(&ArrayRequest::default()).unwrap();
+        assert_eq!(got.data, array.data, "{compression:?}");
+        let head = rasterpack_common::Region::from_start_size(&[3, 0], &[2, 1024]).unwrap();
+        let part = file.read(&request().with_region(head)).unwrap();
+        assert_eq!(part.data, array.data[3 * 4096..5 * 4096], "{compression:?}");
+        let read = source.read.load(Ordering::Relaxed);
+        assert!(
+            read < 2 * stored + stored / 2,
+            "{compression:?}: {read} bytes for two reads"
+        );
+    }
+}
+
+#[test]
+fn array_info_reads_the_npy_header_not_the_chunk() {
+    use rasterpack_common::ArrayFile;
+    for compression in [FoldCompression::None, FoldCompression::Zstd(3)] {
+        let (array, source, file, stored) = sample(compression);
+        for element in [Some("c/v"), Some("[\"c\",\"v\"]"), None] {
+            source.read.store(0, Ordering::Relaxed);
+            let info = file.array_info(element).unwrap();
+            assert_eq!(info.shape, array.shape, "{compression:?} {element:?}");
+            assert_eq!(info.dtype, DType::F32);
+            assert_eq!(info.name.as_deref(), Some(element.unwrap_or("c/v")));
+            // At most one read piece (2 MiB) of the chunk, not a pass over it.
+            let read = source.read.load(Ordering::Relaxed);
+            assert!(
+                read <= (2 << 20) + 4096 && read < stored,
+                "{compression:?}: {read} of {stored}"
+            );
+        }
+        // An array the chunk does not hold: the listing says so.
+        let err = file.array_info(Some("c/w")).unwrap_err();
+        assert_eq!(err.code, "request.no_such_element", "{err}");
+        // Then the read by that name: one pass.
+        source.read.store(0, Ordering::Relaxed);
         let (_, source, file, stored) = sample(compression);
+        file.array_info(Some("c/v")).unwrap();
         file.read(&request()).unwrap();
-        assert!(source.read.load(Ordering::Relaxed) >= 2 * stored, "{compression:?}");
+        let read = source.read.load(Ordering::Relaxed);
+        // The peek (one 2 MiB piece), then one pass (and the archive directory: ~128 KiB).
+        assert!(
+            read < stored + (2 << 20) + (256 << 10),
+            "{compression:?}: {read} of {stored}"
+        );
+    }
+}
+
+#[test]
+fn a_damaged_chunk_read_by_name_fails_as_the_listing_reports_it() {
+    for compression in [FoldCompression::None, FoldCompression::Zstd(3)] {
+        let (_, source, file, _) = sample(compression);
+        damage(&source, &file);
+        // What validate reports for the chunk (arrays() leaves it out for that reason).
+        let report = file.validate();
+        let first = report
+            .findings
+            .iter()
+            .find(|f| f.severity == rasterpack_common::Severity::Error)
+            .unwrap()
+            .code
+            .clone();
+        assert_eq!(first, "fold.integrity.crc_mismatch", "{compression:?}");
+        assert!(file.arrays().unwrap().is_empty(), "{compression:?}");
+        // A fresh file, read by name with no listing: the same code, nothing returned.
+        let fresh = FoldFile::from_input(Input::remote(source.clone()), Limits::default()).unwrap();
+        let err = fresh.read(&request()).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Invalid, "{compression:?}: {err}");
+        assert_eq!(err.code, first, "{compression:?}: {err}");
+        let mut mem = rasterpack_common::MemorySink::new(Limits::default());
+        assert!(fresh.stream(&request(), &mut mem).is_err());
+    }
+}
+
+#[test]
+fn a_chunk_ecc_repairs_reads_its_repaired_values_by_name() {
+    for compression in [FoldCompression::None, FoldCompression::Zstd(3)] {
+        let (array, _, _, _) = sample(compression);
+        let mut b = FoldBuilder::new();
+        b.add_npz(
+            "c",
+            &[("v", &array)],
+            FoldChunkOptions {
+                compression,
+                ecc: Some(32),
+            },
+        )
+        .unwrap();
+        let mut bytes = b.to_bytes().unwrap();
+        let clean = FoldFile::from_bytes(bytes.clone()).unwrap();
+        let e = clean.chunks()[0].clone();
+        // A few bytes in the middle of the payload and one in the .npz header: repairable.
+        for at in [e.offset + 32 + 40, e.offset + 32 + e.comp_len / 2] {
+            bytes[at as usize] ^= 0x5a;
+        }
+        let file = FoldFile::from_bytes(bytes).unwrap();
+        let got = file.read(&request()).unwrap();
+        assert_eq!(got.shape, array.shape, "{compression:?}");
+        assert_eq!(got.data, array.data, "{compression:?}");
     }
 }
 

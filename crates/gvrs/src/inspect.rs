@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use rasterpack_common::json::{f64_value, fmt_bytes, fmt_f64};
+use rasterpack_common::json::{f64_value, fmt_f32, fmt_f64};
 use rasterpack_common::{Error, InspectOptions, Report};
 use serde_json::{json, Map, Value};
 
@@ -24,6 +24,8 @@ pub struct GvrsTileStats {
     pub encodings: Vec<BTreeMap<String, u64>>,
     /// Per element: stored bytes of its blocks.
     pub stored_bytes: Vec<u64>,
+    /// Per element: encoding -> stored bytes of the blocks in it.
+    pub encoding_bytes: Vec<BTreeMap<String, u64>>,
     /// Tiles scanned (at most the number asked for).
     pub scanned: u64,
     /// Tiles that could not be read or failed a check (CRC, tile index).
@@ -113,6 +115,7 @@ pub fn tile_stats(file: &GvrsFile, max_tiles: usize) -> GvrsTileStats {
     let mut st = GvrsTileStats {
         encodings: vec![BTreeMap::new(); n_el],
         stored_bytes: vec![0; n_el],
+        encoding_bytes: vec![BTreeMap::new(); n_el],
         ..Default::default()
     };
     let tiles = file.stored_tiles();
@@ -129,9 +132,9 @@ pub fn tile_stats(file: &GvrsFile, max_tiles: usize) -> GvrsTileStats {
         };
         for (e, &(rel, n)) in rec.blocks.iter().enumerate() {
             let head = &bytes[rel..rel + n.min(67)];
-            *st.encodings[e]
-                .entry(encoding_name(file, e, n as u64, head))
-                .or_insert(0) += 1;
+            let name = encoding_name(file, e, n as u64, head);
+            *st.encoding_bytes[e].entry(name.clone()).or_insert(0) += n as u64;
+            *st.encodings[e].entry(name).or_insert(0) += 1;
             st.stored_bytes[e] += n as u64;
         }
     }
@@ -297,12 +300,7 @@ fn element_row(e: &GvrsElement) -> Vec<String> {
     let (min, max, fill, coding) = match s.range {
         ElementRange::Integer { min, max, fill } => (min.to_string(), max.to_string(), fill.to_string(), String::new()),
         ElementRange::Short { min, max, fill } => (min.to_string(), max.to_string(), fill.to_string(), String::new()),
-        ElementRange::Float { min, max, fill } => (
-            fmt_f64(min as f64),
-            fmt_f64(max as f64),
-            fmt_f64(fill as f64),
-            String::new(),
-        ),
+        ElementRange::Float { min, max, fill } => (fmt_f32(min), fmt_f32(max), fmt_f32(fill), String::new()),
         ElementRange::IntCodedFloat {
             min,
             max,
@@ -313,13 +311,13 @@ fn element_row(e: &GvrsElement) -> Vec<String> {
             max_int,
             fill_int,
         } => (
-            fmt_f64(min as f64),
-            fmt_f64(max as f64),
-            fmt_f64(fill as f64),
+            fmt_f32(min),
+            fmt_f32(max),
+            fmt_f32(fill),
             format!(
                 "scale {}, offset {}, codes {min_int}..{max_int}, fill code {fill_int}",
-                fmt_f64(scale as f64),
-                fmt_f64(offset as f64)
+                fmt_f32(scale),
+                fmt_f32(offset)
             ),
         ),
     };
@@ -409,26 +407,42 @@ fn tiles_section(file: &GvrsFile, opts: &InspectOptions, report: &mut Report) {
     tiles.insert("scanned_tiles".into(), json!(st.scanned));
     let mut enc = Map::new();
     let mut rows = Vec::new();
+    // Counts and bytes in columns of their own, one row per element and encoding: the tiles,
+    // their stored bytes, what they decode to, and the ratio of the two.
+    let ratio = |unc: u64, stored: u64| {
+        if stored > 0 {
+            format!("{:.2}", unc as f64 / stored as f64)
+        } else {
+            "-".to_string()
+        }
+    };
     for (i, e) in file.elements.iter().enumerate() {
         enc.insert(e.name(), json!(st.encodings[i]));
+        let block = file.block_sizes()[i];
         for (k, n) in &st.encodings[i] {
-            rows.push(vec![e.name(), k.clone(), n.to_string()]);
+            let stored = st.encoding_bytes[i].get(k).copied().unwrap_or(0);
+            let unc = n.saturating_mul(block);
+            rows.push(vec![
+                e.name(),
+                k.clone(),
+                n.to_string(),
+                stored.to_string(),
+                unc.to_string(),
+                ratio(unc, stored),
+            ]);
         }
-        let unc = st.scanned.saturating_mul(file.block_sizes()[i]);
-        let ratio = if st.stored_bytes[i] > 0 {
-            unc as f64 / st.stored_bytes[i] as f64
-        } else {
-            0.0
-        };
-        rows.push(vec![
-            e.name(),
-            "stored / uncompressed".into(),
-            format!(
-                "{} / {} (ratio {ratio:.2})",
-                fmt_bytes(st.stored_bytes[i]),
-                fmt_bytes(unc)
-            ),
-        ]);
+        if st.encodings[i].len() > 1 {
+            let tiles: u64 = st.encodings[i].values().sum();
+            let unc = tiles.saturating_mul(block);
+            rows.push(vec![
+                e.name(),
+                "(all)".into(),
+                tiles.to_string(),
+                st.stored_bytes[i].to_string(),
+                unc.to_string(),
+                ratio(unc, st.stored_bytes[i]),
+            ]);
+        }
     }
     tiles.insert("tile_encoding_counts".into(), Value::Object(enc));
     tiles.insert("stored_bytes".into(), json!(st.stored_bytes));
@@ -441,7 +455,18 @@ fn tiles_section(file: &GvrsFile, opts: &InspectOptions, report: &mut Report) {
             ("scanned".into(), st.scanned.to_string()),
         ],
     );
-    report.table("Tile encodings", &["element", "encoding", "tiles"], rows);
+    report.table(
+        "Tile encodings",
+        &[
+            "element",
+            "encoding",
+            "tiles",
+            "stored bytes",
+            "uncompressed bytes",
+            "ratio",
+        ],
+        rows,
+    );
     if let Some(e) = &st.first_error {
         // A tile that fails the read checks: its data cannot be read, say so as the error it is.
         report.findings.push_error(e);

@@ -341,6 +341,9 @@ pub struct GvrsFile {
     pub header_error: Option<Error>,
     limits: Limits,
     cache: Mutex<TileCache>,
+    /// Where every stored tile record starts, sorted: made on the first prefetch (remote
+    /// inputs only), to bound each record by the next.
+    record_starts: std::sync::OnceLock<Vec<u64>>,
 }
 
 impl GvrsFile {
@@ -426,6 +429,7 @@ impl GvrsFile {
                 clock: 0,
                 map: HashMap::new(),
             }),
+            record_starts: std::sync::OnceLock::new(),
         };
         f.header_error = f.check_header_crc().err();
         // A damaged tile directory leaves the rest of the file inspectable and checkable.
@@ -566,6 +570,48 @@ impl GvrsFile {
         }
         let v = *d.entries.get((r * d.n_cols as i64 + c) as usize)?;
         (v != 0).then_some(v)
+    }
+
+    /// Announce the tile records of tile rows `tile_rows` x columns `cols` to a remote input
+    /// (see [`Input::prefetch`]), so they are fetched together, adjacent ones in one request,
+    /// before the decoders ask for them one by one. A record's end is taken as the start of
+    /// the next record in the file; one whose end that does not bound to a legal record size
+    /// (the last record, or one before a gap) is left to its own read. Only a hint: each
+    /// record is still read and checked as before. Local inputs: nothing.
+    pub(crate) fn prefetch_tiles(&self, tile_rows: impl Iterator<Item = u32>, cols: &std::ops::Range<u32>) {
+        if !self.input.is_remote() || cols.is_empty() || self.geometry.tile_cols == 0 {
+            return;
+        }
+        let starts = self.record_starts.get_or_init(|| {
+            let mut v: Vec<u64> = self
+                .tile_directory
+                .iter()
+                .flat_map(|d| d.entries.iter())
+                .filter_map(|&e| u64::try_from(e).ok()?.checked_sub(8))
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        });
+        let max = self.max_tile_record_len().saturating_add(8);
+        let tc = self.geometry.tile_cols;
+        let mut ranges = Vec::new();
+        for tr in tile_rows {
+            for c in cols.start / tc..=(cols.end - 1) / tc {
+                let Some(start) = self
+                    .tile_offset(tr, c)
+                    .and_then(|off| u64::try_from(off).ok()?.checked_sub(8))
+                else {
+                    continue;
+                };
+                let next = starts.partition_point(|&s| s <= start);
+                let end = starts.get(next).copied().unwrap_or(self.input.len());
+                if end > start && end - start <= max {
+                    ranges.push(start..end);
+                }
+            }
+        }
+        self.input.prefetch(&ranges);
     }
 
     /// Every stored tile: (tile index, content offset), in tile-index order.

@@ -329,6 +329,8 @@ impl GvrsFile {
         let row_bytes = len(cols) * size;
         let nrows = len(rows);
         let pattern = fill_bytes(element, codes);
+        // What the window's or group's announcement left out (a full budget), in one go.
+        self.prefetch_tiles(std::iter::once(tile_row), cols);
         for tc in cols.start / g.tile_cols..=(cols.end - 1) / g.tile_cols {
             let c0 = (tc * g.tile_cols).max(cols.start);
             let c1 = ((tc as u64 + 1) * g.tile_cols as u64).min(cols.end as u64) as u32;
@@ -375,6 +377,7 @@ impl GvrsFile {
         out: &mut [u8],
     ) -> Result<()> {
         let row_bytes = len(&cols) * self.elements[el].dtype(codes).size();
+        self.prefetch_tiles(self.bands(&rows).map(|(tr, _)| tr), &cols);
         let mut slices = Vec::new();
         let mut rest = out;
         for (tr, rr) in self.bands(&rows) {
@@ -401,6 +404,7 @@ impl GvrsFile {
     ) -> Result<()> {
         let row_bytes = len(cols) * self.elements[el].dtype(codes).size();
         let rows: usize = bands.iter().map(|(_, r)| len(r)).sum();
+        self.prefetch_tiles(bands.iter().map(|(tr, _)| *tr), cols);
         // Every byte is decoded or filled: a reused buffer needs no clearing.
         buf.resize(rows * row_bytes, 0);
         let mut slices = Vec::with_capacity(bands.len());

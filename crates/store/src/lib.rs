@@ -11,7 +11,10 @@
 //! reads (headers, directories, record prefixes) fetch a 4 KiB block into a small cache, large
 //! ones are fetched in concurrent pieces, a whole-file read ([`RangeSource::advise_sequential`])
 //! streams by windows fetched ahead, and a response shorter than the range asked for is retried
-//! and then reported, never decoded.
+//! and then reported, never decoded. A region read announces the records it needs
+//! ([`RangeSource::prefetch`]: a GVRS window's tiles, a `.vds` file's bricks); those closer
+//! than [`COALESCE_GAP`] are fetched in one request (up to [`MAX_COALESCED`]), concurrently,
+//! and the reads are served from them.
 //!
 //! Outputs: [`UploadTarget`] and [`Upload`] write one object by multipart upload, completed
 //! only on success; [`PrefixTarget`] and [`PrefixUpload`] write a dataset of many objects
@@ -46,7 +49,7 @@ pub use prefix::{is_vds_key, Cleanup, PrefixTarget, PrefixUpload};
 pub mod zarr;
 pub use zarr::{ZarrTarget, ZarrUpload};
 mod upload;
-pub use upload::{Upload, UploadTarget, DEFAULT_PART_MIB, UPLOADS_IN_FLIGHT};
+pub use upload::{Upload, UploadAborter, UploadTarget, DEFAULT_PART_MIB, UPLOADS_IN_FLIGHT};
 
 /// A read smaller than this fetches this many bytes from its offset and keeps them in the
 /// block cache: a header parsed field by field costs one request, and a record read as its
@@ -72,6 +75,17 @@ pub const MAX_WINDOW: u64 = 16 * 1024 * 1024;
 pub const WINDOWS_AHEAD: u64 = 3;
 /// Requests in flight per object unless `--storage-option max_requests=N` says otherwise.
 pub const DEFAULT_MAX_REQUESTS: usize = 16;
+/// Ranges a reader announces ([`RangeSource::prefetch`]: the tiles of a window) are merged
+/// into one request when the bytes between them are at most this many: a request costs a
+/// round trip (more on some servers), a few KiB more cost nothing beside it, and the bytes
+/// fetched stay within a few KiB per request of the bytes needed.
+pub const COALESCE_GAP: u64 = 16 * 1024;
+/// A merged request grows to this size at most (unless one announced range is larger): the
+/// pieces of a large read still run concurrently, bounded by `max_requests`.
+pub const MAX_COALESCED: u64 = PIECE;
+/// Bytes of announced ranges held per object, fetched or in flight: what does not fit is left
+/// to the reads themselves, and the oldest are dropped first.
+pub const PREFETCH_BYTES: u64 = 64 * 1024 * 1024;
 /// Attempts at a range whose response came back short before the read fails.
 const SHORT_READ_ATTEMPTS: u32 = 3;
 
@@ -338,6 +352,33 @@ pub struct RemoteObject {
     windows: Mutex<std::collections::BTreeMap<u64, Window>>,
     /// This object's window size: a quarter of it, within [`WINDOW`]..=[`MAX_WINDOW`].
     window: u64,
+    /// Merged ranges fetched (or being fetched) for [`RangeSource::prefetch`], oldest first,
+    /// at most [`PREFETCH_BYTES`] of them.
+    prefetched: Mutex<VecDeque<(Range<u64>, Window)>>,
+}
+
+/// Announced ranges as requests: clipped to `len`, sorted, and merged where the gap between
+/// them is at most [`COALESCE_GAP`] and the merged request stays within [`MAX_COALESCED`].
+pub fn coalesce(ranges: &[Range<u64>], len: u64) -> Vec<Range<u64>> {
+    let mut sorted: Vec<Range<u64>> = ranges
+        .iter()
+        .map(|r| r.start.min(len)..r.end.min(len))
+        .filter(|r| r.start < r.end)
+        .collect();
+    sorted.sort_unstable_by_key(|r| (r.start, r.end));
+    let mut out: Vec<Range<u64>> = Vec::new();
+    for r in sorted {
+        if let Some(last) = out.last_mut() {
+            let near = r.start <= last.end.saturating_add(COALESCE_GAP);
+            let end = last.end.max(r.end);
+            if near && (end - last.start <= MAX_COALESCED || r.end <= last.end) {
+                last.end = end;
+                continue;
+            }
+        }
+        out.push(r);
+    }
+    out
 }
 
 /// Fetch one range, exactly: a short body is asked for again, then reported.
@@ -389,6 +430,7 @@ impl RemoteObject {
             cache: Mutex::new(VecDeque::new()),
             sequential: std::sync::atomic::AtomicBool::new(false),
             windows: Mutex::new(Default::default()),
+            prefetched: Mutex::new(VecDeque::new()),
             window: meta
                 .size
                 .div_ceil(4)
@@ -443,6 +485,14 @@ impl RemoteObject {
             }
             cache.push_back((start, b));
         }
+    }
+
+    /// The prefetched range holding byte `at`, if any.
+    fn prefetched(&self, at: u64) -> Option<(u64, Window)> {
+        let held = self.prefetched.lock().ok()?;
+        held.iter()
+            .find(|(r, _)| r.contains(&at))
+            .map(|(r, w)| (r.start, w.clone()))
     }
 
     /// Window `k` of a sequential read, and the [`WINDOWS_AHEAD`] after it started: each is
@@ -503,6 +553,45 @@ impl RangeSource for RemoteObject {
         self.sequential.store(true, Ordering::Relaxed);
     }
 
+    fn prefetch(&self, ranges: &[Range<u64>]) {
+        use futures::FutureExt;
+        // A sequential read fetches everything by windows already.
+        if self.sequential.load(Ordering::Relaxed) {
+            return;
+        }
+        let Ok(rt) = runtime() else { return };
+        let Ok(mut held) = self.prefetched.lock() else { return };
+        // What is already held (or in flight) is not asked for again.
+        let wanted: Vec<Range<u64>> = ranges
+            .iter()
+            .filter(|r| !held.iter().any(|(h, _)| h.start <= r.start && r.end <= h.end))
+            .cloned()
+            .collect();
+        let mut total: u64 = held.iter().map(|(r, _)| r.end - r.start).sum();
+        let mut budget = PREFETCH_BYTES;
+        for r in coalesce(&wanted, self.len) {
+            let n = r.end - r.start;
+            // Announced ranges beyond the budget are left to the reads themselves.
+            if n > budget {
+                break;
+            }
+            budget -= n;
+            while total + n > PREFETCH_BYTES {
+                match held.pop_front() {
+                    Some((old, _)) => total -= old.end - old.start,
+                    None => break,
+                }
+            }
+            let w = fetch_range(self.loc.clone(), Arc::clone(&self.permits), r.clone())
+                .boxed()
+                .shared();
+            // Started now, on the runtime, while the reader goes on (the task runs detached).
+            drop(rt.spawn(w.clone()));
+            total += n;
+            held.push_back((r, w));
+        }
+    }
+
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let n = buf.len() as u64;
         offset
@@ -518,7 +607,16 @@ impl RangeSource for RemoteObject {
         let mut filled = 0usize;
         while filled < buf.len() {
             let at = offset + filled as u64;
-            // What a cached block holds is copied; only the rest is fetched.
+            // What an announced range or a cached block holds is copied; only the rest is
+            // fetched.
+            if let Some((start, w)) = self.prefetched(at) {
+                let b = block_on(w)??;
+                let from = (at - start) as usize;
+                let take = (b.len() - from).min(buf.len() - filled);
+                buf[filled..filled + take].copy_from_slice(&b[from..from + take]);
+                filled += take;
+                continue;
+            }
             if let Some((start, b)) = self.cached(at) {
                 let from = (at - start) as usize;
                 let take = (b.len() - from).min(buf.len() - filled);
@@ -595,6 +693,28 @@ mod tests {
         assert!(is_prefix("s3://b/grids/"));
         assert!(!is_prefix("s3://b/grids/a.gvrs"));
         assert!(!is_prefix("file:///tmp/"));
+    }
+
+    #[test]
+    fn announced_ranges_merge_when_close() {
+        let r = |a: u64, b: u64| a..b;
+        // End to end, and a gap of COALESCE_GAP: one request; a gap one byte wider: two.
+        assert_eq!(coalesce(&[r(100, 200), r(0, 100)], 1 << 30), [r(0, 200)]);
+        let g = COALESCE_GAP;
+        assert_eq!(coalesce(&[r(0, 10), r(10 + g, 20 + g)], 1 << 30), [r(0, 20 + g)]);
+        assert_eq!(
+            coalesce(&[r(0, 10), r(11 + g, 20 + g)], 1 << 30),
+            [r(0, 10), r(11 + g, 20 + g)]
+        );
+        // Overlapping and contained ranges, clipped to the object, empty ones dropped.
+        assert_eq!(coalesce(&[r(5, 50), r(10, 20), r(40, 90), r(7, 7)], 80), [r(5, 80)]);
+        assert!(coalesce(&[r(90, 100)], 80).is_empty());
+        // A merged request stops growing at MAX_COALESCED.
+        let m = MAX_COALESCED;
+        assert_eq!(
+            coalesce(&[r(0, m / 2), r(m / 2, m), r(m, m + 1)], u64::MAX),
+            [r(0, m), r(m, m + 1)]
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! under the target name (the atomicity rule of local outputs: temporary file + rename).
 
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, WriteMultipart};
@@ -96,7 +96,10 @@ impl UploadTarget {
             block_on(async move { store.put_multipart(&path).await })?.map_err(|e| store_error(&self.loc.url, e))?;
         Ok(Upload {
             target: self.clone(),
-            writer: Some(WriteMultipart::new_with_chunk_size(upload, self.part_size)),
+            writer: Arc::new(Mutex::new(Some(WriteMultipart::new_with_chunk_size(
+                upload,
+                self.part_size,
+            )))),
             written: 0,
             error: None,
         })
@@ -109,13 +112,60 @@ impl UploadTarget {
 #[derive(Debug)]
 pub struct Upload {
     target: UploadTarget,
-    writer: Option<WriteMultipart>,
+    /// Shared with [`UploadAborter`]s (a signal's cleanup on another thread): whoever takes
+    /// the writer out ends the upload, completing or aborting it under this lock.
+    writer: Slot,
     written: u64,
     /// The first failure, kept so the error names the store's reason, not only "I/O error".
     error: Option<Error>,
 }
 
+type Slot = Arc<Mutex<Option<WriteMultipart>>>;
+
+fn lock(slot: &Mutex<Option<WriteMultipart>>) -> MutexGuard<'_, Option<WriteMultipart>> {
+    // A panic while holding the lock leaves the writer as it was, which is still right.
+    slot.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Aborts an [`Upload`] from another thread: a terminating signal's cleanup (SIGINT, SIGTERM),
+/// which ends the process without unwinding, so the upload's own drop never runs. A multipart
+/// upload left open keeps its parts (billed) until a lifecycle rule removes them.
+#[derive(Debug, Clone)]
+pub struct UploadAborter {
+    writer: Weak<Mutex<Option<WriteMultipart>>>,
+    url: String,
+}
+
+impl UploadAborter {
+    /// Abort the upload unless it already ended: the parts sent are discarded and no object
+    /// appears. An upload completing meanwhile finishes first (it holds the lock), and then
+    /// there is nothing left to abort.
+    pub fn abort(&self) -> Result<()> {
+        let Some(slot) = self.writer.upgrade() else {
+            return Ok(());
+        };
+        let taken = lock(&slot).take();
+        match taken {
+            Some(writer) => block_on(writer.abort())?.map_err(|e| store_error(&self.url, e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the upload is still going (not ended, not dropped).
+    pub fn is_live(&self) -> bool {
+        self.writer.upgrade().is_some_and(|slot| lock(&slot).is_some())
+    }
+}
+
 impl Upload {
+    /// A handle that aborts this upload from another thread (see [`UploadAborter`]).
+    pub fn aborter(&self) -> UploadAborter {
+        UploadAborter {
+            writer: Arc::downgrade(&self.writer),
+            url: self.target.loc.url.clone(),
+        }
+    }
+
     /// Bytes written so far.
     pub fn written(&self) -> u64 {
         self.written
@@ -139,12 +189,16 @@ impl Upload {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        let Some(mut writer) = self.writer.take() else {
+        // Held to the end: an abort from another thread waits until the object is complete
+        // (then finds nothing to abort) or comes first (and this finds no writer).
+        let slot = Arc::clone(&self.writer);
+        let mut held = lock(&slot);
+        let Some(mut writer) = held.take() else {
             return Err(Error::new(
                 ErrorKind::Io,
                 "store.upload_failed",
                 None,
-                "upload already ended",
+                format!("{}: the upload was aborted", self.target.loc.url),
             ));
         };
         if self.written == 0 {
@@ -176,7 +230,8 @@ impl Upload {
     }
 
     fn abort_inner(&mut self) -> Result<()> {
-        match self.writer.take() {
+        let taken = lock(&self.writer).take();
+        match taken {
             Some(writer) => block_on(writer.abort())?.map_err(|e| store_error(&self.target.loc.url, e)),
             None => Ok(()),
         }
@@ -188,15 +243,18 @@ impl Write for Upload {
         if let Some(e) = &self.error {
             return Err(std::io::Error::other(e.message.clone()));
         }
-        let Some(writer) = self.writer.as_mut() else {
-            return Err(std::io::Error::other("upload already ended"));
-        };
         let rt = runtime().map_err(|e| std::io::Error::other(e.message))?;
+        let slot = Arc::clone(&self.writer);
+        let mut held = lock(&slot);
+        let Some(writer) = held.as_mut() else {
+            return Err(std::io::Error::other("the upload was aborted"));
+        };
         // At most one part's worth at a time, after waiting for a free slot: memory stays at
         // (UPLOADS_IN_FLIGHT + 1) parts whatever the writer hands over.
         let take = buf.len().min(self.target.part_size);
         let waited = rt.block_on(writer.wait_for_capacity(UPLOADS_IN_FLIGHT));
         if let Err(e) = waited {
+            drop(held);
             return Err(self.fail(e));
         }
         {
@@ -204,6 +262,7 @@ impl Write for Upload {
             let _inside = rt.enter();
             writer.write(&buf[..take]);
         }
+        drop(held);
         let part = self.target.part_size as u64;
         let before = self.written / part;
         self.written += take as u64;

@@ -28,6 +28,20 @@ use crate::{block_on, connect, runtime, stats, store_error, Location, StoreOptio
 const LAYOUT_KEY: &str = "VolumeDataLayout";
 /// User metadata names that are chunk-metadata headers (OpenVDS's S3 writer).
 const HEADER: &str = "vdschunkmetadata";
+/// The legacy name of the same header (`x-amz-meta-VDS-Chunk-Metadata`; HTTP header names
+/// arrive lowercased), which OpenVDS still reads: checked the same way when the current one
+/// is absent.
+const LEGACY_HEADER: &str = "vds-chunk-metadata";
+
+/// An object's chunk-metadata header: `vdschunkmetadata`, else the legacy
+/// `vds-chunk-metadata`. With both, the current one, as OpenVDS (its S3 reader sees the
+/// metadata in key order, and the later `vdschunkmetadata` replaces the legacy value).
+fn chunk_header(attributes: &object_store::Attributes) -> Option<String> {
+    [HEADER, LEGACY_HEADER]
+        .iter()
+        .find_map(|name| attributes.get(&Attribute::Metadata((*name).into())))
+        .map(|v| v.to_string())
+}
 /// Small objects (layout documents, chunk-metadata pages) kept in the cache...
 const CACHE_OBJECTS: usize = 32;
 /// ... each at most this large (a page is 1024 entries x 8 or 28 bytes).
@@ -289,10 +303,7 @@ async fn fetch_task(
             format!("{url}: the object is {size} bytes, above the allocation limit of {max_alloc}"),
         ));
     }
-    let header = got
-        .attributes
-        .get(&Attribute::Metadata(HEADER.into()))
-        .map(|v| v.to_string());
+    let header = chunk_header(&got.attributes);
     // Collected chunk by chunk so that a body longer than announced is caught before it grows
     // past the size that was checked.
     let mut body = Vec::with_capacity(size as usize);
@@ -415,6 +426,7 @@ impl ObjectSource for ObjectPrefix {
                 .await
         })?;
         match got {
+            Ok(g) if name == HEADER => Ok(chunk_header(&g.attributes)),
             Ok(g) => Ok(g
                 .attributes
                 .get(&Attribute::Metadata(name.to_string().into()))
@@ -477,10 +489,10 @@ mod tests {
     fn memory_prefix() -> ObjectPrefix {
         use object_store::{Attributes, PutOptions, PutPayload};
         let store = Arc::new(object_store::memory::InMemory::new());
-        let put = |key: &str, body: Vec<u8>, header: Option<&str>| {
+        let put = |key: &str, body: Vec<u8>, headers: &[(&'static str, &str)]| {
             let mut attributes = Attributes::new();
-            if let Some(h) = header {
-                attributes.insert(Attribute::Metadata(HEADER.into()), h.to_string().into());
+            for (name, h) in headers {
+                attributes.insert(Attribute::Metadata((*name).into()), h.to_string().into());
             }
             let opts = PutOptions {
                 attributes,
@@ -492,17 +504,46 @@ mod tests {
                 .unwrap()
                 .unwrap();
         };
-        put("ds/VolumeDataLayout", b"{}".to_vec(), None);
-        put("ds/L/0", vec![7; 1000], Some("AAECAwQFBgc="));
-        put("ds/L/1", vec![8; 3000], None);
-        put("ds/L/ChunkMetadata/0", vec![0; 64], None);
-        put("other/L/0", vec![9; 10], None);
+        put("ds/VolumeDataLayout", b"{}".to_vec(), &[]);
+        put("ds/L/0", vec![7; 1000], &[(HEADER, "AAECAwQFBgc=")]);
+        put("ds/L/1", vec![8; 3000], &[]);
+        put("ds/M/2", vec![8; 30], &[(LEGACY_HEADER, "BwYFBAMCAQA=")]);
+        put(
+            "ds/M/3",
+            vec![8; 30],
+            &[(LEGACY_HEADER, "BwYFBAMCAQA="), (HEADER, "AAECAwQFBgc=")],
+        );
+        put("ds/L/ChunkMetadata/0", vec![0; 64], &[]);
+        put("other/L/0", vec![9; 10], &[]);
         ObjectPrefix::new(Location {
             url: "s3://bucket/ds".into(),
             store,
             path: ObjectPath::parse("ds").unwrap(),
             max_requests: 4,
         })
+    }
+
+    /// The legacy header name is read as the current one, by a GET and by a HEAD; with both,
+    /// the current one counts (as in OpenVDS).
+    #[test]
+    fn legacy_chunk_metadata_header() {
+        for fetch_first in [true, false] {
+            let p = memory_prefix();
+            if fetch_first {
+                let mut buf = Vec::new();
+                for k in ["M/2", "M/3"] {
+                    assert!(p.get_into(k, &mut buf, &Limits::default()).unwrap());
+                }
+            }
+            assert_eq!(
+                p.object_metadata("M/2", HEADER).unwrap().as_deref(),
+                Some("BwYFBAMCAQA=")
+            );
+            assert_eq!(
+                p.object_metadata("M/3", HEADER).unwrap().as_deref(),
+                Some("AAECAwQFBgc=")
+            );
+        }
     }
 
     #[test]

@@ -17,6 +17,10 @@ use crate::codes;
 use crate::document::{dtype_prim, UdfCompression, UdfDataset, UdfDocument, UdfTable, UdfText};
 use crate::raw::{FileHeader, FileOffset, Hint, Prim};
 use crate::read::TableSource;
+
+/// Tables named in the hint of a request that names none (or one the file lacks): a file of
+/// 330,000 tables must not make a message of megabytes.
+const HINT_TABLES: usize = 32;
 use crate::validate::{self, Position};
 
 /// What one decoded row of a text list costs at least (a `String`), against `Limits::max_text`.
@@ -163,6 +167,25 @@ impl UdfFile {
             .collect()
     }
 
+    /// The tables a request can name and get an array of (those with a dtype, as
+    /// `arrays()` lists them; custom-typed ones do not convert), as a hint: the first
+    /// [`HINT_TABLES`], then how many more.
+    fn convertible_hint(&self) -> String {
+        let mut names = self
+            .tables()
+            .filter(|(_, t)| t.dtype().is_some())
+            .map(|(ds, t)| format!("{}/{}", ds.path, t.display_name()));
+        let mut shown: Vec<String> = names.by_ref().take(HINT_TABLES).collect();
+        let more = names.count();
+        if shown.is_empty() {
+            return "(none: no datatable of this file converts)".into();
+        }
+        if more > 0 {
+            shown.push(format!("... and {more} more (`rasterpack inspect` lists them)"));
+        }
+        shown.join(", ")
+    }
+
     /// Every table with its dataset, datasets breadth first, tables in descriptor order.
     pub fn tables(&self) -> impl Iterator<Item = (&UdfDataset, &UdfTable)> {
         self.doc
@@ -204,7 +227,7 @@ impl UdfFile {
             [one] => Ok(self.at(*one)),
             [] => Err(Error::usage(format!(
                 "no datatable {element:?} in this UDF file; choose one of: {}",
-                self.table_paths().join(", ")
+                self.convertible_hint()
             ))),
             hits => Err(Error::usage(format!(
                 "datatable name {element:?} is ambiguous; choose one of: {}",
@@ -251,9 +274,10 @@ impl UdfFile {
                 "request.element_required",
                 None,
                 format!(
-                    "this UDF file holds {} datatables; name the one to read as DATASET_PATH/TABLE: {}",
-                    self.table_paths().len(),
-                    self.table_paths().join(", ")
+                    "this UDF file holds {} datatables, {} of which convert; name one as DATASET_PATH/TABLE: {}",
+                    self.tables().count(),
+                    self.tables().filter(|(_, t)| t.dtype().is_some()).count(),
+                    self.convertible_hint()
                 ),
             )),
         }

@@ -2,7 +2,7 @@
 //! dtype names, the `arrays` list every format gives) and the tables people read; and the
 //! format-independent [`ArrayFile`] interface of [`UdfFile`].
 
-use rasterpack_common::json::{f64_value, fmt_bytes};
+use rasterpack_common::json::{f64_value, fmt_bytes, fmt_f32};
 use rasterpack_common::{ArrayFile, ArrayInfo, ArrayRequest, ArraySink, Report, Result, ValidateOptions};
 use serde_json::{json, Map, Value};
 
@@ -307,10 +307,13 @@ fn preview_values(file: &UdfFile, t: &UdfTable, max: usize) -> (Value, String) {
         Err(e) => return (Value::Null, format!("({e})")),
     };
     let vals: Vec<Value> = bytes.chunks_exact(sz as usize).map(|b| value_json(t.prim, b)).collect();
+    // The text at the table's own precision: an f32 table's values as the shortest f32
+    // (`-0.00325`, not `-0.0032500000670552254`); the JSON keeps f64.
     let text = vals
         .iter()
         .map(|v| match v {
             Value::String(s) => s.clone(),
+            Value::Number(x) if t.prim == Prim::F32 => fmt_f32(x.as_f64().unwrap_or(f64::NAN) as f32),
             v => v.to_string(),
         })
         .collect::<Vec<_>>()

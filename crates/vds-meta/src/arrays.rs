@@ -231,7 +231,10 @@ impl<'a> ChannelArray<'a> {
             .rev()
             .map(|d| {
                 let stride = if g.scaled[d] {
-                    g.brick[d] >> self.lod.min(63)
+                    // The LOD 0 extent of a brick, cut at the axis' end: rounded up at the LOD
+                    // as the axis is (3 samples at LOD 1 are 2, in one brick).
+                    let lod = self.lod.min(63);
+                    g.brick[d].div_ceil(1u64.checked_shl(lod).unwrap_or(u64::MAX))
                 } else {
                     g.brick[d]
                 };

@@ -806,6 +806,30 @@ impl ObjectStore for Container {
         "vds-file"
     }
 
+    /// The chunks' extents in the file, announced to a remote input: bricks stored end to end
+    /// are fetched in one request (see `Input::prefetch`). Local files: nothing.
+    fn prefetch(&self, keys: &[String]) {
+        if !self.input.is_remote() {
+            return;
+        }
+        let ranges: Vec<std::ops::Range<u64>> = keys
+            .iter()
+            .filter_map(|key| {
+                let (layer, rest) = key.split_once('/')?;
+                let i = rest.parse::<usize>().ok()?;
+                let file = self.layer_file(layer).ok()?;
+                if i >= file.chunk_count || file.hash(i) == 0 {
+                    return None;
+                }
+                let (offset, length) = file.extent(i);
+                let start = u64::try_from(offset).ok()?;
+                let len = u64::try_from(length).ok().filter(|&n| n > 0)?;
+                Some(start..start.checked_add(len)?)
+            })
+            .collect();
+        self.input.prefetch(&ranges);
+    }
+
     fn stored_metadata_pages(&self, layer: &str, pages: u64) -> Result<Option<Vec<u64>>> {
         let file = self.layer_file(layer)?;
         let written = file.page_dir.as_ref().map(|pd| {

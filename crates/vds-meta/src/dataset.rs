@@ -169,6 +169,9 @@ impl ObjectStore for SharedContainer {
     fn stored_metadata_pages(&self, layer: &str, pages: u64) -> Result<Option<Vec<u64>>> {
         self.0.stored_metadata_pages(layer, pages)
     }
+    fn prefetch(&self, keys: &[String]) {
+        self.0.prefetch(keys)
+    }
 }
 
 impl VdsDataset {

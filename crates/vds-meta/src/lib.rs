@@ -341,8 +341,12 @@ impl ArrayFile for VdsDataset {
     }
 
     fn chunk_shape(&self, element: Option<&str>) -> Option<Vec<u64>> {
+        self.chunk_shape_at(element, 0)
+    }
+
+    fn chunk_shape_at(&self, element: Option<&str>, lod: u32) -> Option<Vec<u64>> {
         let channel = self.channel_named(element).ok()?;
-        Some(self.channel_array(channel, 0, VdsValues::Native).ok()?.chunk_shape())
+        Some(self.channel_array(channel, lod, VdsValues::Native).ok()?.chunk_shape())
     }
 
     fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {

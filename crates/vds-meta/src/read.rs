@@ -657,8 +657,10 @@ impl<'a> Plan<'a> {
         let pool = BrickPool::new(self.decoders);
         if self.elem == self.out_elem {
             let total = self.out_stride[5].saturating_mul(self.req.max[5] - self.req.min[5]);
-            if let Some(out) = sink.direct_buffer().filter(|b| b.len() as u64 == total) {
-                return self.run_direct(out, &pool);
+            // Any size into a sink that can be interrupted between groups (a numpy array).
+            let interrupt = sink.interrupt();
+            if let Some(out) = sink.direct_buffer_polled().filter(|b| b.len() as u64 == total) {
+                return self.run_direct(out, &pool, interrupt);
             }
         }
         if rayon::current_thread_index().is_some() || self.in_flight <= 1 {
@@ -679,7 +681,12 @@ impl<'a> Plan<'a> {
     /// Whole elements into a sink's own buffer (memory, a numpy array): each brick is copied
     /// from its decoding buffer straight to its place in the output, with no group buffer
     /// and no second copy. Groups only bound the list of bricks held at once.
-    fn run_direct(&self, out: &mut [u8], pool: &BrickPool) -> Result<()> {
+    fn run_direct(
+        &self,
+        out: &mut [u8],
+        pool: &BrickPool,
+        interrupt: Option<rasterpack_common::Interrupt>,
+    ) -> Result<()> {
         let into = GroupTarget {
             sub_min: self.req.min,
             sub_max: self.req.max,
@@ -687,6 +694,9 @@ impl<'a> Plan<'a> {
         };
         let target = Mutex::new(out);
         for index in 0..self.groups {
+            if let Some(check) = &interrupt {
+                check()?;
+            }
             let bricks = self.group_bricks(&self.group_coords(index));
             bricks
                 .par_iter()

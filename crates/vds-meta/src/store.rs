@@ -202,6 +202,7 @@ impl DirStore {
                             for (k, h) in objs {
                                 let val = h
                                     .get("x-amz-meta-vdschunkmetadata")
+                                    .or_else(|| h.get("x-amz-meta-vds-chunk-metadata"))
                                     .or_else(|| h.get("VDS-Chunk-Metadata"))
                                     .and_then(|x| x.as_str());
                                 if let Some(val) = val {

@@ -6,8 +6,8 @@
 //! checks the frame structure. `inspect` checks the same structure but decodes only a sample
 //! (the first [`INSPECT_SAMPLE`] bytes, or everything with `--all`) for its statistics.
 
-use rasterpack_common::json::{f64_value, fmt_bytes, fmt_f64};
-use rasterpack_common::{Input, InspectOptions, Limits, Report, Result, ValidateOptions};
+use rasterpack_common::json::{f64_value, fmt_at, fmt_bytes, fmt_f64};
+use rasterpack_common::{DType, Input, InspectOptions, Limits, Report, Result, ValidateOptions};
 use serde_json::{json, Map, Value};
 
 use crate::body::{check_can_produce, decode_body, walk_body, BodyInfo, DecodePlan};
@@ -108,6 +108,7 @@ fn sample_stats(input: &Input, s: &Structure, h: &VolpHeader, all: bool, report:
         Ok(_) => Some(Sample {
             stats: acc.finish(),
             of: h.elements(),
+            dtype: h.dtype,
             scale: h.scale,
             offset: h.offset,
         }),
@@ -122,6 +123,8 @@ fn sample_stats(input: &Input, s: &Structure, h: &VolpHeader, all: bool, report:
 struct Sample {
     stats: VolpStats,
     of: u64,
+    /// The stored values' dtype: their figures print at its precision.
+    dtype: DType,
     scale: f64,
     offset: f64,
 }
@@ -287,7 +290,17 @@ fn values_section(report: &mut Report, sample: &Sample) {
         (phys(st.min), phys(st.max))
     };
     let opt = |x: Option<f64>| x.map(f64_value).unwrap_or(Value::Null);
-    let txt = |x: Option<f64>| x.map(fmt_f64).unwrap_or_else(|| "-".into());
+    // Stored figures at the stored dtype's precision (a float32 body's as f32). Physical values
+    // are computed in f64 (ERRATA), so theirs are f64 figures, unless scale 1 and offset 0
+    // leave them the stored values exactly.
+    let phys_dtype = if sc == 1.0 && of == 0.0 {
+        sample.dtype
+    } else {
+        DType::F64
+    };
+    let at = |x: Option<f64>, dtype: DType| x.map(|x| fmt_at(x, dtype)).unwrap_or_else(|| "-".into());
+    let stored = |x: Option<f64>| at(x, sample.dtype);
+    let txt = |x: Option<f64>| at(x, phys_dtype);
     let sampled = st.count < sample.of;
     report.summary.insert(
         "stats".into(),
@@ -309,7 +322,7 @@ fn values_section(report: &mut Report, sample: &Sample) {
         title,
         &["", "min", "max", "mean"],
         vec![
-            vec!["stored".into(), txt(st.min), txt(st.max), txt(st.mean)],
+            vec!["stored".into(), stored(st.min), stored(st.max), stored(st.mean)],
             vec![
                 "physical (stored * scale + offset)".into(),
                 txt(pmin),

@@ -54,6 +54,9 @@ struct ZArray {
     meta: ArrayMeta,
     dtype: DType,
     array: Array<FilesystemStore>,
+    /// A sharded array's inner codec chain (inner chunks are decoded here, not by zarrs'
+    /// sharding codec, so that each goes through the decompression guard).
+    inner_chain: Option<Arc<zarrs::array::codec::CodecChain>>,
 }
 
 /// An array node that did not open (unsupported feature, broken metadata).
@@ -257,6 +260,17 @@ impl ZarrFile {
     }
 
     fn info_of(&self, a: &ZArray) -> ArrayInfo {
+        // A store rasterpack wrote hands its source's name and metadata back to the writers,
+        // as the source itself would have given them (`convert X s.zarr && convert s.zarr Y`
+        // carries what `convert X Y` carries).
+        if let Some((name, attrs)) = carried(a) {
+            return ArrayInfo {
+                dtype: a.dtype,
+                shape: a.meta.shape.clone(),
+                name: if a.name.is_none() { name } else { a.name.clone() },
+                attrs,
+            };
+        }
         let mut attrs = Map::new();
         attrs.insert("source_format".into(), json!("zarr"));
         attrs.insert("zarr_format".into(), json!(a.meta.zarr_format));
@@ -518,6 +532,21 @@ impl ZarrFile {
     }
 }
 
+/// The source's name and metadata a store rasterpack wrote carries under the `rasterpack`
+/// attribute (`docs/formats/zarr.md`): `None` for any other store, or one whose recorded dtype
+/// is not the array's (edited since, so the metadata may not describe these values). The
+/// writers check what they take from it as they check a native source's attributes.
+fn carried(a: &ZArray) -> Option<(Option<String>, Map<String, Value>)> {
+    let rp = a.array.attributes().get("rasterpack")?.as_object()?;
+    rp.get("source_format")?.as_str()?;
+    if rp.get("dtype")?.as_str()? != a.dtype.name() {
+        return None;
+    }
+    let metadata = rp.get("metadata")?.as_object()?.clone();
+    let name = rp.get("name").and_then(Value::as_str).map(str::to_string);
+    Some((name, metadata))
+}
+
 /// The fill value as the metadata wrote it (zarrs keeps the bytes; the JSON is re-read).
 fn fill_json(a: &ZArray) -> Value {
     let bytes = a.array.fill_value().as_ne_bytes();
@@ -573,12 +602,39 @@ fn open_array(store: &Arc<FilesystemStore>, path: &str, meta: ArrayMeta) -> Resu
             ),
         ));
     }
+    let inner_chain = match &meta.shard {
+        None => None,
+        Some(shard) => {
+            let metadata = shard
+                .inner_codecs
+                .iter()
+                .map(|c| serde_json::from_value::<zarrs::metadata::v3::MetadataV3>(c.clone()))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| {
+                    Error::invalid_at("zarr.meta_codecs", None, format!("array {path}: sharding codecs: {e}"))
+                })?;
+            let chain = zarrs::array::codec::CodecChain::from_metadata(&metadata).map_err(|e| match e {
+                zarrs::plugin::PluginCreateError::Unsupported(_) => Error::unsupported(
+                    "zarr.codec_unsupported",
+                    None,
+                    format!("array {path}: inside its shards: {e}"),
+                ),
+                _ => Error::invalid_at(
+                    "zarr.meta_codecs",
+                    None,
+                    format!("array {path}: inside its shards: {e}"),
+                ),
+            })?;
+            Some(Arc::new(chain))
+        }
+    };
     Ok(ZArray {
         name: None,
         path: path.to_string(),
         meta,
         dtype,
         array,
+        inner_chain,
     })
 }
 
@@ -728,22 +784,16 @@ fn decode_unit_checked(a: &ZArray, idx: &[u64]) -> Result<(Region, Vec<u8>, bool
             }
         }
     } else {
-        // Sharded: zarrs reads the shard index and decodes only this inner chunk.
-        let subset_ranges: Vec<std::ops::Range<u64>> = block
-            .ranges
-            .iter()
-            .zip(&chunk)
-            .zip(&a.meta.chunk_shape)
-            .map(|((r, &c), &cs)| (r.start - c * cs)..(r.end - c * cs))
-            .collect();
-        let subset = zarrs::array_subset::ArraySubset::new_with_ranges(&subset_ranges);
-        let what = format!("inner chunk {idx:?}");
-        a.array
-            .retrieve_chunk_subset_opt(&chunk, &subset, &CodecOptions::default())
-            .map_err(|e| fail("zarr.chunk_decode", format!("{what}: {e}")))?
-            .into_fixed()
-            .map_err(|e| fail("zarr.chunk_decode", format!("{what}: {e}")))?
-            .into_owned()
+        match read_inner(a, &chunk, idx, expected, &key)? {
+            Some(data) => data,
+            None => {
+                present = false;
+                a.array
+                    .fill_value()
+                    .as_ne_bytes()
+                    .repeat(expected as usize / a.dtype.size())
+            }
+        }
     };
     if data.len() as u64 != expected {
         return Err(fail(
@@ -755,6 +805,119 @@ fn decode_unit_checked(a: &ZArray, idx: &[u64]) -> Result<(Region, Vec<u8>, bool
         a.dtype.swap_to_le(&mut data);
     }
     Ok((block, data, present))
+}
+
+/// `len` bytes at `offset` of the value at `key`, exactly.
+fn read_range(a: &ZArray, key: &zarrs::storage::StoreKey, offset: u64, len: u64, shown_key: &str) -> Result<Vec<u8>> {
+    let got = a
+        .array
+        .storage()
+        .get_partial(key, zarrs::storage::byte_range::ByteRange::FromStart(offset, Some(len)))
+        .map_err(|e| Error::new(ErrorKind::Io, "io", None, format!("chunk {shown_key}: {e}")))?;
+    match got {
+        Some(b) if b.len() as u64 == len => Ok(b.to_vec()),
+        _ => Err(Error::new(
+            ErrorKind::Io,
+            "io",
+            None,
+            format!("chunk {shown_key}: {len} bytes at {offset} could not be read (the shard changed while read?)"),
+        )),
+    }
+}
+
+/// One inner chunk of the shard `chunk`: located through the shard's index (its checksum
+/// checked), its stored bytes bounded like a plain chunk's and replayed through the
+/// decompression guard, then decoded by the inner codec chain. The shard is never read whole,
+/// so its size is not bounded by the working set; the inner chunk and the index are (see
+/// [`meta`]). `None` when the shard or the inner chunk is absent (the fill value).
+fn read_inner(a: &ZArray, chunk: &[u64], idx: &[u64], expected: u64, key: &str) -> Result<Option<Vec<u8>>> {
+    let (Some(shard), Some(chain)) = (&a.meta.shard, &a.inner_chain) else {
+        return Err(Error::usage("internal: a sharded array without its sharding layout"));
+    };
+    let fail = |code: &'static str, msg: String| Error::invalid_at(code, None, format!("chunk {key}: {msg}"));
+    let store_key = a.array.chunk_key(chunk);
+    let Some(size) = a
+        .array
+        .storage()
+        .size_key(&store_key)
+        .map_err(|e| Error::new(ErrorKind::Io, "io", None, format!("chunk {key}: {e}")))?
+    else {
+        return Ok(None);
+    };
+    let index_len = shard.index_len();
+    if size < index_len {
+        return Err(fail(
+            "zarr.shard_index",
+            format!("{size} bytes, shorter than the shard index of {index_len} bytes"),
+        ));
+    }
+    let index_at = if shard.index_at_end { size - index_len } else { 0 };
+    let index = read_range(a, &store_key, index_at, index_len, key)?;
+    let entries = &index[..(shard.inner_count * 16) as usize];
+    if shard.index_crc {
+        let stored = u32::from_le_bytes([
+            index[entries.len()],
+            index[entries.len() + 1],
+            index[entries.len() + 2],
+            index[entries.len() + 3],
+        ]);
+        let computed = crc32c::crc32c(entries);
+        if stored != computed {
+            return Err(Error::invalid_at(
+                "zarr.shard_index_checksum",
+                Some(index_at + entries.len() as u64),
+                format!("chunk {key}: the shard index's crc32c is {stored:#010x}, its entries give {computed:#010x}"),
+            ));
+        }
+    }
+    // The inner chunk's place in its shard, in C order of the shard's inner grid.
+    let inner = &a.meta.unit_shape;
+    let mut n = 0u64;
+    for ((&i, &u), (&c, &cs)) in idx.iter().zip(inner).zip(chunk.iter().zip(&a.meta.chunk_shape)) {
+        let per = cs / u;
+        n = n * per + (i - c * per);
+    }
+    let at = (n * 16) as usize;
+    let word = |k: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&entries[at + k..at + k + 8]);
+        u64::from_le_bytes(b)
+    };
+    let (offset, nbytes) = (word(0), word(8));
+    if offset == u64::MAX && nbytes == u64::MAX {
+        return Ok(None);
+    }
+    let what = format!("inner chunk {idx:?}");
+    if offset.checked_add(nbytes).is_none_or(|end| end > size) {
+        return Err(Error::invalid_at(
+            "zarr.shard_index",
+            Some(index_at + at as u64),
+            format!("chunk {key}: the index places {what} at {offset} ({nbytes} bytes), past the shard's {size} bytes"),
+        ));
+    }
+    let cap = expected.saturating_add(expected / 8).saturating_add(1 << 20);
+    if nbytes > cap {
+        return Err(fail(
+            "zarr.chunk_too_large",
+            format!("{what}: {nbytes} stored bytes for an inner chunk of {expected} bytes"),
+        ));
+    }
+    let encoded = read_range(a, &store_key, offset, nbytes, key)?;
+    guard::check(&encoded, &shard.inner_byte_codecs, expected, &format!("{key} ({what})"))?;
+    let shape: Vec<std::num::NonZeroU64> = inner
+        .iter()
+        .map(|&u| std::num::NonZeroU64::new(u))
+        .collect::<Option<_>>()
+        .ok_or_else(|| fail("zarr.meta_chunks", "an inner chunk extent of 0".into()))?;
+    let repr = zarrs::array::ChunkRepresentation::new(shape, a.array.data_type().clone(), a.array.fill_value().clone())
+        .map_err(|e| fail("zarr.chunk_decode", format!("{what}: {e}")))?;
+    let decoded = chain
+        .decode(Cow::Owned(encoded), &repr, &CodecOptions::default())
+        .map_err(|e| fail("zarr.chunk_decode", format!("{what}: {e}")))?
+        .into_fixed()
+        .map_err(|e| fail("zarr.chunk_decode", format!("{what}: {e}")))?
+        .into_owned();
+    Ok(Some(decoded))
 }
 
 fn validate_array(a: &ZArray, opts: &ValidateOptions, findings: &mut Findings, done: &mut u64, total: u64) {

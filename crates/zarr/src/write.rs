@@ -21,7 +21,10 @@ use rasterpack_common::stats::fill_value;
 use rasterpack_common::{ArrayInfo, ArraySink, DType, Error, ErrorKind, Limits, Result};
 use rayon::prelude::*;
 use serde_json::{Map, Value};
-use zarrs::array::codec::{BytesCodec, GzipCodec, ShardingCodecBuilder, ZstdCodec};
+use zarrs::array::codec::{
+    BloscCodec, BloscCompressionLevel, BloscCompressor, BloscShuffleMode, BytesCodec, GzipCodec, ShardingCodecBuilder,
+    ZstdCodec,
+};
 use zarrs::array::{Array, ArrayBuilder, DataType, Endianness, FillValue};
 use zarrs::storage::{Bytes, OffsetBytesIterator, StorageError, StoreKey, StorePrefix, WritableStorageTraits};
 
@@ -34,6 +37,8 @@ pub enum Compression {
     Zstd(i32),
     /// The `gzip` codec at this level (0..=9).
     Gzip(u32),
+    /// The `blosc` codec (c-blosc, built by zarrs): compressor, level 0..=9, shuffle.
+    Blosc(BloscCompressor, u8, BloscShuffleMode),
 }
 
 impl Default for Compression {
@@ -43,12 +48,22 @@ impl Default for Compression {
 }
 
 impl Compression {
-    /// Parse `--compress`: `zstd`, `zstd:LEVEL` (-7..=22), `gzip`, `gzip:LEVEL` (0..=9), `none`;
-    /// `None` is the default (zstd level 3).
+    /// Parse `--compress`: `zstd`, `zstd:LEVEL` (-7..=22), `gzip`, `gzip:LEVEL` (0..=9),
+    /// `blosc[:CNAME[:LEVEL[:SHUFFLE]]]` (CNAME `blosclz`, `lz4`, `lz4hc`, `snappy`, `zlib`,
+    /// `zstd`; LEVEL 0..=9; SHUFFLE `noshuffle`, `shuffle`, `bitshuffle`; zarr-python's default
+    /// `zstd:5:shuffle`), `none`; `None` is the default (zstd level 3).
     pub fn parse(spec: Option<&str>) -> Result<Compression> {
         let Some(spec) = spec else {
             return Ok(Compression::default());
         };
+        if let Some(rest) = spec
+            .split_once(':')
+            .map_or((spec.eq_ignore_ascii_case("blosc")).then_some(""), |(n, r)| {
+                n.eq_ignore_ascii_case("blosc").then_some(r)
+            })
+        {
+            return Self::parse_blosc(spec, rest);
+        }
         let (name, level) = match spec.split_once(':') {
             Some((n, l)) => (n, Some(l)),
             None => (spec, None),
@@ -67,8 +82,46 @@ impl Compression {
                 Some(l @ 0..=9) => Ok(Compression::Gzip(l as u32)),
                 Some(_) => Err(bad("gzip levels run from 0 to 9")),
             },
-            _ => Err(bad("Zarr output takes zstd[:LEVEL], gzip[:LEVEL] or none")),
+            _ => Err(bad(
+                "Zarr output takes zstd[:LEVEL], gzip[:LEVEL], blosc[:CNAME[:LEVEL[:SHUFFLE]]] or none",
+            )),
         }
+    }
+
+    fn parse_blosc(spec: &str, rest: &str) -> Result<Compression> {
+        let bad = |why: &str| Error::usage(format!("--compress {spec:?} for Zarr: {why}"));
+        let mut parts = rest.split(':').map(str::trim);
+        let cname = match parts
+            .next()
+            .filter(|p| !p.is_empty())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            None | Some("zstd") => BloscCompressor::Zstd,
+            Some("blosclz") => BloscCompressor::BloscLZ,
+            Some("lz4") => BloscCompressor::LZ4,
+            Some("lz4hc") => BloscCompressor::LZ4HC,
+            Some("snappy") => BloscCompressor::Snappy,
+            Some("zlib") => BloscCompressor::Zlib,
+            Some(_) => return Err(bad("blosc compressors are blosclz, lz4, lz4hc, snappy, zlib and zstd")),
+        };
+        let level = match parts.next() {
+            None => 5,
+            Some(l) => match l.parse::<u8>() {
+                Ok(l @ 0..=9) => l,
+                _ => return Err(bad("blosc levels run from 0 to 9")),
+            },
+        };
+        let shuffle = match parts.next().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("shuffle") => BloscShuffleMode::Shuffle,
+            Some("noshuffle") => BloscShuffleMode::NoShuffle,
+            Some("bitshuffle") => BloscShuffleMode::BitShuffle,
+            Some(_) => return Err(bad("blosc shuffles are noshuffle, shuffle and bitshuffle")),
+        };
+        if parts.next().is_some() {
+            return Err(bad("blosc takes at most CNAME:LEVEL:SHUFFLE"));
+        }
+        Ok(Compression::Blosc(cname, level, shuffle))
     }
 }
 
@@ -306,6 +359,9 @@ struct State {
     delivered: u64,
     /// Whether `grid` is the shard shape.
     sharded: bool,
+    /// The zstd level when chunks are `bytes` + `zstd` (not sharded, little-endian host): then
+    /// they are compressed here (see [`zstd_frame`]), else by zarrs' codec chain.
+    zstd_level: Option<i32>,
     total: u64,
 }
 
@@ -388,9 +444,35 @@ impl ZarrArrayWriter {
                         "--shard {shard:?} is not a whole number of chunks {chunks:?} along every axis"
                     )));
                 }
-                shard.clone()
+                // A shard past the array along an axis would only hold padding: cut to the
+                // whole chunks that cover the array.
+                shard
+                    .iter()
+                    .zip(&chunks)
+                    .zip(&info.shape)
+                    .map(|((&sh, &c), &s)| sh.min(s.max(1).div_ceil(c).saturating_mul(c)))
+                    .collect()
             }
         };
+        // A chunk (a shard with --shard) is assembled whole in memory and encoded whole by
+        // zarrs: one that cannot fit the working set is refused before anything is written,
+        // not after the source has been read up to it.
+        let grid_bytes = grid
+            .iter()
+            .try_fold(info.dtype.size() as u64, |acc, &g| acc.checked_mul(g))
+            .filter(|&b| b <= self.opts.limits.working_set);
+        if grid_bytes.is_none() {
+            let (what, flag) = match self.opts.shard {
+                Some(_) => ("shard", "--shard"),
+                None => ("chunk", "--chunks"),
+            };
+            return Err(Error::usage(format!(
+                "a Zarr {what} of {grid:?} {} values is larger than the working set of {} bytes, and a {what} is \
+                 encoded whole: choose a smaller {flag}",
+                info.dtype.name(),
+                self.opts.limits.working_set
+            )));
+        }
         let fill = fill_bytes(info);
         let mut builder = ArrayBuilder::new(
             info.shape.clone(),
@@ -404,6 +486,14 @@ impl ZarrArrayWriter {
             Compression::Gzip(level) => vec![Arc::new(
                 GzipCodec::new(level).map_err(|e| Error::usage(format!("gzip level {level}: {e}")))?,
             )],
+            Compression::Blosc(cname, level, shuffle) => {
+                let clevel = BloscCompressionLevel::try_from(level)
+                    .map_err(|l| Error::usage(format!("blosc level {l}: levels run from 0 to 9")))?;
+                vec![Arc::new(
+                    BloscCodec::new(cname, clevel, None, shuffle, Some(info.dtype.size()))
+                        .map_err(|e| Error::usage(format!("blosc: {e}")))?,
+                )]
+            }
         };
         let bytes = Arc::new(BytesCodec::new(Some(Endianness::Little)));
         match &self.opts.shard {
@@ -448,6 +538,10 @@ impl ZarrArrayWriter {
             held: 0,
             delivered: 0,
             sharded: self.opts.shard.is_some(),
+            zstd_level: match (self.opts.compress, &self.opts.shard) {
+                (Compression::Zstd(level), None) if cfg!(target_endian = "little") => Some(level),
+                _ => None,
+            },
             total: info.byte_len()?,
         })
     }
@@ -470,6 +564,30 @@ fn attributes(source: &str, info: &ArrayInfo) -> Map<String, Value> {
     let mut attrs = Map::new();
     attrs.insert("rasterpack".into(), Value::Object(meta));
     attrs
+}
+
+/// One zstd frame of `data` at `level`, without checksum: what zarrs' `zstd` codec writes
+/// after the `bytes` codec (little endian, the identity here), through one compression
+/// context per thread instead of a new one per chunk (zarrs' encoder makes one for every
+/// chunk: 1156 of them for the 4000 x 4000 GVRS).
+fn zstd_frame(data: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
+    use std::cell::RefCell;
+    thread_local! {
+        static CONTEXT: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> = const { RefCell::new(None) };
+    }
+    CONTEXT.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let compressor = match &mut *slot {
+            Some((l, c)) if *l == level => c,
+            _ => {
+                let mut c = zstd::bulk::Compressor::new(level)?;
+                c.include_checksum(false)?;
+                c.include_contentsize(true)?;
+                &mut slot.insert((level, c)).1
+            }
+        };
+        compressor.compress(data)
+    })
 }
 
 /// Where the bytes of a piece go: copied from the source, or one repeated value.
@@ -563,7 +681,13 @@ impl State {
                 let start = i / self.grid[d] * self.grid[d];
                 missing *= self.grid[d].min(self.shape[d] - start);
             }
-            let data = self.fill.repeat((size / self.elem) as usize);
+            // A chunk inside the array gets every byte from the source: zeroed pages, not a
+            // pass writing the fill first; only edge chunks are padded with it.
+            let data = if missing == size {
+                vec![0u8; size as usize]
+            } else {
+                self.fill.repeat((size / self.elem) as usize)
+            };
             self.open.insert(chunk_no, Open { data, missing });
             self.held += size;
         }
@@ -598,10 +722,23 @@ impl State {
         let ready = std::mem::take(&mut self.ready);
         let freed = ready.len() as u64 * self.chunk_bytes();
         let array = &self.array;
+        let (fill, zstd_level) = (&self.fill, self.zstd_level);
         ready.into_par_iter().try_for_each(|(indices, data)| {
-            array
-                .store_chunk(&indices, data)
-                .map_err(|e| zarr_error(&format!("writing Zarr chunk {indices:?}"), e))
+            let what = || format!("writing Zarr chunk {indices:?}");
+            match zstd_level {
+                Some(level) => {
+                    // As zarrs' store_chunk: a chunk of nothing but the fill is not stored.
+                    if data.chunks_exact(fill.len()).all(|v| v == &fill[..]) {
+                        return Ok(());
+                    }
+                    let frame = zstd_frame(&data, level).map_err(|e| zarr_error(&what(), e))?;
+                    array
+                        .storage()
+                        .set(&array.chunk_key(&indices), Bytes::from(frame))
+                        .map_err(|e| zarr_error(&what(), e))
+                }
+                None => array.store_chunk(&indices, data).map_err(|e| zarr_error(&what(), e)),
+            }
         })?;
         self.held -= freed;
         Ok(())
@@ -763,7 +900,22 @@ mod tests {
         assert_eq!(Compression::parse(Some("zstd:-3")).unwrap(), Compression::Zstd(-3));
         assert_eq!(Compression::parse(Some("GZIP")).unwrap(), Compression::Gzip(6));
         assert!(Compression::parse(Some("none:1")).is_err());
-        assert!(Compression::parse(Some("blosc")).is_err());
+        assert_eq!(
+            Compression::parse(Some("blosc")).unwrap(),
+            Compression::Blosc(BloscCompressor::Zstd, 5, BloscShuffleMode::Shuffle)
+        );
+        assert_eq!(
+            Compression::parse(Some("BLOSC:lz4:1:bitshuffle")).unwrap(),
+            Compression::Blosc(BloscCompressor::LZ4, 1, BloscShuffleMode::BitShuffle)
+        );
+        for bad in [
+            "blosc:lz5",
+            "blosc:lz4:10",
+            "blosc:lz4:1:twice",
+            "blosc:lz4:1:shuffle:x",
+        ] {
+            assert!(Compression::parse(Some(bad)).is_err(), "{bad}");
+        }
         assert_eq!(parse_shape("64x32,1").unwrap(), [64, 32, 1]);
         assert!(parse_shape("64x0").is_err());
         // Trailing axes whole while a chunk stays within 4 MiB.

@@ -79,6 +79,32 @@ pub struct StreamCheck {
     failed: bool,
     /// Bytes of the data descriptor being read.
     desc: Vec<u8>,
+    /// The local index of the member whose content goes to a [`ContentTap`], once chosen.
+    tapped: Option<usize>,
+    /// The current member's content goes to the tap.
+    tapping: bool,
+}
+
+/// Receives one member's content as a [`StreamCheck`] walks the archive (a read that checks
+/// the whole archive and extracts one member in the same pass). What it receives counts only
+/// if the check vouches for the archive at the end.
+pub(crate) trait ContentTap {
+    /// A member starts: its index among the local headers, its raw name and flags, and the
+    /// content size its local header declares. True to receive its content (the first member
+    /// taken is the only one).
+    fn start(&mut self, index: usize, name: &[u8], flags: u16, declared: u64) -> bool;
+    /// Content bytes of the member at content offset `at`, in order.
+    fn content(&mut self, at: u64, bytes: &[u8]);
+}
+
+/// The tap of a plain check.
+struct NoTap;
+
+impl ContentTap for NoTap {
+    fn start(&mut self, _: usize, _: &[u8], _: u16, _: u64) -> bool {
+        false
+    }
+    fn content(&mut self, _: u64, _: &[u8]) {}
 }
 
 /// What a [`StreamCheck`] concluded.
@@ -109,11 +135,23 @@ impl StreamCheck {
             kept: 0,
             failed: false,
             desc: Vec::new(),
+            tapped: None,
+            tapping: false,
         }
     }
 
     /// The next bytes of the archive.
-    pub fn feed(&mut self, mut data: &[u8]) {
+    pub fn feed(&mut self, data: &[u8]) {
+        self.feed_tapped(data, &mut NoTap)
+    }
+
+    /// The local index of the member whose content went to the tap, if one was taken.
+    pub(crate) fn tapped(&self) -> Option<usize> {
+        self.tapped
+    }
+
+    /// [`StreamCheck::feed`], with the content of the member `tap` takes going to it.
+    pub(crate) fn feed_tapped(&mut self, mut data: &[u8], tap: &mut dyn ContentTap) {
         while !data.is_empty() {
             if self.failed {
                 self.keep_end(data);
@@ -121,13 +159,13 @@ impl StreamCheck {
             }
             match self.phase {
                 Phase::Header => {
-                    let used = self.header_bytes(data);
+                    let used = self.header_bytes(data, tap);
                     data = &data[used..];
                 }
                 Phase::Data(left) => {
                     let n = usize::try_from(left).unwrap_or(usize::MAX).min(data.len());
                     let (now, rest) = data.split_at(n);
-                    self.member_bytes(now);
+                    self.member_bytes(now, tap);
                     if self.failed {
                         // The kept end starts with these bytes, so it stays contiguous.
                         self.tail.clear();
@@ -202,7 +240,7 @@ impl StreamCheck {
     }
 
     /// Consume header bytes; returns how many of `data` were used.
-    fn header_bytes(&mut self, data: &[u8]) -> usize {
+    fn header_bytes(&mut self, data: &[u8], tap: &mut dyn ContentTap) -> usize {
         let start = self.pos;
         let need = |h: &[u8]| -> usize {
             if h.len() < 30 {
@@ -237,7 +275,7 @@ impl StreamCheck {
         }
         self.pos = start.saturating_add(used as u64);
         let offset = self.pos.saturating_sub(self.hdr.len() as u64);
-        if self.start_member(offset).is_none() {
+        if self.start_member(offset, tap).is_none() {
             self.fail();
         } else {
             self.hdr.clear();
@@ -245,7 +283,7 @@ impl StreamCheck {
         used
     }
 
-    fn start_member(&mut self, offset: u64) -> Option<()> {
+    fn start_member(&mut self, offset: u64, tap: &mut dyn ContentTap) -> Option<()> {
         let h = &self.hdr;
         let flags = le16(h, 6)?;
         let method = le16(h, 8)?;
@@ -295,6 +333,10 @@ impl StreamCheck {
             return None;
         }
         self.crc = crc32fast::Hasher::new();
+        self.tapping = self.tapped.is_none() && tap.start(self.locals.len(), &name, flags, uncomp);
+        if self.tapping {
+            self.tapped = Some(self.locals.len());
+        }
         self.inflate =
             (method == 8).then(|| miniz_oxide::inflate::stream::InflateState::new_boxed(miniz_oxide::DataFormat::Raw));
         self.cur = Some(Local {
@@ -377,7 +419,18 @@ impl StreamCheck {
     }
 
     /// Content bytes of the current member.
-    fn content(cur: &mut Local, crc: &mut crc32fast::Hasher, kept: &mut usize, b: &[u8]) {
+    fn content(
+        cur: &mut Local,
+        crc: &mut crc32fast::Hasher,
+        kept: &mut usize,
+        b: &[u8],
+        tap: Option<&mut dyn ContentTap>,
+    ) {
+        if let Some(tap) = tap {
+            if !b.is_empty() {
+                tap.content(cur.produced, b);
+            }
+        }
         crc.update(b);
         cur.produced = cur.produced.saturating_add(b.len() as u64);
         if cur.prefix.len() < NPY_PREFIX {
@@ -388,13 +441,14 @@ impl StreamCheck {
     }
 
     /// Stored bytes of the current member.
-    fn member_bytes(&mut self, mut b: &[u8]) {
+    fn member_bytes(&mut self, mut b: &[u8], tap: &mut dyn ContentTap) {
         let Some(cur) = self.cur.as_mut() else {
             self.fail();
             return;
         };
+        let tapping = self.tapping;
         let Some(st) = self.inflate.as_mut() else {
-            Self::content(cur, &mut self.crc, &mut self.kept, b);
+            Self::content(cur, &mut self.crc, &mut self.kept, b, tapping.then_some(&mut *tap));
             return;
         };
         use miniz_oxide::inflate::stream::inflate;
@@ -406,7 +460,13 @@ impl StreamCheck {
         while !cur.complete {
             let r = inflate(st, b, &mut self.out, MZFlush::None);
             b = &b[r.bytes_consumed..];
-            Self::content(cur, &mut self.crc, &mut self.kept, &self.out[..r.bytes_written]);
+            Self::content(
+                cur,
+                &mut self.crc,
+                &mut self.kept,
+                &self.out[..r.bytes_written],
+                tapping.then_some(&mut *tap),
+            );
             match r.status {
                 Ok(MZStatus::StreamEnd) => cur.complete = true,
                 Ok(_) | Err(MZError::Buf) => {
@@ -435,6 +495,7 @@ impl StreamCheck {
             Some(mut cur) => {
                 cur.crc = std::mem::replace(&mut self.crc, crc32fast::Hasher::new()).finalize();
                 self.inflate = None;
+                self.tapping = false;
                 self.locals.push(cur);
                 self.phase = Phase::Header;
             }

@@ -10,7 +10,7 @@
 //! whole, whatever size it declares ([`describe`], [`StreamCheck`]).
 
 mod check;
-mod member;
+pub(crate) mod member;
 pub(crate) mod walk;
 mod write;
 pub(crate) mod zip;
@@ -21,7 +21,7 @@ use std::sync::Arc;
 use rasterpack_common::{fortran, npy, DType, Error, Limits, NdArray, Result};
 
 pub use check::StreamCheck;
-pub(crate) use check::StreamVerdict;
+pub(crate) use check::{ContentTap, StreamVerdict};
 pub(crate) use walk::{ArrayTarget, CdWalk, WalkMode};
 pub use write::write;
 pub(crate) use write::StreamedMember;

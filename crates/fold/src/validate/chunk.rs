@@ -5,11 +5,11 @@
 use rasterpack_common::Error;
 
 use super::ecc_check::{check_ecc, EccOutcome};
-use super::payload::{PayloadCheck, PayloadVerdict};
+use super::payload::{PayloadCheck, PayloadRider, PayloadVerdict};
 use super::{ChunkContext, FoldChunkStatus, FoldContent, Layers};
 use crate::parse::FoldEntry;
 use crate::raw::{ChunkHeader, CHUNK_HEADER_LEN, FLAG_NONE, FLAG_ZSTD, MAX_CHUNK_SIZE};
-use crate::scan::{scan, Stored};
+use crate::scan::{scan, scan_local_hashed, Stored};
 
 /// Check one chunk, every layer, findings into `l`. `spans` collects the chunk's extent for the
 /// layout check; `repairs` the repaired bytes when the caller keeps them.
@@ -19,6 +19,20 @@ pub(crate) fn check_chunk(
     l: &mut Layers,
     spans: &mut Vec<(u64, u64, String)>,
     repairs: &mut Vec<(u64, Vec<u8>)>,
+) -> Result<FoldChunkStatus, Error> {
+    check_chunk_riding(ctx, e, l, spans, repairs, None)
+}
+
+/// [`check_chunk`], with `rider` seeing the decoded payload in the same pass (on this thread,
+/// the stored bytes hashed on a second one): the one-pass read of an array. The checks and
+/// findings are [`check_chunk`]'s; only the first pass over the stored bytes is shared.
+pub(crate) fn check_chunk_riding(
+    ctx: &ChunkContext<'_>,
+    e: &FoldEntry,
+    l: &mut Layers,
+    spans: &mut Vec<(u64, u64, String)>,
+    repairs: &mut Vec<(u64, Vec<u8>)>,
+    rider: Option<&mut dyn PayloadRider>,
 ) -> Result<FoldChunkStatus, Error> {
     let mut st = FoldChunkStatus::new(e);
     let max = MAX_CHUNK_SIZE.min(ctx.opts.limits.max_alloc);
@@ -37,7 +51,7 @@ pub(crate) fn check_chunk(
         return Ok(st);
     };
     spans.push((e.offset, end, e.name.clone()));
-    let verdict = check_integrity(ctx, e, &h, &mut st, l, repairs)?;
+    let verdict = check_integrity(ctx, e, &h, &mut st, l, repairs, rider)?;
     check_listed_hash(ctx, e, l);
     let Some(verdict) = verdict else {
         return Ok(st);
@@ -188,6 +202,7 @@ fn check_integrity(
     st: &mut FoldChunkStatus,
     l: &mut Layers,
     repairs: &mut Vec<(u64, Vec<u8>)>,
+    rider: Option<&mut dyn PayloadRider>,
 ) -> Result<Option<PayloadVerdict>, Error> {
     let payload_off = e.offset + CHUNK_HEADER_LEN;
     let stored = Stored::File {
@@ -196,9 +211,23 @@ fn check_integrity(
         len: h.comp_len,
     };
     let mut check = PayloadCheck::new(e, h, ctx.opts, ctx.members, npz_room(ctx), stored)?;
-    let scanned = scan(stored, h.flags, h.uncomp_len, true, &mut |p| check.consume(p))?;
+    let (scanned, verdict) = match rider {
+        Some(rider) => {
+            let scanned = scan_local_hashed(ctx.input, payload_off, h.comp_len, h.flags, h.uncomp_len, &mut |p| {
+                check.consume_riding(p, rider)
+            })?;
+            let verdict = check.conclude(scanned.decode.clone(), stored, h, ctx.opts)?;
+            rider.concluded(verdict.tapped);
+            (scanned, verdict)
+        }
+        None => {
+            let scanned = scan(stored, h.flags, h.uncomp_len, true, &mut |p| check.consume(p))?;
+            let verdict = check.conclude(scanned.decode.clone(), stored, h, ctx.opts)?;
+            (scanned, verdict)
+        }
+    };
     let (crc, sha) = scanned.hashes.clone().unwrap_or_default();
-    let mut verdict = Some(check.conclude(scanned.decode, stored, h, ctx.opts)?);
+    let mut verdict = Some(verdict);
     let mut crc_ok = crc == h.crc32c;
     let mut sha_ok = sha == e.sha256;
     match check_ecc(ctx, e, h, crc_ok && sha_ok, st, l, repairs)? {

@@ -25,7 +25,8 @@ use crate::pjson::{self, Value};
 use crate::raw::ChunkHeader;
 
 pub use crate::npz::MEMBER_DAMAGED as NPZ_MEMBER_DAMAGED;
-pub(crate) use chunk::check_chunk;
+pub(crate) use chunk::{check_chunk, check_chunk_riding};
+pub(crate) use payload::PayloadRider;
 
 /// What a chunk decoded to (kept only when the caller asks for content).
 #[derive(Debug, Clone, PartialEq)]

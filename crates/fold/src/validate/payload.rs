@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::{hex, FoldAnalyzeOptions, FoldContent};
 use crate::jsonstream::JsonCheck;
-use crate::npz::{self, CdWalk, Directory, NpzArrayInfo, StreamCheck, StreamVerdict, WalkMode};
+use crate::npz::{self, CdWalk, ContentTap, Directory, NpzArrayInfo, StreamCheck, StreamVerdict, WalkMode};
 use crate::parse::{FoldEntry, JSON_MAX_DEPTH};
 use crate::pjson;
 use crate::raw::{ChunkHeader, FLAG_NONE};
@@ -51,6 +51,21 @@ pub(crate) struct PayloadVerdict {
     pub payload: Option<Vec<u8>>,
     /// An NPZ0 archive's central directory (the read path extracts members with it).
     pub directory: Option<Arc<Directory>>,
+    /// The member (directory index) whose content went to a rider's tap, when the streaming
+    /// check vouched for the archive in that same pass (see [`PayloadRider`]).
+    pub tapped: Option<usize>,
+}
+
+/// A read that rides on a chunk's check: it sees the decoded bytes the check sees, in the same
+/// pass, on the caller's thread (the one-pass read of a named array, `crate::read`).
+pub(crate) trait PayloadRider {
+    /// The tap that takes one member's content from a streamed (zstd) archive.
+    fn tap(&mut self) -> &mut dyn ContentTap;
+    /// A decoded piece of a stored archive, with the directory the check walks it against.
+    fn stored_piece(&mut self, dir: &Arc<Directory>, total: u64, piece: &[u8]);
+    /// The check concluded: the member whose content the tap got, when the check vouched
+    /// for the archive in the same pass ([`PayloadVerdict::tapped`]).
+    fn concluded(&mut self, tapped: Option<usize>);
 }
 
 enum Kind {
@@ -192,6 +207,24 @@ impl PayloadCheck {
         })
     }
 
+    /// [`PayloadCheck::consume`], with `rider` seeing the same bytes (a zstd archive's member
+    /// content through its tap, a stored archive's bytes with its directory).
+    pub(crate) fn consume_riding(&mut self, piece: &[u8], rider: &mut dyn PayloadRider) -> Flow {
+        let total = self.uncomp_len;
+        match &mut self.kind {
+            Kind::NpzStream(check) if self.decoded_sha.is_none() && self.keep.is_none() => {
+                check.feed_tapped(piece, rider.tap());
+                Flow::More
+            }
+            Kind::NpzWalk(walk, dir) if self.decoded_sha.is_none() && self.keep.is_none() => {
+                walk.feed(piece);
+                rider.stored_piece(dir, total, piece);
+                Flow::More
+            }
+            _ => self.consume(piece),
+        }
+    }
+
     /// The next decoded bytes. Validation reads every byte: never stops the stream.
     pub(crate) fn consume(&mut self, piece: &[u8]) -> Flow {
         if let Some(s) = self.decoded_sha.as_mut() {
@@ -245,6 +278,7 @@ impl PayloadCheck {
             decoded_sha256: self.decoded_sha.map(|s| hex(&s.finalize())),
             payload: self.keep,
             directory: None,
+            tapped: None,
         };
         if v.decode.is_err() {
             v.payload = None;
@@ -266,8 +300,11 @@ impl PayloadCheck {
                 }),
             },
             Kind::NpzStream(check) => {
+                let tapped = check.tapped();
                 let arrays = match (*check).conclude() {
                     StreamVerdict::Vouched(arrays, dir) => {
+                        // Vouched: the local headers are the directory's members, in order.
+                        v.tapped = tapped;
                         v.directory = Some(Arc::new(dir));
                         Ok(arrays)
                     }

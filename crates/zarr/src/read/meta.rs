@@ -63,6 +63,162 @@ pub struct ArrayMeta {
     pub byte_codecs: Vec<String>,
     /// Number of chunks (shards) the grid declares.
     pub chunk_count: u64,
+    /// How a sharded array's inner chunks are found and decoded; `None` when not sharded.
+    pub shard: Option<Box<ShardMeta>>,
+}
+
+/// The sharding codec's layout, as rasterpack reads it: the shard index located and checked
+/// here, each inner chunk cut out of its shard by the index and decoded on its own, through
+/// the decompression guard like a plain chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardMeta {
+    /// The inner chunks' codec chain, as declared (zarrs builds it).
+    pub inner_codecs: Vec<Value>,
+    /// The inner chain's bytes-to-bytes codecs in encoding order (what the guard replays).
+    pub inner_byte_codecs: Vec<String>,
+    /// The index ends with a crc32c checksum (`index_codecs` `bytes`, `crc32c`).
+    pub index_crc: bool,
+    /// The index is at the end of the shard (`index_location`, `end` by default).
+    pub index_at_end: bool,
+    /// Inner chunks per shard.
+    pub inner_count: u64,
+}
+
+impl ShardMeta {
+    /// Bytes of the index: 16 per inner chunk, and the checksum.
+    pub fn index_len(&self) -> u64 {
+        self.inner_count * 16 + if self.index_crc { 4 } else { 0 }
+    }
+}
+
+/// Codecs that turn an array into bytes (the end of the array-to-array part of a chain).
+fn array_to_bytes(name: &str) -> bool {
+    matches!(
+        name,
+        "bytes" | "sharding_indexed" | "vlen-utf8" | "vlen-bytes" | "zfp" | "pcodec" | "packbits"
+    )
+}
+
+fn codec_name(c: &Value, what: &str) -> Result<String> {
+    match c {
+        Value::String(s) => Ok(s.clone()),
+        Value::Object(o) => Ok(o
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("zarr.meta_codecs", what, "a codec has no name"))?
+            .to_string()),
+        _ => Err(bad("zarr.meta_codecs", what, "a codec is neither a name nor an object")),
+    }
+}
+
+fn unsupported_sharding(what: &str, why: &str) -> Error {
+    Error::unsupported(
+        "zarr.codec_unsupported",
+        None,
+        format!("{what}: sharding_indexed {why}"),
+    )
+}
+
+/// The sharding codec's configuration `config` within chains whose codecs `before` precede it
+/// and `after` follow it, for shards of `shard` holding inner chunks of `inner`.
+fn parse_sharding(
+    config: Option<&Value>,
+    before: usize,
+    after: usize,
+    inner: &[u64],
+    shard: &[u64],
+    what: &str,
+    limits: &Limits,
+) -> Result<ShardMeta> {
+    // Inner chunks are read one at a time out of a shard as stored: a codec on the whole
+    // shard (compressing it, or transposing the array first) would need it decoded whole.
+    if before > 0 || after > 0 {
+        return Err(unsupported_sharding(
+            what,
+            "with other codecs around it in the array's chain (rasterpack reads inner chunks out of shards as stored)",
+        ));
+    }
+    let inner_codecs = config
+        .and_then(|c| c.get("codecs"))
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("zarr.meta_codecs", what, "sharding_indexed has no codecs list"))?
+        .clone();
+    let mut inner_byte_codecs = Vec::new();
+    let mut seen_array_to_bytes = false;
+    for c in &inner_codecs {
+        let name = codec_name(c, what)?;
+        if name == "sharding_indexed" {
+            return Err(unsupported_sharding(what, "nested in a shard"));
+        }
+        if seen_array_to_bytes {
+            inner_byte_codecs.push(name.clone());
+        }
+        seen_array_to_bytes |= array_to_bytes(&name);
+    }
+    let index_codecs = config
+        .and_then(|c| c.get("index_codecs"))
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("zarr.meta_codecs", what, "sharding_indexed has no index_codecs list"))?;
+    let little = |c: &Value| {
+        c.get("configuration")
+            .and_then(|c| c.get("endian"))
+            .is_none_or(|e| e.as_str() == Some("little"))
+    };
+    let names: Vec<String> = index_codecs
+        .iter()
+        .map(|c| codec_name(c, what))
+        .collect::<Result<_>>()?;
+    let index_crc = match names.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["bytes"] if little(&index_codecs[0]) => false,
+        ["bytes", "crc32c"] if little(&index_codecs[0]) => true,
+        _ => {
+            return Err(unsupported_sharding(
+                what,
+                &format!("index_codecs {names:?} (rasterpack reads a little-endian index, with or without crc32c)"),
+            ))
+        }
+    };
+    let index_at_end = match config.and_then(|c| c.get("index_location")) {
+        None => true,
+        Some(Value::String(l)) if l == "end" => true,
+        Some(Value::String(l)) if l == "start" => false,
+        Some(other) => {
+            return Err(bad(
+                "zarr.meta_codecs",
+                what,
+                format!("index_location is {}, expected \"start\" or \"end\"", show(Some(other))),
+            ))
+        }
+    };
+    if shard.iter().zip(inner).any(|(&s, &i)| !s.is_multiple_of(i)) {
+        return Err(bad(
+            "zarr.meta_chunks",
+            what,
+            format!("shards of {shard:?} are not a whole number of inner chunks {inner:?}"),
+        ));
+    }
+    let inner_count = check_grid(shard, inner, "sharding chunk_shape", what, limits)?;
+    // Each inner chunk read reads the shard's index (and checks its checksum): bounded well
+    // within the working set, since several inner chunks are decoded at once.
+    let index_bytes = inner_count.saturating_mul(16);
+    if index_bytes > limits.working_set / 16 {
+        return Err(Error::limit(
+            "limit.working_set",
+            None,
+            format!(
+                "{what}: a shard of {shard:?} in inner chunks of {inner:?} has an index of {index_bytes} bytes, \
+                 read with every inner chunk: above the {} bytes allowed (1/16 of the working set)",
+                limits.working_set / 16
+            ),
+        ));
+    }
+    Ok(ShardMeta {
+        inner_codecs,
+        inner_byte_codecs,
+        index_crc,
+        index_at_end,
+        inner_count,
+    })
 }
 
 /// Largest number of dimensions rasterpack takes from a Zarr array (numpy's own limit is 64).
@@ -283,16 +439,9 @@ fn parse_v3_array(obj: &serde_json::Map<String, Value>, what: &str, limits: &Lim
     let mut byte_codecs = Vec::new();
     let mut unit_shape = chunk_shape.clone();
     let mut after_array_to_bytes = false;
-    for c in codecs_json {
-        let name = match c {
-            Value::String(s) => s.clone(),
-            Value::Object(o) => o
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| bad("zarr.meta_codecs", what, "a codec has no name"))?
-                .to_string(),
-            _ => return Err(bad("zarr.meta_codecs", what, "a codec is neither a name nor an object")),
-        };
+    let mut sharding = None;
+    for (k, c) in codecs_json.iter().enumerate() {
+        let name = codec_name(c, what)?;
         if name == "sharding_indexed" {
             let inner = u64_list(
                 c.get("configuration").and_then(|c| c.get("chunk_shape")),
@@ -308,19 +457,27 @@ fn parse_v3_array(obj: &serde_json::Map<String, Value>, what: &str, limits: &Lim
             }
             // The shard index holds 16 bytes per inner chunk: bounded like a chunk grid.
             check_grid(&chunk_shape, &inner, "sharding chunk_shape", what, limits)?;
+            sharding = Some((k, inner.clone()));
             unit_shape = inner;
         }
         if after_array_to_bytes {
             byte_codecs.push(name.clone());
         }
-        if matches!(
-            name.as_str(),
-            "bytes" | "sharding_indexed" | "vlen-utf8" | "vlen-bytes" | "zfp" | "pcodec" | "packbits"
-        ) {
-            after_array_to_bytes = true;
-        }
+        after_array_to_bytes |= array_to_bytes(&name);
         codecs.push(name);
     }
+    let shard = match sharding {
+        Some((k, inner)) => Some(Box::new(parse_sharding(
+            codecs_json[k].get("configuration"),
+            k,
+            codecs_json.len() - k - 1,
+            &inner,
+            &chunk_shape,
+            what,
+            limits,
+        )?)),
+        None => None,
+    };
     check_unit(&dtype, &unit_shape, what, limits)?;
     Ok(ArrayMeta {
         zarr_format: 3,
@@ -331,6 +488,7 @@ fn parse_v3_array(obj: &serde_json::Map<String, Value>, what: &str, limits: &Lim
         codecs,
         byte_codecs,
         chunk_count,
+        shard,
     })
 }
 
@@ -371,6 +529,7 @@ fn parse_v2_array(obj: &serde_json::Map<String, Value>, what: &str, limits: &Lim
         codecs,
         byte_codecs,
         chunk_count,
+        shard: None,
     })
 }
 
@@ -456,13 +615,44 @@ mod tests {
             "[16]",
             "[8]",
             r#""uint8""#,
-            r#"[{"name":"sharding_indexed","configuration":{"chunk_shape":[2]}}]"#,
+            r#"[{"name":"sharding_indexed","configuration":{"chunk_shape":[2],
+                "codecs":[{"name":"bytes"},{"name":"zstd"}],"index_codecs":[{"name":"bytes"},{"name":"crc32c"}]}}]"#,
         ))
         .unwrap();
         let NodeMeta::Array(m) = sharded else {
             panic!("not an array")
         };
         assert_eq!((m.chunk_shape, m.unit_shape), (vec![8], vec![2]));
+        let shard = m.shard.unwrap();
+        assert_eq!(shard.inner_byte_codecs, ["zstd"]);
+        assert_eq!(
+            (shard.index_crc, shard.index_at_end, shard.index_len()),
+            (true, true, 68)
+        );
+        // Inner chunks are read out of a shard as stored: a codec around the shard, a nested
+        // shard or an index rasterpack cannot locate is named as unsupported.
+        for codecs in [
+            r#"[{"name":"sharding_indexed","configuration":{"chunk_shape":[2],"codecs":[{"name":"bytes"}],
+                "index_codecs":[{"name":"bytes"}]}},{"name":"gzip"}]"#,
+            r#"[{"name":"sharding_indexed","configuration":{"chunk_shape":[2],"codecs":[{"name":"sharding_indexed"}],
+                "index_codecs":[{"name":"bytes"}]}}]"#,
+            r#"[{"name":"sharding_indexed","configuration":{"chunk_shape":[2],"codecs":[{"name":"bytes"}],
+                "index_codecs":[{"name":"bytes","configuration":{"endian":"big"}}]}}]"#,
+        ] {
+            let e = parse_v3(&v3("[16]", "[8]", r#""uint8""#, codecs)).unwrap_err();
+            assert_eq!(e.code, "zarr.codec_unsupported", "{codecs}");
+            assert!(e.message.contains("sharding_indexed"), "{}", e.message);
+        }
+        // An index read with every inner chunk stays small beside the working set.
+        let e = parse_v3(&v3(
+            "[1048576]",
+            "[1048576]",
+            r#""uint8""#,
+            r#"[{"name":"sharding_indexed","configuration":{"chunk_shape":[1],"codecs":[{"name":"bytes"}],
+                "index_codecs":[{"name":"bytes"}]}}]"#,
+        ))
+        .unwrap_err();
+        assert_eq!(e.code, "limit.working_set");
         assert_eq!(
             parse_v3(br#"{"zarr_format":3,"node_type":"group"}"#).unwrap(),
             NodeMeta::Group { zarr_format: 3 }
