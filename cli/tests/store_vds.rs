@@ -455,7 +455,7 @@ fn decimated(shape: &[usize], v: &[f32], lod: u32) -> Vec<u8> {
 
 /// The keys under `prefix/` in `bucket`, with their sizes (the OpenVDS oracle's boto3 listing).
 fn objects_under(moto: &Moto, bucket: &str, prefix: &str) -> serde_json::Map<String, serde_json::Value> {
-    let text = oracle(&moto, &["sizes", bucket, prefix]);
+    let text = oracle(moto, &["sizes", bucket, prefix]);
     serde_json::from_str::<serde_json::Value>(&text)
         .expect("sizes JSON")
         .as_object()
