@@ -108,7 +108,7 @@ pub use names::shown;
 pub use npy_format::{NpyFile, NpyFormat};
 pub use output::{write_file_atomically, Output};
 pub use reader::{slice_at, ByteReader};
-pub use source::{Input, ObjectSource, RangeSource};
+pub use source::{Input, ObjectSink, ObjectSource, RangeSource};
 pub use stream::{
     stream_view, ArrayInfo, ArraySink, Interrupt, MemorySink, ParallelFile, ProgressSink, Region, RegionRuns,
     RegionSpec, View, ViewSink,
