@@ -144,6 +144,12 @@ impl ArraySink for Checked<'_> {
     fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
         self.inner.fill_at(offset, len, pattern)
     }
+    fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
+        self.inner.parallel_file()
+    }
+    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
+        self.inner.written_elsewhere(len)
+    }
     fn finish(&mut self) -> Result<()> {
         self.inner.finish()
     }

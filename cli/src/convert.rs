@@ -172,11 +172,7 @@ pub fn convert_with(
     // A `.vds` file's writer gets the checked options (channels, the source format).
     let file_vds_opts = vds_opts.clone().filter(|_| !vds_dir);
     let vds_writer = match vds_opts {
-        Some(vds_opts) if vds_dir => Some(rasterpack_vds_meta::write::VdsWriter::directory(
-            &args.output,
-            args.force,
-            vds_opts,
-        )?),
+        Some(vds_opts) if vds_dir => Some(vds_dir_writer(&args.output, args.force, vds_opts)?),
         _ => None,
     };
     let source_bytes = match input.dir() {
@@ -237,12 +233,15 @@ pub fn convert_with(
     }
     if let Some(mut writer) = vds_writer {
         // A signal removes the directory being written (the rename into place is under the
-        // same lock as the removal, see signals).
+        // same lock as the removal, see signals); an upload to a prefix is tracked by
+        // `vds_dir_writer` (the signal deletes its objects).
         if let Some(tmp) = writer.temp_dir().map(Path::to_path_buf) {
             let _ = signals::track(|| Ok((tmp, ())));
         }
         let result = write_vds_channels(&job, &mut writer);
+        // Dropping the writer ends an upload: on failure, its objects are deleted.
         signals::untrack(|| drop(writer));
+        signals::untrack_remote();
         result?;
         note_findings(source, &input, &label, &limits);
         return Ok(());
@@ -573,6 +572,14 @@ impl ArraySink for Interruptible<'_> {
         (self.interrupt)()?;
         self.inner.fill_at(offset, len, pattern)
     }
+    fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
+        self.inner.parallel_file()
+    }
+    // Polled as each group written by the decoding threads is reported.
+    fn written_elsewhere(&mut self, len: u64) -> Result<(), Error> {
+        (self.interrupt)()?;
+        self.inner.written_elsewhere(len)
+    }
     fn finish(&mut self) -> Result<(), Error> {
         (self.interrupt)()?;
         self.inner.finish()
@@ -604,9 +611,37 @@ impl ArraySink for SayReaderWarnings<'_> {
     fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<(), Error> {
         self.inner.fill_at(offset, len, pattern)
     }
+    fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
+        self.inner.parallel_file()
+    }
+    fn written_elsewhere(&mut self, len: u64) -> Result<(), Error> {
+        self.inner.written_elsewhere(len)
+    }
     fn finish(&mut self) -> Result<(), Error> {
         self.inner.finish()
     }
+}
+
+/// The writer of a VDS in its object-store layout at OUT: a local directory (written beside
+/// itself, renamed into place), or a prefix URL (the objects uploaded concurrently, the
+/// layout's visible objects last; a failure or a signal deletes what was uploaded).
+fn vds_dir_writer(
+    out: &Path,
+    force: bool,
+    opts: rasterpack_vds_meta::write::VdsWriteOptions,
+) -> Result<rasterpack_vds_meta::write::VdsWriter<'static>, Error> {
+    use rasterpack_vds_meta::write::VdsWriter;
+    if let Some(url) = out.to_str().filter(|u| rasterpack_store::is_url(u)) {
+        if let Some(path) = rasterpack_store::local_path(url)? {
+            return VdsWriter::directory(&path, force, opts);
+        }
+        let target = rasterpack_store::PrefixTarget::check(url, &detect::store_options(), force)?;
+        let upload = target.start();
+        let cleanup = upload.cleanup();
+        signals::track_remote(Box::new(move || cleanup.run()));
+        return Ok(VdsWriter::objects(Box::new(upload), opts));
+    }
+    VdsWriter::directory(out, force, opts)
 }
 
 /// Whether a VDS OUT is the object-store directory layout rather than a `.vds` file: it ends

@@ -20,6 +20,25 @@ fn pending() -> MutexGuard<'static, Option<PathBuf>> {
     PENDING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What removes a remote output (the objects of a dataset uploaded under a prefix) if a
+/// terminating signal arrives: run on the watcher thread, which keeps the lock to the end.
+type RemoteCleanup = Box<dyn Fn() + Send>;
+static REMOTE: Mutex<Option<RemoteCleanup>> = Mutex::new(None);
+
+fn remote() -> MutexGuard<'static, Option<RemoteCleanup>> {
+    REMOTE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// From now on, a signal runs `cleanup` before the process ends.
+pub fn track_remote(cleanup: RemoteCleanup) {
+    *remote() = Some(cleanup);
+}
+
+/// The remote output is finished (or removed already): a signal no longer touches it.
+pub fn untrack_remote() {
+    *remote() = None;
+}
+
 /// Multipart uploads in progress, aborted on a terminating signal (the process ends without
 /// unwinding, so an upload's own drop would never abort it and its parts would stay, open and
 /// billed, in the bucket).
@@ -128,6 +147,11 @@ mod unix {
                         // whole, as a file renamed into place before the signal was handled.)
                         for upload in super::uploads().iter() {
                             let _ = upload.abort();
+                        }
+                        // A dataset uploaded under a prefix: every object it put is deleted.
+                        let remote = super::remote();
+                        if let Some(cleanup) = remote.as_ref() {
+                            cleanup();
                         }
                         // End by the same signal, so the parent sees how the process ended
                         // (a shell reports 128 + signal, 130 for Ctrl-C).

@@ -164,6 +164,13 @@ impl<S: ArraySink> ArraySink for SubsetGuard<'_, S> {
     fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
         self.inner.fill_at(offset, len, pattern)
     }
+    // The guard's check is at `begin`; the bytes pass unchanged, so the file may take them.
+    fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
+        self.inner.parallel_file()
+    }
+    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
+        self.inner.written_elsewhere(len)
+    }
     fn finish(&mut self) -> Result<()> {
         self.inner.finish()
     }

@@ -75,6 +75,10 @@ pub fn check_destination(out: &Path, force: bool) -> Result<(), Error> {
             "a Zarr store is a directory: it cannot go to standard output",
         ));
     }
+    if let Some(url) = remote_url(out)? {
+        rasterpack_store::ZarrTarget::check(&url, &crate::detect::store_options(), force)?;
+        return Ok(());
+    }
     match std::fs::symlink_metadata(out) {
         Ok(_) if !force => Err(Error::usage(format!(
             "{} exists; pass --force to overwrite it",
@@ -88,8 +92,53 @@ pub fn check_destination(out: &Path, force: bool) -> Result<(), Error> {
 /// when every array is written (replacing what was there with `force`), removed otherwise.
 pub(crate) fn write(job: &Job, args: &ConvertArgs, opts: ZarrOptions) -> Result<(), Error> {
     let out = args.output.as_path();
-    let tmp = TempDir::create(out)?;
+    if let Some(url) = remote_url(out)? {
+        return write_remote(job, args, opts, &url);
+    }
+    let out = local_path(out)?;
+    let tmp = TempDir::create(&out)?;
     let store = write::open_store(&tmp.path)?;
+    write_job_arrays(job, args, opts, store)?;
+    tmp.persist(&out, args.force)
+}
+
+/// OUT as an object-store URL (`None` for a path or a `file://` URL, which is a path).
+fn remote_url(out: &Path) -> Result<Option<String>, Error> {
+    match out.to_str().filter(|u| rasterpack_store::is_url(u)) {
+        Some(url) if rasterpack_store::local_path(url)?.is_none() => Ok(Some(url.to_string())),
+        _ => Ok(None),
+    }
+}
+
+/// OUT as a local path (a `file://` URL's path).
+fn local_path(out: &Path) -> Result<PathBuf, Error> {
+    match out.to_str().filter(|u| rasterpack_store::is_url(u)) {
+        Some(url) => Ok(rasterpack_store::local_path(url)?.unwrap_or_else(|| out.to_path_buf())),
+        None => Ok(out.to_path_buf()),
+    }
+}
+
+/// Write the store to an object-store prefix through zarrs' object_store adapter: chunks as
+/// they are encoded, the metadata documents last; a failure or a signal deletes every key put.
+fn write_remote(job: &Job, args: &ConvertArgs, opts: ZarrOptions, url: &str) -> Result<(), Error> {
+    let target = rasterpack_store::ZarrTarget::check(url, &crate::detect::store_options(), args.force)?;
+    let upload = std::sync::Arc::new(target.start()?);
+    let cleanup = upload.cleanup();
+    signals::track_remote(Box::new(move || cleanup.run()));
+    let written = write_job_arrays(job, args, opts, upload.clone()).and_then(|()| upload.commit());
+    // On failure the last reference's drop deletes what was put.
+    drop(upload);
+    signals::untrack_remote();
+    written
+}
+
+/// Write the arrays of `job` into `store`.
+fn write_job_arrays(
+    job: &Job,
+    args: &ConvertArgs,
+    opts: ZarrOptions,
+    store: std::sync::Arc<write::OutStore>,
+) -> Result<(), Error> {
     let file = job.source.open(job.input.clone(), job.req.limits)?;
     if args.all {
         let arrays = file.arrays()?;
@@ -131,7 +180,7 @@ pub(crate) fn write(job: &Job, args: &ConvertArgs, opts: ZarrOptions) -> Result<
         let mut sink = ZarrArrayWriter::new(store, "/", opts, job.source.name(), chunks);
         job.stream_into(&mut sink)?;
     }
-    tmp.persist(out, args.force)
+    Ok(())
 }
 
 /// Arrays in memory (the Python package's `write_zarr`) as the store `convert` writes for a
@@ -145,6 +194,12 @@ pub fn write_arrays(
     opts: ZarrOptions,
 ) -> Result<(), Error> {
     use rasterpack_common::{ArrayInfo, ArraySink};
+    if remote_url(out)?.is_some() {
+        return Err(Error::usage(format!(
+            "{}: arrays in memory are written to a local Zarr store only (convert writes to URLs)",
+            shown(out)
+        )));
+    }
     check_destination(out, force)?;
     if arrays.is_empty() || (!group && arrays.len() != 1) {
         return Err(Error::usage(
@@ -152,7 +207,7 @@ pub fn write_arrays(
         ));
     }
     let tmp = TempDir::create(out)?;
-    let store = write::open_store(&tmp.path)?;
+    let store: std::sync::Arc<write::OutStore> = write::open_store(&tmp.path)?;
     let source = npy().name();
     if group {
         let mut root = Map::new();

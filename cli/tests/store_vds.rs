@@ -391,3 +391,388 @@ fn prefix_listing_validates_a_dataset_once() {
     );
     assert_eq!(r.code(), Some(0), "{}", r.stdout());
 }
+
+/// A `.npy` of float32 values in C order (`shape` slowest first).
+fn write_f32_npy(path: &Path, shape: &[usize], values: &[f32]) {
+    let dims: Vec<String> = shape.iter().map(|n| n.to_string()).collect();
+    let mut header = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({}), }}",
+        dims.join(", ")
+    );
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    b.extend_from_slice(header.as_bytes());
+    for v in values {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    std::fs::write(path, b).unwrap();
+}
+
+/// The data bytes of a `.npy` file.
+fn npy_data(path: &Path) -> Vec<u8> {
+    let b = std::fs::read(path).unwrap();
+    let hl = u16::from_le_bytes([b[8], b[9]]) as usize;
+    b[10 + hl..].to_vec()
+}
+
+/// A 40x50x70 float32 volume (odd sizes: partial 32-voxel bricks on every axis) whose first
+/// brick is constant (stored as OpenVDS stores constant bricks) and the rest varied.
+fn test_volume() -> (Vec<usize>, Vec<f32>) {
+    let (nz, ny, nx) = (40usize, 50, 70);
+    let mut v = Vec::with_capacity(nz * ny * nx);
+    for z in 0..nz {
+        for y in 0..ny {
+            for x in 0..nx {
+                let i = (z * ny + y) * nx + x;
+                v.push(if x < 32 && y < 32 && z < 32 {
+                    1.25
+                } else {
+                    ((i * 7919) % 1013) as f32 / 17.0 - 30.0
+                });
+            }
+        }
+    }
+    (vec![nz, ny, nx], v)
+}
+
+/// LOD `lod` of a C-order volume: every 2^lod-th sample along each axis, as little-endian bytes.
+fn decimated(shape: &[usize], v: &[f32], lod: u32) -> Vec<u8> {
+    let st = 1usize << lod;
+    let mut out = Vec::new();
+    for z in (0..shape[0]).step_by(st) {
+        for y in (0..shape[1]).step_by(st) {
+            for x in (0..shape[2]).step_by(st) {
+                out.extend_from_slice(&v[(z * shape[1] + y) * shape[2] + x].to_le_bytes());
+            }
+        }
+    }
+    out
+}
+
+/// The keys under `prefix/` in `bucket`, with their sizes (the OpenVDS oracle's boto3 listing).
+fn objects_under(moto: &Moto, bucket: &str, prefix: &str) -> serde_json::Map<String, serde_json::Value> {
+    let text = oracle(moto, &["sizes", bucket, prefix]);
+    serde_json::from_str::<serde_json::Value>(&text)
+        .expect("sizes JSON")
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// `convert IN s3://bucket/prefix --to vds` (issue 21) writes OpenVDS's cloud layout through
+/// the directory writer's objects: rasterpack reads every LOD back equal to the input, its
+/// `validate --strict` of the URL is clean (every chunk object carries the
+/// `x-amz-meta-vdschunkmetadata` header: a missing one is a warning), OpenVDS 3.4.9 reads every
+/// LOD from the server bit for bit, an existing dataset is refused without `--force` and
+/// replaced with it.
+#[test]
+fn vds_written_to_a_prefix_reads_back_everywhere() {
+    let Some(py) = s3::python("moto[server] and openvds") else {
+        return;
+    };
+    let dir = scratch("store_vds", "vds_written_to_a_prefix_reads_back_everywhere");
+    let moto = Moto::start(&py, Some(dir.join("moto.log")));
+    moto.create_bucket("out");
+    let (shape, values) = test_volume();
+    let input = dir.join("in.npy");
+    write_f32_npy(&input, &shape, &values);
+    let url = "s3://out/cube";
+    let write = |force: bool, compress: &str| {
+        let mut a = vec![
+            "convert",
+            s(&input),
+            url,
+            "--to",
+            "vds",
+            "--brick-size",
+            "32",
+            "--lods",
+            "2",
+        ];
+        a.extend(["--compress", compress]);
+        if force {
+            a.push("--force");
+        }
+        moto.run(&a)
+    };
+    let r = write(false, "zip");
+    assert_eq!(r.code(), Some(0), "convert to {url}: {}", r.stderr());
+    check_bound(&["convert", url], &r);
+    let keys = objects_under(&moto, "out", "cube");
+    assert!(
+        keys.contains_key("VolumeDataLayout") && keys.contains_key("LayerStatus"),
+        "{keys:?}"
+    );
+    assert!(keys.contains_key("Dimensions_012LOD2/0"), "{keys:?}");
+
+    let again = write(false, "zip");
+    assert_eq!(
+        again.code(),
+        Some(2),
+        "an existing dataset without --force: {}",
+        again.stderr()
+    );
+    assert!(again.stderr().contains("--force"), "{}", again.stderr());
+
+    for compress in ["zip", "rle"] {
+        if compress == "rle" {
+            let r = write(true, "rle");
+            assert_eq!(r.code(), Some(0), "convert --force to {url}: {}", r.stderr());
+        }
+        let v = moto.run(&["validate", "--strict", "--json", url]);
+        let doc: serde_json::Value = serde_json::from_str(&v.stdout()).expect("one JSON document");
+        assert_eq!(v.code(), Some(0), "validate --strict {url}: {}", v.stdout());
+        assert_eq!(doc["files"][0]["findings"], serde_json::json!([]), "validate {url}");
+        for lod in 0..=2u32 {
+            let want = decimated(&shape, &values, lod);
+            let ours = dir.join(format!("{compress}_lod{lod}.npy"));
+            let r = moto.run(&["convert", "--force", "--lod", &lod.to_string(), url, s(&ours)]);
+            assert_eq!(r.code(), Some(0), "convert {url} --lod {lod}: {}", r.stderr());
+            assert!(
+                npy_data(&ours) == want,
+                "{compress}: rasterpack's LOD {lod} differs from the input"
+            );
+            let theirs = dir.join(format!("{compress}_lod{lod}.openvds.npy"));
+            oracle(&moto, &["read", url, s(&theirs), &lod.to_string()]);
+            assert!(
+                npy_data(&theirs) == want,
+                "{compress}: OpenVDS's LOD {lod} differs from the input"
+            );
+        }
+    }
+}
+
+/// A convert to a prefix that fails midway (a damaged brick near the end of the source, after
+/// the first bricks were uploaded) exits 1 and leaves nothing under the prefix: no
+/// `VolumeDataLayout`, no chunk objects.
+#[test]
+fn a_failed_upload_leaves_no_dataset() {
+    let Some(py) = s3::python("moto[server] and openvds") else {
+        return;
+    };
+    let dir = scratch("store_vds", "a_failed_upload_leaves_no_dataset");
+    let moto = Moto::start(&py, Some(dir.join("moto.log")));
+    moto.create_bucket("out");
+    let (shape, values) = test_volume();
+    let input = dir.join("in.npy");
+    write_f32_npy(&input, &shape, &values);
+    // The source: a directory dataset whose last chunk is cut short.
+    let src = dir.join("src");
+    support::check(
+        &[
+            "convert",
+            "--force",
+            s(&input),
+            s(&src),
+            "--to",
+            "vds",
+            "--brick-size",
+            "32",
+        ],
+        0,
+    );
+    let layer = src.join("Dimensions_012LOD0");
+    let last = (0..64)
+        .rev()
+        .map(|i| layer.join(i.to_string()))
+        .find(|p| p.is_file())
+        .unwrap();
+    let bytes = std::fs::read(&last).unwrap();
+    assert!(bytes.len() > 100, "the last chunk holds data");
+    std::fs::write(&last, &bytes[..bytes.len() / 2]).unwrap();
+
+    let from = moto.log_len();
+    let r = moto.run(&[
+        "convert",
+        s(&src),
+        "s3://out/broken",
+        "--to",
+        "vds",
+        "--brick-size",
+        "32",
+    ]);
+    assert_eq!(r.code(), Some(1), "a damaged source brick: {}", r.stderr());
+    let log = std::fs::read(dir.join("moto.log")).unwrap();
+    let puts = String::from_utf8_lossy(&log[from as usize..])
+        .matches("\"PUT /out/broken/")
+        .count();
+    assert!(
+        puts > 0,
+        "no object was uploaded before the failure: the test does not fail midway"
+    );
+    let left = objects_under(&moto, "out", "broken");
+    assert!(left.is_empty(), "objects left after a failed convert: {left:?}");
+}
+
+/// SIGTERM while a dataset is being uploaded to a prefix: the process ends by the signal and
+/// deletes every object it had put (the signal watcher runs the upload's cleanup).
+#[cfg(unix)]
+#[test]
+fn a_signal_during_the_upload_leaves_no_dataset() {
+    use std::process::Stdio;
+    use std::time::Instant;
+    let Some(py) = s3::python("moto[server] and openvds") else {
+        return;
+    };
+    let dir = scratch("store_vds", "a_signal_during_the_upload_leaves_no_dataset");
+    let moto = Moto::start(&py, Some(dir.join("moto.log")));
+    moto.create_bucket("out");
+    // 48 MiB of varied floats: long enough to convert that the signal lands midway.
+    let shape = [192usize, 256, 256];
+    let values: Vec<f32> = (0..shape.iter().product::<usize>())
+        .map(|i| ((i.wrapping_mul(2_654_435_761)) % 100_003) as f32 * 0.37)
+        .collect();
+    let input = dir.join("in.npy");
+    write_f32_npy(&input, &shape, &values);
+    let from = moto.log_len();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rasterpack"))
+        .args(["convert", s(&input), "s3://out/sig", "--to", "vds"])
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT_URL", moto.endpoint())
+        .env("AWS_ALLOW_HTTP", "true")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run rasterpack");
+    let start = Instant::now();
+    loop {
+        let log = std::fs::read(dir.join("moto.log")).unwrap();
+        if String::from_utf8_lossy(&log[from as usize..]).contains("\"PUT /out/sig/") {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the convert ended before any object was put"
+        );
+        assert!(start.elapsed() < Duration::from_secs(60), "no PUT within 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert!(
+        !status.success(),
+        "the convert finished before the signal: make the input larger"
+    );
+    let left = objects_under(&moto, "out", "sig");
+    assert!(left.is_empty(), "objects left after SIGTERM: {} of them", left.len());
+}
+
+/// Download every object under `bucket/prefix/` into the directory `to` (boto3).
+fn download_prefix(moto: &Moto, bucket: &str, prefix: &str, to: &Path) {
+    let script = r#"
+import os, sys, boto3
+s3 = boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-east-1',
+                  aws_access_key_id='testing', aws_secret_access_key='testing')
+bucket, prefix, to = sys.argv[2], sys.argv[3] + '/', sys.argv[4]
+for page in s3.get_paginator('list_objects_v2').paginate(Bucket=bucket, Prefix=prefix):
+    for o in page.get('Contents', []):
+        path = os.path.join(to, o['Key'][len(prefix):])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        s3.download_file(bucket, o['Key'], path)
+"#;
+    moto.script(script, &[bucket, prefix, s(to)], "");
+}
+
+/// `convert IN s3://bucket/x.zarr` (issue 20) writes the Zarr store through zarrs' object_store
+/// adapter: zarr-python 3 reads a download of the prefix equal to the input, and so does
+/// rasterpack; an existing store is refused without `--force` and replaced with it; a convert
+/// that fails midway leaves no object under the prefix.
+#[test]
+fn zarr_written_to_a_prefix_reads_back() {
+    let Some(py) = s3::python("moto[server] and openvds") else {
+        return;
+    };
+    let dir = scratch("store_vds", "zarr_written_to_a_prefix_reads_back");
+    let moto = Moto::start(&py, Some(dir.join("moto.log")));
+    moto.create_bucket("out");
+    let (shape, values) = test_volume();
+    let input = dir.join("in.npy");
+    write_f32_npy(&input, &shape, &values);
+    let want = decimated(&shape, &values, 0);
+    let url = "s3://out/cube.zarr";
+    let r = moto.run(&["convert", s(&input), url, "--chunks", "16x32x32"]);
+    assert_eq!(r.code(), Some(0), "convert to {url}: {}", r.stderr());
+    check_bound(&["convert", url], &r);
+    let keys = objects_under(&moto, "out", "cube.zarr");
+    assert!(keys.contains_key("zarr.json"), "{keys:?}");
+    // 3 x 2 x 3 chunks of the 40x50x70 array.
+    assert_eq!(keys.keys().filter(|k| k.starts_with("c/")).count(), 18, "{keys:?}");
+
+    let dl = dir.join("dl.zarr");
+    let _ = std::fs::remove_dir_all(&dl);
+    download_prefix(&moto, "out", "cube.zarr", &dl);
+    let theirs = dir.join("zarr_python.npy");
+    moto.script(
+        "import sys, numpy as np, zarr; np.save(sys.argv[3], zarr.open_array(sys.argv[2], mode='r')[...])",
+        &[s(&dl), s(&theirs)],
+        "",
+    );
+    assert!(
+        npy_data(&theirs) == want,
+        "zarr-python's read of the uploaded store differs from the input"
+    );
+    let ours = dir.join("rasterpack.npy");
+    support::check(&["convert", "--force", s(&dl), s(&ours)], 0);
+    assert!(
+        npy_data(&ours) == want,
+        "rasterpack's read of the uploaded store differs from the input"
+    );
+
+    let again = moto.run(&["convert", s(&input), url]);
+    assert_eq!(
+        again.code(),
+        Some(2),
+        "an existing store without --force: {}",
+        again.stderr()
+    );
+    let forced = moto.run(&["convert", "--force", s(&input), url, "--chunks", "40x50x70"]);
+    assert_eq!(forced.code(), Some(0), "--force: {}", forced.stderr());
+    let keys = objects_under(&moto, "out", "cube.zarr");
+    assert_eq!(
+        keys.keys().filter(|k| k.starts_with("c/")).count(),
+        1,
+        "the old chunks stay: {keys:?}"
+    );
+
+    // A damaged brick at the end of the source: chunks were put, then the convert fails.
+    let src = dir.join("src");
+    support::check(
+        &[
+            "convert",
+            "--force",
+            s(&input),
+            s(&src),
+            "--to",
+            "vds",
+            "--brick-size",
+            "32",
+        ],
+        0,
+    );
+    let last = src.join("Dimensions_012LOD0/11");
+    let bytes = std::fs::read(&last).unwrap();
+    std::fs::write(&last, &bytes[..bytes.len() / 2]).unwrap();
+    let from = moto.log_len();
+    let r = moto.run(&["convert", s(&src), "s3://out/broken.zarr", "--chunks", "8x8x70"]);
+    assert_eq!(r.code(), Some(1), "a damaged source brick: {}", r.stderr());
+    let log = std::fs::read(dir.join("moto.log")).unwrap();
+    let puts = String::from_utf8_lossy(&log[from as usize..])
+        .matches("\"PUT /out/broken.zarr/")
+        .count();
+    assert!(
+        puts > 0,
+        "no chunk was put before the failure: the test does not fail midway"
+    );
+    let left = objects_under(&moto, "out", "broken.zarr");
+    assert!(left.is_empty(), "objects left after a failed convert: {left:?}");
+}

@@ -10,9 +10,10 @@ usage:
       (few distinct values: Zip makes it small, a quick upload for the request-log test)
   python vds_s3.py sizes ENDPOINT BUCKET PREFIX
       prints {key: size} of the objects under PREFIX/ as JSON (keys relative to PREFIX/)
-  python vds_s3.py read ENDPOINT s3://BUCKET/PREFIX OUT.npy
-      OpenVDS reads LOD0 of channel 0 whole (requestVolumeSubset) and np.save's it in C order
-      (slowest axis first, as rasterpack's .npy)
+  python vds_s3.py read ENDPOINT s3://BUCKET/PREFIX OUT.npy [LOD]
+      OpenVDS reads level of detail LOD (default 0) of channel 0 of a 3-D dataset whole
+      (requestVolumeSubset; LOD k has ceil(n / 2^k) samples per axis) and np.save's it in C
+      order (slowest axis first, as rasterpack's .npy)
 """
 import sys
 
@@ -88,15 +89,17 @@ def write(endpoint, url, method, nx, ny, nz, brick, noise):
     openvds.close(vds)
 
 
-def read(endpoint, url, out):
+def read(endpoint, url, out, lod=0):
     import openvds
     vds = openvds.open(url, connection(endpoint))
     layout = openvds.getLayout(vds)
     access = openvds.getAccessManager(vds)
     dims = [layout.getDimensionNumSamples(d) for d in range(layout.getDimensionality())]
     hi = tuple(dims) + (1,) * (6 - len(dims))
-    req = access.requestVolumeSubset((0,) * 6, hi, lod=0, channel=0)
-    data = req.data.reshape(dims[::-1])
+    req = access.requestVolumeSubset((0,) * 6, hi, lod=lod, channel=0,
+                                     dimensionsND=openvds.DimensionsND.Dimensions_012)
+    step = 1 << lod
+    data = req.data.reshape([(d + step - 1) // step for d in dims[::-1]])
     np.save(out, data)
     openvds.close(vds)
 
@@ -113,6 +116,6 @@ if __name__ == "__main__":
     elif cmd == "sizes":
         sizes(*sys.argv[2:5])
     elif cmd == "read":
-        read(*sys.argv[2:5])
+        read(*sys.argv[2:5], *(int(v) for v in sys.argv[5:6]))
     else:
         sys.exit(f"unknown command {cmd}")

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::limits::Limits;
 use crate::output::{write_all_at, Output};
 use crate::reader::ByteReader;
-use crate::stream::{ArrayInfo, ArraySink, SequentialCursor};
+use crate::stream::{ArrayInfo, ArraySink, ParallelFile, SequentialCursor};
 
 /// The six bytes every `.npy` file starts with.
 pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
@@ -253,6 +253,19 @@ impl ArraySink for NpyWriter<'_> {
         if self.pending.len() >= COMBINE {
             self.flush_pending()?;
         }
+        Ok(())
+    }
+
+    fn parallel_file(&mut self) -> Option<ParallelFile> {
+        match &self.out {
+            Output::File(file) => ParallelFile::new(file, self.data_offset, self.data_len).ok(),
+            Output::Stream(_) => None,
+        }
+    }
+
+    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
+        // The bound check of each write is ParallelFile's; the total is checked at finish.
+        self.written = self.written.saturating_add(len);
         Ok(())
     }
 

@@ -76,6 +76,36 @@ pub trait ObjectSource: std::fmt::Debug + Send + Sync {
     fn prefetch(&self, _keys: &[String], _limits: &Limits) {}
 }
 
+/// Where a dataset made of many named objects is written (OpenVDS's object-store layout): a
+/// local directory or a prefix of an object store. The writer of the layout puts objects
+/// through this trait only, so the layout is written once for every kind of destination; the
+/// implementation lives with the destination (the VDS crate's directory, `rasterpack-store`'s
+/// prefix upload). Objects may be stored asynchronously: an error of an earlier `put` comes
+/// back from a later call. Dropped before [`ObjectSink::commit`], a sink removes what it wrote
+/// (nothing half-written stays visible).
+pub trait ObjectSink: Send {
+    /// The destination, for messages.
+    fn name(&self) -> String;
+    /// Called once before the first object: a sink that replaces an existing dataset (with
+    /// `--force`) removes it here, when the source has been read far enough to be writable.
+    fn begin(&mut self) -> Result<()>;
+    /// Store `bytes` as object `key` (relative, `/`-separated), with user metadata `metadata`
+    /// as (name, value) pairs (S3's `x-amz-meta-<name>`; a local directory has nowhere to keep
+    /// it and drops it).
+    fn put(&mut self, key: &str, bytes: Vec<u8>, metadata: &[(&str, String)]) -> Result<()>;
+    /// Wait until every object put so far is stored: an object that makes the dataset visible
+    /// is put only once everything it refers to exists.
+    fn barrier(&mut self) -> Result<()>;
+    /// Every object is put: wait for them and put the dataset in place (a directory: the rename
+    /// of its temporary sibling; a prefix: nothing more, its last object made it visible).
+    fn commit(&mut self) -> Result<()>;
+    /// The local directory being written into before it is put in place, if the sink has one
+    /// (a signal handler removes it).
+    fn local_temp(&self) -> Option<&std::path::Path> {
+        None
+    }
+}
+
 /// Bytes fetched by range from somewhere other than the local file system. Kept to this
 /// small trait so `common` (and every format crate) stays free of async runtimes and HTTP
 /// clients: the implementation lives in `rasterpack-store`.

@@ -127,6 +127,27 @@ pub trait ArraySink {
         None
     }
 
+    /// A handle through which a source's decoding threads may write data bytes themselves, at
+    /// their offsets, instead of handing them to this thread's `write_at` (the copy into the
+    /// page cache then runs on every core). Only a sink that writes the bytes unchanged to a
+    /// local file offers one; a sink that must see the bytes (a view, stats, a stream, an
+    /// upload) keeps the default `None`, and so disables it for everything it wraps. A wrapper
+    /// that only checks at `begin`, counts or polls passes its inner sink's handle on.
+    ///
+    /// A source that writes through it reports each finished piece with
+    /// [`ArraySink::written_elsewhere`], on the thread that owns the sink.
+    fn parallel_file(&mut self) -> Option<ParallelFile> {
+        None
+    }
+
+    /// `len` data bytes were written through [`ArraySink::parallel_file`]: account for them as
+    /// `write_at` would (byte counts, progress, an interrupt check between pieces).
+    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
+        Err(Error::usage(format!(
+            "internal: {len} bytes were written through a parallel file this sink did not offer"
+        )))
+    }
+
     /// [`ArraySink::direct_buffer`] for a source that calls [`ArraySink::interrupt`]'s check
     /// between pieces of its work (at least every ~100 ms): a sink that otherwise gives only
     /// small buffers directly (so that no uninterruptible stretch is long) may give any.
@@ -172,6 +193,12 @@ impl<S: ArraySink + ?Sized> ArraySink for &mut S {
     fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
         (**self).begin(info)
     }
+    fn parallel_file(&mut self) -> Option<ParallelFile> {
+        (**self).parallel_file()
+    }
+    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
+        (**self).written_elsewhere(len)
+    }
     fn random_access(&self) -> bool {
         (**self).random_access()
     }
@@ -199,6 +226,12 @@ impl<S: ArraySink + ?Sized> ArraySink for Box<S> {
     fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
         (**self).begin(info)
     }
+    fn parallel_file(&mut self) -> Option<ParallelFile> {
+        (**self).parallel_file()
+    }
+    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
+        (**self).written_elsewhere(len)
+    }
     fn random_access(&self) -> bool {
         (**self).random_access()
     }
@@ -219,6 +252,59 @@ impl<S: ArraySink + ?Sized> ArraySink for Box<S> {
     }
     fn finish(&mut self) -> Result<()> {
         (**self).finish()
+    }
+}
+
+/// Positioned writes of an array's data bytes into a local file, from any thread (`pwrite` is
+/// thread-safe): what [`ArraySink::parallel_file`] hands a source. Every write is checked to
+/// fall inside the data, so a source bug cannot write over a header or past the end.
+#[derive(Debug, Clone)]
+pub struct ParallelFile {
+    file: std::sync::Arc<std::fs::File>,
+    /// Where data byte 0 is in the file.
+    base: u64,
+    /// Data bytes.
+    len: u64,
+    /// Positioned writes made, over every clone (a count tests and benchmarks read).
+    writes: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl ParallelFile {
+    /// Data bytes `0..len` of the array go at `base..base + len` of `file` (the same open
+    /// file description, duplicated: the output's temporary file stays the one renamed).
+    pub fn new(file: &std::fs::File, base: u64, len: u64) -> Result<ParallelFile> {
+        let file = file
+            .try_clone()
+            .map_err(|e| Error::io("duplicating the output file handle", &e))?;
+        Ok(ParallelFile {
+            file: std::sync::Arc::new(file),
+            base,
+            len,
+            writes: Default::default(),
+        })
+    }
+
+    /// Write `data` at data byte `offset`.
+    pub fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let at = offset
+            .checked_add(data.len() as u64)
+            .filter(|&end| end <= self.len)
+            .and_then(|_| self.base.checked_add(offset))
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "internal: a write of {} bytes at {offset} falls outside the {}-byte data",
+                    data.len(),
+                    self.len
+                ))
+            })?;
+        crate::output::write_all_at(&self.file, data, at)?;
+        self.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Positioned writes made so far through this handle and its clones.
+    pub fn writes(&self) -> u64 {
+        self.writes.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -368,6 +454,14 @@ impl<S: ArraySink> ArraySink for ProgressSink<S> {
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         self.inner.write_at(offset, data)?;
         self.advance(data.len() as u64);
+        Ok(())
+    }
+    fn parallel_file(&mut self) -> Option<ParallelFile> {
+        self.inner.parallel_file()
+    }
+    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
+        self.inner.written_elsewhere(len)?;
+        self.advance(len);
         Ok(())
     }
     fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
@@ -1208,6 +1302,43 @@ fn byte_len_usize(shape: &[u64], elem_size: usize) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parallel_file_writes_only_inside_the_data_and_views_turn_it_off() {
+        let path = std::env::temp_dir().join(format!("rasterpack-parallel-file-{}.npy", std::process::id()));
+        let file = std::fs::File::create(&path).unwrap();
+        let info = ArrayInfo::new(DType::U8, vec![4, 4]);
+        let mut npy = crate::npy::NpyWriter::new(crate::Output::File(&file));
+        let mut counted = ProgressSink::new(&mut npy, Progress::new(|_, _| {}));
+        counted.begin(&info).unwrap();
+        // Progress passes the file on and counts what is reported written through it.
+        let par = counted.parallel_file().expect("a local .npy offers its file");
+        par.write_at(0, &[1; 8]).unwrap();
+        counted.written_elsewhere(8).unwrap();
+        assert_eq!(counted.done(), 8);
+        // Past the data's end (over the next file bytes) or overflowing: refused, not written.
+        assert!(par.write_at(9, &[2; 8]).is_err());
+        assert!(par.write_at(u64::MAX, &[2; 1]).is_err());
+        assert_eq!(par.writes(), 1);
+        counted.write_at(8, &[3; 8]).unwrap();
+        counted.finish().unwrap();
+        drop(counted);
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[bytes.len() - 16..], &[[1u8; 8], [3u8; 8]].concat()[..]);
+        // A view with steps must see the bytes: none through it.
+        let file = std::fs::File::create(&path).unwrap();
+        let mut view = View::of(None);
+        view.steps = vec![2, 1];
+        let mut v = ViewSink::new(crate::npy::NpyWriter::new(crate::Output::File(&file)), view);
+        v.begin(&info).unwrap();
+        assert!(v.parallel_file().is_none());
+        // A stream has no file to offer.
+        let mut sink = Vec::new();
+        let mut s = crate::npy::NpyWriter::new(crate::Output::Stream(&mut sink));
+        s.begin(&info).unwrap();
+        assert!(s.parallel_file().is_none());
+        std::fs::remove_file(&path).unwrap();
+    }
 
     /// The bytes of `region` of a C-order array, gathered one value at a time.
     fn gathered(data: &[u8], shape: &[u64], region: &Region, elem: usize) -> Vec<u8> {

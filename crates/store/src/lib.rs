@@ -17,7 +17,8 @@
 //! and the reads are served from them.
 //!
 //! Outputs: [`UploadTarget`] and [`Upload`] write one object by multipart upload, completed
-//! only on success.
+//! only on success; [`PrefixTarget`] and [`PrefixUpload`] write a dataset of many objects
+//! (OpenVDS's cloud layout), the objects that make it visible last, deleted on failure.
 //!
 //! ```no_run
 //! use rasterpack_store::{open, StoreOptions};
@@ -43,6 +44,10 @@ use url::Url;
 
 pub mod vds;
 
+mod prefix;
+pub use prefix::{is_vds_key, Cleanup, PrefixTarget, PrefixUpload};
+pub mod zarr;
+pub use zarr::{ZarrTarget, ZarrUpload};
 mod upload;
 pub use upload::{Upload, UploadAborter, UploadTarget, DEFAULT_PART_MIB, UPLOADS_IN_FLIGHT};
 

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::{Condvar, Mutex};
 
-use rasterpack_common::{ArraySink, Error, Limits, Result};
+use rasterpack_common::{ArraySink, Error, Limits, ParallelFile, Result};
 use rayon::prelude::*;
 
 use crate::chunk::{self, VdsChunkStatus};
@@ -581,6 +581,21 @@ impl<'a> Plan<'a> {
     /// Write a decoded group as its runs: for every position in the dims above the level, one
     /// contiguous range of the output.
     fn write_group(&self, out: &mut GroupOut, sink: &mut dyn ArraySink) -> Result<()> {
+        self.write_runs(out, &mut RunTarget::Sink(sink))
+    }
+
+    /// Write a decoded group's data runs through `file` on the calling (decoding) thread:
+    /// `Some(bytes written)`, or `None` when the group is one fill value (left to the sink).
+    fn write_group_parallel(&self, out: &mut GroupOut, file: &ParallelFile) -> Result<Option<u64>> {
+        if matches!(out.body, GroupBody::Fill(_)) {
+            return Ok(None);
+        }
+        let mut written = 0u64;
+        self.write_runs(out, &mut RunTarget::File(file, &mut written))?;
+        Ok(Some(written))
+    }
+
+    fn write_runs(&self, out: &mut GroupOut, target: &mut RunTarget<'_>) -> Result<()> {
         let k = self.level;
         let (lo, hi) = (out.sub_min, out.sub_max);
         let full_elem = self.req.comps.start == 0 && self.req.comps.end == self.req.channel.components;
@@ -605,16 +620,27 @@ impl<'a> Plan<'a> {
                 src += (p[d] - lo[d]) * gstride[d];
             }
             match (&mut out.body, &fill) {
-                (_, Some(v)) => sink.fill_at(dst, run_voxels * self.out_elem as u64, v)?,
+                (_, Some(v)) => match target {
+                    RunTarget::Sink(sink) => sink.fill_at(dst, run_voxels * self.out_elem as u64, v)?,
+                    RunTarget::File(..) => {
+                        return Err(Error::usage("internal: a fill group was sent to the parallel file"))
+                    }
+                },
                 (GroupBody::Data(buf), None) => {
                     let run = &mut buf[src as usize..(src + run_bytes) as usize];
-                    if full_elem {
-                        sink.write_at(dst, run)?;
+                    let n = if full_elem {
+                        run.len()
                     } else {
                         let skip =
                             self.req.comps.start as usize * (self.elem / self.req.channel.components.max(1) as usize);
-                        let n = compact_components(run, self.elem, self.out_elem, skip);
-                        sink.write_at(dst, &run[..n])?;
+                        compact_components(run, self.elem, self.out_elem, skip)
+                    };
+                    match target {
+                        RunTarget::Sink(sink) => sink.write_at(dst, &run[..n])?,
+                        RunTarget::File(file, written) => {
+                            file.write_at(dst, &run[..n])?;
+                            **written += n as u64;
+                        }
                     }
                 }
                 (GroupBody::Fill(_), None) => {}
@@ -709,11 +735,16 @@ impl<'a> Plan<'a> {
     /// sequential sink), with at most `in_flight` group buffers alive.
     fn run_pipelined(&self, sink: &mut dyn ArraySink, pool: &BrickPool) -> Result<()> {
         let in_order = !sink.random_access();
-        let (tx, rx) = std::sync::mpsc::channel::<(u64, Result<GroupOut>)>();
+        // A local file that takes the bytes unchanged: each decoding task writes its own group
+        // (the page-cache copy then runs on every core, not only this thread); this thread
+        // still reports each group to the sink (counts, progress, interrupt) and writes fills.
+        let parallel = if in_order { None } else { sink.parallel_file() };
+        let parallel = parallel.as_ref();
+        let (tx, rx) = std::sync::mpsc::channel::<(u64, Result<(GroupOut, Option<u64>)>)>();
         rayon::in_place_scope(|scope| {
             let mut next = 0u64;
             let mut running = 0usize;
-            let mut ready: BTreeMap<u64, GroupOut> = BTreeMap::new();
+            let mut ready: BTreeMap<u64, (GroupOut, Option<u64>)> = BTreeMap::new();
             let mut next_write = 0u64;
             let mut free: Vec<Vec<u8>> = Vec::new();
             let mut failed: Option<(u64, Error)> = None;
@@ -723,7 +754,14 @@ impl<'a> Plan<'a> {
                     let buf = free.pop().unwrap_or_default();
                     let index = next;
                     scope.spawn(move |_| {
-                        let _ = tx.send((index, self.decode_group(index, buf, pool)));
+                        let result = self.decode_group(index, buf, pool).and_then(|mut out| {
+                            let written = match parallel {
+                                Some(file) => self.write_group_parallel(&mut out, file)?,
+                                None => None,
+                            };
+                            Ok((out, written))
+                        });
+                        let _ = tx.send((index, result));
                     });
                     next += 1;
                     running += 1;
@@ -756,8 +794,14 @@ impl<'a> Plan<'a> {
                 } else {
                     ready.keys().next().copied()
                 } {
-                    let Some(mut out) = ready.remove(&key) else { break };
-                    if let Err(e) = self.write_group(&mut out, sink) {
+                    let Some((mut out, written)) = ready.remove(&key) else {
+                        break;
+                    };
+                    let done = match written {
+                        Some(len) => sink.written_elsewhere(len),
+                        None => self.write_group(&mut out, sink),
+                    };
+                    if let Err(e) = done {
                         failed = Some((key, e));
                         break;
                     }
@@ -773,6 +817,13 @@ impl<'a> Plan<'a> {
             }
         })
     }
+}
+
+/// Where a group's runs go: the sink (on the thread that owns it), or a parallel file (on a
+/// decoding thread), counting the bytes written.
+enum RunTarget<'a> {
+    Sink(&'a mut dyn ArraySink),
+    File(&'a ParallelFile, &'a mut u64),
 }
 
 /// The decoding buffers of the bricks being decoded, at most `max` at a time: a thread that

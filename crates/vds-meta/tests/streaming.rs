@@ -420,3 +420,152 @@ fn reads_into_a_sinks_own_buffer_decode_straight_into_it() {
         }
     }
 }
+
+/// Passes everything through to a `.npy` writer, and its parallel file on (as the CLI's
+/// wrappers that only check, count or poll do), keeping a clone to count the writes made
+/// through it and counting the groups reported.
+struct PassParallel<S> {
+    inner: S,
+    offered: Option<rasterpack_common::ParallelFile>,
+    reported: u64,
+}
+
+impl<S: ArraySink> ArraySink for PassParallel<S> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        self.inner.begin(info)
+    }
+    fn random_access(&self) -> bool {
+        self.inner.random_access()
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        self.inner.write_at(offset, data)
+    }
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
+        self.inner.fill_at(offset, len, pattern)
+    }
+    fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
+        self.offered = self.inner.parallel_file();
+        self.offered.clone()
+    }
+    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
+        self.reported += 1;
+        self.inner.written_elsewhere(len)
+    }
+    fn finish(&mut self) -> Result<()> {
+        self.inner.finish()
+    }
+}
+
+/// A wrapper that must see the bytes (like a view or stats sink): it keeps the default
+/// `parallel_file` (none), so the file it wraps is written only through it.
+struct SeesBytes<S> {
+    inner: S,
+    seen: u64,
+}
+
+impl<S: ArraySink> ArraySink for SeesBytes<S> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        self.inner.begin(info)
+    }
+    fn random_access(&self) -> bool {
+        self.inner.random_access()
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        self.seen += data.len() as u64;
+        self.inner.write_at(offset, data)
+    }
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
+        self.seen += len;
+        self.inner.fill_at(offset, len, pattern)
+    }
+    fn finish(&mut self) -> Result<()> {
+        self.inner.finish()
+    }
+}
+
+/// Stream `req` into a `.npy` file through [`PassParallel`] (`parallel`) or [`SeesBytes`]:
+/// the file's bytes, the bytes the wrapper saw, the positioned writes made through the file
+/// the writer offered (`None`: none was offered) and the groups reported written.
+fn npy_through(ds: &VdsDataset, req: &ArrayRequest, name: &str, parallel: bool) -> (Vec<u8>, u64, Option<u64>, u64) {
+    let path = std::env::temp_dir().join(format!("rasterpack-vds-par-{}-{name}.npy", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    let npy = rasterpack_common::npy::NpyWriter::new(rasterpack_common::Output::File(&file));
+    let (seen, writes, reported) = if parallel {
+        let mut sink = PassParallel {
+            inner: npy,
+            offered: None,
+            reported: 0,
+        };
+        ds.stream(req, &mut sink).unwrap();
+        sink.finish().unwrap();
+        (0, sink.offered.as_ref().map(|f| f.writes()), sink.reported)
+    } else {
+        let mut sink = SeesBytes { inner: npy, seen: 0 };
+        ds.stream(req, &mut sink).unwrap();
+        sink.finish().unwrap();
+        (sink.seen, None, 0)
+    };
+    drop(file);
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    (bytes, seen, writes, reported)
+}
+
+#[test]
+fn decoding_threads_write_a_local_npy_themselves_with_the_same_bytes() {
+    let cases = [
+        // Zip R32, several groups, unwritten bricks (fills stay on the sink's thread).
+        Spec {
+            dims: vec![150, 130, 140],
+            compression: VdsCompression::Zip,
+            unwritten: vec![1, 5],
+            lod_levels: 1,
+            ..Default::default()
+        },
+        Spec {
+            dims: vec![140, 120, 100],
+            format: VdsSampleFormat::U8,
+            integer_scale: 0.01,
+            compression: VdsCompression::RLE,
+            ..Default::default()
+        },
+    ];
+    for (k, spec) in cases.iter().enumerate() {
+        let ds = open(write_container(spec, &sample_data(spec, 11 + k as u64)));
+        let mut reqs = vec![
+            ("whole", ArrayRequest::default()),
+            ("physical", ArrayRequest::default().with_physical(true)),
+            (
+                "box",
+                ArrayRequest::default().with_region(region(&[3..97, 1..119, 5..133])),
+            ),
+        ];
+        if spec.lod_levels > 0 {
+            reqs.push((
+                "lod1",
+                ArrayRequest {
+                    lod: 1,
+                    ..ArrayRequest::default()
+                },
+            ));
+        }
+        for (what, req) in reqs {
+            let want = ds.read(&req).unwrap();
+            let name = format!("{k}-{what}");
+            let (serial, seen, _, _) = npy_through(&ds, &req, &format!("{name}-serial"), false);
+            assert_eq!(seen, want.data.len() as u64, "{name}: every byte through the wrapper");
+            let (parallel, _, writes, reported) = npy_through(&ds, &req, &format!("{name}-parallel"), true);
+            let writes = writes.expect("a local .npy offers its file");
+            assert!(
+                writes > 0 && reported > 1,
+                "{name}: the decoding threads wrote ({writes} writes, {reported} groups reported)"
+            );
+            assert_eq!(
+                &serial[serial.len() - want.data.len()..],
+                &want.data[..],
+                "{name}: serial"
+            );
+            assert!(serial == parallel, "{name}: parallel output differs from serial");
+        }
+    }
+}

@@ -303,6 +303,10 @@ impl WritableStorageTraits for DirStore {
     }
 }
 
+/// Where a Zarr output is written: a [`DirStore`] (a local directory), or any other writable
+/// store (`rasterpack-store`'s object-store upload, which keeps the metadata documents for last).
+pub type OutStore = dyn WritableStorageTraits;
+
 /// The store of the directory `dir` (which must exist).
 pub fn open_store(dir: &Path) -> Result<Arc<DirStore>> {
     if !dir.is_dir() {
@@ -314,7 +318,7 @@ pub fn open_store(dir: &Path) -> Result<Arc<DirStore>> {
 }
 
 /// Write a Zarr v3 group's metadata at `path` (`/` for the root) with `attributes`.
-pub fn write_group(store: &Arc<DirStore>, path: &str, attributes: Map<String, Value>) -> Result<()> {
+pub fn write_group(store: &Arc<OutStore>, path: &str, attributes: Map<String, Value>) -> Result<()> {
     let mut group = zarrs::group::GroupBuilder::new()
         .build(store.clone(), path)
         .map_err(|e| zarr_error(&format!("the Zarr group {path}"), e))?;
@@ -326,7 +330,7 @@ pub fn write_group(store: &Arc<DirStore>, path: &str, attributes: Map<String, Va
 
 /// An [`ArraySink`] that writes the array it receives as a Zarr v3 array at `path` of a store.
 pub struct ZarrArrayWriter {
-    store: Arc<DirStore>,
+    store: Arc<OutStore>,
     path: String,
     opts: ZarrOptions,
     source: &'static str,
@@ -337,7 +341,7 @@ pub struct ZarrArrayWriter {
 
 /// The array being written: its geometry and the chunks under way.
 struct State {
-    array: Array<DirStore>,
+    array: Array<OutStore>,
     shape: Vec<u64>,
     /// The shape of one stored chunk of the grid (a shard with `--shard`).
     grid: Vec<u64>,
@@ -374,7 +378,7 @@ impl ZarrArrayWriter {
     /// `source_chunks` its block shape for this array (`ArrayFile::chunk_shape`), the default
     /// chunk grid when `opts.chunks` is `None` (else [`default_chunks`]).
     pub fn new(
-        store: Arc<DirStore>,
+        store: Arc<OutStore>,
         path: &str,
         opts: ZarrOptions,
         source: &'static str,

@@ -19,7 +19,7 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
-use rasterpack_common::{ArrayInfo, ArraySink, DType, Error, Limits, Output, Result, WriteOptions};
+use rasterpack_common::{ArrayInfo, ArraySink, DType, Error, Limits, ObjectSink, Output, Result, WriteOptions};
 
 use crate::geometry::LayerGeometry;
 use crate::layout::{parse_layout, VdsCompression, VdsSampleFormat, VolumeDataLayout};
@@ -27,6 +27,7 @@ use crate::layout::{parse_layout, VdsCompression, VdsSampleFormat, VolumeDataLay
 #[cfg(feature = "testsupport")]
 pub(crate) use encode::pack_bits;
 pub use encode::{constant_hash, rle_encode, ZIP_LEVEL};
+pub use target::DirSink;
 use target::Target;
 
 /// Chunk-metadata entries per page (container index pages and directory `ChunkMetadata`
@@ -384,19 +385,27 @@ impl<'a> VdsWriter<'a> {
     /// is removed when the write fails or the writer is dropped before `finish`.
     pub fn directory(path: &Path, force: bool, opts: VdsWriteOptions) -> Result<VdsWriter<'static>> {
         Ok(VdsWriter {
-            target: Some(Target::directory(path, force)?),
+            target: Some(Target::objects(Box::new(DirSink::new(path, force)?))),
             opts,
             state: None,
         })
     }
 
+    /// A writer of OpenVDS's object-store layout through `sink` (a local directory, an
+    /// object-store prefix): the same objects in the same order, the chunks first and the
+    /// objects that make the dataset visible (`LayerStatus`, then `VolumeDataLayout`) last.
+    pub fn objects(sink: Box<dyn ObjectSink + 'a>, opts: VdsWriteOptions) -> VdsWriter<'a> {
+        VdsWriter {
+            target: Some(Target::objects(sink)),
+            opts,
+            state: None,
+        }
+    }
+
     /// The directory a [`VdsWriter::directory`] writes into before it is renamed into place
     /// (`None` for a container): what a front removes when a signal ends the process.
     pub fn temp_dir(&self) -> Option<&Path> {
-        match &self.target {
-            Some(Target::Directory(d)) => Some(d.tmp()),
-            _ => None,
-        }
+        self.target.as_ref().and_then(Target::temp_dir)
     }
 
     /// The settings of channel `k` for the array `info`.

@@ -1,8 +1,10 @@
 //! Where the bricks go: a `.vds` container (the header, the bricks as they are encoded, then
 //! the layout JSON, each layer's index pages and page directory and the file table, the
-//! header's offsets written last) or an object-store directory (`<layer>/<chunk>` objects,
-//! `<layer>/ChunkMetadata/<page>` pages of hashes, `LayerStatus`, `VolumeDataLayout`), laid out
-//! as [`crate::container`] and [`crate::store`] read them.
+//! header's offsets written last) or OpenVDS's object-store layout (`<layer>/<chunk>` objects,
+//! each with its `vdschunkmetadata` header, `<layer>/ChunkMetadata/<page>` pages of hashes,
+//! `LayerStatus`, `VolumeDataLayout`), laid out as [`crate::container`] and [`crate::store`]
+//! read them. The object layout goes through an [`ObjectSink`]: a local directory ([`DirSink`])
+//! or an object-store prefix (`rasterpack-store`), the same objects in the same order.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
@@ -10,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use rasterpack_common::{shown, Error, Output, Result};
+use rasterpack_common::{shown, Error, ObjectSink, Output, Result};
 
 use super::encode::Encoded;
 use super::PAGE_ENTRIES;
@@ -53,7 +55,12 @@ type FileRow = (u64, i32, i32, [u8; 4], i32, i32, String);
 
 pub enum Target<'a> {
     Container(Container<'a>),
-    Directory(Directory),
+    Objects(Objects<'a>),
+}
+
+/// The object layout, put through a sink.
+pub struct Objects<'a> {
+    sink: Box<dyn ObjectSink + 'a>,
 }
 
 pub struct Container<'a> {
@@ -71,11 +78,15 @@ enum ContainerOut<'a> {
     },
 }
 
-pub struct Directory {
+/// A local directory as an [`ObjectSink`]: the objects are files under a sibling temporary
+/// directory, renamed onto the destination by [`ObjectSink::commit`].
+pub struct DirSink {
     tmp: PathBuf,
     dest: PathBuf,
     force: bool,
     done: bool,
+    /// Folders made so far (one `create_dir_all` per layer folder, not per object).
+    made: std::collections::HashSet<PathBuf>,
 }
 
 fn io(what: &str, e: std::io::Error) -> Error {
@@ -95,41 +106,9 @@ impl<'a> Target<'a> {
         Target::Container(Container { out, pos: 0 })
     }
 
-    /// A directory target: `dest` must not exist unless `force` (then a directory it
-    /// replaces). The objects go to a sibling `.NAME.rasterpack-PID.tmp` first.
-    pub fn directory(dest: &Path, force: bool) -> Result<Target<'static>> {
-        match std::fs::symlink_metadata(dest) {
-            Ok(m) if !force => {
-                let _ = m;
-                return Err(Error::usage(format!(
-                    "{} exists; pass --force to overwrite it",
-                    shown(dest)
-                )));
-            }
-            Ok(m) if !m.is_dir() => {
-                return Err(Error::usage(format!(
-                    "{} exists and is not a directory: a VDS directory cannot replace it",
-                    shown(dest)
-                )))
-            }
-            _ => {}
-        }
-        let name = dest
-            .file_name()
-            .ok_or_else(|| Error::usage(format!("{}: not a directory name", shown(dest))))?;
-        let parent = dest
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".rasterpack-{}.tmp", std::process::id()));
-        Ok(Target::Directory(Directory {
-            tmp: parent.join(tmp_name),
-            dest: dest.to_path_buf(),
-            force,
-            done: false,
-        }))
+    /// The object layout through `sink`.
+    pub fn objects(sink: Box<dyn ObjectSink + 'a>) -> Target<'a> {
+        Target::Objects(Objects { sink })
     }
 
     /// Everything before the first brick: the container's header space, the directory's
@@ -137,22 +116,28 @@ impl<'a> Target<'a> {
     pub fn begin(&mut self, layers: &[&LayerGeometry]) -> Result<()> {
         match self {
             Target::Container(c) => c.write(&[0u8; HEADER_LEN as usize]),
-            Target::Directory(d) => {
-                let _ = std::fs::remove_dir_all(&d.tmp);
-                self.add_layers(layers)
+            Target::Objects(o) => {
+                // Folders are made as objects are put (a sink that has folders at all).
+                let _ = layers;
+                o.sink.begin()
             }
         }
     }
 
-    /// The folders of more layers (a channel after the primary); nothing in a container.
+    /// More layers (a channel after the primary): nothing to prepare, in a container or
+    /// through a sink (which makes folders as objects are put).
     pub fn add_layers(&mut self, layers: &[&LayerGeometry]) -> Result<()> {
-        if let Target::Directory(d) = self {
-            for g in layers {
-                let dir = d.tmp.join(&g.name).join("ChunkMetadata");
-                std::fs::create_dir_all(&dir).map_err(|e| io(&format!("creating {}", shown(&dir)), e))?;
-            }
-        }
+        let _ = layers;
         Ok(())
+    }
+
+    /// The local directory being written into before it is renamed into place (a directory
+    /// sink only).
+    pub fn temp_dir(&self) -> Option<&Path> {
+        match self {
+            Target::Objects(o) => o.sink.local_temp(),
+            Target::Container(_) => None,
+        }
     }
 
     /// Store one encoded brick (constant bricks: the hash, and an empty object in a directory,
@@ -168,10 +153,14 @@ impl<'a> Target<'a> {
                 c.write(&enc.bytes)?;
                 layer.entries[i] = (enc.hash, at, enc.bytes.len() as u32);
             }
-            Target::Directory(d) => {
-                let path = d.tmp.join(&layer.name).join(index.to_string());
-                std::fs::write(&path, &enc.bytes).map_err(|e| io(&format!("writing {}", shown(&path)), e))?;
+            Target::Objects(o) => {
+                // OpenVDS's S3 writer puts the chunk's metadata (its hash) on the object too;
+                // readers compare it with the chunk-metadata page.
+                let header = crate::layout::base64_encode(&enc.hash.to_le_bytes());
+                let key = format!("{}/{index}", layer.name);
                 layer.entries[i] = (enc.hash, 0, enc.bytes.len() as u32);
+                o.sink
+                    .put(&key, enc.bytes, &[(crate::store::CHUNK_METADATA_HEADER, header)])?;
             }
         }
         Ok(())
@@ -182,7 +171,7 @@ impl<'a> Target<'a> {
         let json = serde_json::to_vec_pretty(layout).map_err(|e| Error::usage(format!("internal: {e}")))?;
         match self {
             Target::Container(c) => c.finish(&json, compression, &layers),
-            Target::Directory(d) => d.finish(&json, compression, &layers),
+            Target::Objects(o) => o.finish(json, compression, &layers),
         }
     }
 }
@@ -305,18 +294,15 @@ impl Container<'_> {
     }
 }
 
-impl Directory {
-    fn write(&self, key: &str, bytes: &[u8]) -> Result<()> {
-        let path = self.tmp.join(key);
-        std::fs::write(&path, bytes).map_err(|e| io(&format!("writing {}", shown(&path)), e))
+impl Objects<'_> {
+    fn write(&mut self, key: &str, bytes: Vec<u8>) -> Result<()> {
+        self.sink.put(key, bytes, &[])
     }
 
-    /// The directory written into before it is renamed into place.
-    pub fn tmp(&self) -> &Path {
-        &self.tmp
-    }
-
-    fn finish(mut self, json: &[u8], compression: VdsCompression, layers: &[LayerTable]) -> Result<()> {
+    /// The chunk-metadata pages, then `LayerStatus`, then `VolumeDataLayout`, each step only
+    /// once the previous objects are stored: a prefix without the layout is not a dataset
+    /// (detection looks for it), and a layout is never visible before what it refers to.
+    fn finish(mut self, json: Vec<u8>, compression: VdsCompression, layers: &[LayerTable]) -> Result<()> {
         let mut status = Vec::new();
         for l in layers {
             let mut page_dir = Vec::new();
@@ -330,7 +316,7 @@ impl Directory {
                 for (k, e) in page.iter().enumerate() {
                     b[k * 8..k * 8 + 8].copy_from_slice(&e.0.to_le_bytes());
                 }
-                self.write(&format!("{}/ChunkMetadata/{p}", l.name), &b)?;
+                self.write(&format!("{}/ChunkMetadata/{p}", l.name), b)?;
                 page_dir.push(p as i64);
             }
             status.push(json!({
@@ -343,10 +329,51 @@ impl Directory {
         }
         let status =
             serde_json::to_vec_pretty(&Value::Array(status)).map_err(|e| Error::usage(format!("internal: {e}")))?;
-        self.write("LayerStatus", &status)?;
-        // The layout last: a directory without it is not a dataset (detection looks for it).
+        self.sink.barrier()?;
+        self.write("LayerStatus", status)?;
+        self.sink.barrier()?;
         self.write("VolumeDataLayout", json)?;
-        self.place()
+        self.sink.commit()
+    }
+}
+
+impl DirSink {
+    /// A directory at `dest`, which must not exist unless `force` (then a directory it
+    /// replaces). The objects go to a sibling `.NAME.rasterpack-PID.tmp` first.
+    pub fn new(dest: &Path, force: bool) -> Result<DirSink> {
+        match std::fs::symlink_metadata(dest) {
+            Ok(m) if !force => {
+                let _ = m;
+                return Err(Error::usage(format!(
+                    "{} exists; pass --force to overwrite it",
+                    shown(dest)
+                )));
+            }
+            Ok(m) if !m.is_dir() => {
+                return Err(Error::usage(format!(
+                    "{} exists and is not a directory: a VDS directory cannot replace it",
+                    shown(dest)
+                )))
+            }
+            _ => {}
+        }
+        let name = dest
+            .file_name()
+            .ok_or_else(|| Error::usage(format!("{}: not a directory name", shown(dest))))?;
+        let parent = dest
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".rasterpack-{}.tmp", std::process::id()));
+        Ok(DirSink {
+            tmp: parent.join(tmp_name),
+            dest: dest.to_path_buf(),
+            force,
+            done: false,
+            made: std::collections::HashSet::new(),
+        })
     }
 
     /// Put the finished directory at `dest`; with `force`, an existing directory there is
@@ -380,7 +407,41 @@ impl Directory {
     }
 }
 
-impl Drop for Directory {
+impl ObjectSink for DirSink {
+    fn name(&self) -> String {
+        shown(&self.dest)
+    }
+
+    fn local_temp(&self) -> Option<&Path> {
+        Some(&self.tmp)
+    }
+
+    fn begin(&mut self) -> Result<()> {
+        let _ = std::fs::remove_dir_all(&self.tmp);
+        std::fs::create_dir_all(&self.tmp).map_err(|e| io(&format!("creating {}", shown(&self.tmp)), e))
+    }
+
+    fn put(&mut self, key: &str, bytes: Vec<u8>, _metadata: &[(&str, String)]) -> Result<()> {
+        let path = self.tmp.join(key);
+        if let Some(dir) = path.parent() {
+            if !self.made.contains(dir) {
+                std::fs::create_dir_all(dir).map_err(|e| io(&format!("creating {}", shown(dir)), e))?;
+                self.made.insert(dir.to_path_buf());
+            }
+        }
+        std::fs::write(&path, bytes).map_err(|e| io(&format!("writing {}", shown(&path)), e))
+    }
+
+    fn barrier(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        self.place()
+    }
+}
+
+impl Drop for DirSink {
     fn drop(&mut self) {
         if !self.done {
             let _ = std::fs::remove_dir_all(&self.tmp);
