@@ -299,7 +299,7 @@ impl Walker<'_> {
             }
             // In lookup order, as the entries were judged.
             inherited.sort_by_key(|(k, _)| *k);
-            t.faults.extend(inherited.into_iter().map(|(_, f)| f.clone()));
+            t.add_faults(inherited.into_iter().map(|(_, f)| f.clone()));
             tables.push(t);
         }
         tables
@@ -328,8 +328,8 @@ impl Walker<'_> {
             let mark = self.doc.findings.len();
             self.err(TABLE_DUPLICATE_NAME, Some(at), m);
             for f in self.errors_since(mark) {
-                tables[prev].faults.push(f.clone());
-                tables[k].faults.push(f);
+                tables[prev].add_faults([f.clone()]);
+                tables[k].add_faults([f]);
             }
         }
     }
@@ -343,7 +343,7 @@ impl Walker<'_> {
                 let mark = self.doc.findings.len();
                 self.read_links(tag, t, &mut children);
                 let faults = self.errors_since(mark);
-                t.faults.extend(faults);
+                t.add_faults(faults);
             }
         }
         children

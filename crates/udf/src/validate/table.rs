@@ -75,7 +75,8 @@ impl Walker<'_> {
             size_ok,
             hint_ok,
             index_target: None,
-            faults: self.errors_since(mark),
+            // The first only (see `UdfTable::faults`).
+            faults: self.errors_since(mark).into_iter().take(1).collect(),
         }
     }
 

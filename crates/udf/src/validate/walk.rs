@@ -389,7 +389,7 @@ impl<'a> Walker<'a> {
             let mark = self.doc.findings.len();
             self.err(code, Some(at), m);
             let faults = self.errors_since(mark);
-            self.doc.datasets[di].tables[ti].faults.extend(faults);
+            self.doc.datasets[di].tables[ti].add_faults(faults);
         }
         for (di, ti, tg) in targets {
             self.doc.datasets[di].tables[ti].index_target = Some(tg);
