@@ -184,6 +184,12 @@ impl rasterpack_common::ArraySink for Tap<'_, '_> {
     fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> rasterpack_common::Result<()> {
         self.inner.fill_at(offset, len, pattern)
     }
+    fn parallel_blocks(&mut self) -> Option<rasterpack_common::ParallelBlocks> {
+        self.inner.parallel_blocks()
+    }
+    fn written_elsewhere(&mut self, len: u64) -> rasterpack_common::Result<()> {
+        self.inner.written_elsewhere(len)
+    }
     fn finish(&mut self) -> rasterpack_common::Result<()> {
         self.inner.finish()
     }

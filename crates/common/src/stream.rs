@@ -140,6 +140,18 @@ pub trait ArraySink {
         None
     }
 
+    /// A handle through which a source's decoding threads hand over decoded blocks (tiles,
+    /// bricks, chunks) as they finish, in any order, instead of assembling C order for
+    /// `write_at`: what a sink that only folds the values (statistics) offers, so the source
+    /// decodes the way `validate` does. After `begin`; a source that takes it delivers every
+    /// cell through it (see [`BlockSink`]) and reports the bytes with
+    /// [`ArraySink::written_elsewhere`], on the thread that owns the sink. `None` (the default)
+    /// for every sink that needs the bytes in place; a wrapper that only forwards passes its
+    /// inner sink's handle on.
+    fn parallel_blocks(&mut self) -> Option<ParallelBlocks> {
+        None
+    }
+
     /// `len` data bytes were written through [`ArraySink::parallel_file`]: account for them as
     /// `write_at` would (byte counts, progress, an interrupt check between pieces).
     fn written_elsewhere(&mut self, len: u64) -> Result<()> {
@@ -169,6 +181,21 @@ pub trait ArraySink {
 /// See [`ArraySink::interrupt`].
 pub type Interrupt = std::sync::Arc<dyn Fn() -> Result<()> + Send + Sync>;
 
+/// What [`ArraySink::parallel_blocks`] hands a source. The source numbers its blocks 0, 1, 2,
+/// ... in an order fixed by the file and the request (never by threads or by which block
+/// finished first), delivers each number exactly once, and gives each block's cells in an order
+/// fixed the same way; the cells of all blocks together are the array's. A sink that combines
+/// the blocks in number order therefore gets the same result on 1 or N threads.
+pub trait BlockSink: Send + Sync {
+    /// Block `seq`: its cells as little-endian values of the announced dtype (whole values).
+    fn block(&self, seq: u64, data: &[u8]) -> Result<()>;
+    /// Block `seq`: `cells` repetitions of the one value `pattern` (an unstored tile).
+    fn fill(&self, seq: u64, cells: u64, pattern: &[u8]) -> Result<()>;
+}
+
+/// See [`ArraySink::parallel_blocks`].
+pub type ParallelBlocks = std::sync::Arc<dyn BlockSink>;
+
 /// `fill_at` through `write_at`, one buffer of at most 1 MiB at a time.
 pub fn fill_by_chunks<S: ArraySink + ?Sized>(sink: &mut S, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
     if pattern.is_empty() || !len.is_multiple_of(pattern.len() as u64) {
@@ -195,6 +222,9 @@ impl<S: ArraySink + ?Sized> ArraySink for &mut S {
     }
     fn parallel_file(&mut self) -> Option<ParallelFile> {
         (**self).parallel_file()
+    }
+    fn parallel_blocks(&mut self) -> Option<ParallelBlocks> {
+        (**self).parallel_blocks()
     }
     fn written_elsewhere(&mut self, len: u64) -> Result<()> {
         (**self).written_elsewhere(len)
@@ -228,6 +258,9 @@ impl<S: ArraySink + ?Sized> ArraySink for Box<S> {
     }
     fn parallel_file(&mut self) -> Option<ParallelFile> {
         (**self).parallel_file()
+    }
+    fn parallel_blocks(&mut self) -> Option<ParallelBlocks> {
+        (**self).parallel_blocks()
     }
     fn written_elsewhere(&mut self, len: u64) -> Result<()> {
         (**self).written_elsewhere(len)
@@ -458,6 +491,9 @@ impl<S: ArraySink> ArraySink for ProgressSink<S> {
     }
     fn parallel_file(&mut self) -> Option<ParallelFile> {
         self.inner.parallel_file()
+    }
+    fn parallel_blocks(&mut self) -> Option<ParallelBlocks> {
+        self.inner.parallel_blocks()
     }
     fn written_elsewhere(&mut self, len: u64) -> Result<()> {
         self.inner.written_elsewhere(len)?;

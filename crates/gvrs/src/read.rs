@@ -16,7 +16,7 @@ use std::cell::Cell;
 use std::ops::Range;
 use std::sync::mpsc;
 
-use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, DType, Error, ErrorKind, Region, Result};
+use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, BlockSink, DType, Error, ErrorKind, Region, Result};
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 
@@ -232,8 +232,97 @@ impl GvrsFile {
             return Ok(());
         }
         let plan = plan?;
+        if let Some(blocks) = sink.parallel_blocks() {
+            // A sink that only folds the values (stats): tiles decoded in any order on every
+            // thread, as `validate` decodes them, and no rows assembled.
+            return self.stream_tiles(&sel, &plan, blocks.as_ref(), sink);
+        }
         for (k, &el) in sel.elements.iter().enumerate() {
             self.stream_window(el, &sel, &plan, k as u64 * level, sink)?;
+        }
+        Ok(())
+    }
+
+    /// Hand every tile's part of the window to `blocks` ([`ArraySink::parallel_blocks`]):
+    /// blocks numbered element by element, band by band, tile column by tile column (fixed by
+    /// the file and the request), decoded by at most `plan.concurrency` threads, a batch of
+    /// bands at a time (announced to a remote input together), each batch's bytes reported to
+    /// `sink` when it is done.
+    fn stream_tiles(
+        &self,
+        sel: &Selection,
+        plan: &Plan,
+        blocks: &dyn BlockSink,
+        sink: &mut dyn ArraySink,
+    ) -> Result<()> {
+        if sel.rows.is_empty() || sel.cols.is_empty() {
+            return Ok(());
+        }
+        let g = self.geometry;
+        let size = sel.dtype.size();
+        let tiles = sel.cols.start / g.tile_cols..(sel.cols.end - 1) / g.tile_cols + 1;
+        let per_band = (tiles.end - tiles.start) as usize;
+        // Some tiles per decoder in each batch, so that a slow tile does not idle the others.
+        let bands_per_batch = (plan.concurrency * 8).div_ceil(per_band).max(1);
+        let bands: Vec<(u32, Range<u32>)> = self.bands(&sel.rows).collect();
+        let mut seq = 0u64;
+        for &el in &sel.elements {
+            let element = self.check_element(el)?;
+            let pattern = fill_bytes(element, sel.codes);
+            for batch in bands.chunks(bands_per_batch) {
+                self.prefetch_tiles(batch.iter().map(|(tr, _)| *tr), &sel.cols);
+                let mut jobs = Vec::with_capacity(batch.len() * per_band);
+                for (tr, rows) in batch {
+                    for tc in tiles.clone() {
+                        jobs.push((seq, *tr, rows, tc));
+                        seq += 1;
+                    }
+                }
+                let one =
+                    |plane: &mut GvrsPlane, buf: &mut Vec<u8>, &(seq, tr, rows, tc): &(u64, u32, &Range<u32>, u32)| {
+                        let c0 = (tc * g.tile_cols).max(sel.cols.start);
+                        let c1 = ((tc as u64 + 1) * g.tile_cols as u64).min(sel.cols.end as u64) as u32;
+                        let cells = len(rows) * len(&(c0..c1));
+                        let Some(off) = self.tile_offset(tr, tc) else {
+                            return blocks.fill(seq, cells as u64, &pattern);
+                        };
+                        let index = tr as u64 * g.grid_cols as u64 + tc as u64;
+                        let (rec, bytes) = self.read_tile_checked(off, index)?;
+                        let (rel, n) = rec.blocks[el];
+                        self.decode_block_into(el, &bytes[rel..rel + n], rec.record.start + rel as u64, plane)?;
+                        if plane.len() != g.cells_per_tile() as usize {
+                            return Err(Error::usage(format!(
+                                "internal: tile {index} decoded to {} cells, not {}",
+                                plane.len(),
+                                g.cells_per_tile()
+                            )));
+                        }
+                        let seg = len(&(c0..c1)) * size;
+                        buf.resize(cells * size, 0);
+                        let first_row = (rows.start - tr * g.tile_rows) as usize;
+                        let first_col = (c0 - tc * g.tile_cols) as usize;
+                        for (r, dst) in buf.chunks_exact_mut(seg).enumerate() {
+                            let k0 = (first_row + r) * g.tile_cols as usize + first_col;
+                            put_row(element, plane, k0, dst, sel.codes);
+                        }
+                        blocks.block(seq, buf)
+                    };
+                if plan.concurrency >= rayon::current_num_threads() {
+                    jobs.par_iter().try_for_each_init(
+                        || (GvrsPlane::Int(Vec::new()), Vec::new()),
+                        |(plane, buf), job| one(plane, buf, job),
+                    )?;
+                } else {
+                    // Fewer decoders than threads (large tiles): one task per share of the jobs.
+                    let per_task = jobs.len().div_ceil(plan.concurrency.max(1));
+                    jobs.par_chunks(per_task.max(1)).try_for_each(|task| {
+                        let (mut plane, mut buf) = (GvrsPlane::Int(Vec::new()), Vec::new());
+                        task.iter().try_for_each(|job| one(&mut plane, &mut buf, job))
+                    })?;
+                }
+                let cells: u64 = batch.iter().map(|(_, rows)| len(rows) as u64).sum::<u64>() * len(&sel.cols) as u64;
+                sink.written_elsewhere(cells * size as u64)?;
+            }
         }
         Ok(())
     }

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::{Condvar, Mutex};
 
-use rasterpack_common::{ArraySink, Error, Limits, ParallelFile, Result};
+use rasterpack_common::{ArraySink, BlockSink, Error, Limits, ParallelFile, Result};
 use rayon::prelude::*;
 
 use crate::chunk::{self, VdsChunkStatus};
@@ -689,19 +689,42 @@ impl<'a> Plan<'a> {
                 return self.run_direct(out, &pool, interrupt);
             }
         }
+        // A sink that only folds the values (stats) takes each group as the decoding task
+        // finishes it, numbered by group index (the groups of a sequential sink are slabs,
+        // whatever the thread count): whole single-component elements only.
+        let blocks = if self.elem == self.out_elem && self.req.channel.components == 1 {
+            sink.parallel_blocks()
+        } else {
+            None
+        };
+        let blocks = blocks.as_deref();
         if rayon::current_thread_index().is_some() || self.in_flight <= 1 {
             // On a pool thread (no blocking wait for pool work there), or one buffer at a time.
             let mut buf = Vec::new();
             for index in 0..self.groups {
                 let mut out = self.decode_group(index, std::mem::take(&mut buf), &pool)?;
-                self.write_group(&mut out, sink)?;
+                match blocks {
+                    Some(b) => sink.written_elsewhere(self.hand_group(index, &out, b)?)?,
+                    None => self.write_group(&mut out, sink)?,
+                }
                 if let GroupBody::Data(b) = out.body {
                     buf = b;
                 }
             }
             return Ok(());
         }
-        self.run_pipelined(sink, &pool)
+        self.run_pipelined(sink, &pool, blocks)
+    }
+
+    /// Group `index` handed to `blocks` as block `index` (its voxels in the group's own
+    /// order): the bytes it holds.
+    fn hand_group(&self, index: u64, out: &GroupOut, blocks: &dyn BlockSink) -> Result<u64> {
+        let voxels = (0..6).fold(1u64, |a, d| a * (out.sub_max[d] - out.sub_min[d]));
+        match &out.body {
+            GroupBody::Data(buf) => blocks.block(index, buf)?,
+            GroupBody::Fill(v) => blocks.fill(index, voxels, v)?,
+        }
+        Ok(voxels * self.out_elem as u64)
     }
 
     /// Whole elements into a sink's own buffer (memory, a numpy array): each brick is copied
@@ -733,8 +756,8 @@ impl<'a> Plan<'a> {
 
     /// Groups decode on the pool while this thread writes the finished ones (in order for a
     /// sequential sink), with at most `in_flight` group buffers alive.
-    fn run_pipelined(&self, sink: &mut dyn ArraySink, pool: &BrickPool) -> Result<()> {
-        let in_order = !sink.random_access();
+    fn run_pipelined(&self, sink: &mut dyn ArraySink, pool: &BrickPool, blocks: Option<&dyn BlockSink>) -> Result<()> {
+        let in_order = !sink.random_access() && blocks.is_none();
         // A local file that takes the bytes unchanged: each decoding task writes its own group
         // (the page-cache copy then runs on every core, not only this thread); this thread
         // still reports each group to the sink (counts, progress, interrupt) and writes fills.
@@ -755,9 +778,10 @@ impl<'a> Plan<'a> {
                     let index = next;
                     scope.spawn(move |_| {
                         let result = self.decode_group(index, buf, pool).and_then(|mut out| {
-                            let written = match parallel {
-                                Some(file) => self.write_group_parallel(&mut out, file)?,
-                                None => None,
+                            let written = match (parallel, blocks) {
+                                (_, Some(b)) => Some(self.hand_group(index, &out, b)?),
+                                (Some(file), None) => self.write_group_parallel(&mut out, file)?,
+                                (None, None) => None,
                             };
                             Ok((out, written))
                         });
