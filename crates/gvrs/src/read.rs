@@ -263,23 +263,62 @@ impl GvrsFile {
         let tiles = sel.cols.start / g.tile_cols..(sel.cols.end - 1) / g.tile_cols + 1;
         let per_band = (tiles.end - tiles.start) as usize;
         // Some tiles per decoder in each batch, so that a slow tile does not idle the others.
-        let bands_per_batch = (plan.concurrency * 8).div_ceil(per_band).max(1);
-        let bands: Vec<(u32, Range<u32>)> = self.bands(&sel.rows).collect();
+        let batch_tiles = (plan.concurrency * 8).max(per_band);
+        let row_cells = len(&sel.cols) as u64;
         let mut seq = 0u64;
         for &el in &sel.elements {
             let element = self.check_element(el)?;
             let pattern = fill_bytes(element, sel.codes);
-            for batch in bands.chunks(bands_per_batch) {
-                self.prefetch_tiles(batch.iter().map(|(tr, _)| *tr), &sel.cols);
-                let mut jobs = Vec::with_capacity(batch.len() * per_band);
-                for (tr, rows) in batch {
+            // Bands without a stored tile in the window merge into one fill block (a grid of
+            // 2^31 rows of fill costs a walk of its bands, not a block each); a batch ends
+            // only after a stored band, so the numbering does not depend on the batch size.
+            let mut bands = self.bands(&sel.rows);
+            let mut fill_rows = 0u64;
+            loop {
+                let mut jobs: Vec<(u64, u32, Range<u32>, u32)> = Vec::new();
+                let mut fills: Vec<(u64, u64)> = Vec::new();
+                let mut tile_rows: Vec<u32> = Vec::new();
+                let mut batch_cells = 0u64;
+                let mut ended = true;
+                for (tr, rows) in bands.by_ref() {
+                    let n = len(&rows) as u64;
+                    if !self.band_has_tiles(tr, &sel.cols) {
+                        fill_rows += n;
+                        continue;
+                    }
+                    if fill_rows > 0 {
+                        fills.push((seq, fill_rows * row_cells));
+                        batch_cells += fill_rows * row_cells;
+                        seq += 1;
+                        fill_rows = 0;
+                    }
                     for tc in tiles.clone() {
-                        jobs.push((seq, *tr, rows, tc));
+                        jobs.push((seq, tr, rows.clone(), tc));
                         seq += 1;
                     }
+                    tile_rows.push(tr);
+                    batch_cells += n * row_cells;
+                    if jobs.len() >= batch_tiles {
+                        ended = false;
+                        break;
+                    }
                 }
+                if ended && fill_rows > 0 {
+                    fills.push((seq, fill_rows * row_cells));
+                    batch_cells += fill_rows * row_cells;
+                    seq += 1;
+                    fill_rows = 0;
+                }
+                if jobs.is_empty() && fills.is_empty() {
+                    break;
+                }
+                for &(k, cells) in &fills {
+                    blocks.fill(k, cells, &pattern)?;
+                }
+                self.prefetch_tiles(tile_rows.iter().copied(), &sel.cols);
                 let one =
-                    |plane: &mut GvrsPlane, buf: &mut Vec<u8>, &(seq, tr, rows, tc): &(u64, u32, &Range<u32>, u32)| {
+                    |plane: &mut GvrsPlane, buf: &mut Vec<u8>, (seq, tr, rows, tc): &(u64, u32, Range<u32>, u32)| {
+                        let (seq, tr, tc) = (*seq, *tr, *tc);
                         let c0 = (tc * g.tile_cols).max(sel.cols.start);
                         let c1 = ((tc as u64 + 1) * g.tile_cols as u64).min(sel.cols.end as u64) as u32;
                         let cells = len(rows) * len(&(c0..c1));
@@ -320,8 +359,10 @@ impl GvrsFile {
                         task.iter().try_for_each(|job| one(&mut plane, &mut buf, job))
                     })?;
                 }
-                let cells: u64 = batch.iter().map(|(_, rows)| len(rows) as u64).sum::<u64>() * len(&sel.cols) as u64;
-                sink.written_elsewhere(cells * size as u64)?;
+                sink.written_elsewhere(batch_cells * size as u64)?;
+                if ended {
+                    break;
+                }
             }
         }
         Ok(())
