@@ -694,3 +694,49 @@ fn fold_file_metadata_becomes_vds_metadata() {
         })
     );
 }
+
+/// A VOLP volume's axes are named from its header (dimension 0 first: `x`, `y`, `levels`):
+/// testdata/volp/temperature_4x32x32_int16.volp has `bbox` west -10, east 30, south 35, north
+/// 70 (degrees) and uneven `levels` (1000, 850, 500, 250 stay metadata; the axis is the level
+/// index). The VDS axes, as rasterpack's and OpenVDS's readers see them, and the Zarr
+/// `dimension_names` come from the same attribute.
+#[test]
+fn volp_axes_are_named_from_the_header() {
+    use serde_json::json;
+    let dir = scratch("vds_write", "volp_axes");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let volp = root.join("testdata/volp/temperature_4x32x32_int16.volp");
+    let out = dir.join("t.vds");
+    // int16 has no VDS format: physical values (float64) keep the same axes.
+    check(&["convert", s(&volp), s(&out), "--physical"], 0);
+    check(&["validate", "--strict", s(&out)], 0);
+    let (axes, _) = vds_summary(&out);
+    assert_eq!(
+        axes,
+        json!([
+            {"name": "x", "unit": "deg", "num_samples": 32, "coordinate_min": -10.0, "coordinate_max": 30.0},
+            {"name": "y", "unit": "deg", "num_samples": 32, "coordinate_min": 35.0, "coordinate_max": 70.0},
+            {"name": "levels", "unit": "", "num_samples": 4, "coordinate_min": 0.0, "coordinate_max": 3.0},
+        ])
+    );
+    let zarr = dir.join("t.zarr");
+    check(&["convert", s(&volp), s(&zarr), "--physical"], 0);
+    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(zarr.join("zarr.json")).unwrap()).unwrap();
+    assert_eq!(meta["dimension_names"], json!(["levels", "y", "x"]));
+    // The Zarr store carries the axes on: its VDS has the VOLP's.
+    let again = dir.join("z.vds");
+    check(&["convert", s(&zarr), s(&again)], 0);
+    assert_eq!(vds_summary(&again).0, axes);
+    let Some(python) = openvds_python() else {
+        return;
+    };
+    let seen = openvds_view(&python, &out, &json!([]));
+    assert_eq!(
+        seen["axes"],
+        json!([
+            ["x", "deg", -10.0, 30.0],
+            ["y", "deg", 35.0, 70.0],
+            ["levels", "", 0.0, 3.0]
+        ])
+    );
+}
