@@ -29,7 +29,10 @@ fn reads_carry_the_index_metadata_without_its_hashes() {
         assert_eq!(attrs["version"], "1.2.0");
         assert!(attrs["created_at_unix"].is_f64(), "{attrs:?}");
         let md = attrs["metadata"].as_object().unwrap();
-        assert!(!md.contains_key("chunk_hashes") && !md.contains_key("manifest_hash"), "{md:?}");
+        assert!(
+            !md.contains_key("chunk_hashes") && !md.contains_key("manifest_hash"),
+            "{md:?}"
+        );
     }
     // The listing carries none (one copy per array of a file that may list thousands).
     assert!(f.arrays().unwrap()[0].attrs.is_empty());
@@ -39,7 +42,11 @@ fn reads_carry_the_index_metadata_without_its_hashes() {
 fn a_large_metadata_is_left_out() {
     let f = file_with(json!({"blob": "x".repeat(70 * 1024)}));
     let nd = f.read(&ArrayRequest::for_element("nuclear_arrays/grid")).unwrap();
-    assert!(nd.attrs.get("metadata").is_none(), "{:?}", nd.attrs.keys().collect::<Vec<_>>());
+    assert!(
+        nd.attrs.get("metadata").is_none(),
+        "{:?}",
+        nd.attrs.keys().collect::<Vec<_>>()
+    );
     assert!(nd.attrs["metadata_omitted"].as_str().unwrap().contains("bytes"));
     assert_eq!(nd.data.len(), 24);
 }
