@@ -35,11 +35,9 @@ pub(crate) fn array_info(header: &VolpHeader, shape: Vec<u64>, physical: bool) -
     };
     attrs.insert(scale_key.into(), rasterpack_common::json::f64_value(header.scale));
     attrs.insert(offset_key.into(), rasterpack_common::json::f64_value(header.offset));
-    // The axes describe the whole volume: a region's array has none (its writers then
-    // name the axes themselves, over sample indices).
-    if shape.as_slice() == header.shape.as_slice() {
-        attrs.insert(AXES_ATTR.into(), axes(header));
-    }
+    // The whole volume's axes, a region's too (as a VDS source's): writers take them only
+    // where their sample counts are the array's.
+    attrs.insert(AXES_ATTR.into(), axes(header));
     ArrayInfo {
         dtype: if physical { DType::F64 } else { header.dtype },
         shape,
