@@ -12,7 +12,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::prefix::PrefixStore;
 use object_store::ObjectStore;
@@ -25,8 +24,8 @@ use zarrs_storage::{
     WritableStorageTraits,
 };
 
-use crate::prefix::{delete_all, Cleanup, Shared};
-use crate::{block_on, connect, runtime, store_error, Location, StoreOptions};
+use crate::prefix::{check_prefix, delete_old, Cleanup, PrefixKind, Shared};
+use crate::{connect, runtime, Location, StoreOptions};
 
 /// Runs zarrs' async store calls on rasterpack-store's runtime (from any non-runtime thread).
 #[derive(Debug, Clone, Copy)]
@@ -79,6 +78,19 @@ fn is_metadata(key: &str) -> bool {
     matches!(name, "zarr.json" | ".zarray" | ".zgroup" | ".zattrs" | ".zmetadata")
 }
 
+/// Is `key` a root metadata document, whose presence makes the prefix a Zarr store?
+fn is_root(key: &str) -> bool {
+    matches!(key, "zarr.json" | ".zgroup" | ".zarray")
+}
+
+/// A Zarr store at a prefix: replaced by `--force` only when its root metadata is there.
+const ZARR_KIND: PrefixKind = PrefixKind {
+    noun: "Zarr store",
+    example: "s3://bucket/name.zarr",
+    is_root,
+    refuse: |old| (!old.iter().any(|k| is_root(k))).then(|| "holds objects but no Zarr store".to_string()),
+};
+
 /// A Zarr store output at a prefix URL, checked before anything is read.
 #[derive(Debug, Clone)]
 pub struct ZarrTarget {
@@ -92,52 +104,7 @@ impl ZarrTarget {
     /// holding any object is refused (exit 2) unless `force`, and with `force` unless it is a
     /// Zarr store (root `zarr.json`, `.zgroup` or `.zarray`).
     pub fn check(url: &str, opts: &StoreOptions, force: bool) -> Result<ZarrTarget> {
-        let trimmed = url.trim_end_matches('/');
-        let loc = connect(trimmed, opts)?;
-        if loc.path.as_ref().is_empty() {
-            return Err(Error::usage(format!(
-                "{url}: name a prefix for the store (s3://bucket/name.zarr), not the bucket"
-            )));
-        }
-        let store = Arc::clone(&loc.store);
-        let prefix = loc.path.clone();
-        let keys = block_on(async move {
-            store
-                .list(Some(&prefix))
-                .map_ok(|m| m.location)
-                .try_collect::<Vec<_>>()
-                .await
-        })?
-        .map_err(|e| store_error(url, e))?;
-        let base = format!("{}/", loc.path.as_ref());
-        let old: Vec<String> = keys
-            .iter()
-            .filter_map(|k| k.as_ref().strip_prefix(&base).map(str::to_string))
-            .collect();
-        if let Some(first) = old.first() {
-            if !force {
-                return Err(Error::new(
-                    ErrorKind::Usage,
-                    "output.exists",
-                    None,
-                    format!("{trimmed}/ holds objects ({first}, ...); pass --force to replace the store there"),
-                ));
-            }
-            if !old
-                .iter()
-                .any(|k| matches!(k.as_str(), "zarr.json" | ".zgroup" | ".zarray"))
-            {
-                return Err(Error::new(
-                    ErrorKind::Usage,
-                    "output.exists",
-                    None,
-                    format!(
-                        "{trimmed}/ holds objects but no Zarr store: --force replaces a Zarr store only, \
-                         never other objects; choose another prefix"
-                    ),
-                ));
-            }
-        }
+        let (loc, old) = check_prefix(url, opts, force, &ZARR_KIND)?;
         Ok(ZarrTarget { loc, old })
     }
 
@@ -154,22 +121,7 @@ impl ZarrTarget {
     /// Start writing: with `force`, the old store is deleted now (its root metadata first).
     pub fn start(&self) -> Result<ZarrUpload> {
         if !self.old.is_empty() {
-            let path = |k: &str| {
-                ObjectPath::parse(format!("{}/{k}", self.loc.path.as_ref()))
-                    .map_err(|e| Error::usage(format!("internal: object key {k:?}: {e}")))
-            };
-            let mut roots = Vec::new();
-            let mut rest = Vec::new();
-            for k in &self.old {
-                if matches!(k.as_str(), "zarr.json" | ".zgroup" | ".zarray") {
-                    roots.push(path(k)?);
-                } else {
-                    rest.push(path(k)?);
-                }
-            }
-            let err = |e: Error| Error::new(e.kind, e.code.clone(), None, format!("{}: {}", self.loc.url, e.message));
-            delete_all(&self.loc.store, roots, 1).map_err(err)?;
-            delete_all(&self.loc.store, rest, self.loc.max_requests).map_err(err)?;
+            delete_old(&self.loc, &self.old, &ZARR_KIND)?;
         }
         Ok(ZarrUpload {
             inner: sync_store(&self.loc)?,
@@ -206,6 +158,7 @@ impl ZarrUpload {
             store: Arc::clone(&self.loc.store),
             shared: Arc::clone(&self.shared),
             max_requests: self.loc.max_requests,
+            is_root,
         }
     }
 
@@ -213,14 +166,11 @@ impl ZarrUpload {
     fn put(&self, key: &StoreKey, value: Bytes) -> std::result::Result<(), StorageError> {
         let path = ObjectPath::parse(format!("{}/{}", self.loc.path.as_ref(), key.as_str()))
             .map_err(|e| StorageError::Other(format!("key {key}: {e}")))?;
-        {
-            let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-            if s.stopped {
-                return Err(stopped());
-            }
-            s.attempted.push(path);
-            s.in_flight += 1;
-        }
+        self.shared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .begin_put(path)
+            .map_err(|e| StorageError::Other(e.message))?;
         let r = self.inner.set(key, value);
         self.shared.lock().unwrap_or_else(|e| e.into_inner()).in_flight -= 1;
         r
@@ -235,17 +185,7 @@ impl ZarrUpload {
             self.put(&key, value)
                 .map_err(|e| zarr_store_error(&format!("{}/{key}", self.loc.url), e))?;
         }
-        let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-        if s.stopped {
-            return Err(Error::new(
-                ErrorKind::Io,
-                "output.interrupted",
-                None,
-                "the upload was stopped",
-            ));
-        }
-        s.committed = true;
-        Ok(())
+        self.shared.lock().unwrap_or_else(|e| e.into_inner()).commit()
     }
 }
 
@@ -298,28 +238,10 @@ mod tests {
     use super::*;
     use object_store::memory::InMemory;
 
-    fn keys(store: &Arc<InMemory>) -> Vec<String> {
-        let store = Arc::clone(store);
-        let mut v: Vec<String> = block_on(async move {
-            store
-                .list(None)
-                .map_ok(|m| m.location.to_string())
-                .try_collect::<Vec<_>>()
-                .await
-        })
-        .unwrap()
-        .unwrap();
-        v.sort();
-        v
-    }
+    use crate::testutil::{keys, location};
 
     fn target(store: &Arc<InMemory>) -> ZarrTarget {
-        ZarrTarget::on(Location {
-            url: "memory:///a.zarr".into(),
-            store: Arc::clone(store) as Arc<dyn ObjectStore>,
-            path: ObjectPath::from("a.zarr"),
-            max_requests: 3,
-        })
+        ZarrTarget::on(location(store, "a.zarr"))
     }
 
     #[test]
