@@ -53,7 +53,7 @@ fn announce_chunk(input: &Input, e: &FoldEntry) {
         .and_then(|x| x.checked_add(e.comp_len))
         .and_then(|x| x.checked_add(e.ecc_len));
     if let Some(end) = end {
-        input.prefetch(&[e.offset..end.min(input.len())]);
+        input.prefetch(std::slice::from_ref(&(e.offset..end.min(input.len()))));
     }
 }
 

@@ -311,7 +311,6 @@ fn noisy(n: usize, seed: u64) -> Vec<f32> {
 /// chunk's bytes; the values are the local read's.
 #[test]
 fn fold_chunk_read_fetches_its_chunk_in_few_requests() {
-    use rasterpack_common::ArrayFile as _;
     use rasterpack_fold::write::{FoldBuilder, FoldChunkOptions};
     use rasterpack_fold::FoldFile;
 
@@ -361,7 +360,6 @@ fn fold_chunk_read_fetches_its_chunk_in_few_requests() {
 /// few requests, at most 1.2x the table's bytes; the values are the local read's.
 #[test]
 fn udf_table_read_fetches_its_table_in_few_requests() {
-    use rasterpack_common::ArrayFile as _;
     use rasterpack_udf::write::{TableSpec, UdfWriter};
     use rasterpack_udf::UdfFile;
 

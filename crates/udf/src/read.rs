@@ -80,7 +80,7 @@ impl TableSource<'_> {
             }
         };
         if let (Some(a), Some(b)) = (self.base.checked_add(start), self.base.checked_add(end)) {
-            self.input.prefetch(&[a..b]);
+            self.input.prefetch(std::slice::from_ref(&(a..b)));
         }
     }
 
