@@ -68,6 +68,25 @@ fn candidates<'c>(c: &'c FoldContainer, element: Option<&str>) -> Vec<&'c FoldEn
         .collect()
 }
 
+/// Announce chunk `e`'s bytes (header, payload, ECC) to a remote input (see
+/// [`Input::prefetch`]): the read checks every stored byte of the chunk (its CRC32C and
+/// SHA-256), so they are fetched in a few large requests, not one per piece. Only a hint:
+/// every byte is still read and checked. An extent that overflows is not announced (the
+/// chunk's own checks report it). Local inputs: nothing.
+fn announce_chunk(input: &Input, e: &FoldEntry) {
+    if !input.is_remote() {
+        return;
+    }
+    let end = e
+        .offset
+        .checked_add(e.header_len)
+        .and_then(|x| x.checked_add(e.comp_len))
+        .and_then(|x| x.checked_add(e.ecc_len));
+    if let Some(end) = end {
+        input.prefetch(std::slice::from_ref(&(e.offset..end.min(input.len()))));
+    }
+}
+
 /// Verify chunk `e` as `validate` does; its status (errors, arrays, directory) and the
 /// repaired payload when ECC repaired it.
 fn verify_chunk(
@@ -78,6 +97,7 @@ fn verify_chunk(
     npz_members_held: &std::cell::Cell<u64>,
     rider: Option<&mut dyn PayloadRider>,
 ) -> Result<(FoldChunkStatus, Option<Vec<u8>>)> {
+    announce_chunk(input, e);
     let mut l = Layers::default();
     let hashes = chunk_hashes(c, &mut l);
     let mut errors = l.errors_since([0; 6]);
@@ -269,6 +289,9 @@ fn deliver(
     // to its end, so its own CRC-32 is checked even when the region ends early. numpy refuses
     // a member whose CRC-32 is wrong, and a read never returns what the reference refuses.
     walk.verify_target(true);
+    if hash_on_read {
+        announce_chunk(input, e);
+    }
     match (h.flags, stored) {
         (flags, Stored::File { input, offset, len }) if hash_on_read => {
             let scanned = scan_local_hashed(input, offset, len, flags, h.uncomp_len, &mut |p| walk.feed(p))?;
