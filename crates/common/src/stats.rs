@@ -11,7 +11,7 @@
 //! gives the same bits on 1 or N threads, and the figures agree with numpy's pairwise sums to
 //! about 1e-15 relative.
 //!
-//! A source that can decode out of order (GVRS tiles, VDS slab groups) hands its blocks over
+//! A source that can decode out of order (GVRS tiles) hands its blocks over
 //! through [`ArraySink::parallel_blocks`] instead: each numbered block's figures are computed
 //! on its decoding thread ([`CHUNK`]-cell pieces combined in the block's cell order) and the
 //! blocks merge in number order, so the result is again the same on 1 or N threads (grouped
