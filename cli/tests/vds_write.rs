@@ -590,3 +590,153 @@ fn axes_and_metadata_come_from_the_source_attributes() {
         "storage facts are not metadata: {md}"
     );
 }
+
+/// `$RASTERPACK_PYTHON` (a Python with openvds==3.4.9, `.ci/venv.sh`), or a visible skip
+/// (a failure under CI=true).
+fn openvds_python() -> Option<std::path::PathBuf> {
+    match std::env::var_os("RASTERPACK_PYTHON") {
+        Some(p) if !p.is_empty() => Some(p.into()),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none_or(|v| v != "true"),
+                "the OpenVDS check needs RASTERPACK_PYTHON (.ci/venv.sh), and CI=true does not allow the skip"
+            );
+            rasterpack_common::testkit::skip("needs openvds: RASTERPACK_PYTHON is not set (source .ci/venv.sh)");
+            None
+        }
+    }
+}
+
+/// What OpenVDS reads of a VDS: `{"axes": [[name, unit, min, max], ...], "metadata":
+/// {"CATEGORY/NAME": value}}` for the items `wanted` names as `[category, name, type]`.
+fn openvds_view(python: &Path, vds: &Path, wanted: &serde_json::Value) -> serde_json::Value {
+    let code = r#"
+import json, sys, openvds
+h = openvds.open(sys.argv[1], "")
+layout = openvds.getAccessManager(h).volumeDataLayout
+axes = [[a.name, a.unit, a.coordinateMin, a.coordinateMax]
+        for a in (layout.getAxisDescriptor(d) for d in range(layout.dimensionality))]
+md = {}
+for cat, name, t in json.loads(sys.argv[2]):
+    if getattr(layout, "isMetadata%sAvailable" % t)(cat, name):
+        md[cat + "/" + name] = getattr(layout, "getMetadata%s" % t)(cat, name)
+print(json.dumps({"axes": axes, "metadata": md}))
+"#;
+    let out = std::process::Command::new(python)
+        .args(["-c", code, s(vds), &wanted.to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A FOLD file's file-level metadata (the index's `metadata` object without its hashes,
+/// `version`, `created_at_unix`) becomes VDS metadata of category `fold`, nested keys dotted,
+/// as rasterpack's reader and OpenVDS's read it back; `--metadata` replaces an item.
+#[test]
+fn fold_file_metadata_becomes_vds_metadata() {
+    use serde_json::json;
+    let dir = scratch("vds_write", "fold_md");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let fold = root.join("testdata/fold/sample.fold");
+    let out = dir.join("f.vds");
+    check(
+        &[
+            "convert",
+            s(&fold),
+            s(&out),
+            "--element",
+            "nuclear_arrays/grid",
+            "--metadata",
+            "fold/metadata.tags.run=mine",
+        ],
+        0,
+    );
+    check(&["validate", "--strict", s(&out)], 0);
+    let (_, md) = vds_summary(&out);
+    assert!(
+        has_item(&md, "fold", "metadata.model_type", json!("RasterpackSample")),
+        "{md}"
+    );
+    assert!(has_item(&md, "fold", "metadata.protection", json!("off")), "{md}");
+    assert!(has_item(&md, "fold", "metadata.tags.note", json!("café")), "{md}");
+    assert!(has_item(&md, "fold", "metadata.tags.run", json!("mine")), "{md}");
+    assert!(!has_item(&md, "fold", "metadata.tags.run", json!("sample")), "{md}");
+    assert!(has_item(&md, "fold", "version", json!("1.2.0")), "{md}");
+    assert!(has_item(&md, "fold", "created_at_unix", json!(1767225600.0)), "{md}");
+    // The hashes protect the FOLD file's bytes: they are not carried.
+    assert!(
+        !md.as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"].as_str().unwrap().contains("hash")),
+        "{md}"
+    );
+    let Some(python) = openvds_python() else {
+        return;
+    };
+    let wanted = json!([
+        ["fold", "metadata.model_type", "String"],
+        ["fold", "metadata.tags.note", "String"],
+        ["fold", "metadata.tags.run", "String"],
+        ["fold", "version", "String"],
+        ["fold", "created_at_unix", "Double"],
+    ]);
+    let seen = openvds_view(&python, &out, &wanted);
+    assert_eq!(
+        seen["metadata"],
+        json!({
+            "fold/metadata.model_type": "RasterpackSample",
+            "fold/metadata.tags.note": "café",
+            "fold/metadata.tags.run": "mine",
+            "fold/version": "1.2.0",
+            "fold/created_at_unix": 1767225600.0,
+        })
+    );
+}
+
+/// A VOLP volume's axes are named from its header (dimension 0 first: `x`, `y`, `levels`):
+/// testdata/volp/temperature_4x32x32_int16.volp has `bbox` west -10, east 30, south 35, north
+/// 70 (degrees) and uneven `levels` (1000, 850, 500, 250 stay metadata; the axis is the level
+/// index). The VDS axes, as rasterpack's and OpenVDS's readers see them, and the Zarr
+/// `dimension_names` come from the same attribute.
+#[test]
+fn volp_axes_are_named_from_the_header() {
+    use serde_json::json;
+    let dir = scratch("vds_write", "volp_axes");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let volp = root.join("testdata/volp/temperature_4x32x32_int16.volp");
+    let out = dir.join("t.vds");
+    // int16 has no VDS format: physical values (float64) keep the same axes.
+    check(&["convert", s(&volp), s(&out), "--physical"], 0);
+    check(&["validate", "--strict", s(&out)], 0);
+    let (axes, _) = vds_summary(&out);
+    assert_eq!(
+        axes,
+        json!([
+            {"name": "x", "unit": "deg", "num_samples": 32, "coordinate_min": -10.0, "coordinate_max": 30.0},
+            {"name": "y", "unit": "deg", "num_samples": 32, "coordinate_min": 35.0, "coordinate_max": 70.0},
+            {"name": "levels", "unit": "", "num_samples": 4, "coordinate_min": 0.0, "coordinate_max": 3.0},
+        ])
+    );
+    let zarr = dir.join("t.zarr");
+    check(&["convert", s(&volp), s(&zarr), "--physical"], 0);
+    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(zarr.join("zarr.json")).unwrap()).unwrap();
+    assert_eq!(meta["dimension_names"], json!(["levels", "y", "x"]));
+    // The Zarr store carries the axes on: its VDS has the VOLP's.
+    let again = dir.join("z.vds");
+    check(&["convert", s(&zarr), s(&again)], 0);
+    assert_eq!(vds_summary(&again).0, axes);
+    let Some(python) = openvds_python() else {
+        return;
+    };
+    let seen = openvds_view(&python, &out, &json!([]));
+    assert_eq!(
+        seen["axes"],
+        json!([
+            ["x", "deg", -10.0, 30.0],
+            ["y", "deg", 35.0, 70.0],
+            ["levels", "", 0.0, 3.0]
+        ])
+    );
+}

@@ -291,23 +291,27 @@ def write_vds(
     metadata: Any = None,
     force: bool = False,
 ) -> None:
-    """Write an array (1-D to 6-D, numpy axis order: the last axis is VDS dimension 0) as a
+    """Write an array (1-D to 4-D, numpy axis order: the last axis is VDS dimension 0) as a
     single-file OpenVDS ``.vds``, as ``convert --to vds`` writes one, with the VDS writer's
     flags as keywords: ``compress`` (``"none"``, ``"zip"``, ...), ``brick_size``, ``margin``,
     ``lods``, ``value_range=(min, max)``, ``no_value``, ``axis`` (one ``"NAME:UNIT:MIN:MAX"``
     or tuple per dimension, dimension 0 first) and ``metadata`` (``{"CATEGORY/NAME": value}``).
 
-    ``array`` may be a dict of one ``{"channel": array}``: the channel takes its name.
+    ``array`` may be a dict ``{"amp": a, "vel": b, ...}``: one channel per entry, named by its
+    key, the first the primary channel (channel 0), as ``convert --channel NAME=PATH`` writes
+    them (the same library writer); every array must have the first's shape (a ValueError
+    names both channels otherwise, before anything is written) and a dtype VDS stores, each
+    channel its own format. ``value_range`` and ``no_value`` are the primary channel's.
     """
     pairs = _named(array, name, "write_vds")
-    if len(pairs) != 1:
-        raise ValueError("write_vds: a VDS file is written from one array")
     _write(
         "vds",
         path,
         pairs,
         compress=compress,
         force=force,
+        # Several channels go through the several-array writer (Format::write_arrays).
+        many=len(pairs) > 1,
         vds=_vds_options(brick_size, margin, lods, value_range, no_value, axis, metadata),
     )
 

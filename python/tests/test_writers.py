@@ -204,6 +204,80 @@ def test_write_vds_with_the_writers_flags(tmp_path, compress):
         rasterpack.write_vds(tmp_path / "t.vds", values, brick_size=48)
 
 
+
+def openvds_or_skip():
+    """OpenVDS 3.4.9 (`.ci/requirements.txt`), or a visible skip; CI=true does not allow it."""
+    try:
+        import openvds
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip("needs openvds==3.4.9 (the venv of .ci/venv.sh)")
+    return openvds
+
+
+def test_write_vds_of_several_channels(tmp_path):
+    amp = cube()
+    vel = (1500 + np.arange(amp.size, dtype="uint16").reshape(amp.shape) % 4000).astype("uint16")
+    mask = amp > 0.5
+    depth = (amp.astype("float64") * 3.25 - 7.0)
+    p = tmp_path / "ch.vds"
+    rasterpack.write_vds(p, {"amp": amp, "vel": vel, "mask": mask, "depth": depth}, brick_size=32, lods=1,
+                         compress="rle")
+    strict_valid(p)
+    f = rasterpack.open(p)
+    assert f.arrays == ["amp", "vel", "mask", "depth"]
+    want = {"amp": amp, "vel": vel, "mask": mask.astype("uint8"), "depth": depth}
+    for name, values in want.items():
+        got = np.asarray(f[name])
+        assert got.dtype == values.dtype and np.array_equal(got, values), name
+        assert np.array_equal(got, cli_npy(tmp_path, p, name)), name
+    # The CLI's --channel writes the same channels (the same library writer; the CLI names the
+    # primary channel after its source, a .npy's "Amplitude").
+    srcs = {}
+    for name, values in [("amp", amp), ("vel", vel), ("mask", mask), ("depth", depth)]:
+        srcs[name] = tmp_path / f"{name}.npy"
+        np.save(srcs[name], values)
+    cli = tmp_path / "cli.vds"
+    out = run_cli("convert", str(srcs["amp"]), str(cli), "--brick-size", "32", "--lods", "1", "--compress", "rle",
+                  *[a for n in ("vel", "mask", "depth") for a in ("--channel", f"{n}={srcs[n]}")])
+    assert out.returncode == 0, out.stderr.decode()
+    g = rasterpack.open(cli)
+    assert g.arrays == ["Amplitude", "vel", "mask", "depth"]
+    for name, other in zip(want, g.arrays):
+        assert np.array_equal(np.asarray(g[other]), np.asarray(f[name])), name
+    # OpenVDS reads every channel (LOD 0) equal to its input.
+    openvds = openvds_or_skip()
+    handle = openvds.open(str(p), "")
+    try:
+        access = openvds.getAccessManager(handle)
+        layout = access.volumeDataLayout
+        assert [layout.getChannelName(c) for c in range(layout.channelCount)] == list(want)
+        dims = tuple(layout.getDimensionNumSamples(d) for d in range(3))
+        fmt = openvds.VolumeDataFormat
+        native = {"amp": fmt.Format_R32, "vel": fmt.Format_U16, "mask": fmt.Format_U8, "depth": fmt.Format_R64}
+        for c, (name, values) in enumerate(want.items()):
+            got = access.requestVolumeSubset((0,) * 6, dims + (1, 1, 1), channel=c, format=native[name]).data
+            got = np.asarray(got).reshape(values.shape)
+            assert np.array_equal(got.view(np.uint8), np.ascontiguousarray(values).view(np.uint8)), name
+    finally:
+        openvds.close(handle)
+
+
+def test_write_vds_refuses_channels_of_another_shape_first(tmp_path):
+    amp = cube()
+    p = tmp_path / "bad.vds"
+    with pytest.raises(rasterpack.UsageError) as e:
+        rasterpack.write_vds(p, {"amp": amp, "vel": amp[:, :, :-1]})
+    text = str(e.value)
+    for part in ['"amp"', '"vel"', "[20, 24, 36]", "[20, 24, 35]"]:
+        assert part in text, text
+    assert isinstance(e.value, ValueError)
+    assert not p.exists() and list(tmp_path.iterdir()) == []
+    with pytest.raises(rasterpack.UsageError, match="int16"):
+        rasterpack.write_vds(p, {"amp": amp, "codes": amp.astype("int16")})
+    assert list(tmp_path.iterdir()) == []
+
 def test_write_zarr_array_and_group(tmp_path):
     import zarr
 

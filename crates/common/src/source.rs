@@ -74,6 +74,54 @@ pub trait ObjectSource: std::fmt::Debug + Send + Sync {
     /// A hint that `keys` are about to be read with `limits`: the source may start fetching
     /// them concurrently. The default ignores it.
     fn prefetch(&self, _keys: &[String], _limits: &Limits) {}
+    /// Read `len` bytes at `offset` of object `key` into `buf` (a Zarr shard's index and inner
+    /// chunks); `false` when there is no such object. A range past the object's end is an
+    /// error. The default fetches the object whole (within `limits`) and keeps the range.
+    fn get_range_into(&self, key: &str, offset: u64, len: u64, buf: &mut Vec<u8>, limits: &Limits) -> Result<bool> {
+        let mut whole = Vec::new();
+        if !self.get_into(key, &mut whole, limits)? {
+            return Ok(false);
+        }
+        let end = offset
+            .checked_add(len)
+            .filter(|&e| e <= whole.len() as u64)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Io,
+                    "store.short_read",
+                    None,
+                    format!(
+                        "{}/{key}: {len} bytes at {offset} asked of an object of {} bytes",
+                        self.name(),
+                        whole.len()
+                    ),
+                )
+            })?;
+        buf.clear();
+        buf.extend_from_slice(&whole[offset as usize..end as usize]);
+        Ok(true)
+    }
+    /// One level of the keys under `dir` (`""` or ending in `/`): the objects directly in it
+    /// (relative to the dataset, sorted) and the sub-prefixes below it (relative, ending in
+    /// `/`, sorted), at most `limits.max_entries` in all. The default derives them from
+    /// [`ObjectSource::list`]; a store lists one level with a delimiter instead.
+    fn list_dir(&self, dir: &str, limits: &Limits) -> Result<(Vec<String>, Vec<String>)> {
+        let mut keys = Vec::new();
+        let mut dirs: Vec<String> = Vec::new();
+        for (key, _) in self.list(dir, limits)? {
+            let Some(rest) = key.strip_prefix(dir) else { continue };
+            match rest.split_once('/') {
+                None => keys.push(key.clone()),
+                Some((first, _)) => {
+                    let sub = format!("{dir}{first}/");
+                    if dirs.last() != Some(&sub) {
+                        dirs.push(sub);
+                    }
+                }
+            }
+        }
+        Ok((keys, dirs))
+    }
 }
 
 /// Where a dataset made of many named objects is written (OpenVDS's object-store layout): a

@@ -178,17 +178,24 @@ impl ArrayFile for FoldFile {
             None => arrays.into_iter().next(),
             Some(name) => arrays.into_iter().find(|a| a.name.as_deref() == Some(name)),
         };
-        found.ok_or_else(|| {
-            Error::new(
-                rasterpack_common::ErrorKind::Usage,
-                "request.no_such_element",
-                None,
-                match element {
-                    Some(name) => format!("no NPZ0 array {name:?} in the file"),
-                    None => "the file holds no NPZ0 array".to_string(),
-                },
-            )
-        })
+        // The listing leaves the file's attributes out (one copy per array of a file that may
+        // hold thousands); the one array asked for carries them, as its read does.
+        found
+            .map(|mut info| {
+                info.attrs = crate::read::file_attrs(&self.container);
+                info
+            })
+            .ok_or_else(|| {
+                Error::new(
+                    rasterpack_common::ErrorKind::Usage,
+                    "request.no_such_element",
+                    None,
+                    match element {
+                        Some(name) => format!("no NPZ0 array {name:?} in the file"),
+                        None => "the file holds no NPZ0 array".to_string(),
+                    },
+                )
+            })
     }
 
     fn validate(&self) -> Report {

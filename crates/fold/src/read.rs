@@ -24,6 +24,36 @@ use crate::validate::{
     FoldChunkStatus, FoldContent, Layers, PayloadRider,
 };
 
+/// At most this many bytes of the index's `metadata` (as JSON text) ride on an array's
+/// attributes: they are the file's, of any size, and every writer that keeps attributes
+/// (VDS metadata, the Zarr `rasterpack` attribute) copies them.
+pub(crate) const MAX_ATTR_METADATA: usize = 64 * 1024;
+
+/// The file-level facts an array read from `c` carries as its attributes (`ArrayInfo::attrs`):
+/// the index's `version`, `created_at_unix` and `metadata` object without `chunk_hashes` and
+/// `manifest_hash` (they protect this file's bytes and mean nothing in another file). A
+/// `metadata` whose JSON text exceeds [`MAX_ATTR_METADATA`] is left out (`metadata_omitted`
+/// gives its size): the cost of a read follows the array, not the index.
+pub(crate) fn file_attrs(c: &FoldContainer) -> serde_json::Map<String, serde_json::Value> {
+    use serde_json::Value as S;
+    let mut out = serde_json::Map::new();
+    out.insert("version".into(), S::from(c.index.version.clone()));
+    if let Some(t) = c.index.created_at_unix.and_then(serde_json::Number::from_f64) {
+        out.insert("created_at_unix".into(), S::Number(t));
+    }
+    if let S::Object(mut m) = c.index.metadata.to_serde() {
+        m.remove("chunk_hashes");
+        m.remove("manifest_hash");
+        let len = serde_json::to_string(&m).map(|t| t.len()).unwrap_or(usize::MAX);
+        if len <= MAX_ATTR_METADATA {
+            out.insert("metadata".into(), S::Object(m));
+        } else {
+            out.insert("metadata_omitted".into(), S::from(format!("{len} bytes of JSON")));
+        }
+    }
+    out
+}
+
 /// Chunks `element` may name: with the explicit `["CHUNK","ARRAY"]` form only chunks of that
 /// name; otherwise every NPZ0 chunk (a bare array name may be in any of them).
 fn candidates<'c>(c: &'c FoldContainer, element: Option<&str>) -> Vec<&'c FoldEntry> {
@@ -38,6 +68,25 @@ fn candidates<'c>(c: &'c FoldContainer, element: Option<&str>) -> Vec<&'c FoldEn
         .collect()
 }
 
+/// Announce chunk `e`'s bytes (header, payload, ECC) to a remote input (see
+/// [`Input::prefetch`]): the read checks every stored byte of the chunk (its CRC32C and
+/// SHA-256), so they are fetched in a few large requests, not one per piece. Only a hint:
+/// every byte is still read and checked. An extent that overflows is not announced (the
+/// chunk's own checks report it). Local inputs: nothing.
+fn announce_chunk(input: &Input, e: &FoldEntry) {
+    if !input.is_remote() {
+        return;
+    }
+    let end = e
+        .offset
+        .checked_add(e.header_len)
+        .and_then(|x| x.checked_add(e.comp_len))
+        .and_then(|x| x.checked_add(e.ecc_len));
+    if let Some(end) = end {
+        input.prefetch(std::slice::from_ref(&(e.offset..end.min(input.len()))));
+    }
+}
+
 /// Verify chunk `e` as `validate` does; its status (errors, arrays, directory) and the
 /// repaired payload when ECC repaired it.
 fn verify_chunk(
@@ -48,6 +97,7 @@ fn verify_chunk(
     npz_members_held: &std::cell::Cell<u64>,
     rider: Option<&mut dyn PayloadRider>,
 ) -> Result<(FoldChunkStatus, Option<Vec<u8>>)> {
+    announce_chunk(input, e);
     let mut l = Layers::default();
     let hashes = chunk_hashes(c, &mut l);
     let mut errors = l.errors_since([0; 6]);
@@ -225,6 +275,7 @@ fn deliver(
         sink,
         spec: req,
         name: name.clone(),
+        attrs: file_attrs(c),
         plan: None,
     };
     let mut walk = CdWalk::new(
@@ -238,6 +289,9 @@ fn deliver(
     // to its end, so its own CRC-32 is checked even when the region ends early. numpy refuses
     // a member whose CRC-32 is wrong, and a read never returns what the reference refuses.
     walk.verify_target(true);
+    if hash_on_read {
+        announce_chunk(input, e);
+    }
     match (h.flags, stored) {
         (flags, Stored::File { input, offset, len }) if hash_on_read => {
             let scanned = scan_local_hashed(input, offset, len, flags, h.uncomp_len, &mut |p| walk.feed(p))?;
@@ -330,6 +384,7 @@ fn read_riding(
                 sink: &mut *sink,
                 spec: req,
                 name: String::new(),
+                attrs: file_attrs(c),
                 plan: None,
             }),
             walk: None,
@@ -617,6 +672,7 @@ pub(crate) fn peek_array(
         return Ok(None);
     };
     let mut info = ArrayInfo::new(header.dtype, header.shape);
+    info.attrs = file_attrs(c);
     info.name = Some(match element {
         Some(el) => el.to_string(),
         None => format!("{}/{array}", e.name),
@@ -680,6 +736,8 @@ pub(crate) fn stream_npz_member(
         sink,
         spec: req,
         name: name.to_string(),
+        // A `.npz` file has no index: no file-level metadata.
+        attrs: serde_json::Map::new(),
         plan: None,
     };
     let mut walk = CdWalk::new(dir, len, &req.limits, WalkMode::Verify, Some((idx, &mut target)));
@@ -736,6 +794,8 @@ struct RegionTarget<'s, 'r> {
     sink: &'s mut dyn ArraySink,
     spec: &'r ArrayRequest,
     name: String,
+    /// The array's attributes: the file's ([`file_attrs`]).
+    attrs: serde_json::Map<String, serde_json::Value>,
     plan: Option<Plan>,
 }
 
@@ -792,6 +852,7 @@ impl ArrayTarget for RegionTarget<'_, '_> {
         let region = self.spec.region_of(&h.shape)?;
         let mut info = ArrayInfo::new(h.dtype, region.shape());
         info.name = Some(self.name.clone());
+        info.attrs = self.attrs.clone();
         let total = info.byte_len()?;
         let elem = h.dtype.size() as u64;
         // A Fortran-order member stores the C-order transpose: walk the (reversed) region of

@@ -49,6 +49,45 @@ pub use prefix::{is_vds_key, Cleanup, PrefixTarget, PrefixUpload};
 pub mod zarr;
 pub use zarr::{ZarrTarget, ZarrUpload};
 mod upload;
+
+/// Helpers of the in-memory store tests of the upload modules.
+#[cfg(test)]
+pub(crate) mod testutil {
+    use std::sync::Arc;
+
+    use futures::TryStreamExt;
+    use object_store::memory::InMemory;
+    use object_store::path::Path as ObjectPath;
+    use object_store::ObjectStore;
+
+    use crate::{block_on, Location};
+
+    /// Every key in `store`, sorted.
+    pub(crate) fn keys(store: &Arc<InMemory>) -> Vec<String> {
+        let store = Arc::clone(store);
+        let mut v: Vec<String> = block_on(async move {
+            store
+                .list(None)
+                .map_ok(|m| m.location.to_string())
+                .try_collect::<Vec<_>>()
+                .await
+        })
+        .unwrap()
+        .unwrap();
+        v.sort();
+        v
+    }
+
+    /// `memory:///<prefix>` on `store`, three requests in flight.
+    pub(crate) fn location(store: &Arc<InMemory>, prefix: &str) -> Location {
+        Location {
+            url: format!("memory:///{prefix}"),
+            store: Arc::clone(store) as Arc<dyn ObjectStore>,
+            path: ObjectPath::from(prefix),
+            max_requests: 3,
+        }
+    }
+}
 pub use upload::{Upload, UploadAborter, UploadTarget, DEFAULT_PART_MIB, UPLOADS_IN_FLIGHT};
 
 /// A read smaller than this fetches this many bytes from its offset and keeps them in the

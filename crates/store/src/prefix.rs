@@ -51,6 +51,132 @@ pub(crate) struct Shared {
     pub(crate) committed: bool,
 }
 
+/// The error of a PUT or commit after the upload was stopped.
+pub(crate) fn interrupted() -> Error {
+    Error::new(ErrorKind::Io, "output.interrupted", None, "the upload was stopped")
+}
+
+impl Shared {
+    /// Start a PUT of `path` (recorded for the cleanup first), unless the upload was stopped.
+    pub(crate) fn begin_put(&mut self, path: ObjectPath) -> Result<()> {
+        if self.stopped {
+            return Err(interrupted());
+        }
+        self.attempted.push(path);
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    /// Keep what was written, unless the upload was stopped.
+    pub(crate) fn commit(&mut self) -> Result<()> {
+        if self.stopped {
+            return Err(interrupted());
+        }
+        self.committed = true;
+        Ok(())
+    }
+}
+
+/// What kind of multi-object output a prefix holds, for the checks and deletions that VDS
+/// datasets and Zarr stores share.
+#[derive(Debug)]
+pub(crate) struct PrefixKind {
+    /// "dataset" or "store", in messages.
+    pub(crate) noun: &'static str,
+    /// An example URL naming a prefix, for the "not the bucket" message.
+    pub(crate) example: &'static str,
+    /// The keys whose presence makes the prefix one of these: deleted first, written last.
+    pub(crate) is_root: fn(&str) -> bool,
+    /// With `--force`: why the old keys are not replaced (they are not all of this kind), or
+    /// `None` when they are.
+    pub(crate) refuse: fn(&[String]) -> Option<String>,
+}
+
+/// OpenVDS's cloud layout: replaced only when every key has the shape of a dataset's.
+pub(crate) const VDS_KIND: PrefixKind = PrefixKind {
+    noun: "dataset",
+    example: "s3://bucket/name",
+    is_root: |k| k == LAYOUT_KEY,
+    refuse: |old| {
+        old.iter()
+            .find(|k| !is_vds_key(k))
+            .map(|other| format!("holds {other}, which is not part of a VDS dataset"))
+    },
+};
+
+/// Check `url` (a trailing `/` is ignored) as the prefix of a new output of `kind`: reachable,
+/// below the bucket, empty unless `force`, and with `force` holding only what `kind` replaces.
+/// Returns the location and the old keys (relative to the prefix).
+pub(crate) fn check_prefix(
+    url: &str,
+    opts: &StoreOptions,
+    force: bool,
+    kind: &PrefixKind,
+) -> Result<(Location, Vec<String>)> {
+    let trimmed = url.trim_end_matches('/');
+    let loc = connect(trimmed, opts)?;
+    if loc.path.as_ref().is_empty() {
+        return Err(Error::usage(format!(
+            "{url}: name a prefix for the {} ({}), not the bucket",
+            kind.noun, kind.example
+        )));
+    }
+    let store = Arc::clone(&loc.store);
+    let prefix = loc.path.clone();
+    let keys = block_on(async move {
+        store
+            .list(Some(&prefix))
+            .map_ok(|m| m.location)
+            .try_collect::<Vec<_>>()
+            .await
+    })?
+    .map_err(|e| store_error(url, e))?;
+    let base = format!("{}/", loc.path.as_ref());
+    let old: Vec<String> = keys
+        .iter()
+        .filter_map(|k| k.as_ref().strip_prefix(&base).map(str::to_string))
+        .collect();
+    if let Some(first) = old.first() {
+        if !force {
+            return Err(Error::new(
+                ErrorKind::Usage,
+                "output.exists",
+                None,
+                format!(
+                    "{trimmed}/ holds objects ({first}, ...); pass --force to replace the {} there",
+                    kind.noun
+                ),
+            ));
+        }
+        if let Some(why) = (kind.refuse)(&old) {
+            return Err(Error::new(
+                ErrorKind::Usage,
+                "output.exists",
+                None,
+                format!(
+                    "{trimmed}/ {why}: --force replaces a {} only, never other objects; choose another prefix",
+                    kind.noun
+                ),
+            ));
+        }
+    }
+    Ok((loc, old))
+}
+
+/// `--force`: delete the old output's keys (relative to `loc`'s prefix), its root keys first
+/// so it stops being one before its other objects go. Errors name the prefix URL.
+pub(crate) fn delete_old(loc: &Location, old: &[String], kind: &PrefixKind) -> Result<()> {
+    let old: Vec<ObjectPath> = old
+        .iter()
+        .map(|k| {
+            ObjectPath::parse(format!("{}/{k}", loc.path.as_ref()))
+                .map_err(|e| Error::usage(format!("internal: object key {k:?}: {e}")))
+        })
+        .collect::<Result<_>>()?;
+    delete_all(&loc.store, old, loc.max_requests, kind.is_root)
+        .map_err(|e| Error::new(e.kind, e.code.clone(), None, format!("{}: {}", loc.url, e.message)))
+}
+
 /// A dataset output at a prefix URL, checked before anything is read: the store is reachable,
 /// the URL names a prefix below the bucket, and nothing is there unless `force`.
 #[derive(Debug, Clone)]
@@ -65,49 +191,7 @@ impl PrefixTarget {
     /// any object is refused (exit 2) unless `force`; with `force`, one holding an object that
     /// is not a VDS dataset's is refused too.
     pub fn check(url: &str, opts: &StoreOptions, force: bool) -> Result<PrefixTarget> {
-        let trimmed = url.trim_end_matches('/');
-        let loc = connect(trimmed, opts)?;
-        if loc.path.as_ref().is_empty() {
-            return Err(Error::usage(format!(
-                "{url}: name a prefix for the dataset (s3://bucket/name), not the bucket"
-            )));
-        }
-        let store = Arc::clone(&loc.store);
-        let prefix = loc.path.clone();
-        let keys = block_on(async move {
-            store
-                .list(Some(&prefix))
-                .map_ok(|m| m.location)
-                .try_collect::<Vec<_>>()
-                .await
-        })?
-        .map_err(|e| store_error(url, e))?;
-        let base = format!("{}/", loc.path.as_ref());
-        let old: Vec<String> = keys
-            .iter()
-            .filter_map(|k| k.as_ref().strip_prefix(&base).map(str::to_string))
-            .collect();
-        if let Some(first) = old.first() {
-            if !force {
-                return Err(Error::new(
-                    ErrorKind::Usage,
-                    "output.exists",
-                    None,
-                    format!("{trimmed}/ holds objects ({first}, ...); pass --force to replace the dataset there"),
-                ));
-            }
-            if let Some(other) = old.iter().find(|k| !is_vds_key(k)) {
-                return Err(Error::new(
-                    ErrorKind::Usage,
-                    "output.exists",
-                    None,
-                    format!(
-                        "{trimmed}/ holds {other}, which is not part of a VDS dataset: --force replaces a \
-                         dataset only, never other objects; choose another prefix"
-                    ),
-                ));
-            }
-        }
+        let (loc, old) = check_prefix(url, opts, force, &VDS_KIND)?;
         Ok(PrefixTarget { loc, old })
     }
 
@@ -146,6 +230,7 @@ pub struct Cleanup {
     pub(crate) store: Arc<dyn ObjectStore>,
     pub(crate) shared: Arc<Mutex<Shared>>,
     pub(crate) max_requests: usize,
+    pub(crate) is_root: fn(&str) -> bool,
 }
 
 impl Cleanup {
@@ -162,7 +247,7 @@ impl Cleanup {
                 if s.in_flight == 0 || start.elapsed() > CLEANUP_WAIT {
                     let keys = std::mem::take(&mut s.attempted);
                     drop(s);
-                    let _ = delete_all(&self.store, keys, self.max_requests);
+                    let _ = delete_all(&self.store, keys, self.max_requests, self.is_root);
                     return;
                 }
             }
@@ -171,11 +256,18 @@ impl Cleanup {
     }
 }
 
-/// Delete `keys`, `VolumeDataLayout` ones first (a dataset stops being one before its other
-/// objects go), the rest with `max_requests` in flight. The first failure is returned.
-pub(crate) fn delete_all(store: &Arc<dyn ObjectStore>, mut keys: Vec<ObjectPath>, max_requests: usize) -> Result<()> {
-    keys.sort_by_key(|k| k.filename() != Some(LAYOUT_KEY));
-    let split = keys.iter().take_while(|k| k.filename() == Some(LAYOUT_KEY)).count();
+/// Delete `keys`, the root ones (`is_root` of the file name) first, one at a time (a dataset
+/// stops being one before its other objects go), the rest with `max_requests` in flight. The
+/// first failure is returned.
+pub(crate) fn delete_all(
+    store: &Arc<dyn ObjectStore>,
+    mut keys: Vec<ObjectPath>,
+    max_requests: usize,
+    is_root: fn(&str) -> bool,
+) -> Result<()> {
+    let root = |k: &ObjectPath| k.filename().is_some_and(is_root);
+    keys.sort_by_key(|k| !root(k));
+    let split = keys.iter().take_while(|k| root(k)).count();
     let rest = keys.split_off(split);
     let store = Arc::clone(store);
     block_on(async move {
@@ -210,6 +302,7 @@ impl PrefixUpload {
             store: Arc::clone(&self.target.loc.store),
             shared: Arc::clone(&self.shared),
             max_requests: self.target.loc.max_requests,
+            is_root: VDS_KIND.is_root,
         }
     }
 
@@ -250,15 +343,7 @@ impl ObjectSink for PrefixUpload {
             return Ok(());
         }
         // --force: the old dataset goes before the new one is written (no rename exists).
-        let old: Vec<ObjectPath> = self.target.old.iter().map(|k| self.path(k)).collect::<Result<_>>()?;
-        delete_all(&self.target.loc.store, old, self.target.loc.max_requests).map_err(|e| {
-            Error::new(
-                e.kind,
-                e.code.clone(),
-                None,
-                format!("{}: {}", self.target.loc.url, e.message),
-            )
-        })
+        delete_old(&self.target.loc, &self.target.old, &VDS_KIND)
     }
 
     fn put(&mut self, key: &str, bytes: Vec<u8>, metadata: &[(&str, String)]) -> Result<()> {
@@ -267,19 +352,10 @@ impl ObjectSink for PrefixUpload {
             self.wait_one()?;
         }
         let path = self.path(key)?;
-        {
-            let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-            if s.stopped {
-                return Err(Error::new(
-                    ErrorKind::Io,
-                    "output.interrupted",
-                    None,
-                    "the upload was stopped",
-                ));
-            }
-            s.attempted.push(path.clone());
-            s.in_flight += 1;
-        }
+        self.shared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .begin_put(path.clone())?;
         let mut attributes = Attributes::new();
         for (name, value) in metadata {
             attributes.insert(Attribute::Metadata(name.to_string().into()), value.clone().into());
@@ -312,17 +388,7 @@ impl ObjectSink for PrefixUpload {
 
     fn commit(&mut self) -> Result<()> {
         self.barrier()?;
-        let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-        if s.stopped {
-            return Err(Error::new(
-                ErrorKind::Io,
-                "output.interrupted",
-                None,
-                "the upload was stopped",
-            ));
-        }
-        s.committed = true;
-        Ok(())
+        self.shared.lock().unwrap_or_else(|e| e.into_inner()).commit()
     }
 }
 
@@ -345,28 +411,10 @@ mod tests {
     use super::*;
     use object_store::memory::InMemory;
 
-    fn keys(store: &Arc<InMemory>) -> Vec<String> {
-        let store = Arc::clone(store);
-        let mut v: Vec<String> = block_on(async move {
-            store
-                .list(None)
-                .map_ok(|m| m.location.to_string())
-                .try_collect::<Vec<_>>()
-                .await
-        })
-        .unwrap()
-        .unwrap();
-        v.sort();
-        v
-    }
+    use crate::testutil::{keys, location};
 
     fn target(store: &Arc<InMemory>) -> PrefixTarget {
-        PrefixTarget::on(Location {
-            url: "memory:///ds".into(),
-            store: Arc::clone(store) as Arc<dyn ObjectStore>,
-            path: ObjectPath::from("ds"),
-            max_requests: 3,
-        })
+        PrefixTarget::on(location(store, "ds"))
     }
 
     #[test]

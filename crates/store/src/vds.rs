@@ -94,18 +94,25 @@ struct Prefetch {
     queued: VecDeque<(String, u64)>,
 }
 
-/// The prefix URL `url` as a VDS dataset when it holds a `VolumeDataLayout` object (one HEAD
-/// request); `None` otherwise.
+/// The keys whose presence makes a prefix a dataset of objects: OpenVDS's cloud layout, or a
+/// Zarr store (v3, then v2 array and group) whose reader takes the same objects.
+const DATASET_KEYS: [&str; 4] = [LAYOUT_KEY, "zarr.json", ".zarray", ".zgroup"];
+
+/// The prefix URL `url` as a dataset of objects when it holds a VDS `VolumeDataLayout` or a
+/// Zarr store's root metadata (a HEAD request each, until one is found); `None` otherwise.
+/// Which format it is, the formats' `detect_objects` tell from the same keys.
 pub fn open_dataset(url: &str, opts: &StoreOptions) -> Result<Option<Input>> {
     let trimmed = url.trim_end_matches('/');
     let loc = connect(trimmed, opts)?;
     let prefix = ObjectPrefix::new(loc);
-    match prefix.size(LAYOUT_KEY)? {
-        Some(_) => Ok(Some(Input::Objects {
-            source: Arc::new(prefix),
-        })),
-        None => Ok(None),
+    for key in DATASET_KEYS {
+        if prefix.size(key)?.is_some() {
+            return Ok(Some(Input::Objects {
+                source: Arc::new(prefix),
+            }));
+        }
     }
+    Ok(None)
 }
 
 impl ObjectPrefix {
@@ -455,6 +462,69 @@ impl ObjectSource for ObjectPrefix {
             p.queued.push_back((key.clone(), limits.max_alloc));
         }
         self.fill(&mut p);
+    }
+
+    fn get_range_into(&self, key: &str, offset: u64, len: u64, buf: &mut Vec<u8>, limits: &Limits) -> Result<bool> {
+        limits.check_alloc(len, &format!("{len} bytes of object {key}"), None)?;
+        let end = offset
+            .checked_add(len)
+            .ok_or_else(|| Error::invalid_at("store.range", None, format!("object {key}: range past 2^64")))?;
+        let store = Arc::clone(&self.loc.store);
+        let path = self.path(key)?;
+        let permits = Arc::clone(&self.permits);
+        let got = block_on(async move {
+            let _permit = permits.acquire_owned().await;
+            store.get_range(&path, offset..end).await
+        })?;
+        let url = self.url_of(key);
+        let body = match got {
+            Ok(b) => b,
+            Err(object_store::Error::NotFound { .. }) => return Ok(false),
+            Err(e) => return Err(store_error(&url, e)),
+        };
+        // A body of another length is never used (a cut-off response, or a range past the end).
+        if body.len() as u64 != len {
+            return Err(short(&url, len, body.len() as u64));
+        }
+        stats().requests.fetch_add(1, Ordering::Relaxed);
+        stats().bytes.fetch_add(len, Ordering::Relaxed);
+        buf.clear();
+        buf.extend_from_slice(&body);
+        Ok(true)
+    }
+
+    fn list_dir(&self, dir: &str, limits: &Limits) -> Result<(Vec<String>, Vec<String>)> {
+        // One level, with a delimiter: a group's children without listing its arrays' chunks.
+        let base = self.loc.path.as_ref().trim_end_matches('/').to_string();
+        let at = match dir.trim_end_matches('/') {
+            "" => ObjectPath::parse(&base).map_err(|e| store_error(&self.loc.url, e.into()))?,
+            d => self.path(d)?,
+        };
+        let store = Arc::clone(&self.loc.store);
+        let listed = block_on(async move { store.list_with_delimiter(Some(&at)).await })?
+            .map_err(|e| store_error(&self.url_of(dir), e))?;
+        if (listed.objects.len() + listed.common_prefixes.len()) as u64 > limits.max_entries {
+            return Err(Error::limit(
+                "limit.entries",
+                None,
+                format!("{}: more than {} entries", self.url_of(dir), limits.max_entries),
+            ));
+        }
+        let strip = if base.is_empty() {
+            String::new()
+        } else {
+            format!("{base}/")
+        };
+        let rel = |p: &ObjectPath| p.as_ref().strip_prefix(&strip).map(str::to_string);
+        let mut keys: Vec<String> = listed.objects.iter().filter_map(|m| rel(&m.location)).collect();
+        let mut dirs: Vec<String> = listed
+            .common_prefixes
+            .iter()
+            .filter_map(|p| rel(p).map(|r| format!("{r}/")))
+            .collect();
+        keys.sort();
+        dirs.sort();
+        Ok((keys, dirs))
     }
 }
 

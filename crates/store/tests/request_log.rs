@@ -291,3 +291,114 @@ fn vds_file_box_fetches_its_bricks_in_few_requests() {
         "fetched {fetched} bytes for {brick_bytes} bytes of bricks"
     );
 }
+
+/// Values that compress a little (zstd keeps them near their size): a chunk or table of `n`,
+/// 16 MiB here, several times the pieces a read asks for at once.
+fn noisy(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|i| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (i as f32 * 0.01).sin() * 100.0 + (s % 1000) as f32 / 1000.0
+        })
+        .collect()
+}
+
+/// A read of one FOLD chunk's array (the `["CHUNK","ARRAY"]` form: that chunk only) checks
+/// every stored byte of the chunk: announced, they come in a few requests, at most 1.2x the
+/// chunk's bytes; the values are the local read's.
+#[test]
+fn fold_chunk_read_fetches_its_chunk_in_few_requests() {
+    use rasterpack_fold::write::{FoldBuilder, FoldChunkOptions};
+    use rasterpack_fold::FoldFile;
+
+    let mut b = FoldBuilder::new();
+    let arrays: Vec<NdArray> = (0..3)
+        .map(|k| NdArray::from_vec(vec![2048, 2048], noisy(2048 * 2048, 7 + k)).unwrap())
+        .collect();
+    for (k, a) in arrays.iter().enumerate() {
+        b.add_npz(&format!("chunk{k}"), &[("v", a)], FoldChunkOptions::default())
+            .unwrap();
+    }
+    let bytes = b.to_bytes().unwrap();
+    let local = FoldFile::from_bytes(bytes.clone()).unwrap();
+    let e = local.chunks().iter().find(|e| e.name == "chunk1").unwrap().clone();
+    let chunk_bytes = e.header_len + e.comp_len + e.ecc_len;
+
+    let store = Arc::new(Counting::default());
+    let input = remote_named(&store, &bytes, "a.fold");
+    let file = FoldFile::from_input(input, Limits::default()).unwrap();
+    let (open_requests, metadata) = store.take();
+    let req = ArrayRequest::for_element(r#"["chunk1","v"]"#);
+    let mut sink = MemorySink::new(Limits::default());
+    file.stream(&req, &mut sink).unwrap();
+    let (requests, fetched) = store.take();
+    assert!(
+        sink.into_array().unwrap().data == arrays[1].data,
+        "the chunk read by ranges differs from what was written"
+    );
+    eprintln!(
+        "FOLD ({} bytes): open {open_requests} requests / {metadata} bytes; chunk1 of {chunk_bytes} bytes: \
+         fetched {fetched} bytes in {requests} requests ({:.3}x)",
+        bytes.len(),
+        fetched as f64 / chunk_bytes as f64
+    );
+    assert!(chunk_bytes > 12 << 20, "a chunk of {chunk_bytes} bytes");
+    assert!(
+        requests <= 3,
+        "{requests} requests for one chunk of {chunk_bytes} bytes"
+    );
+    assert!(
+        fetched as f64 <= 1.2 * chunk_bytes as f64,
+        "fetched {fetched} bytes for a chunk of {chunk_bytes}"
+    );
+}
+
+/// A whole read of one UDF table among several: its stored bytes are announced and come in a
+/// few requests, at most 1.2x the table's bytes; the values are the local read's.
+#[test]
+fn udf_table_read_fetches_its_table_in_few_requests() {
+    use rasterpack_udf::write::{TableSpec, UdfWriter};
+    use rasterpack_udf::UdfFile;
+
+    let mut w = UdfWriter::new("TEST").unwrap();
+    let ds = w.add_dataset("ROOT").unwrap();
+    w.set_root(ds);
+    let tables: Vec<Vec<f32>> = (0..3).map(|k| noisy(2048 * 2048, 11 + k)).collect();
+    for (k, t) in tables.iter().enumerate() {
+        w.add(ds, TableSpec::array(&format!("t{k}"), &[2048, 2048], t)).unwrap();
+    }
+    let bytes = w.to_bytes().unwrap();
+    let table_bytes = (2048 * 2048 * 4) as u64;
+
+    let store = Arc::new(Counting::default());
+    let input = remote_named(&store, &bytes, "a.udf");
+    let file = UdfFile::from_input(input, Limits::default()).unwrap();
+    let (open_requests, metadata) = store.take();
+    let req = ArrayRequest::for_element("root/t1");
+    let mut sink = MemorySink::new(Limits::default());
+    file.stream(&req, &mut sink).unwrap();
+    let (requests, fetched) = store.take();
+    let got = sink.into_array().unwrap();
+    let want: Vec<u8> = tables[1].iter().flat_map(|v| v.to_le_bytes()).collect();
+    assert!(
+        got.data == want,
+        "the table read by ranges differs from what was written"
+    );
+    eprintln!(
+        "UDF ({} bytes): open {open_requests} requests / {metadata} bytes; table t1 of {table_bytes} bytes: \
+         fetched {fetched} bytes in {requests} requests ({:.3}x)",
+        bytes.len(),
+        fetched as f64 / table_bytes as f64
+    );
+    assert!(
+        requests <= 3,
+        "{requests} requests for one table of {table_bytes} bytes"
+    );
+    assert!(
+        fetched as f64 <= 1.2 * table_bytes as f64,
+        "fetched {fetched} bytes for a table of {table_bytes}"
+    );
+}

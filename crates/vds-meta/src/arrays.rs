@@ -162,7 +162,7 @@ impl VdsDataset {
             None => Region::full(&array.shape()),
         };
         let mut sink = MemorySink::new(*self.limits());
-        let plan = Plan::new(array.box_request(&region)?, true, self.limits())?;
+        let mut plan = Plan::new(array.box_request(&region)?, true, self.limits())?;
         sink.begin(&array.info(region.shape()))?;
         plan.check_coverage()?;
         plan.run(&mut sink)?;
@@ -195,7 +195,7 @@ impl VdsDataset {
         // The plan refuses a working set that cannot fit before the sink begins; the sink
         // refuses an output beyond its limits before the plan walks the chunks along each axis
         // (a declared 2^53-sample axis would otherwise be walked first).
-        let plan = Plan::new(array.box_request(&region)?, sink.random_access(), &req.limits)?;
+        let mut plan = Plan::new(array.box_request(&region)?, sink.random_access(), &req.limits)?;
         sink.begin(&array.info(region.shape()))?;
         plan.check_coverage()?;
         plan.run(sink)

@@ -229,8 +229,10 @@ impl Format for VdsFormat {
     }
 
     /// One channel per array, the first the primary, each named by its array's name (the
-    /// others must have one), all of the first's shape; `metadata` must be empty (metadata
-    /// items come from `opts.metadata`).
+    /// others must have one), all of the first's shape (checked before anything is written:
+    /// an error names both channels); `metadata` must be empty (metadata items come from
+    /// `opts.metadata`). The same writer, one `begin`..`finish` per channel, as `convert
+    /// --channel`.
     fn write_arrays(
         &self,
         arrays: &[NdArray],
@@ -262,6 +264,22 @@ impl Format for VdsFormat {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
+        // Every channel's shape and format are checked before anything is written (the writer
+        // checks each again as it begins, after the channels before it are written).
+        let primary = |a: &NdArray| a.name.clone().unwrap_or_else(|| "Amplitude".into());
+        for (a, spec) in arrays.iter().skip(1).zip(&channels) {
+            write::sample_format(a.dtype)
+                .map_err(|e| Error::usage(format!("the VDS channel {:?}: {}", spec.name, e.message)))?;
+            if a.shape != arrays[0].shape {
+                return Err(Error::usage(format!(
+                    "the VDS channel {:?} has shape {:?}, not the primary channel {:?}'s {:?}: every channel of a VDS spans the whole volume",
+                    spec.name,
+                    a.shape,
+                    primary(&arrays[0]),
+                    arrays[0].shape
+                )));
+            }
+        }
         let mut w = write::VdsWriter::container(
             Output::Stream(out),
             write::VdsWriteOptions {

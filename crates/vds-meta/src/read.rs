@@ -37,6 +37,12 @@ const LONG_RUN: u64 = 64 << 10;
 /// Group buffers up to this size are preferred for random-access sinks (see `choose_level`).
 const GROUP_TARGET: u64 = 16 << 20;
 
+/// The same when the decoding threads write a local file themselves: a 4 MiB group is still
+/// in the cache when its thread copies it to the page cache, and the last group, whose write
+/// has no decoding beside it, is short (256x256x512 R32 Zip to `.npy`: 0.77x the wall time
+/// of 16 MiB groups, half the peak memory; docs/performance.md).
+const PARALLEL_GROUP_TARGET: u64 = 4 << 20;
+
 /// What to read: a box of one layer (or of a channel with no stored layer, whose bricks are
 /// all unwritten), in `values` form, with components `comps`.
 pub(crate) struct BoxRequest<'a> {
@@ -71,6 +77,7 @@ pub(crate) struct Plan<'a> {
     in_flight: usize,
     /// Bricks that may be decoding at once (fewer than the threads when the budget is small).
     decoders: usize,
+    limits: Limits,
 }
 
 /// A decoded group, ready to be written.
@@ -141,8 +148,9 @@ impl<'a> Plan<'a> {
             groups: 0,
             in_flight: 1,
             decoders: 1,
+            limits: *limits,
         };
-        plan.choose_level(random_access, limits)?;
+        plan.choose_level(random_access, GROUP_TARGET)?;
         Ok(plan)
     }
 
@@ -194,14 +202,14 @@ impl<'a> Plan<'a> {
     /// while every fresh 4 KiB of buffer costs a page fault), going higher when that level's
     /// runs are shorter than `LONG_RUN`, lower when its groups do not fit the budget. Bricks
     /// decode on every thread if the budget allows, else one at a time.
-    fn choose_level(&mut self, random_access: bool, limits: &Limits) -> Result<()> {
+    fn choose_level(&mut self, random_access: bool, target: u64) -> Result<()> {
         let slowest = (0..6)
             .rev()
             .find(|&d| self.req.max[d] - self.req.min[d] > 1)
             .unwrap_or(0);
         let threads = rayon::current_num_threads().max(1) as u64;
         let per_brick = self.brick_working_bytes();
-        let budget = limits.working_set;
+        let budget = self.limits.working_set;
         let mut refused = (0, 0, 0);
         for decoders in [threads, 1] {
             let decoding = per_brick.saturating_mul(decoders);
@@ -215,11 +223,7 @@ impl<'a> Plan<'a> {
             };
             let chosen = if random_access {
                 let ok: Vec<usize> = (0..=slowest).filter(|&k| fits(k, 2)).collect();
-                let small = ok
-                    .iter()
-                    .copied()
-                    .filter(|&k| self.group_bytes(k) <= GROUP_TARGET)
-                    .max();
+                let small = ok.iter().copied().filter(|&k| self.group_bytes(k) <= target).max();
                 match small.filter(|&k| self.run_bytes(k) >= LONG_RUN) {
                     Some(k) => Some(k),
                     None => ok
@@ -237,7 +241,7 @@ impl<'a> Plan<'a> {
                 let bytes = self.group_bytes(k).max(1);
                 let groups = self.group_count(k);
                 let room = (budget - decoding) / bytes;
-                let want = if bytes >= GROUP_TARGET / 4 { 2 } else { threads + 1 };
+                let want = if bytes >= target / 4 { 2 } else { threads + 1 };
                 self.level = k;
                 self.groups = groups;
                 self.in_flight = room.min(want).min(groups).max(1) as usize;
@@ -678,30 +682,50 @@ impl<'a> Plan<'a> {
     }
 
     /// Decode every group and deliver it to `sink` (whose `begin` was called).
-    pub fn run(&self, sink: &mut dyn ArraySink) -> Result<()> {
-        self.announce_ahead();
-        let pool = BrickPool::new(self.decoders);
+    pub fn run(&mut self, sink: &mut dyn ArraySink) -> Result<()> {
         if self.elem == self.out_elem {
             let total = self.out_stride[5].saturating_mul(self.req.max[5] - self.req.min[5]);
             // Any size into a sink that can be interrupted between groups (a numpy array).
             let interrupt = sink.interrupt();
             if let Some(out) = sink.direct_buffer_polled().filter(|b| b.len() as u64 == total) {
-                return self.run_direct(out, &pool, interrupt);
+                self.announce_ahead();
+                return self.run_direct(out, &BrickPool::new(self.decoders), interrupt);
             }
         }
-        if rayon::current_thread_index().is_some() || self.in_flight <= 1 {
-            // On a pool thread (no blocking wait for pool work there), or one buffer at a time.
-            let mut buf = Vec::new();
-            for index in 0..self.groups {
-                let mut out = self.decode_group(index, std::mem::take(&mut buf), &pool)?;
-                self.write_group(&mut out, sink)?;
-                if let GroupBody::Data(b) = out.body {
-                    buf = b;
+        let on_pool = rayon::current_thread_index().is_some();
+        if !on_pool && self.in_flight > 1 && sink.random_access() {
+            // A local file that takes the bytes unchanged: the decoding tasks write their own
+            // groups, smaller ones (a smaller target only lowers the level: it still fits).
+            if let Some(file) = sink.parallel_file() {
+                self.choose_level(true, PARALLEL_GROUP_TARGET)?;
+                self.announce_ahead();
+                let pool = BrickPool::new(self.decoders);
+                if self.in_flight > 1 {
+                    return self.run_parallel_file(sink, &pool, &file);
                 }
+                return self.run_serial(sink, &pool);
             }
-            return Ok(());
+        }
+        self.announce_ahead();
+        let pool = BrickPool::new(self.decoders);
+        if on_pool || self.in_flight <= 1 {
+            return self.run_serial(sink, &pool);
         }
         self.run_pipelined(sink, &pool)
+    }
+
+    /// One group at a time on this thread (its bricks still in parallel).
+    /// (On a pool thread there is no blocking wait for pool work, so no pipeline.)
+    fn run_serial(&self, sink: &mut dyn ArraySink, pool: &BrickPool) -> Result<()> {
+        let mut buf = Vec::new();
+        for index in 0..self.groups {
+            let mut out = self.decode_group(index, std::mem::take(&mut buf), pool)?;
+            self.write_group(&mut out, sink)?;
+            if let GroupBody::Data(b) = out.body {
+                buf = b;
+            }
+        }
+        Ok(())
     }
 
     /// Whole elements into a sink's own buffer (memory, a numpy array): each brick is copied
@@ -735,16 +759,11 @@ impl<'a> Plan<'a> {
     /// sequential sink), with at most `in_flight` group buffers alive.
     fn run_pipelined(&self, sink: &mut dyn ArraySink, pool: &BrickPool) -> Result<()> {
         let in_order = !sink.random_access();
-        // A local file that takes the bytes unchanged: each decoding task writes its own group
-        // (the page-cache copy then runs on every core, not only this thread); this thread
-        // still reports each group to the sink (counts, progress, interrupt) and writes fills.
-        let parallel = if in_order { None } else { sink.parallel_file() };
-        let parallel = parallel.as_ref();
-        let (tx, rx) = std::sync::mpsc::channel::<(u64, Result<(GroupOut, Option<u64>)>)>();
+        let (tx, rx) = std::sync::mpsc::channel::<(u64, Result<GroupOut>)>();
         rayon::in_place_scope(|scope| {
             let mut next = 0u64;
             let mut running = 0usize;
-            let mut ready: BTreeMap<u64, (GroupOut, Option<u64>)> = BTreeMap::new();
+            let mut ready: BTreeMap<u64, GroupOut> = BTreeMap::new();
             let mut next_write = 0u64;
             let mut free: Vec<Vec<u8>> = Vec::new();
             let mut failed: Option<(u64, Error)> = None;
@@ -754,14 +773,7 @@ impl<'a> Plan<'a> {
                     let buf = free.pop().unwrap_or_default();
                     let index = next;
                     scope.spawn(move |_| {
-                        let result = self.decode_group(index, buf, pool).and_then(|mut out| {
-                            let written = match parallel {
-                                Some(file) => self.write_group_parallel(&mut out, file)?,
-                                None => None,
-                            };
-                            Ok((out, written))
-                        });
-                        let _ = tx.send((index, result));
+                        let _ = tx.send((index, self.decode_group(index, buf, pool)));
                     });
                     next += 1;
                     running += 1;
@@ -794,14 +806,10 @@ impl<'a> Plan<'a> {
                 } else {
                     ready.keys().next().copied()
                 } {
-                    let Some((mut out, written)) = ready.remove(&key) else {
+                    let Some(mut out) = ready.remove(&key) else {
                         break;
                     };
-                    let done = match written {
-                        Some(len) => sink.written_elsewhere(len),
-                        None => self.write_group(&mut out, sink),
-                    };
-                    if let Err(e) = done {
+                    if let Err(e) = self.write_group(&mut out, sink) {
                         failed = Some((key, e));
                         break;
                     }
@@ -817,6 +825,79 @@ impl<'a> Plan<'a> {
             }
         })
     }
+
+    /// Every group into a local file that takes the bytes unchanged ([`ParallelFile`]): the
+    /// page-cache copy then runs on every core, not only this thread. `in_flight` tasks (one
+    /// group buffer each) take the next group from a shared counter, decode it (its bricks
+    /// in parallel, so the last groups keep every thread busy) and write it, with no round
+    /// trip through this thread between groups. This thread reports each group to the sink
+    /// (byte count, progress, interrupt poll) and writes the fill groups; a failure or an
+    /// interrupt stops the tasks from taking more groups.
+    fn run_parallel_file(&self, sink: &mut dyn ArraySink, pool: &BrickPool, file: &ParallelFile) -> Result<()> {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        let next = AtomicU64::new(0);
+        let stop = AtomicBool::new(false);
+        let (tx, rx) = std::sync::mpsc::channel::<(u64, Result<Done>)>();
+        rayon::in_place_scope(|scope| {
+            for _ in 0..self.in_flight.max(1) {
+                let tx = tx.clone();
+                let (next, stop) = (&next, &stop);
+                scope.spawn(move |_| {
+                    let mut buf = Vec::new();
+                    while !stop.load(Ordering::Relaxed) {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        if index >= self.groups {
+                            break;
+                        }
+                        let result = self
+                            .decode_group(index, std::mem::take(&mut buf), pool)
+                            .and_then(|mut out| match self.write_group_parallel(&mut out, file)? {
+                                Some(len) => {
+                                    if let GroupBody::Data(b) = out.body {
+                                        buf = b;
+                                    }
+                                    Ok(Done::Written(len))
+                                }
+                                None => Ok(Done::Fill(out)),
+                            });
+                        let failed = result.is_err();
+                        if tx.send((index, result)).is_err() || failed {
+                            stop.store(true, Ordering::Relaxed);
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            // Until every task has ended (each holds a sender).
+            let mut failed: Option<(u64, Error)> = None;
+            for (index, result) in rx {
+                let done = result.and_then(|d| match d {
+                    Done::Written(len) => sink.written_elsewhere(len),
+                    Done::Fill(mut out) => self.write_group(&mut out, sink),
+                });
+                if let Err(e) = done {
+                    stop.store(true, Ordering::Relaxed);
+                    // Report the failure of the earliest group, whatever finished first.
+                    if failed.as_ref().is_none_or(|(i, _)| index < *i) {
+                        failed = Some((index, e));
+                    }
+                }
+            }
+            match failed {
+                Some((_, e)) => Err(e),
+                None => Ok(()),
+            }
+        })
+    }
+}
+
+/// What a decoding task of [`Plan::run_parallel_file`] hands back for a group.
+enum Done {
+    /// The group's bytes are in the file: how many.
+    Written(u64),
+    /// A group of one fill value, for the sink to write.
+    Fill(GroupOut),
 }
 
 /// Where a group's runs go: the sink (on the thread that owns it), or a parallel file (on a

@@ -569,3 +569,120 @@ fn decoding_threads_write_a_local_npy_themselves_with_the_same_bytes() {
         }
     }
 }
+
+/// [`PassParallel`] whose sink says "stop" (as an interrupted CLI does) when the `stop_at`-th
+/// group written by the decoding threads is reported.
+struct StopAt<S> {
+    inner: PassParallel<S>,
+    stop_at: u64,
+}
+
+impl<S: ArraySink> ArraySink for StopAt<S> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        self.inner.begin(info)
+    }
+    fn random_access(&self) -> bool {
+        self.inner.random_access()
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        self.inner.write_at(offset, data)
+    }
+    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
+        self.inner.fill_at(offset, len, pattern)
+    }
+    fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
+        self.inner.parallel_file()
+    }
+    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
+        self.inner.written_elsewhere(len)?;
+        if self.inner.reported == self.stop_at {
+            return Err(rasterpack_common::Error::new(
+                ErrorKind::Usage,
+                "test.interrupted",
+                None,
+                "interrupted",
+            ));
+        }
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        self.inner.finish()
+    }
+}
+
+/// Stream into a `.npy` file through [`StopAt`]: the read's error and the positioned writes
+/// made through the file.
+fn npy_stopped(ds: &VdsDataset, name: &str, stop_at: u64) -> (rasterpack_common::Error, u64) {
+    let path = std::env::temp_dir().join(format!("rasterpack-vds-stop-{}-{name}.npy", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    let mut sink = StopAt {
+        inner: PassParallel {
+            inner: rasterpack_common::npy::NpyWriter::new(rasterpack_common::Output::File(&file)),
+            offered: None,
+            reported: 0,
+        },
+        stop_at,
+    };
+    let err = ds.stream(&ArrayRequest::default(), &mut sink).unwrap_err();
+    let writes = sink.inner.offered.as_ref().map_or(0, |f| f.writes());
+    drop(file);
+    std::fs::remove_file(&path).unwrap();
+    (err, writes)
+}
+
+#[test]
+fn decoding_threads_writing_a_file_take_no_more_groups_after_an_interrupt_or_a_failed_brick() {
+    // 64 x 64 x 4096 U8 in bricks of 32: 128 slabs of 4 bricks, a group each (one write).
+    let spec = Spec {
+        dims: vec![64, 64, 4096],
+        format: VdsSampleFormat::U8,
+        integer_scale: 0.01,
+        compression: VdsCompression::RLE,
+        detect_constants: false,
+        ..Default::default()
+    };
+    let bytes = write_container(&spec, &sample_data(&spec, 5));
+    let ds = open(bytes.clone());
+    let (whole, _, writes, reported) = npy_through(&ds, &ArrayRequest::default(), "stop-whole", true);
+    assert_eq!(
+        &whole[whole.len() - 64 * 64 * 4096..],
+        &ds.read(&ArrayRequest::default()).unwrap().data[..]
+    );
+    assert_eq!((writes, reported), (Some(128), 128), "one write per slab");
+    // Stopped at the 3rd group reported: only the groups already being decoded are written
+    // after it (at most one per task, and there are far fewer tasks than groups).
+    let (err, writes) = npy_stopped(&ds, "interrupt", 3);
+    assert_eq!(err.code, "test.interrupted", "{err}");
+    assert!(
+        (3..64).contains(&writes),
+        "{writes} of 128 groups written after the interrupt"
+    );
+    // A brick of slab 20 that fails: its error is the read's, and the slabs after are not read.
+    let mut bad = bytes;
+    corrupt_chunk(&mut bad, 20 * 4 + 2);
+    let (err, writes) = npy_stopped(&open(bad), "failed", u64::MAX);
+    assert!(err.code.starts_with("vds.chunk.rle"), "{err}");
+    assert!(writes < 64, "{writes} of 128 groups written after a failed brick");
+}
+
+#[test]
+fn decoding_threads_writing_a_file_take_groups_of_at_most_4_mib() {
+    // 256 x 256 x 128 R32 in bricks of 64: slabs of 16 MiB (2 of them) for other sinks; for a
+    // file the threads write, rows of bricks of 4 MiB (8), written as 64 KiB runs.
+    let spec = Spec {
+        dims: vec![256, 256, 128],
+        brick_size: 64,
+        compression: VdsCompression::None,
+        detect_constants: false,
+        ..Default::default()
+    };
+    let ds = open(write_container(&spec, &sample_data(&spec, 9)));
+    let want = ds.read(&ArrayRequest::default()).unwrap();
+    let (bytes, _, writes, reported) = npy_through(&ds, &ArrayRequest::default(), "rows", true);
+    assert_eq!(&bytes[bytes.len() - want.data.len()..], &want.data[..]);
+    assert_eq!(
+        (reported, writes),
+        (8, Some(8 * 64)),
+        "groups reported, positioned writes"
+    );
+}

@@ -467,3 +467,59 @@ fn channels_of_another_shape_or_a_repeated_name_are_refused() {
     feed(&mut w, &info, &data);
     assert!(w.begin(&info).is_err());
 }
+
+/// `Format::write_arrays` (what Python's `write_vds` calls with several arrays) checks every
+/// channel's shape and format before it writes anything: nothing reaches the output, and the
+/// error names both channels and both shapes. The writer's own check (a channel beginning
+/// after the primary was written) names the primary too.
+#[test]
+fn write_arrays_refuses_a_channel_of_another_shape_before_writing() {
+    let nd = |name: &str, dtype: DType, shape: &[u64]| {
+        let info = ArrayInfo::new(dtype, shape.to_vec());
+        NdArray {
+            dtype,
+            shape: shape.to_vec(),
+            // int16 (which VDS does not store) as zeros: `sample` makes the VDS types only.
+            data: match dtype {
+                DType::I16 => vec![0; info.byte_len().unwrap() as usize],
+                _ => sample(&info, 5),
+            },
+            name: Some(name.into()),
+            attrs: Default::default(),
+        }
+    };
+    let arrays = [nd("amp", DType::F32, &[3, 20, 30]), nd("vel", DType::F32, &[3, 20, 31])];
+    let mut out = Vec::new();
+    let e = VdsFormat
+        .write_arrays(&arrays, &Default::default(), &WriteOptions::default(), &mut out)
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Usage, "{e}");
+    for part in ["\"vel\"", "[3, 20, 31]", "\"amp\"", "[3, 20, 30]"] {
+        assert!(e.message.contains(part), "{part} in {e}");
+    }
+    assert!(out.is_empty(), "{} bytes written", out.len());
+    let arrays = [
+        nd("amp", DType::F32, &[3, 20, 30]),
+        nd("codes", DType::I16, &[3, 20, 30]),
+    ];
+    let e = VdsFormat
+        .write_arrays(&arrays, &Default::default(), &WriteOptions::default(), &mut out)
+        .unwrap_err();
+    assert!(e.message.contains("\"codes\"") && e.message.contains("int16"), "{e}");
+    assert!(out.is_empty());
+    // The writer, fed channel by channel.
+    let o = VdsWriteOptions {
+        channels: vec![ChannelSpec {
+            name: "vel".into(),
+            ..Default::default()
+        }],
+        channel_name: Some("amp".into()),
+        ..Default::default()
+    };
+    let file = std::fs::File::create(tmp("mismatch.vds")).unwrap();
+    let mut w = VdsWriter::container(Output::File(&file), o);
+    let info = ArrayInfo::new(DType::F32, vec![3, 20, 30]);
+    feed(&mut w, &info, &sample(&info, 5));
+    let e = w.begin(&ArrayInfo::new(DType::F32, vec![3, 21, 30])).unwrap_err();
+    assert!(e.message.contains("\"vel\"") && e.message.contains("\"amp\""), "{e}");
+}

@@ -35,12 +35,94 @@ pub(crate) fn array_info(header: &VolpHeader, shape: Vec<u64>, physical: bool) -
     };
     attrs.insert(scale_key.into(), rasterpack_common::json::f64_value(header.scale));
     attrs.insert(offset_key.into(), rasterpack_common::json::f64_value(header.offset));
+    // The whole volume's axes, a region's too (as a VDS source's): writers take them only
+    // where their sample counts are the array's.
+    attrs.insert(AXES_ATTR.into(), axes(header));
     ArrayInfo {
         dtype: if physical { DType::F64 } else { header.dtype },
         shape,
         name: header.metadata.variable_name().map(str::to_string),
         attrs,
     }
+}
+
+/// The attribute that names a source's axes (as a VDS and a GVRS source do): one object per
+/// dimension, dimension 0 (the array's last axis) first.
+pub(crate) const AXES_ATTR: &str = "axes";
+
+/// Axis names of a VOLP volume, dimension 0 (the fastest, `lon`) first: what the VDS writer
+/// names its axes and the Zarr writer its `dimension_names` (reversed).
+pub(crate) const AXIS_NAMES: [&str; 3] = ["x", "y", "levels"];
+
+/// The volume's axes from its header, dimension 0 first, each `name`, `unit`, `num_samples`,
+/// `coordinate_min`, `coordinate_max` (the first and last sample's coordinates, as VDS axes
+/// say them). `x` and `y` span `bbox` west..east and south..north in `deg` when the bbox gives
+/// those four as finite numbers with west < east and south < north (rasterpack's reading of
+/// the spec, which does not say it: column 0 at `west`, row 0 at `south`, the bbox edges
+/// on the first and last samples, as the packer's samples are made); `levels` spans
+/// `levels[0]..levels[n-1]` only when `levels` has one number per level, evenly spaced
+/// (an axis holds a linear coordinate only: uneven levels stay in the `levels` attribute).
+/// Otherwise an axis spans its sample indices `0..n-1`, no unit.
+fn axes(header: &VolpHeader) -> Value {
+    let [levels, lat, lon] = header.shape;
+    let index = |name: &str, n: u64| -> (String, String, u64, f64, f64) {
+        (name.into(), String::new(), n, 0.0, n.saturating_sub(1) as f64)
+    };
+    let num = |k: &str| {
+        header
+            .metadata
+            .bbox
+            .as_ref()
+            .and_then(|b| b.get(k))
+            .and_then(Value::as_f64)
+            .filter(|v| v.is_finite())
+    };
+    let span = |lo: &str, hi: &str| match (num(lo), num(hi)) {
+        (Some(a), Some(b)) if a < b => Some((a, b)),
+        _ => None,
+    };
+    let x = match span("west", "east") {
+        Some((a, b)) => (AXIS_NAMES[0].into(), "deg".into(), lon, a, b),
+        None => index(AXIS_NAMES[0], lon),
+    };
+    let y = match span("south", "north") {
+        Some((a, b)) => (AXIS_NAMES[1].into(), "deg".into(), lat, a, b),
+        None => index(AXIS_NAMES[1], lat),
+    };
+    let z = match header.metadata.level_values() {
+        Some(v) if v.len() as u64 == levels && evenly_spaced(&v) => {
+            (AXIS_NAMES[2].into(), String::new(), levels, v[0], v[v.len() - 1])
+        }
+        _ => index(AXIS_NAMES[2], levels),
+    };
+    Value::Array(
+        [x, y, z]
+            .into_iter()
+            .map(|(name, unit, n, lo, hi)| {
+                serde_json::json!({"name": name, "unit": unit, "num_samples": n,
+                    "coordinate_min": lo, "coordinate_max": hi})
+            })
+            .collect(),
+    )
+}
+
+/// `v` (finite numbers) steps by one amount, to a part in 10^9 of the span: a linear axis.
+fn evenly_spaced(v: &[f64]) -> bool {
+    if v.iter().any(|x| !x.is_finite()) {
+        return false;
+    }
+    let Some((&first, &last)) = v.first().zip(v.last()) else {
+        return false;
+    };
+    if v.len() < 2 {
+        return true;
+    }
+    let step = (last - first) / (v.len() - 1) as f64;
+    let tol = (last - first).abs() * 1e-9;
+    step != 0.0
+        && v.iter()
+            .enumerate()
+            .all(|(i, x)| (first + step * i as f64 - x).abs() <= tol)
 }
 
 /// Stream the volume whose body starts at `body_offset` (or `req.region` of it) into `sink`:

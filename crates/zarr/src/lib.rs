@@ -16,7 +16,8 @@ use rasterpack_common::{
 
 pub use read::ZarrFile;
 
-/// The Zarr format: a directory store, detected by its metadata documents.
+/// The Zarr format: a directory store, or one under an object-store prefix, detected by its
+/// metadata documents.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ZarrFormat;
 
@@ -39,6 +40,9 @@ impl Format for ZarrFormat {
     fn detect_dir(&self, dir: &Path) -> bool {
         read::is_store(dir)
     }
+    fn detect_objects(&self, objects: &dyn rasterpack_common::ObjectSource) -> bool {
+        read::is_object_store(objects)
+    }
     fn inspect(&self, input: &Input, opts: &InspectOptions) -> Result<Report> {
         read::inspect(input, opts)
     }
@@ -49,9 +53,9 @@ impl Format for ZarrFormat {
         rasterpack_common::read_by_streaming(self, input, req)
     }
     fn stream_array(&self, input: &Input, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
-        ZarrFile::open(read::store_dir(input)?, req.limits)?.stream_request(req, sink)
+        read::open_input(input, req.limits)?.stream_request(req, sink)
     }
     fn open(&self, input: Input, limits: Limits) -> Result<Box<dyn ArrayFile>> {
-        Ok(Box::new(ZarrFile::open(read::store_dir(&input)?, limits)?))
+        Ok(Box::new(read::open_input(&input, limits)?))
     }
 }

@@ -10,9 +10,10 @@
 
 pub mod guard;
 pub mod meta;
+pub mod objects;
 
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use rasterpack_common::format::Section;
@@ -26,7 +27,7 @@ use serde_json::{json, Map, Value};
 use zarrs::array::codec::{ArrayToBytesCodecTraits, CodecOptions};
 use zarrs::array::{Array, ArrayCreateError};
 use zarrs::filesystem::FilesystemStore;
-use zarrs::storage::ReadableStorageTraits;
+use zarrs::storage::{ReadableListableStorage, ReadableListableStorageTraits, StoreKey, StorePrefix};
 
 pub use meta::{ArrayMeta, MetaFile, NodeMeta};
 
@@ -35,14 +36,47 @@ pub const NAME: &str = "zarr";
 
 /// Does `dir` hold a Zarr node (v3 `zarr.json`, v2 `.zarray` or `.zgroup`)?
 pub fn is_store(dir: &Path) -> bool {
-    node_file(dir).is_some()
+    NODE_FILES.iter().any(|f| dir.join(f.file_name()).is_file())
 }
 
-/// The metadata document that describes the node at `dir` (v3 first, as zarrs prefers it).
-fn node_file(dir: &Path) -> Option<MetaFile> {
-    [MetaFile::V3, MetaFile::V2Array, MetaFile::V2Group]
-        .into_iter()
-        .find(|f| dir.join(f.file_name()).is_file())
+/// Do the objects under a prefix hold a Zarr node at their root?
+pub fn is_object_store(objects: &dyn rasterpack_common::ObjectSource) -> bool {
+    NODE_FILES
+        .iter()
+        .any(|f| matches!(objects.size(f.file_name()), Ok(Some(_))))
+}
+
+/// The metadata documents that make a node, v3 first (as zarrs prefers it).
+const NODE_FILES: [MetaFile; 3] = [MetaFile::V3, MetaFile::V2Array, MetaFile::V2Group];
+
+/// The store key of `name` in the node at `rel` (`""` for the root).
+fn node_key(rel: &str, name: &str) -> Result<StoreKey> {
+    let key = if rel.is_empty() {
+        name.to_string()
+    } else {
+        format!("{rel}/{name}")
+    };
+    StoreKey::new(key.clone())
+        .map_err(|e| Error::invalid_at("zarr.meta_invalid", None, format!("node key {key:?}: {e}")))
+}
+
+fn storage_err(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Io, "io", None, format!("{what}: {e}"))
+}
+
+/// The metadata document that describes the node at `rel` (`None`: no node there).
+fn node_file(store: &ReadableListableStorage, rel: &str) -> Result<Option<MetaFile>> {
+    for f in NODE_FILES {
+        let key = node_key(rel, f.file_name())?;
+        if store
+            .size_key(&key)
+            .map_err(|e| storage_err(key.as_str(), e))?
+            .is_some()
+        {
+            return Ok(Some(f));
+        }
+    }
+    Ok(None)
 }
 
 /// One array of a store, opened.
@@ -53,7 +87,7 @@ struct ZArray {
     path: String,
     meta: ArrayMeta,
     dtype: DType,
-    array: Array<FilesystemStore>,
+    array: Array<dyn ReadableListableStorageTraits>,
     /// A sharded array's inner codec chain (inner chunks are decoded here, not by zarrs'
     /// sharding codec, so that each goes through the decompression guard).
     inner_chain: Option<Arc<zarrs::array::codec::CodecChain>>,
@@ -67,7 +101,8 @@ struct Broken {
 
 /// A Zarr store opened for reading: its arrays, found by walking the hierarchy.
 pub struct ZarrFile {
-    root: PathBuf,
+    /// The directory or prefix URL, for messages.
+    root: String,
     limits: Limits,
     root_meta: NodeMeta,
     arrays: Vec<ZArray>,
@@ -86,15 +121,20 @@ impl std::fmt::Debug for ZarrFile {
     }
 }
 
-fn io_err(what: &str, e: &std::io::Error) -> Error {
-    Error::io(what, e)
-}
-
 /// Read a node's metadata document, refusing one larger than `limits.max_text` before reading.
-fn read_meta(dir: &Path, file: MetaFile, shown_path: &str, limits: &Limits) -> Result<NodeMeta> {
-    let path = dir.join(file.file_name());
+fn read_meta(
+    store: &ReadableListableStorage,
+    rel: &str,
+    file: MetaFile,
+    shown_path: &str,
+    limits: &Limits,
+) -> Result<NodeMeta> {
+    let key = node_key(rel, file.file_name())?;
     let what = format!("{shown_path}{}", file.file_name());
-    let len = std::fs::metadata(&path).map_err(|e| io_err(&what, &e))?.len();
+    let len = store
+        .size_key(&key)
+        .map_err(|e| storage_err(&what, e))?
+        .ok_or_else(|| Error::new(ErrorKind::Io, "io", None, format!("{what}: gone while read")))?;
     if len > limits.max_text {
         return Err(Error::limit(
             "limit.text",
@@ -102,29 +142,54 @@ fn read_meta(dir: &Path, file: MetaFile, shown_path: &str, limits: &Limits) -> R
             format!("{what}: {len} bytes, above the limit of {} bytes", limits.max_text),
         ));
     }
-    let bytes = std::fs::read(&path).map_err(|e| io_err(&what, &e))?;
+    let bytes = store
+        .get(&key)
+        .map_err(|e| storage_err(&what, e))?
+        .ok_or_else(|| Error::new(ErrorKind::Io, "io", None, format!("{what}: gone while read")))?;
+    // The size was checked before the read; a store that sent more is not believed.
+    if bytes.len() as u64 != len {
+        return Err(Error::new(
+            ErrorKind::Io,
+            "io",
+            None,
+            format!("{what}: {} bytes read of {len}", bytes.len()),
+        ));
+    }
     meta::parse(&bytes, file, &what, limits)
 }
 
 impl ZarrFile {
-    /// Open the store at `dir` within `limits`: every node's metadata is read and checked; arrays
-    /// that do not open are kept with their error (reading them returns it, `validate` reports
-    /// it). Fails when the root has no Zarr metadata, or its own metadata is broken.
+    /// Open the store at `dir` within `limits` (see [`ZarrFile::open_store`]).
     pub fn open(dir: &Path, limits: Limits) -> Result<ZarrFile> {
-        let Some(file) = node_file(dir) else {
-            return Err(Error::invalid_at(
-                "zarr.no_metadata",
-                None,
-                format!("{}: no zarr.json, .zarray or .zgroup", shown(dir)),
-            ));
-        };
-        let root_meta = read_meta(dir, file, "", &limits)?;
-        let store = Arc::new(
+        let store: ReadableListableStorage = Arc::new(
             FilesystemStore::new(dir)
                 .map_err(|e| Error::new(ErrorKind::Io, "io", None, format!("{}: {e}", shown(dir))))?,
         );
+        Self::open_store(store, shown(dir), limits)
+    }
+
+    /// Open the Zarr store under an object-store prefix within `limits` (see
+    /// [`ZarrFile::open_store`]): the same reader, through [`objects::ObjectStorage`].
+    pub fn open_objects(source: Arc<dyn rasterpack_common::ObjectSource>, limits: Limits) -> Result<ZarrFile> {
+        let name = source.name();
+        Self::open_store(Arc::new(objects::ObjectStorage::new(source, limits)), name, limits)
+    }
+
+    /// Open the store `store` (called `root` in messages) within `limits`: every node's
+    /// metadata is read and checked; arrays that do not open are kept with their error
+    /// (reading them returns it, `validate` reports it). Fails when the root has no Zarr
+    /// metadata, or its own metadata is broken.
+    pub fn open_store(store: ReadableListableStorage, root: String, limits: Limits) -> Result<ZarrFile> {
+        let Some(file) = node_file(&store, "")? else {
+            return Err(Error::invalid_at(
+                "zarr.no_metadata",
+                None,
+                format!("{root}: no zarr.json, .zarray or .zgroup"),
+            ));
+        };
+        let root_meta = read_meta(&store, "", file, "", &limits)?;
         let mut zf = ZarrFile {
-            root: dir.to_path_buf(),
+            root,
             limits,
             root_meta: root_meta.clone(),
             arrays: Vec::new(),
@@ -133,20 +198,12 @@ impl ZarrFile {
             findings: Findings::listing_at_most(rasterpack_common::LISTED_PER_CODE),
         };
         let mut nodes = 0u64;
-        zf.add_node(&store, dir, "", root_meta, 0, &mut nodes);
+        zf.add_node(&store, "", root_meta, 0, &mut nodes);
         Ok(zf)
     }
 
-    /// Add the node at `dir` (store path `rel`, `""` for the root) and, for a group, its children.
-    fn add_node(
-        &mut self,
-        store: &Arc<FilesystemStore>,
-        dir: &Path,
-        rel: &str,
-        node: NodeMeta,
-        depth: u32,
-        nodes: &mut u64,
-    ) {
+    /// Add the node at store path `rel` (`""` for the root) and, for a group, its children.
+    fn add_node(&mut self, store: &ReadableListableStorage, rel: &str, node: NodeMeta, depth: u32, nodes: &mut u64) {
         let name = (!rel.is_empty()).then(|| rel.to_string());
         let path = format!("/{rel}");
         match node {
@@ -167,16 +224,33 @@ impl ZarrFile {
                     );
                     return;
                 }
-                let mut children: Vec<String> = match std::fs::read_dir(dir) {
-                    Ok(entries) => entries
-                        .filter_map(|e| e.ok())
-                        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                        .filter_map(|e| e.file_name().into_string().ok())
+                // One level of the group's keys: its child nodes are the sub-prefixes.
+                let prefix = if rel.is_empty() {
+                    StorePrefix::root()
+                } else {
+                    match StorePrefix::new(format!("{rel}/")) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            self.findings
+                                .push_error(&storage_err(&format!("listing group {path}"), e));
+                            return;
+                        }
+                    }
+                };
+                let mut children: Vec<String> = match store.list_dir(&prefix) {
+                    Ok(listed) => listed
+                        .prefixes()
+                        .iter()
+                        .filter_map(|p| {
+                            let name = p.as_str().strip_prefix(prefix.as_str())?.trim_end_matches('/');
+                            (!name.is_empty() && !name.contains('/')).then(|| name.to_string())
+                        })
                         .filter(|n| !n.starts_with('.'))
                         .take(self.limits.max_entries.min(usize::MAX as u64) as usize)
                         .collect(),
                     Err(e) => {
-                        self.findings.push_error(&io_err(&format!("listing group {path}"), &e));
+                        self.findings
+                            .push_error(&storage_err(&format!("listing group {path}"), e));
                         return;
                     }
                 };
@@ -194,7 +268,6 @@ impl ZarrFile {
                         );
                         return;
                     }
-                    let child_dir = dir.join(&child);
                     let child_rel = if rel.is_empty() {
                         child.clone()
                     } else {
@@ -202,9 +275,16 @@ impl ZarrFile {
                     };
                     // A directory without metadata is no node (v2 nested chunk keys live in arrays,
                     // which are not walked); it is skipped.
-                    let Some(file) = node_file(&child_dir) else { continue };
-                    match read_meta(&child_dir, file, &format!("{child_rel}/"), &self.limits) {
-                        Ok(m) => self.add_node(store, &child_dir, &child_rel, m, depth + 1, nodes),
+                    let file = match node_file(store, &child_rel) {
+                        Ok(Some(f)) => f,
+                        Ok(None) => continue,
+                        Err(error) => {
+                            self.findings.push_error(&error);
+                            continue;
+                        }
+                    };
+                    match read_meta(store, &child_rel, file, &format!("{child_rel}/"), &self.limits) {
+                        Ok(m) => self.add_node(store, &child_rel, m, depth + 1, nodes),
                         Err(error) if file == MetaFile::V2Group => self.findings.push_error(&error),
                         // Possibly an array: reading it by name gives this error.
                         Err(error) => self.broken.push(Broken {
@@ -467,7 +547,7 @@ impl ZarrFile {
         report.fields(
             "Zarr store",
             vec![
-                ("path".into(), shown(&self.root)),
+                ("path".into(), self.root.clone()),
                 ("zarr_format".into(), zarr_format.to_string()),
                 ("node type".into(), root_kind.into()),
                 ("arrays".into(), self.arrays.len().to_string()),
@@ -579,7 +659,7 @@ fn fill_json(a: &ZArray) -> Value {
 
 /// Open one array node through zarrs, mapping its refusals to rasterpack's codes: features it
 /// (or rasterpack) does not implement are unsupported, broken metadata is invalid.
-fn open_array(store: &Arc<FilesystemStore>, path: &str, meta: ArrayMeta) -> Result<ZArray> {
+fn open_array(store: &ReadableListableStorage, path: &str, meta: ArrayMeta) -> Result<ZArray> {
     let dtype = match &meta.dtype {
         Ok(d) => *d,
         Err(name) => {
@@ -996,20 +1076,24 @@ impl ArrayFile for ZarrFile {
     }
 }
 
-/// The directory of a Zarr input, or a usage error for a file.
-pub fn store_dir(input: &Input) -> Result<&Path> {
-    input.dir().ok_or_else(|| {
+/// Open a Zarr input: a directory, or the objects under a store prefix; a file is no store.
+pub fn open_input(input: &Input, limits: Limits) -> Result<ZarrFile> {
+    if let Input::Objects { source } = input {
+        return ZarrFile::open_objects(Arc::clone(source), limits);
+    }
+    let dir = input.dir().ok_or_else(|| {
         Error::invalid_at(
             "zarr.not_a_directory",
             None,
             format!("{}: a Zarr store is a directory", input.name()),
         )
-    })
+    })?;
+    ZarrFile::open(dir, limits)
 }
 
 /// `inspect` of a Zarr input.
 pub fn inspect(input: &Input, opts: &InspectOptions) -> Result<Report> {
-    let zf = ZarrFile::open(store_dir(input)?, opts.limits)?;
+    let zf = open_input(input, opts.limits)?;
     let mut report = Report::new(NAME);
     report.findings.extend(zf.findings.clone());
     for b in &zf.broken {
@@ -1021,7 +1105,7 @@ pub fn inspect(input: &Input, opts: &InspectOptions) -> Result<Report> {
 
 /// `validate` of a Zarr input: every finding, never an early stop.
 pub fn validate(input: &Input, opts: &ValidateOptions) -> Report {
-    match store_dir(input).and_then(|d| ZarrFile::open(d, opts.limits)) {
+    match open_input(input, opts.limits) {
         Ok(zf) => zf.validate_with(opts),
         Err(e) => {
             let mut report = Report::new(NAME);

@@ -173,21 +173,33 @@ pub fn dimension_names(source: &str, info: &ArrayInfo) -> Option<Vec<String>> {
     let n = info.shape.len();
     match source {
         "vds" => {
-            let axes = info.attrs.get("axes")?.as_array()?;
-            let mut names: Vec<String> = axes
-                .iter()
-                .rev()
-                .map(|a| a.get("name").and_then(Value::as_str).map(str::to_string))
-                .collect::<Option<_>>()?;
+            let mut names = axis_names(info)?;
             if names.len() + 1 == n {
                 names.push("component".into());
             }
             (names.len() == n).then_some(names)
         }
         "gvrs" if n == 2 => Some(vec!["rows".into(), "columns".into()]),
-        "volp" if n == 3 => Some(vec!["levels".into(), "y".into(), "x".into()]),
+        // The names of the volume's `axes` (the VOLP reader's `levels`/`y`/`x`, the names its
+        // VDS axes get too), else those.
+        "volp" if n == 3 => Some(
+            axis_names(info)
+                .filter(|names| names.len() == n)
+                .unwrap_or_else(|| vec!["levels".into(), "y".into(), "x".into()]),
+        ),
         _ => None,
     }
+}
+
+/// The `name` of each of `info`'s `axes` (dimension 0 first), in C order.
+fn axis_names(info: &ArrayInfo) -> Option<Vec<String>> {
+    info.attrs
+        .get("axes")?
+        .as_array()?
+        .iter()
+        .rev()
+        .map(|a| a.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect()
 }
 
 /// The `fill_value` of an array: the source's fill/NoValue when the dtype holds it exactly,
@@ -950,6 +962,14 @@ mod tests {
         assert!(f32::from_le_bytes(fill_bytes(&info).try_into().unwrap()) == 0.5);
         assert_eq!(dimension_names("gvrs", &info).unwrap(), ["rows", "columns"]);
         assert_eq!(dimension_names("npy", &info), None);
+        // A VOLP volume's names are its `axes` (dimension 0 first), as its VDS axes.
+        let mut volp = ArrayInfo::new(DType::F32, vec![3, 2, 4]);
+        assert_eq!(dimension_names("volp", &volp).unwrap(), ["levels", "y", "x"]);
+        volp.attrs.insert(
+            "axes".into(),
+            serde_json::json!([{"name": "lon"}, {"name": "lat"}, {"name": "pressure"}]),
+        );
+        assert_eq!(dimension_names("volp", &volp).unwrap(), ["pressure", "lat", "lon"]);
         assert_eq!(Compression::parse(Some("zstd:-3")).unwrap(), Compression::Zstd(-3));
         assert_eq!(Compression::parse(Some("GZIP")).unwrap(), Compression::Gzip(6));
         assert!(Compression::parse(Some("none:1")).is_err());

@@ -961,8 +961,11 @@ impl ArraySink for VdsWriter<'_> {
             Some(st) => {
                 if info.shape != st.shape {
                     return Err(Error::usage(format!(
-                        "the VDS channel {:?} has shape {:?}, not the primary channel's {:?}: every channel of a VDS spans the whole volume",
-                        ch.name, info.shape, st.shape
+                        "the VDS channel {:?} has shape {:?}, not the primary channel {:?}'s {:?}: every channel of a VDS spans the whole volume",
+                        ch.name,
+                        info.shape,
+                        st.parsed.channels.first().map(|c| c.name.as_str()).unwrap_or(""),
+                        st.shape
                     )));
                 }
                 if st.parsed.channels.iter().any(|c| c.name == ch.name) {
