@@ -916,10 +916,11 @@ fn _convert(
             Error::usage("give at most one of region, window, box and levels"),
         ));
     }
-    // Ctrl-C: the conversion polls for signals between the pieces it writes; a raised
-    // KeyboardInterrupt stops it (the library removes the temporary output) and is raised here.
-    let poll = SignalPoll::new();
-    let done = py.allow_threads(|| guarded(|| cli_convert::convert_with(&args, false, &|| poll.check())));
+    // Ctrl-C: the conversion polls for signals between the pieces it writes and during the
+    // source's own work (a FOLD repair); a raised KeyboardInterrupt stops it (the library removes the temporary output) and is raised here.
+    let poll = Arc::new(SignalPoll::new());
+    let hook = Arc::clone(&poll);
+    let done = py.allow_threads(|| guarded(|| cli_convert::convert_with(&args, false, Arc::new(move || hook.check()))));
     if let Some(e) = poll.take() {
         return Err(e);
     }
