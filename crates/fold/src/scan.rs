@@ -115,10 +115,7 @@ pub(crate) fn hashes_polled(data: &[u8], poll: Poll<'_>) -> Result<(u32, String)
             }
             Ok::<_, Error>(hex(&sha.finalize()))
         },
-        || {
-            data.chunks(PIECE)
-                .fold(0, |crc, piece| crc32c::crc32c_append(crc, piece))
-        },
+        || data.chunks(PIECE).fold(0, crc32c::crc32c_append),
     );
     Ok((crc, sha?))
 }
