@@ -448,6 +448,16 @@ impl GvrsFile {
             slices.push((*tr, rr, dst));
             rest = tail;
         }
+        if concurrency <= 1 {
+            // One decoder: on this thread. A pipelined stripe decodes on a helper thread outside
+            // the caller's rayon pool, so a parallel iterator here would queue in the global
+            // pool, where reads from other threads queue too: with RAYON_NUM_THREADS=1 two
+            // reads from two threads took turns in its one worker (issue 18).
+            let mut plane = GvrsPlane::Int(Vec::new());
+            return slices
+                .into_iter()
+                .try_for_each(|(tr, rr, dst)| self.decode_band(el, codes, tr, rr, cols, dst, &mut plane));
+        }
         if concurrency >= rayon::current_num_threads() || slices.len() <= concurrency {
             return slices.into_par_iter().try_for_each_init(
                 || GvrsPlane::Int(Vec::new()),
