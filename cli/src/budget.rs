@@ -150,6 +150,9 @@ impl ArraySink for Checked<'_> {
     fn written_elsewhere(&mut self, len: u64) -> Result<()> {
         self.inner.written_elsewhere(len)
     }
+    fn interrupt(&self) -> Option<rasterpack_common::Interrupt> {
+        self.inner.interrupt()
+    }
     fn finish(&mut self) -> Result<()> {
         self.inner.finish()
     }

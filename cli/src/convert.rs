@@ -8,8 +8,8 @@ use std::io::{BufWriter, IsTerminal, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use rasterpack_common::{
-    ArrayInfo, ArrayRequest, ArraySink, Error, ErrorKind, Format, Input, InspectOptions, Limits, Output, ProgressSink,
-    RequestFlag, Severity, WriteOptions,
+    ArrayInfo, ArrayRequest, ArraySink, Error, ErrorKind, Format, Input, InspectOptions, Interrupt, Limits, Output,
+    ProgressSink, RequestFlag, Severity, WriteOptions,
 };
 
 use rasterpack_common::shown;
@@ -64,18 +64,17 @@ enum Destination {
 /// SIGTERM and SIGHUP remove the temporary output and end the process (the CLI); a host with its
 /// own signal handling (Python) passes false, and [`convert_with`] to be able to stop it.
 pub fn convert(args: &ConvertArgs, signals: bool) -> Result<(), Error> {
-    convert_with(args, signals, &|| Ok(()))
+    convert_with(args, signals, std::sync::Arc::new(|| Ok(())))
 }
 
-/// [`convert`] that calls `interrupt` before each piece of the array is written: an `Err`
-/// stops the conversion with that error, the temporary output removed and nothing renamed
-/// into place. A host with its own signal handling (Python's Ctrl-C) polls for it there. (The
-/// source's own whole-file conversion, the FOLD -> FOLD repair, is not cut into pieces.)
-pub fn convert_with(
-    args: &ConvertArgs,
-    signals: bool,
-    interrupt: &(dyn Fn() -> Result<(), Error> + Sync),
-) -> Result<(), Error> {
+/// [`convert`] that calls `interrupt` before each piece of the array is written, and hands it
+/// to the source for the work it does before or without writing (a FOLD chunk's ECC repair
+/// before its array is read, the FOLD -> FOLD repair copy, VDS brick groups), which polls it at
+/// least every ~100 ms: an `Err` stops the conversion with that error, the temporary output
+/// removed and nothing renamed into place. A host with its own signal handling (Python's
+/// Ctrl-C) polls for it there.
+pub fn convert_with(args: &ConvertArgs, signals: bool, interrupt: Interrupt) -> Result<(), Error> {
+    let interrupt = &interrupt;
     let to_stdout = args.output.as_os_str() == "-";
     if to_stdout && args.to.is_none() {
         return Err(Error::usage(
@@ -346,8 +345,9 @@ pub(crate) struct Job<'a> {
     label: &'a str,
     /// What the output may cost, checked when the array's shape is known.
     budget: &'a Budget,
-    /// Called before each piece is written; an `Err` stops the conversion.
-    interrupt: &'a (dyn Fn() -> Result<(), Error> + Sync),
+    /// Called before each piece is written, and by the source during its own work; an `Err`
+    /// stops the conversion.
+    interrupt: &'a Interrupt,
     /// `.npz` output: the arrays asked for (`--element`, repeated), or none for every array.
     elements: &'a [String],
     /// A `.vds` file: its writer's options, checked (else the target's own writer).
@@ -371,7 +371,7 @@ impl<'a> Job<'a> {
             return None;
         }
         self.source
-            .convert_special(self.input, self.target, self.req, self.opts, out)
+            .convert_special(self.input, self.target, self.req, self.opts, Some(self.interrupt), out)
     }
 
     /// Write the output file onto `out`: the array through the target's writer, or, for a
@@ -555,10 +555,11 @@ fn write_upload(job: &Job, target: &rasterpack_store::UploadTarget) -> Result<()
     up.finish()
 }
 
-/// Passes everything through, asking `interrupt` first whether to go on.
+/// Passes everything through, asking `interrupt` first whether to go on; hands it to the
+/// source for the work it does between pieces ([`ArraySink::interrupt`]).
 struct Interruptible<'a> {
     inner: &'a mut dyn ArraySink,
-    interrupt: &'a (dyn Fn() -> Result<(), Error> + Sync),
+    interrupt: &'a Interrupt,
 }
 
 impl ArraySink for Interruptible<'_> {
@@ -584,6 +585,9 @@ impl ArraySink for Interruptible<'_> {
     fn written_elsewhere(&mut self, len: u64) -> Result<(), Error> {
         (self.interrupt)()?;
         self.inner.written_elsewhere(len)
+    }
+    fn interrupt(&self) -> Option<Interrupt> {
+        Some(Interrupt::clone(self.interrupt))
     }
     fn finish(&mut self) -> Result<(), Error> {
         (self.interrupt)()?;

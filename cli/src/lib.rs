@@ -173,6 +173,29 @@ pub fn save_as(array: &NdArray, path: impl AsRef<Path>, format: &str, opts: &Wri
     target.save(array, path.as_ref(), opts)
 }
 
+/// Run `f` (a read) so that its parallel work runs on this thread when rayon's global pool has
+/// a single thread (`RAYON_NUM_THREADS=1`): reads from several threads (Python threads, a
+/// caller's own workers) then decode side by side, one core each, instead of queueing their
+/// pieces in that pool's one worker. With a larger pool, or inside a pool, `f` runs as it is.
+/// The Python package runs every read through this.
+pub fn on_this_thread_when_alone<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if rayon::current_num_threads() > 1 || rayon::current_thread_index().is_some() {
+        return f();
+    }
+    thread_local! {
+        // A pool of this thread alone: `install` runs `f` here and its parallel work inline.
+        static ALONE: Option<rayon::ThreadPool> = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .use_current_thread()
+            .build()
+            .ok();
+    }
+    ALONE.with(|pool| match pool {
+        Some(pool) => pool.install(f),
+        None => f(),
+    })
+}
+
 /// The CLI's commands as library calls: opening inputs (`-`, FIFOs), the `--json` entries of
 /// `inspect`/`validate`, and `convert` with its arguments. The `rasterpack` binary and the
 /// Python package (`python/`) both run these, so the two fronts share one implementation. Their

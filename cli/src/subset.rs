@@ -171,6 +171,9 @@ impl<S: ArraySink> ArraySink for SubsetGuard<'_, S> {
     fn written_elsewhere(&mut self, len: u64) -> Result<()> {
         self.inner.written_elsewhere(len)
     }
+    fn interrupt(&self) -> Option<rasterpack_common::Interrupt> {
+        self.inner.interrupt()
+    }
     fn finish(&mut self) -> Result<()> {
         self.inner.finish()
     }

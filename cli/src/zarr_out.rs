@@ -344,10 +344,50 @@ impl TempDir {
 
 fn remove(path: &Path) -> std::io::Result<()> {
     if std::fs::symlink_metadata(path)?.is_dir() {
-        std::fs::remove_dir_all(path)
+        remove_tree(path)
     } else {
         std::fs::remove_file(path)
     }
+}
+
+/// Remove the directory tree at `path` (the old store `--force` replaces, after the new one
+/// is in place) with the files unlinked from several threads: a store of 1156 chunk files is
+/// as many unlinks, which one thread does one after the other (issue 20). The tree is listed
+/// first (a few `getdents` per directory), the files split into contiguous runs (mostly one
+/// chunk directory each, so the threads seldom wait on the same directory's lock), the
+/// directories removed last, deepest first. Symbolic links are removed, never followed.
+fn remove_tree(path: &Path) -> std::io::Result<()> {
+    let (mut files, mut dirs) = (Vec::new(), vec![path.to_path_buf()]);
+    let mut next = 0;
+    while let Some(dir) = dirs.get(next).cloned() {
+        next += 1;
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                dirs.push(entry.path());
+            } else {
+                files.push(entry.path());
+            }
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    if files.len() < 64 || threads < 2 {
+        files.iter().try_for_each(std::fs::remove_file)?;
+    } else {
+        let run = files.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            let workers: Vec<_> = files
+                .chunks(run)
+                .map(|part| s.spawn(move || part.iter().try_for_each(std::fs::remove_file)))
+                .collect();
+            workers.into_iter().try_for_each(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("a removal thread panicked")))
+            })
+        })?;
+    }
+    // Listed parents first: reversed, every directory comes after those inside it.
+    dirs.iter().rev().try_for_each(std::fs::remove_dir)
 }
 
 impl Drop for TempDir {
@@ -357,5 +397,40 @@ impl Drop for TempDir {
                 let _ = std::fs::remove_dir_all(&self.path);
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The old store goes whole, chunk files from several threads, and a symbolic link inside
+    /// it is removed, not followed.
+    #[test]
+    fn remove_tree_removes_everything_and_follows_no_link() {
+        let base = std::env::temp_dir().join(format!("rasterpack-remove-tree-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let (store, outside) = (base.join("old.zarr"), base.join("outside"));
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("keep"), b"x").unwrap();
+        std::fs::create_dir_all(&store).unwrap();
+        std::fs::write(store.join("zarr.json"), b"{}").unwrap();
+        for i in 0..12 {
+            let d = store.join("c").join(i.to_string());
+            std::fs::create_dir_all(&d).unwrap();
+            for j in 0..12 {
+                std::fs::write(d.join(j.to_string()), [i as u8, j as u8]).unwrap();
+            }
+        }
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&outside, store.join("c").join("link")).unwrap();
+        remove(&store).unwrap();
+        assert!(!store.exists(), "the store is gone");
+        assert_eq!(
+            std::fs::read(outside.join("keep")).unwrap(),
+            b"x",
+            "the link was not followed"
+        );
+        let _ = std::fs::remove_dir_all(&base);
     }
 }

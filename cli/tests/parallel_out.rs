@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use rasterpack::args::ConvertArgs;
 use rasterpack::convert::convert_with;
@@ -50,13 +51,14 @@ fn whole_and_region_reads_are_exact_and_polled_between_groups() {
     let ds = VdsDataset::open(&vds).unwrap();
     let whole = ds.read(&ArrayRequest::default()).unwrap();
 
-    let polls = AtomicU64::new(0);
-    let count = || {
-        polls.fetch_add(1, Ordering::Relaxed);
+    let polls = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&polls);
+    let count = Arc::new(move || {
+        counter.fetch_add(1, Ordering::Relaxed);
         Ok(())
-    };
+    });
     let out = dir.join("whole.npy");
-    convert_with(&args(&vds, &out), false, &count).unwrap();
+    convert_with(&args(&vds, &out), false, count).unwrap();
     assert!(npy_data(&out, whole.data.len()) == whole.data, "whole read differs");
     // begin, finish and one poll per group at least (there are several groups).
     assert!(
@@ -68,7 +70,7 @@ fn whole_and_region_reads_are_exact_and_polled_between_groups() {
     let out = dir.join("region.npy");
     let mut a = args(&vds, &out);
     a.region = Some("3:97,1:119,5:133".into());
-    convert_with(&a, false, &|| Ok(())).unwrap();
+    convert_with(&a, false, Arc::new(|| Ok(()))).unwrap();
     let want = whole
         .region(&Region {
             ranges: vec![3..97, 1..119, 5..133],
@@ -80,7 +82,7 @@ fn whole_and_region_reads_are_exact_and_polled_between_groups() {
     let out = dir.join("steps.npy");
     let mut a = args(&vds, &out);
     a.region = Some("::2,:,1::3".into());
-    convert_with(&a, false, &|| Ok(())).unwrap();
+    convert_with(&a, false, Arc::new(|| Ok(()))).unwrap();
     let mut want = Vec::new();
     for z in (0..140).step_by(2) {
         for y in 0..130 {
@@ -100,12 +102,12 @@ fn an_interrupt_between_groups_leaves_nothing() {
     let vds = dataset(&dir);
     let polls = AtomicU64::new(0);
     // begin passes, then the first group reported stops the conversion.
-    let stop = || match polls.fetch_add(1, Ordering::Relaxed) {
+    let stop = Arc::new(move || match polls.fetch_add(1, Ordering::Relaxed) {
         0 => Ok(()),
         _ => Err(Error::usage("interrupted")),
-    };
+    });
     let out = dir.join("o.npy");
-    let err = convert_with(&args(&vds, &out), false, &stop).unwrap_err();
+    let err = convert_with(&args(&vds, &out), false, stop).unwrap_err();
     assert!(err.message.contains("interrupted"), "{err}");
     let left: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()

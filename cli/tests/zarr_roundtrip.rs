@@ -123,14 +123,22 @@ const CASES: &[Case] = &[
         out_element: None,
         ext: "gvrs",
         direct_flags: &[],
-        // The GVRS writer names the element after the source's and takes Gridfour's range
-        // and fill for its type (from any source): the element's name, type and fill.
+        // The GVRS writer names the element after the source's and keeps its fill, range,
+        // unit and texts, and the grid's coordinates (`carry.rs`).
         kept: &[
             ("/rows", "/rows"),
             ("/cols", "/cols"),
             ("/elements/0/name", "/elements/0/name"),
             ("/elements/0/type", "/elements/0/type"),
             ("/elements/0/fill", "/elements/0/fill"),
+            ("/elements/0/min", "/elements/0/min"),
+            ("/elements/0/max", "/elements/0/max"),
+            ("/elements/0/unit", "/elements/0/unit"),
+            ("/elements/0/label", "/elements/0/label"),
+            ("/elements/0/description", "/elements/0/description"),
+            ("/elements/0/continuous", "/elements/0/continuous"),
+            ("/coordinate_system", "/coordinate_system"),
+            ("/raster_space", "/raster_space"),
         ],
     },
     Case {
@@ -145,6 +153,11 @@ const CASES: &[Case] = &[
             ("/elements/0/name", "/elements/1/name"),
             ("/elements/0/type", "/elements/1/type"),
             ("/elements/0/fill", "/elements/1/fill"),
+            ("/elements/0/fill_bits", "/elements/1/fill_bits"),
+            ("/elements/0/unit", "/elements/1/unit"),
+            ("/elements/0/label", "/elements/1/label"),
+            ("/coordinate_system", "/coordinate_system"),
+            ("/raster_space", "/raster_space"),
         ],
     },
     Case {
@@ -317,4 +330,74 @@ fn metadata_of_an_edited_store_is_not_carried() {
     let header = summary(&out);
     assert!(header.get("scale").is_none_or(|s| s == 1.0), "{header}");
     assert!(header.pointer("/metadata/bbox").is_none(), "{header}");
+}
+
+/// GVRS files Gridfour wrote (the corpus) keep, through `GVRS -> Zarr -> GVRS` and `GVRS ->
+/// GVRS`, the metadata a GVRS file holds: each element's fill value, range, unit, label,
+/// description and continuity, and the grid's coordinate system (x0, y0, x1, y1, cell sizes and
+/// both transforms) and raster space, equal field for field in `inspect --json`; the values
+/// come back bit for bit and `validate --strict` passes. (An integer-coded float is read as
+/// float32 values and written as a Float element: its scale, offset and integer range are not
+/// kept, its fill, range and texts are.)
+#[test]
+fn gvrs_corpus_keeps_fill_units_and_coordinates() {
+    let Some(corpus) = rasterpack_common::testkit::corpus_dir("gvrs") else {
+        return;
+    };
+    let dir = scratch("zarr-rt", "gvrs-corpus");
+    let element_fields = [
+        "name",
+        "fill",
+        "fill_bits",
+        "min",
+        "max",
+        "unit",
+        "label",
+        "description",
+        "continuous",
+    ];
+    for (k, (file, element, index)) in [
+        ("int_plain.gvrs", None, 0),
+        ("short_oddtile_checksum.gvrs", None, 0),
+        ("float_cartesian.gvrs", None, 0),
+        ("icf_geographic.gvrs", None, 0),
+        ("empty_all_fill.gvrs", None, 0),
+        ("two_elements.gvrs", Some("band_b"), 1usize),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let src = corpus.join(file);
+        let source_sum = summary(&src);
+        let name = at(&source_sum, &format!("/elements/{index}/name"), file).clone();
+        if let Some(e) = element {
+            assert_eq!(name, e, "{file}: the element picked");
+        }
+        let store = dir.join(format!("g{k}.zarr"));
+        let back = dir.join(format!("g{k}.back.gvrs"));
+        let direct = dir.join(format!("g{k}.direct.gvrs"));
+        let pick: Vec<&str> = element.map(|e| vec!["--element", e]).unwrap_or_default();
+        check(&[&["convert", s(&src), s(&store)][..], &pick].concat(), 0);
+        check(&["convert", s(&store), s(&back)], 0);
+        check(&[&["convert", s(&src), s(&direct)][..], &pick].concat(), 0);
+        let want = read(&src, element);
+        for out in [&back, &direct] {
+            let what = format!("{file} -> {}", out.display());
+            let got = read(out, None);
+            assert_eq!((got.dtype, &got.shape), (want.dtype, &want.shape), "{what}");
+            assert!(got.data == want.data, "{what}: values differ");
+            let sum = summary(out);
+            for f in element_fields {
+                assert_eq!(
+                    sum.pointer(&format!("/elements/0/{f}")),
+                    source_sum.pointer(&format!("/elements/{index}/{f}")),
+                    "{what}: element {f}"
+                );
+            }
+            for p in ["/coordinate_system", "/raster_space", "/rows", "/cols"] {
+                assert_eq!(at(&sum, p, &what), at(&source_sum, p, &what), "{what}: {p}");
+            }
+            check(&["validate", "--strict", s(out)], 0);
+        }
+    }
 }

@@ -469,28 +469,6 @@ impl File {
     }
 }
 
-/// Run `f` (a read) so that its parallel work runs on this thread when rayon's global pool has
-/// a single thread (RAYON_NUM_THREADS=1): reads from several Python threads then decode side by
-/// side, one core each, instead of queueing their pieces in that one worker. With a larger
-/// pool, reads share it as they are.
-fn on_this_thread_when_alone<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    if rayon::current_num_threads() > 1 || rayon::current_thread_index().is_some() {
-        return f();
-    }
-    thread_local! {
-        // A pool of this thread alone: `install` runs `f` here and its parallel work inline.
-        static ALONE: Option<rayon::ThreadPool> = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .use_current_thread()
-            .build()
-            .ok();
-    }
-    ALONE.with(|pool| match pool {
-        Some(pool) => pool.install(f),
-        None => f(),
-    })
-}
-
 /// One array of a File: metadata now, values when indexed or read.
 #[pyclass(module = "rasterpack", name = "Array", frozen)]
 struct Array {
@@ -510,7 +488,7 @@ impl Array {
         let reader = self.file.get().reader()?;
         let mut sink = NumpySink::new(req.limits);
         let streamed = py.allow_threads(|| {
-            on_this_thread_when_alone(|| {
+            rasterpack::on_this_thread_when_alone(|| {
                 guarded(|| rasterpack::common::stream_view(&req, false, 0, &mut sink, |r, s| reader.stream(r, s)))
             })
         });
@@ -938,10 +916,11 @@ fn _convert(
             Error::usage("give at most one of region, window, box and levels"),
         ));
     }
-    // Ctrl-C: the conversion polls for signals between the pieces it writes; a raised
-    // KeyboardInterrupt stops it (the library removes the temporary output) and is raised here.
-    let poll = SignalPoll::new();
-    let done = py.allow_threads(|| guarded(|| cli_convert::convert_with(&args, false, &|| poll.check())));
+    // Ctrl-C: the conversion polls for signals between the pieces it writes and during the
+    // source's own work (a FOLD repair); a raised KeyboardInterrupt stops it (the library removes the temporary output) and is raised here.
+    let poll = Arc::new(SignalPoll::new());
+    let hook = Arc::clone(&poll);
+    let done = py.allow_threads(|| guarded(|| cli_convert::convert_with(&args, false, Arc::new(move || hook.check()))));
     if let Some(e) = poll.take() {
         return Err(e);
     }

@@ -28,8 +28,9 @@ CHILD = textwrap.dedent(
         def work(i):
             np.asarray(a)
     else:
+        ext = kind.split(":")[1] if ":" in kind else "gvrs"
         def work(i):
-            rasterpack.convert(src, f"{dst}.{i}.gvrs")
+            rasterpack.convert(src, f"{dst}.{i}.{ext}")
     one = None
     for i in range(2):  # the second, warm call is what the interrupted one will take
         t0 = time.perf_counter(); work(-i); took = time.perf_counter() - t0
@@ -109,3 +110,28 @@ def test_ctrl_c_interrupts_a_vds_read_into_the_numpy_buffer(big_vds, tmp_path):
     got = run_child("read", big_vds, tmp_path / "unused")
     assert got["from_call"], got
     assert got["latency"] < 1.0, got
+
+
+@pytest.fixture(scope="module")
+def repairable_fold(tmp_path_factory):
+    # One 16 MiB chunk, uncompressed, rs(32), with damaged bytes in three blocks: every read
+    # and convert verifies it, repairs it with Reed-Solomon and checks it again (seconds).
+    values = np.sin(np.arange(4 << 20, dtype="float32") * 0.001)
+    path = tmp_path_factory.mktemp("interrupt") / "repair.fold"
+    rasterpack.write_fold(path, {"v": values}, compress="none+rs32")
+    raw = bytearray(path.read_bytes())
+    for at in (len(raw) // 8, len(raw) // 3, len(raw) // 2):
+        raw[at] ^= 0x5A
+    path.write_bytes(bytes(raw))
+    codes = [f.code for f in rasterpack.validate(path).findings]
+    assert "fold.ecc.repaired" in codes, codes
+    return path
+
+
+@pytest.mark.parametrize("ext", ["fold", "npy"])
+def test_ctrl_c_interrupts_a_fold_repair_and_leaves_no_output(repairable_fold, tmp_path, ext):
+    # FOLD -> FOLD is the repair copy; FOLD -> .npy repairs the chunk before the array begins.
+    got = run_child(f"convert:{ext}", repairable_fold, tmp_path / "out")
+    assert got["from_call"], got
+    assert got["latency"] < 1.0, got
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"out.-1.{ext}", f"out.0.{ext}"], list(tmp_path.iterdir())

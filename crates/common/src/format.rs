@@ -499,13 +499,15 @@ pub trait Format: Send + Sync {
         ))
     }
     /// A conversion this source format does itself (e.g. FOLD -> FOLD repair); `None` means
-    /// "use the generic read_array -> write_array path".
+    /// "use the generic read_array -> write_array path". `interrupt` (Ctrl-C in the CLI's and
+    /// Python's convert) is asked at least every ~100 ms of its work; an `Err` stops it.
     fn convert_special(
         &self,
         _input: &Input,
         _target: &dyn Format,
         _req: &ArrayRequest,
         _opts: &WriteOptions,
+        _interrupt: Option<&crate::stream::Interrupt>,
         _out: &mut dyn Write,
     ) -> Option<Result<()>> {
         None

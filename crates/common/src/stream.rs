@@ -505,6 +505,9 @@ impl<S: ArraySink> ArraySink for ProgressSink<S> {
         self.advance(len);
         Ok(())
     }
+    fn interrupt(&self) -> Option<Interrupt> {
+        self.inner.interrupt()
+    }
     fn finish(&mut self) -> Result<()> {
         self.inner.finish()
     }

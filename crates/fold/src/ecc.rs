@@ -340,6 +340,53 @@ pub enum Layout {
     PyfoldsTail,
 }
 
+/// [`Rs::block_parity`] in batches of [`POLL_BLOCKS`] blocks, asking `poll` before each.
+pub(crate) fn block_parity_polled(
+    rs: &Rs,
+    data: &[u8],
+    poll: &dyn Fn() -> Result<(), rasterpack_common::Error>,
+) -> Result<Vec<u8>, rasterpack_common::Error> {
+    let mut out = Vec::with_capacity(data.len().div_ceil(rs.k()) * rs.nsym());
+    for batch in data.chunks(rs.k() * POLL_BLOCKS) {
+        poll()?;
+        out.extend_from_slice(&rs.block_parity(batch));
+    }
+    Ok(out)
+}
+
+/// [`layout_of`], asking `poll` between batches of blocks (a whole payload's parity is
+/// seconds of work for a large chunk).
+pub(crate) fn layout_of_polled(
+    rs: &Rs,
+    data: &[u8],
+    ecc: &[u8],
+    poll: &dyn Fn() -> Result<(), rasterpack_common::Error>,
+) -> Result<Option<Layout>, rasterpack_common::Error> {
+    if ecc.len() != data.len().div_ceil(rs.k()) * rs.nsym() {
+        return Ok(None);
+    }
+    if data.is_empty() {
+        return Ok(ecc.is_empty().then_some(Layout::BlockParity));
+    }
+    let first = &data[..data.len().min(rs.k())];
+    if ecc.starts_with(&rs.parity(first)) {
+        let per = rs.nsym() * POLL_BLOCKS;
+        let mut same = true;
+        for (batch, want) in data.chunks(rs.k() * POLL_BLOCKS).zip(ecc.chunks(per)) {
+            poll()?;
+            if rs.block_parity(batch) != want {
+                same = false;
+                break;
+            }
+        }
+        if same {
+            return Ok(Some(Layout::BlockParity));
+        }
+    }
+    poll()?;
+    Ok((pyfolds_ecc(rs, data) == ecc).then_some(Layout::PyfoldsTail))
+}
+
 /// Which layout `ecc` holds for the (verified) payload `data`, if either.
 pub fn layout_of(rs: &Rs, data: &[u8], ecc: &[u8]) -> Option<Layout> {
     if ecc.len() != data.len().div_ceil(rs.k()) * rs.nsym() {
@@ -378,6 +425,31 @@ pub struct Repair {
 /// bytes of a multi-block payload are the tail of the codeword stream: only blocks whose parity
 /// lies entirely inside that tail can be used. Callers re-verify the payload's hashes.
 pub fn repair(rs: &Rs, data: &mut [u8], ecc: &[u8], layout: Layout) -> Repair {
+    match repair_polled(rs, data, ecc, layout, &|| Ok(())) {
+        Ok(rep) => rep,
+        // The poll above never stops the repair.
+        Err(_) => Repair {
+            payload_bytes: 0,
+            usable_blocks: 0,
+            blocks: 0,
+            failed: true,
+        },
+    }
+}
+
+/// Blocks corrected between two polls of the caller's interrupt hook: ~0.9 MiB of payload
+/// with rs(32), well under a second of work.
+pub(crate) const POLL_BLOCKS: usize = 4 << 10;
+
+/// [`repair`], asking `poll` every [`POLL_BLOCKS`] blocks whether to go on (Ctrl-C): an
+/// `Err` stops the repair with that error, `data` then partly repaired.
+pub fn repair_polled(
+    rs: &Rs,
+    data: &mut [u8],
+    ecc: &[u8],
+    layout: Layout,
+    poll: &dyn Fn() -> Result<(), rasterpack_common::Error>,
+) -> Result<Repair, rasterpack_common::Error> {
     let k = rs.k();
     let nsym = rs.nsym();
     let nblocks = data.len().div_ceil(k);
@@ -390,10 +462,13 @@ pub fn repair(rs: &Rs, data: &mut [u8], ecc: &[u8], layout: Layout) -> Repair {
     let stream_len = data.len() + nblocks * nsym;
     if ecc.len() != nblocks * nsym {
         rep.failed = true;
-        return rep;
+        return Ok(rep);
     }
     let tail_start = stream_len - ecc.len();
     for b in 0..nblocks {
+        if b % POLL_BLOCKS == 0 {
+            poll()?;
+        }
         let d0 = b * k;
         let d1 = (d0 + k).min(data.len());
         let parity = match layout {
@@ -419,7 +494,7 @@ pub fn repair(rs: &Rs, data: &mut [u8], ecc: &[u8], layout: Layout) -> Repair {
             Err(_) => rep.failed = true,
         }
     }
-    rep
+    Ok(rep)
 }
 
 #[cfg(test)]

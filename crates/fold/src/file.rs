@@ -147,7 +147,7 @@ impl ArrayFile for FoldFile {
         if let Some(listed) = self.listed.get() {
             return Ok(listed.clone());
         }
-        let verified = crate::read::verify_candidates(&self.input, &self.container, None, &self.limits)?;
+        let verified = crate::read::verify_candidates(&self.input, &self.container, None, &self.limits, None)?;
         if let Some(keep) = VerifiedChunks::keep(&self.limits, &verified) {
             let _ = self.verified.set(keep);
         }

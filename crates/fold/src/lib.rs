@@ -87,7 +87,7 @@ mod writer;
 
 use std::io::Write;
 
-use rasterpack_common::{Format, InspectOptions, Output, ValidateOptions, WriteOptions};
+use rasterpack_common::{Format, InspectOptions, Interrupt, Output, ValidateOptions, WriteOptions};
 
 pub use file::FoldFile;
 pub use npz::{NpzFile, NpzFormat};
@@ -292,27 +292,39 @@ impl Format for FoldFormat {
         target: &dyn Format,
         _req: &ArrayRequest,
         opts: &WriteOptions,
+        interrupt: Option<&Interrupt>,
         out: &mut dyn Write,
     ) -> Option<Result<()>> {
         if target.name() != "fold" {
             return None;
         }
-        Some(repair_copy(input, &opts.limits, out))
+        Some(repair_copy_with(input, &opts.limits, interrupt.cloned(), out))
     }
 }
 
 /// FOLD -> FOLD: copy the file with every ECC-repairable chunk repaired in place. Refuses
 /// files that are invalid for any other reason.
 pub fn repair_copy(input: &Input, limits: &Limits, out: &mut dyn Write) -> Result<()> {
-    let a = analyze(
-        input,
-        &FoldAnalyzeOptions {
-            limits: *limits,
-            content: false,
-            keep_repairs: true,
-            ..Default::default()
-        },
-    )?;
+    repair_copy_with(input, limits, None, out)
+}
+
+/// [`repair_copy`], asking `interrupt` whether to go on (Ctrl-C) between chunks and every few
+/// MiB of the work on one (hashing, Reed-Solomon repair, parity) and of the copy: an `Err`
+/// stops it with that error, `out` then incomplete (the caller removes it).
+pub fn repair_copy_with(
+    input: &Input,
+    limits: &Limits,
+    interrupt: Option<Interrupt>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let opts = FoldAnalyzeOptions {
+        limits: *limits,
+        content: false,
+        keep_repairs: true,
+        interrupt,
+        ..Default::default()
+    };
+    let a = analyze(input, &opts)?;
     if let Some(bad) = a
         .findings
         .iter()
@@ -332,6 +344,7 @@ pub fn repair_copy(input: &Input, limits: &Limits, out: &mut dyn Write) -> Resul
     let mut buf = vec![0u8; 1 << 20];
     let mut copy_until = |pos: &mut u64, end: u64, out: &mut dyn Write| -> Result<()> {
         while *pos < end {
+            opts.poll()?;
             let n = ((end - *pos) as usize).min(buf.len());
             input.read_at(*pos, &mut buf[..n], "FOLD file")?;
             out.write_all(&buf[..n]).map_err(io)?;

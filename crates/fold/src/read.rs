@@ -11,7 +11,9 @@
 
 use rasterpack_common::fortran::{self, FortranReorder};
 use rasterpack_common::npy::NpyHeader;
-use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, DType, Error, Input, Limits, RegionRuns, Result};
+use rasterpack_common::{
+    ArrayInfo, ArrayRequest, ArraySink, DType, Error, Input, Interrupt, Limits, RegionRuns, Result,
+};
 
 use crate::element::{npz_chunks, pick_array};
 use crate::npz::member::NpyPrefix;
@@ -96,6 +98,7 @@ fn verify_chunk(
     limits: &Limits,
     npz_members_held: &std::cell::Cell<u64>,
     rider: Option<&mut dyn PayloadRider>,
+    interrupt: Option<Interrupt>,
 ) -> Result<(FoldChunkStatus, Option<Vec<u8>>)> {
     announce_chunk(input, e);
     let mut l = Layers::default();
@@ -106,6 +109,7 @@ fn verify_chunk(
         limits: *limits,
         content: true,
         keep_repairs: true,
+        interrupt,
         ..Default::default()
     };
     let ctx = ChunkContext {
@@ -138,13 +142,14 @@ pub(crate) fn verify_candidates(
     c: &FoldContainer,
     element: Option<&str>,
     limits: &Limits,
+    interrupt: Option<Interrupt>,
 ) -> Result<Verified> {
     let mut statuses = Vec::new();
     let mut repaired = Vec::new();
     // The candidates' verdicts are held together: bounded over all of them, as in `validate`.
     let held = std::cell::Cell::new(0);
     for e in candidates(c, element) {
-        let (st, rep) = verify_chunk(input, c, e, limits, &held, None)?;
+        let (st, rep) = verify_chunk(input, c, e, limits, &held, None, interrupt.clone())?;
         statuses.push(st);
         repaired.push(rep);
     }
@@ -216,7 +221,10 @@ pub(crate) fn stream_array(
     match earlier {
         Some(v) => deliver(input, c, req, sink, &v.statuses, &vec![None; v.statuses.len()], true),
         None => {
-            let (statuses, repaired) = verify_candidates(input, c, req.element.as_deref(), &req.limits)?;
+            // A chunk with ECC is verified (and repaired) before the sink sees a byte: the
+            // sink's interrupt hook (Ctrl-C) is polled through that work.
+            let interrupt = sink.interrupt();
+            let (statuses, repaired) = verify_candidates(input, c, req.element.as_deref(), &req.limits, interrupt)?;
             deliver(input, c, req, sink, &statuses, &repaired, false)
         }
     }
@@ -392,7 +400,7 @@ fn read_riding(
             vouched: None,
             failure: None,
         };
-        let (st, rep) = verify_chunk(input, c, e, &req.limits, &held, Some(&mut rider))?;
+        let (st, rep) = verify_chunk(input, c, e, &req.limits, &held, Some(&mut rider), None)?;
         let statuses = vec![st];
         let chunks = npz_chunks(&statuses);
         let rode = match pick_array(&chunks, req.element.as_deref()) {

@@ -100,6 +100,26 @@ impl Hasher {
 }
 
 /// CRC32C and SHA-256 of a byte slice, on both cores for large ones.
+/// [`hashes`] in pieces of [`PIECE`] bytes, asking `poll` before each.
+pub(crate) fn hashes_polled(data: &[u8], poll: Poll<'_>) -> Result<(u32, String), Error> {
+    if data.len() <= PIECE {
+        poll()?;
+        return Ok(hashes(data));
+    }
+    let (sha, crc) = rayon::join(
+        || {
+            let mut sha = Sha256::new();
+            for piece in data.chunks(PIECE) {
+                poll()?;
+                sha.update(piece);
+            }
+            Ok::<_, Error>(hex(&sha.finalize()))
+        },
+        || data.chunks(PIECE).fold(0, crc32c::crc32c_append),
+    );
+    Ok((crc, sha?))
+}
+
 pub(crate) fn hashes(data: &[u8]) -> (u32, String) {
     if data.len() < (1 << 20) {
         return (crc32c::crc32c(data), hex(&Sha256::digest(data)));
@@ -348,6 +368,7 @@ pub(crate) fn scan(
     flags: u32,
     uncomp_len: u64,
     hash: bool,
+    poll: Poll<'_>,
     consumer: &mut (dyn FnMut(&[u8]) -> Flow + Send),
 ) -> Result<Scanned, Error> {
     let decoder = Decoder::new(flags, stored.len(), uncomp_len);
@@ -358,31 +379,41 @@ pub(crate) fn scan(
                     if !decoder.active() {
                         break;
                     }
+                    poll()?;
                     decoder.push(piece, consumer);
                 }
-                decoder.finish(consumer)
+                Ok(decoder.finish(consumer))
             };
             if hash {
-                let (hashes, decode) = rayon::join(|| hashes(data), || run(decoder, consumer));
+                let (hashes, decode) = rayon::join(|| hashes_polled(data, poll), || run(decoder, consumer));
                 Ok(Scanned {
-                    hashes: Some(hashes),
-                    decode,
+                    hashes: Some(hashes?),
+                    decode: decode?,
                 })
             } else {
                 Ok(Scanned {
                     hashes: None,
-                    decode: run(decoder, consumer),
+                    decode: run(decoder, consumer)?,
                 })
             }
         }
         Stored::File { input, offset, len } => {
             if hash && len >= PARALLEL_MIN && decoder.active() {
-                scan_parallel(input, offset, len, decoder, consumer)
+                scan_parallel(input, offset, len, decoder, poll, consumer)
             } else {
-                scan_inline(input, offset, len, hash, decoder, consumer)
+                scan_inline(input, offset, len, hash, decoder, poll, consumer)
             }
         }
     }
+}
+
+/// The caller's interrupt hook (Ctrl-C), asked between pieces of long work: an `Err` stops
+/// the work with that error.
+pub(crate) type Poll<'a> = &'a (dyn Fn() -> Result<(), Error> + Sync);
+
+/// A [`Poll`] that never stops anything.
+pub(crate) fn no_poll() -> Result<(), Error> {
+    Ok(())
 }
 
 /// [`scan`] of a chunk in the file, hashing the very bytes it decodes (on a second thread for
@@ -397,7 +428,8 @@ pub(crate) fn scan_local_hashed(
     consumer: &mut dyn FnMut(&[u8]) -> Flow,
 ) -> Result<Scanned, Error> {
     let decoder = Decoder::new(flags, len, uncomp_len);
-    scan_inline(input, offset, len, true, decoder, consumer)
+    // The consumer (a sink) is where the caller polls.
+    scan_inline(input, offset, len, true, decoder, &no_poll, consumer)
 }
 
 /// [`scan`] without hashing, on this thread, for a consumer that cannot move to another
@@ -422,7 +454,7 @@ pub(crate) fn scan_local(
                 decode: decoder.finish(consumer),
             })
         }
-        Stored::File { input, offset, len } => scan_inline(input, offset, len, false, decoder, consumer),
+        Stored::File { input, offset, len } => scan_inline(input, offset, len, false, decoder, &no_poll, consumer),
     }
 }
 
@@ -432,6 +464,7 @@ fn scan_inline(
     len: u64,
     hash: bool,
     mut decoder: Decoder,
+    poll: Poll<'_>,
     consumer: &mut dyn FnMut(&[u8]) -> Flow,
 ) -> Result<Scanned, Error> {
     let mut hasher = hash.then(Hasher::new);
@@ -441,6 +474,7 @@ fn scan_inline(
     // consumer may not leave this thread: a caller's sink).
     let both = len >= PARALLEL_MIN;
     while pos < len && (hasher.is_some() || decoder.active()) {
+        poll()?;
         let n = (len - pos).min(PIECE as u64) as usize;
         input.read_at(offset + pos, &mut buf[..n], "chunk payload")?;
         let piece = &buf[..n];
@@ -473,6 +507,7 @@ fn scan_parallel(
     offset: u64,
     len: u64,
     decoder: Decoder,
+    poll: Poll<'_>,
     consumer: &mut (dyn FnMut(&[u8]) -> Flow + Send),
 ) -> Result<Scanned, Error> {
     // Pieces of at most PIECE bytes, a quarter of the chunk for smaller ones (so both threads
@@ -497,7 +532,7 @@ fn scan_parallel(
                 None => spare.take().unwrap_or_else(|| vec![0u8; piece]),
             };
             let n = (len - pos).min(piece as u64) as usize;
-            if let Err(e) = input.read_at(offset + pos, &mut buf[..n], "chunk payload") {
+            if let Err(e) = poll().and_then(|()| input.read_at(offset + pos, &mut buf[..n], "chunk payload")) {
                 read_err = Some(e);
                 break;
             }

@@ -212,6 +212,7 @@ fn ecc_repairs_what_it_can_and_detects_the_rest() {
                             &FoldFormat,
                             &ArrayRequest::default(),
                             &WriteOptions::default(),
+                            None,
                             &mut out,
                         )
                         .unwrap()
@@ -227,6 +228,7 @@ fn ecc_repairs_what_it_can_and_detects_the_rest() {
                             &FoldFormat,
                             &ArrayRequest::default(),
                             &WriteOptions::default(),
+                            None,
                             &mut out,
                         )
                         .unwrap();

@@ -51,6 +51,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod carry;
 pub mod codec;
 mod inspect;
 pub mod model;

@@ -156,6 +156,9 @@ impl GvrsFile {
             if let Some(axes) = self.axes_attr() {
                 attrs.insert("axes".into(), axes);
             }
+            if let Some(c) = self.coordinates_attr() {
+                attrs.insert("coordinates".into(), c);
+            }
             return ArrayInfo {
                 dtype,
                 shape,
@@ -200,6 +203,37 @@ impl GvrsFile {
             {"name": xn, "unit": unit, "num_samples": g.cols, "coordinate_min": x0, "coordinate_max": x1},
             {"name": yn, "unit": unit, "num_samples": g.rows, "coordinate_min": y0, "coordinate_max": y1},
         ]))
+    }
+
+    /// The header's coordinate fields as stored (`system`, the model coordinates `x0`, `y0`,
+    /// `x1`, `y1` of the first and last cell centres, `raster_space`, and the grid's `rows` and
+    /// `cols` they belong to): what the GVRS writer needs to write the same header fields, which
+    /// the `axes` (computed through the transform) give only up to rounding. `None` for a
+    /// rotated or sheared transform, which a GVRS 1.4 header cannot say through these fields.
+    fn coordinates_attr(&self) -> Option<Value> {
+        use rasterpack_common::json::f64_value;
+        let h = &self.header;
+        let t = &h.r2m;
+        if t[1] != 0.0 || t[3] != 0.0 || !t.iter().all(|v| v.is_finite()) {
+            return None;
+        }
+        let system = match h.coordinate_system {
+            0 => "Unspecified",
+            1 => "Cartesian",
+            2 => "Geographic",
+            _ => return None,
+        };
+        let space = match h.raster_space {
+            1 => "Point",
+            2 => "Area",
+            _ => "Unspecified",
+        };
+        Some(json!({
+            "system": system,
+            "x0": f64_value(h.x0), "y0": f64_value(h.y0), "x1": f64_value(h.x1), "y1": f64_value(h.y1),
+            "raster_space": space,
+            "rows": self.geometry.rows, "cols": self.geometry.cols,
+        }))
     }
 
     /// Stream what `req` selects into `sink` (the protocol of [`rasterpack_common::stream`]:
@@ -543,6 +577,16 @@ impl GvrsFile {
             let (dst, tail) = rest.split_at_mut(len(rr) * row_bytes);
             slices.push((*tr, rr, dst));
             rest = tail;
+        }
+        if concurrency <= 1 {
+            // One decoder: on this thread. A pipelined stripe decodes on a helper thread outside
+            // the caller's rayon pool, so a parallel iterator here would queue in the global
+            // pool, where reads from other threads queue too: with RAYON_NUM_THREADS=1 two
+            // reads from two threads took turns in its one worker (issue 18).
+            let mut plane = GvrsPlane::Int(Vec::new());
+            return slices
+                .into_iter()
+                .try_for_each(|(tr, rr, dst)| self.decode_band(el, codes, tr, rr, cols, dst, &mut plane));
         }
         if concurrency >= rayon::current_num_threads() || slices.len() <= concurrency {
             return slices.into_par_iter().try_for_each_init(

@@ -1368,9 +1368,12 @@ impl GvrsWriterOptions {
         self
     }
 
-    /// The spec of a one-element file holding a `rows x cols` array of `dtype` named `name`.
-    fn spec(&self, dtype: DType, shape: &[u64], name: Option<&str>) -> Result<GvrsSpec> {
-        let (rows, cols) = match shape {
+    /// The spec of a one-element file holding the array `info` announces (`rows x cols` of
+    /// its dtype, named after it), with the metadata of its attributes GVRS can hold
+    /// ([`crate::carry`]: fill value, unit, texts, range, coordinates, raster space).
+    fn spec(&self, info: &ArrayInfo) -> Result<GvrsSpec> {
+        let (dtype, name) = (info.dtype, info.name.as_deref());
+        let (rows, cols) = match info.shape.as_slice() {
             [r, c] => (*r, *c),
             s => return Err(usage(format!("GVRS holds 2-D grids; the array has shape {s:?}"))),
         };
@@ -1388,7 +1391,10 @@ impl GvrsWriterOptions {
             Some(n) => n.clone(),
             None => element_name(name),
         };
-        let mut spec = GvrsSpec::new(rows, cols, tr, tc, ElementSpec::new(&name, kind));
+        let mut element = ElementSpec::new(&name, kind);
+        crate::carry::element(&mut element, info);
+        let mut spec = GvrsSpec::new(rows, cols, tr, tc, element);
+        crate::carry::grid(&mut spec, info);
         spec.codecs = self.compression.codecs.clone();
         validate_spec(&spec)?;
         Ok(spec)
@@ -1399,14 +1405,15 @@ impl GvrsWriterOptions {
 /// honouring `opts.tile` and `opts.compress` (see [`codecs_for`]); the file is assembled in
 /// memory (the array is there already), then written.
 ///
-/// int32 -> Integer, int16 -> Short, float32 -> Float; fill values are Gridfour's defaults
-/// (i32::MIN, i16::MIN, NaN). Default compression = Gridfour's classic codec list GvrsHuffman,
+/// int32 -> Integer, int16 -> Short, float32 -> Float; the fill value, unit, texts, range
+/// and grid coordinates are the array's attributes' where it has them (see `carry.rs`), else
+/// Gridfour's defaults (fill i32::MIN, i16::MIN, NaN; raster coordinates). Default compression = Gridfour's classic codec list GvrsHuffman,
 /// GvrsDeflate, GvrsFloat (every Gridfour reads it); `all` adds GvrsCanonicalHuffman (Gridfour
 /// 2026's list); `lsop` adds LSOP12 to the classic list (smaller files for smooth data, slower
 /// to write); checksums are on and the `GvrsJavaCodecs` records are always written. The
 /// element is named after the array (`name`, made an identifier) or `z`.
 pub fn write_ndarray(array: &NdArray, opts: &WriteOptions, out: &mut dyn Write) -> Result<()> {
-    let spec = GvrsWriterOptions::from_write_options(opts)?.spec(array.dtype, &array.shape, array.name.as_deref())?;
+    let spec = GvrsWriterOptions::from_write_options(opts)?.spec(&ArrayInfo::of(array))?;
     let expected = (spec.rows as usize)
         .checked_mul(spec.cols as usize)
         .and_then(|n| n.checked_mul(array.dtype.size()));
@@ -1441,7 +1448,10 @@ pub fn write_ndarrays(arrays: &[NdArray], opts: &WriteOptions, out: &mut dyn Wri
     let [first, ..] = arrays else {
         return Err(usage("a GVRS file needs at least one element"));
     };
-    let mut spec = GvrsWriterOptions::from_write_options(opts)?.spec(first.dtype, &first.shape, None)?;
+    let mut spec = GvrsWriterOptions::from_write_options(opts)?.spec(&ArrayInfo {
+        name: None,
+        ..ArrayInfo::of(first)
+    })?;
     spec.elements.clear();
     for a in arrays {
         let name = a
@@ -1455,7 +1465,9 @@ pub fn write_ndarrays(arrays: &[NdArray], opts: &WriteOptions, out: &mut dyn Wri
                 a.shape, first.shape
             )));
         }
-        spec.elements.push(ElementSpec::new(name, element_kind(a.dtype)?));
+        let mut element = ElementSpec::new(name, element_kind(a.dtype)?);
+        crate::carry::element(&mut element, &ArrayInfo::of(a));
+        spec.elements.push(element);
     }
     validate_spec(&spec)?;
     let cells = (spec.rows as usize).checked_mul(spec.cols as usize);
@@ -1634,7 +1646,7 @@ impl Writing<'_> {
 
 impl ArraySink for GvrsWriter<'_> {
     fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
-        let spec = self.options.spec(info.dtype, &info.shape, info.name.as_deref())?;
+        let spec = self.options.spec(info)?;
         let (cols, tile_rows) = (spec.cols as u64, spec.tile_rows as u64);
         let size = info.dtype.size() as u64;
         // Held at once: the band's values and their encoded tiles, beside each thread's tile

@@ -221,7 +221,9 @@ fn check_integrity(
             (scanned, verdict)
         }
         None => {
-            let scanned = scan(stored, h.flags, h.uncomp_len, true, &mut |p| check.consume(p))?;
+            let scanned = scan(stored, h.flags, h.uncomp_len, true, &|| ctx.opts.poll(), &mut |p| {
+                check.consume(p)
+            })?;
             let verdict = check.conclude(scanned.decode.clone(), stored, h, ctx.opts)?;
             (scanned, verdict)
         }
@@ -237,7 +239,9 @@ fn check_integrity(
             sha_ok = true;
             let stored = Stored::Memory(&payload);
             let mut check = PayloadCheck::new(e, h, ctx.opts, ctx.members, npz_room(ctx), stored)?;
-            let scanned = scan(stored, h.flags, h.uncomp_len, false, &mut |p| check.consume(p))?;
+            let scanned = scan(stored, h.flags, h.uncomp_len, false, &|| ctx.opts.poll(), &mut |p| {
+                check.consume(p)
+            })?;
             verdict = Some(check.conclude(scanned.decode, stored, h, ctx.opts)?);
         }
     }

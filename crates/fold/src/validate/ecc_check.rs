@@ -8,7 +8,7 @@ use super::{ChunkContext, FoldChunkStatus, Layers};
 use crate::ecc::{self, Layout, Rs};
 use crate::parse::FoldEntry;
 use crate::raw::{ChunkHeader, CHUNK_HEADER_LEN};
-use crate::scan::hashes;
+use crate::scan::hashes_polled;
 
 /// What the ECC step did to the stored payload.
 pub(crate) enum EccOutcome {
@@ -104,13 +104,15 @@ fn repair(
     let mut tail_rep = None;
     for &layout in layouts {
         let mut trial = comp.clone();
-        let rep = ecc::repair(rs, &mut trial, &ecc_bytes, layout);
+        let rep = ecc::repair_polled(rs, &mut trial, &ecc_bytes, layout, &|| ctx.opts.poll())?;
         if layout == Layout::PyfoldsTail {
             tail_rep = Some(rep.clone());
         }
         // A layout whose every usable block decoded wins over one that verified with some
         // block failing (the damage lay in blocks both layouts cover).
-        if hashes(&trial) == (h.crc32c, e.sha256.clone()) && fixed.as_ref().is_none_or(|f| f.1.failed) {
+        if hashes_polled(&trial, &|| ctx.opts.poll())? == (h.crc32c, e.sha256.clone())
+            && fixed.as_ref().is_none_or(|f| f.1.failed)
+        {
             fixed = Some((layout, rep.clone(), trial));
             if !rep.failed {
                 break;
@@ -150,11 +152,12 @@ fn repair(
         repairs.push((payload_off, trial.clone()));
         // Damaged ECC bytes are rewritten too (in the layout that repaired), so the copy is
         // whole again; intact ones are kept as they are.
-        if ecc::layout_of(rs, &trial, &ecc_bytes).is_none() {
+        let poll = || ctx.opts.poll();
+        if ecc::layout_of_polled(rs, &trial, &ecc_bytes, &poll)?.is_none() {
             repairs.push((
                 ecc_off,
                 match layout {
-                    Layout::BlockParity => rs.block_parity(&trial),
+                    Layout::BlockParity => ecc::block_parity_polled(rs, &trial, &poll)?,
                     Layout::PyfoldsTail => ecc::pyfolds_ecc(rs, &trial),
                 },
             ));
@@ -178,7 +181,7 @@ fn check_parity(
     let name = &e.name;
     let k = rs.k() as u64;
     let multi = h.comp_len > k;
-    match stream_layout(ctx.input, payload_off, h.comp_len, ecc_off, rs)? {
+    match stream_layout(ctx.input, payload_off, h.comp_len, ecc_off, rs, &|| ctx.opts.poll())? {
         Some(Layout::BlockParity) if multi => l.integrity.info(
             "fold.ecc.multi_block_parity",
             Some(ecc_off),
@@ -211,7 +214,7 @@ fn check_parity(
                 let whole = ctx
                     .input
                     .read_vec(payload_off, h.comp_len, "chunk payload", &ctx.opts.limits)?;
-                repairs.push((ecc_off, rs.block_parity(&whole)));
+                repairs.push((ecc_off, ecc::block_parity_polled(rs, &whole, &|| ctx.opts.poll())?));
             }
         }
     }
@@ -226,6 +229,7 @@ fn stream_layout(
     len: u64,
     ecc_off: u64,
     rs: &Rs,
+    poll: &dyn Fn() -> Result<(), Error>,
 ) -> Result<Option<Layout>, Error> {
     const BATCH: u64 = 8192;
     let (k, n) = (rs.k() as u64, rs.nsym() as u64);
@@ -243,6 +247,7 @@ fn stream_layout(
     let mut b0 = 0;
     let mut blocks_match = true;
     while b0 < nblocks && blocks_match {
+        poll()?;
         let b1 = (b0 + BATCH).min(nblocks);
         let d1 = (b1 * k).min(len);
         read(payload_off + b0 * k, d1 - b0 * k, &mut data, "chunk payload")?;
@@ -262,6 +267,7 @@ fn stream_layout(
         b += 1;
     }
     while b < nblocks {
+        poll()?;
         let b1 = (b + BATCH).min(nblocks);
         let d1 = (b1 * k).min(len);
         read(payload_off + b * k, d1 - b * k, &mut data, "chunk payload")?;

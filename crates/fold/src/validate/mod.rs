@@ -16,7 +16,7 @@ pub use chunk::NPZ_MEMBERS_HELD_MAX;
 
 use std::collections::HashMap;
 
-use rasterpack_common::{Error, Finding, Findings, Input, Limits, Progress, Severity};
+use rasterpack_common::{Error, Finding, Findings, Input, Interrupt, Limits, Progress, Severity};
 use sha2::{Digest, Sha256};
 
 use crate::npz::NpzArrayInfo;
@@ -113,7 +113,7 @@ pub struct FoldAnalysis {
 }
 
 /// Options of [`analyze`].
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct FoldAnalyzeOptions {
     /// Resource limits.
     pub limits: Limits,
@@ -129,6 +129,34 @@ pub struct FoldAnalyzeOptions {
     pub keep_payload: bool,
     /// Told how many bytes of the file are checked, chunk by chunk.
     pub progress: Option<Progress>,
+    /// Asked whether to go on (Ctrl-C in a host such as Python, a cancelled job): before each
+    /// chunk and between pieces of the work on one (hashing, ECC repair, re-encoding parity),
+    /// at least every few MiB. An `Err` stops the analysis with that error.
+    pub interrupt: Option<Interrupt>,
+}
+
+impl std::fmt::Debug for FoldAnalyzeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FoldAnalyzeOptions")
+            .field("limits", &self.limits)
+            .field("content", &self.content)
+            .field("decoded_sha256", &self.decoded_sha256)
+            .field("keep_repairs", &self.keep_repairs)
+            .field("keep_payload", &self.keep_payload)
+            .field("progress", &self.progress)
+            .field("interrupt", &self.interrupt.as_ref().map(|_| ".."))
+            .finish()
+    }
+}
+
+impl FoldAnalyzeOptions {
+    /// Ask [`FoldAnalyzeOptions::interrupt`] whether to go on.
+    pub(crate) fn poll(&self) -> Result<(), Error> {
+        match &self.interrupt {
+            Some(hook) => hook(),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Findings per validation layer, merged in layer order at the end.
@@ -261,6 +289,7 @@ pub fn analyze(input: &Input, opts: &FoldAnalyzeOptions) -> Result<FoldAnalysis,
     };
     let mut spans: Vec<(u64, u64, String)> = Vec::new();
     for entry in &container.index.entries {
+        opts.poll()?;
         let before = l.counts();
         let mut st = check_chunk(&ctx, entry, &mut l, &mut spans, &mut out.repairs)?;
         st.errors = index_errors.clone();

@@ -355,7 +355,7 @@ fn walk_again(
         Err(e) => return Ok(Err(e)),
     };
     let mut walk: CdWalk = CdWalk::new(dir, h.uncomp_len, &opts.limits, WalkMode::Verify, None);
-    let scanned = scan(stored, h.flags, h.uncomp_len, false, &mut |p| {
+    let scanned = scan(stored, h.flags, h.uncomp_len, false, &|| opts.poll(), &mut |p| {
         walk.feed(p);
         Flow::More
     })?;
