@@ -18,6 +18,18 @@ pub fn f64_value(x: f64) -> Value {
     }
 }
 
+/// The inverse of [`f64_value`]: a JSON number, or one of the strings `"NaN"`, `"Infinity"`,
+/// `"-Infinity"`, as an f64; anything else is `None`.
+pub fn value_f64(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) if s == "NaN" => Some(f64::NAN),
+        Value::String(s) if s == "Infinity" => Some(f64::INFINITY),
+        Value::String(s) if s == "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => None,
+    }
+}
+
 /// Short human rendering of an f64 (shortest round-trip form).
 pub fn fmt_f64(x: f64) -> String {
     if x.is_nan() {
@@ -78,6 +90,12 @@ mod tests {
     fn non_finite_become_strings() {
         assert_eq!(f64_value(f64::NAN), Value::from("NaN"));
         assert_eq!(f64_value(f64::NEG_INFINITY), Value::from("-Infinity"));
+        for x in [1.5, -0.0, f64::INFINITY, f64::NEG_INFINITY, 1e300] {
+            assert_eq!(value_f64(&f64_value(x)).map(f64::to_bits), Some(x.to_bits()));
+        }
+        assert!(value_f64(&f64_value(f64::NAN)).is_some_and(f64::is_nan));
+        assert_eq!(value_f64(&Value::from("inf")), None);
+        assert_eq!(value_f64(&Value::Null), None);
         assert_eq!(f64_value(1.5), serde_json::json!(1.5));
         assert_eq!(fmt_bytes(1536), "1.5 KiB (1536 bytes)");
     }

@@ -207,15 +207,7 @@ impl Stats {
 ///   codes use the NoValue code 255 / 65535, physical values the dequantized `noValue`);
 /// - VOLP, UDF, FOLD, `.npy`: none (those formats declare no fill value).
 pub fn fill_value(info: &ArrayInfo) -> Option<f64> {
-    let num = |v: &Value| -> Option<f64> {
-        match v {
-            Value::Number(n) => n.as_f64(),
-            Value::String(s) if s == "NaN" => Some(f64::NAN),
-            Value::String(s) if s == "Infinity" => Some(f64::INFINITY),
-            Value::String(s) if s == "-Infinity" => Some(f64::NEG_INFINITY),
-            _ => None,
-        }
-    };
+    let num = crate::json::value_f64;
     let a = &info.attrs;
     // GVRS: the element's attributes sit at the top level (one element).
     if a.contains_key("type_code") {

@@ -14,23 +14,12 @@
 //! that excludes nothing sensible) is left at Gridfour's default rather than rounded: a written
 //! file says what the source said, or keeps the defaults.
 
+use rasterpack_common::json::value_f64 as num;
 use rasterpack_common::ArrayInfo;
 use serde_json::{Map, Value};
 
 use crate::raw::ElementRange;
 use crate::write::{Coordinates, ElementSpec, GvrsSpec, RasterSpace};
-
-/// A number as the readers write them (`"NaN"`, `"Infinity"`, `"-Infinity"` for the
-/// non-finite ones).
-fn num(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) if s == "NaN" => Some(f64::NAN),
-        Value::String(s) if s == "Infinity" => Some(f64::INFINITY),
-        Value::String(s) if s == "-Infinity" => Some(f64::NEG_INFINITY),
-        _ => None,
-    }
-}
 
 /// An f32 given as `0x7fc00000`-style bits (what GVRS attributes keep beside the value).
 fn bits(v: Option<&Value>) -> Option<f32> {

@@ -668,6 +668,28 @@ impl GvrsFile {
         Ok((tr, bytes))
     }
 
+    /// Read tile `tile_index` (record at `content_offset`) checked, and decode element
+    /// `element` of it into `plane`: what every read path does with a stored tile.
+    pub fn decode_tile_into(
+        &self,
+        content_offset: i64,
+        tile_index: u64,
+        element: usize,
+        plane: &mut GvrsPlane,
+    ) -> Result<()> {
+        let (rec, bytes) = self.read_tile_checked(content_offset, tile_index)?;
+        let (rel, n) = rec.blocks[element];
+        self.decode_block_into(element, &bytes[rel..rel + n], rec.record.start + rel as u64, plane)?;
+        if plane.len() != self.geometry.cells_per_tile() as usize {
+            return Err(Error::usage(format!(
+                "internal: tile {tile_index} decoded to {} cells, not {}",
+                plane.len(),
+                self.geometry.cells_per_tile()
+            )));
+        }
+        Ok(())
+    }
+
     /// Decode one element's block (`block` = the stored bytes, `at` = its absolute offset).
     pub fn decode_block(&self, element: usize, block: &[u8], at: u64) -> Result<GvrsPlane> {
         let mut plane = GvrsPlane::Int(Vec::new());

@@ -360,16 +360,7 @@ impl GvrsFile {
                             return blocks.fill(seq, cells as u64, &pattern);
                         };
                         let index = tr as u64 * g.grid_cols as u64 + tc as u64;
-                        let (rec, bytes) = self.read_tile_checked(off, index)?;
-                        let (rel, n) = rec.blocks[el];
-                        self.decode_block_into(el, &bytes[rel..rel + n], rec.record.start + rel as u64, plane)?;
-                        if plane.len() != g.cells_per_tile() as usize {
-                            return Err(Error::usage(format!(
-                                "internal: tile {index} decoded to {} cells, not {}",
-                                plane.len(),
-                                g.cells_per_tile()
-                            )));
-                        }
+                        self.decode_tile_into(off, index, el, plane)?;
                         let seg = len(&(c0..c1)) * size;
                         buf.resize(cells * size, 0);
                         let first_row = (rows.start - tr * g.tile_rows) as usize;
@@ -509,16 +500,7 @@ impl GvrsFile {
                 continue;
             };
             let index = tile_row as u64 * g.grid_cols as u64 + tc as u64;
-            let (rec, bytes) = self.read_tile_checked(off, index)?;
-            let (rel, n) = rec.blocks[el];
-            self.decode_block_into(el, &bytes[rel..rel + n], rec.record.start + rel as u64, plane)?;
-            if plane.len() != g.cells_per_tile() as usize {
-                return Err(Error::usage(format!(
-                    "internal: tile {index} decoded to {} cells, not {}",
-                    plane.len(),
-                    g.cells_per_tile()
-                )));
-            }
+            self.decode_tile_into(off, index, el, plane)?;
             let first_row = (rows.start - tile_row * g.tile_rows) as usize;
             let first_col = (c0 - tc * g.tile_cols) as usize;
             for r in 0..nrows {
