@@ -319,14 +319,6 @@ impl<const N: usize> Cell for CNan<N> {
     }
 }
 
-/// The per-lane counters, minima and maxima of the first pass (lane `l` takes cells `l`,
-/// `l + 8`, ... of the block in order; the last `len % 8` cells go to lane 0).
-struct Lanes {
-    n: [u64; 8],
-    lo: [f64; 8],
-    hi: [f64; 8],
-}
-
 /// The pairwise-summation tree over `len` cells from cell `start`: halves cut at a multiple
 /// of 8 cells, leaves of at most 128 cells summed by `leaf(start, len)`, left before right.
 /// Only the last leaf can have a length that is not a multiple of 8, so lanes of a leaf are
@@ -348,30 +340,65 @@ fn lane_sum(a: &[f64; 8]) -> f64 {
 
 /// The block's figures from its little-endian bytes (whole values of `C`, at most
 /// [`CHUNK`]): bit for bit what widening the block to f64 and taking its counts, min and
-/// max, pairwise sum and pairwise squared deviations in three passes gives (the reference in
-/// the tests), without the f64 buffer. A block of valid cells only (the common case) takes
-/// [`all_valid`]'s unmasked passes; otherwise one pass counts the valid cells, takes min and
-/// max and sums in the same lanes and tree as the separate passes did, a counting pass
-/// sorts the invalid cells, and the masked squared deviations follow.
+/// max, pairwise sum and pairwise squared deviations in three masked passes gives (the
+/// reference in the tests), without the f64 buffer and, leaf by leaf of the summation tree,
+/// without the validity masks where they select nothing.
+///
+/// A leaf (at most 128 cells) is first taken unmasked: min, max and sum into copies of the
+/// block's 8 lanes. It is kept when every cell was valid: its sum is finite (a NaN or
+/// infinite cell makes it NaN or infinite for good; a sum that overflows is redone,
+/// harmlessly) and no cell equals a finite fill value (looked for only when the fill lies
+/// within the lanes' range). With every cell valid the masked forms select `x` itself, so
+/// the bits are the same. Otherwise the leaf is redone with masks. Counts of NaN, infinite
+/// and fill cells (which need no order) are taken in a separate pass when some cell was not
+/// valid; the squared deviations skip the masks on the leaves that were clean.
 fn block_figures_of<C: Cell>(d: &[u8], fill_eq: f64, fill_nan: bool) -> Block {
     let len = d.len() / C::SIZE;
     let d = &d[..len * C::SIZE];
-    if let Some(b) = all_valid::<C>(d, len, fill_eq) {
-        return b;
-    }
     let valid = |x: f64| (!C::FLOAT || x.is_finite()) & (x != fill_eq);
-    // Per lane: valid cells, min and max (the lanes matter for min and max only, when 0.0
-    // and -0.0 tie: the first one a lane meets stays).
-    let mut k = Lanes {
-        n: [0; 8],
-        lo: [f64::INFINITY; 8],
-        hi: [f64::NEG_INFINITY; 8],
-    };
+    // Per lane: min and max (the lanes matter only when 0.0 and -0.0 tie: the first one a
+    // lane meets stays).
+    let mut lo = [f64::INFINITY; 8];
+    let mut hi = [f64::NEG_INFINITY; 8];
+    let mut valid_n = 0u64;
+    // Leaves taken unmasked, by their number in the tree (a block of at most CHUNK cells has
+    // at most 64 leaves; any beyond are taken masked).
+    let mut clean = 0u64;
+    let mut leaf = 0u32;
     let sum = pairwise_tree(0, len, &mut |start, n| {
         let part = &d[start * C::SIZE..(start + n) * C::SIZE];
+        let this = leaf;
+        leaf += 1;
+        if this < 64 {
+            let (mut l8, mut h8) = (lo, hi);
+            let mut acc = [0.0f64; 8];
+            let mut it = part.chunks_exact(8 * C::SIZE);
+            for c in &mut it {
+                let x = C::at8(c);
+                for l in 0..8 {
+                    l8[l] = if x[l] < l8[l] { x[l] } else { l8[l] };
+                    h8[l] = if x[l] > h8[l] { x[l] } else { h8[l] };
+                    acc[l] += x[l];
+                }
+            }
+            let mut s = lane_sum(&acc);
+            for c in it.remainder().chunks_exact(C::SIZE) {
+                let x = C::at(c);
+                l8[0] = l8[0].min(x);
+                h8[0] = h8[0].max(x);
+                s += x;
+            }
+            let finite = !C::FLOAT || s.is_finite();
+            let in_range = l8.iter().any(|&m| fill_eq >= m) && h8.iter().any(|&m| fill_eq <= m);
+            if finite && !(in_range && part.chunks_exact(C::SIZE).any(|c| C::at(c) == fill_eq)) {
+                (lo, hi) = (l8, h8);
+                valid_n += n as u64;
+                clean |= 1 << this;
+                return s;
+            }
+        }
+        let (mut kn, mut l8, mut h8) = ([0u64; 8], lo, hi);
         let mut acc = [0.0f64; 8];
-        // The lanes in locals for the loop (registers, not the captured struct).
-        let (mut kn, mut lo, mut hi) = (k.n, k.lo, k.hi);
         let mut it = part.chunks_exact(8 * C::SIZE);
         for c in &mut it {
             let x = C::at8(c);
@@ -380,8 +407,8 @@ fn block_figures_of<C: Cell>(d: &[u8], fill_eq: f64, fill_nan: bool) -> Block {
                 let ok = valid(x);
                 kn[l] += ok as u64;
                 let (a, b) = if ok { (x, x) } else { (f64::INFINITY, f64::NEG_INFINITY) };
-                lo[l] = if a < lo[l] { a } else { lo[l] };
-                hi[l] = if b > hi[l] { b } else { hi[l] };
+                l8[l] = if a < l8[l] { a } else { l8[l] };
+                h8[l] = if b > h8[l] { b } else { h8[l] };
                 acc[l] += if ok { x } else { 0.0 };
             }
         }
@@ -391,28 +418,28 @@ fn block_figures_of<C: Cell>(d: &[u8], fill_eq: f64, fill_nan: bool) -> Block {
             let ok = valid(x);
             kn[0] += ok as u64;
             if ok {
-                lo[0] = lo[0].min(x);
-                hi[0] = hi[0].max(x);
+                l8[0] = l8[0].min(x);
+                h8[0] = h8[0].max(x);
             }
             s += if ok { x } else { 0.0 };
         }
-        (k.n, k.lo, k.hi) = (kn, lo, hi);
+        (lo, hi) = (l8, h8);
+        valid_n += kn.iter().sum::<u64>();
         s
     });
-    let valid_n: u64 = k.n.iter().sum();
     let mut b = Block {
         valid: valid_n,
         fill: 0,
         nan: 0,
         inf: 0,
-        min: k.lo.iter().fold(f64::INFINITY, |m, &x| m.min(x)),
-        max: k.hi.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x)),
+        min: lo.iter().fold(f64::INFINITY, |m, &x| m.min(x)),
+        max: hi.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x)),
         sum: 0.0,
         m2: 0.0,
     };
     if valid_n < len as u64 {
         // Some cell is not valid: count what it is (a valid cell is never NaN, infinite or
-        // the fill value, so blocks of valid cells skip this pass; counts need no order).
+        // the fill value, so blocks of valid cells skip this pass).
         let (mut nan, mut inf, mut fill) = (0u64, 0u64, 0u64);
         for c in d.chunks_exact(C::SIZE) {
             let x = C::at(c);
@@ -429,95 +456,42 @@ fn block_figures_of<C: Cell>(d: &[u8], fill_eq: f64, fill_nan: bool) -> Block {
     }
     b.sum = sum;
     let mean = sum / valid_n as f64;
-    b.m2 = if valid_n == len as u64 {
-        // Every cell valid: no mask (the masked form adds the same `(x - mean)^2`).
-        squares::<C>(d, len, mean, |_| true)
-    } else {
-        squares::<C>(d, len, mean, valid)
-    };
+    // The pairwise sum of `(x - mean)^2` over the valid cells (`0` for the others), in the
+    // same tree; masks only on the leaves that were not clean.
+    let mut leaf = 0u32;
+    b.m2 = pairwise_tree(0, len, &mut |start, n| {
+        let part = &d[start * C::SIZE..(start + n) * C::SIZE];
+        let this = leaf;
+        leaf += 1;
+        if this < 64 && clean & (1 << this) != 0 {
+            squares_leaf::<C>(part, mean, |_| true)
+        } else {
+            squares_leaf::<C>(part, mean, valid)
+        }
+    });
     b
 }
 
-/// The block's figures when every cell is valid, else `None`, in about a third of the
-/// work of the general pass: min, max and sum without validity masks (with every cell valid,
-/// the masked forms select `x` itself, so the bits are the same), then two checks that
-/// every cell was valid: a finite sum (a NaN or an infinite cell makes the sum NaN or
-/// infinite for good; a sum that overflows falls back too, harmlessly), and no cell equal
-/// to a finite fill value (looked for only when the fill lies within `[min, max]`).
+/// One leaf's sum of `(x - mean)^2` over the cells `ok` keeps (`0` for the others): 8 lanes,
+/// combined as [`lane_sum`], then the remainder in order.
 #[inline(always)]
-fn all_valid<C: Cell>(d: &[u8], len: usize, fill_eq: f64) -> Option<Block> {
-    if len == 0 {
-        return None;
+fn squares_leaf<C: Cell>(part: &[u8], mean: f64, ok: impl Fn(f64) -> bool) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let mut it = part.chunks_exact(8 * C::SIZE);
+    for c in &mut it {
+        let x = C::at8(c);
+        for l in 0..8 {
+            let e = if ok(x[l]) { x[l] - mean } else { 0.0 };
+            acc[l] += e * e;
+        }
     }
-    let mut lo = [f64::INFINITY; 8];
-    let mut hi = [f64::NEG_INFINITY; 8];
-    let sum = pairwise_tree(0, len, &mut |start, n| {
-        let part = &d[start * C::SIZE..(start + n) * C::SIZE];
-        let mut acc = [0.0f64; 8];
-        let (mut l8, mut h8) = (lo, hi);
-        let mut it = part.chunks_exact(8 * C::SIZE);
-        for c in &mut it {
-            let x = C::at8(c);
-            for l in 0..8 {
-                l8[l] = if x[l] < l8[l] { x[l] } else { l8[l] };
-                h8[l] = if x[l] > h8[l] { x[l] } else { h8[l] };
-                acc[l] += x[l];
-            }
-        }
-        let mut s = lane_sum(&acc);
-        for c in it.remainder().chunks_exact(C::SIZE) {
-            let x = C::at(c);
-            l8[0] = l8[0].min(x);
-            h8[0] = h8[0].max(x);
-            s += x;
-        }
-        (lo, hi) = (l8, h8);
-        s
-    });
-    if C::FLOAT && !sum.is_finite() {
-        return None;
+    let mut s = lane_sum(&acc);
+    for c in it.remainder().chunks_exact(C::SIZE) {
+        let x = C::at(c);
+        let e = if ok(x) { x - mean } else { 0.0 };
+        s += e * e;
     }
-    let min = lo.iter().fold(f64::INFINITY, |m, &x| m.min(x));
-    let max = hi.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
-    if fill_eq >= min && fill_eq <= max && d.chunks_exact(C::SIZE).any(|c| C::at(c) == fill_eq) {
-        return None;
-    }
-    let mean = sum / len as f64;
-    Some(Block {
-        valid: len as u64,
-        fill: 0,
-        nan: 0,
-        inf: 0,
-        min,
-        max,
-        sum,
-        m2: squares::<C>(d, len, mean, |_| true),
-    })
-}
-
-/// The pairwise sum of `(x - mean)^2` over the cells `ok` keeps (`0` for the others), in the
-/// tree of [`pairwise_tree`].
-#[inline(always)]
-fn squares<C: Cell>(d: &[u8], len: usize, mean: f64, ok: impl Fn(f64) -> bool) -> f64 {
-    pairwise_tree(0, len, &mut |start, n| {
-        let part = &d[start * C::SIZE..(start + n) * C::SIZE];
-        let mut acc = [0.0f64; 8];
-        let mut it = part.chunks_exact(8 * C::SIZE);
-        for c in &mut it {
-            let x = C::at8(c);
-            for l in 0..8 {
-                let e = if ok(x[l]) { x[l] - mean } else { 0.0 };
-                acc[l] += e * e;
-            }
-        }
-        let mut s = lane_sum(&acc);
-        for c in it.remainder().chunks_exact(C::SIZE) {
-            let x = C::at(c);
-            let e = if ok(x) { x - mean } else { 0.0 };
-            s += e * e;
-        }
-        s
-    })
+    s
 }
 
 /// [`block_figures_of`] for the block's dtype.
@@ -1673,9 +1647,9 @@ mod kernel_tests {
                     Some(f) => (f, false),
                     None => (f64::NAN, false),
                 };
-                // No specials (the unmasked path for integers and ordinary floats), a few,
-                // or many.
-                let special = [0, 20, 300][r.below(3) as usize];
+                // No specials (every leaf unmasked for integers and ordinary floats), one in
+                // a thousand cells (blocks of clean and masked leaves), a few, or many.
+                let special = [0, 1, 20, 300][r.below(4) as usize];
                 // An odd offset: the kernel reads unaligned bytes.
                 bytes.clear();
                 bytes.push(0xAA);
@@ -1707,7 +1681,7 @@ mod kernel_tests {
     }
 
     #[test]
-    fn the_all_valid_shortcut_falls_back_exactly_when_a_cell_is_not_valid() {
+    fn an_unmasked_leaf_is_redone_with_masks_exactly_when_a_cell_is_not_valid() {
         let check = |v: &[f64], eq: f64, nan: bool| {
             let d: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
             let got = block_figures(DType::F64, &d, eq, nan);
@@ -1722,7 +1696,7 @@ mod kernel_tests {
         v[299] = 0.5;
         let b = check(&v, 0.5, false);
         assert_eq!((b.valid, b.fill), (299, 1));
-        // Valid cells whose sum overflows: the general pass gives the same infinite sum.
+        // Valid cells whose sum overflows: the masked leaf gives the same infinite sum.
         let big = [f64::MAX, f64::MAX, -1.0, 3.0, f64::MAX / 2.0, 7.0, 1.0, 2.0, 5.0];
         let b = check(&big, f64::NAN, false);
         assert_eq!((b.valid, b.sum), (9, f64::INFINITY));
