@@ -255,12 +255,273 @@ struct Block {
     m2: f64,
 }
 
-/// The block's figures. `fill_eq` is the fill value when it is not NaN (NaN otherwise: then
+/// A cell type the figures kernel reads straight from little-endian bytes, widening each
+/// value to f64 where it is used (no f64 buffer of the block).
+trait Cell {
+    /// Bytes per value.
+    const SIZE: usize;
+    /// Whether a value can be NaN or infinite (integers cannot: their tests are skipped).
+    const FLOAT: bool;
+    /// The value in `b` (exactly `SIZE` bytes), as [`decode_f64`] widens it.
+    fn at(b: &[u8]) -> f64;
+    /// The 8 values in `c` (exactly `8 * SIZE` bytes).
+    #[inline(always)]
+    fn at8(c: &[u8]) -> [f64; 8] {
+        std::array::from_fn(|l| Self::at(&c[l * Self::SIZE..(l + 1) * Self::SIZE]))
+    }
+}
+
+macro_rules! cell {
+    ($name:ident, $t:ty, $n:expr, $float:expr) => {
+        struct $name;
+        impl Cell for $name {
+            const SIZE: usize = $n;
+            const FLOAT: bool = $float;
+            #[inline(always)]
+            fn at(b: &[u8]) -> f64 {
+                let mut a = [0u8; $n];
+                a.copy_from_slice(b);
+                <$t>::from_le_bytes(a) as f64
+            }
+        }
+    };
+}
+cell!(CU8, u8, 1, false);
+cell!(CI8, i8, 1, false);
+cell!(CU16, u16, 2, false);
+cell!(CI16, i16, 2, false);
+cell!(CU32, u32, 4, false);
+cell!(CI32, i32, 4, false);
+cell!(CU64, u64, 8, false);
+cell!(CI64, i64, 8, false);
+cell!(CF32, f32, 4, true);
+cell!(CF64, f64, 8, true);
+
+struct CF16;
+impl Cell for CF16 {
+    const SIZE: usize = 2;
+    const FLOAT: bool = true;
+    #[inline(always)]
+    fn at(b: &[u8]) -> f64 {
+        crate::array::f16_to_f64(u16::from_le_bytes([b[0], b[1]]))
+    }
+}
+
+/// Complex values never reach the kernel (`require_real` refuses them at `begin`); NaN, as
+/// [`decode_f64`] gives, should that ever change.
+struct CNan<const N: usize>;
+impl<const N: usize> Cell for CNan<N> {
+    const SIZE: usize = N;
+    const FLOAT: bool = true;
+    #[inline(always)]
+    fn at(_: &[u8]) -> f64 {
+        f64::NAN
+    }
+}
+
+/// The pairwise-summation tree over `len` cells from cell `start`: halves cut at a multiple
+/// of 8 cells, leaves of at most 128 cells summed by `leaf(start, len)`, left before right.
+/// Only the last leaf can have a length that is not a multiple of 8, so lanes of a leaf are
+/// the lanes of the whole block.
+fn pairwise_tree(start: usize, len: usize, leaf: &mut impl FnMut(usize, usize) -> f64) -> f64 {
+    if len <= 128 {
+        return leaf(start, len);
+    }
+    let half = len / 2 / 8 * 8;
+    let a = pairwise_tree(start, half, leaf);
+    a + pairwise_tree(start + half, len - half, leaf)
+}
+
+/// `((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))`: how a leaf's 8 lane sums combine.
+#[inline(always)]
+fn lane_sum(a: &[f64; 8]) -> f64 {
+    ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
+}
+
+/// The block's figures from its little-endian bytes (whole values of `C`, at most
+/// [`CHUNK`]): bit for bit what widening the block to f64 and taking its counts, min and
+/// max, pairwise sum and pairwise squared deviations in three masked passes gives (the
+/// reference in the tests), without the f64 buffer and, leaf by leaf of the summation tree,
+/// without the validity masks where they select nothing.
+///
+/// A leaf (at most 128 cells) is first taken unmasked: min, max and sum into copies of the
+/// block's 8 lanes. It is kept when every cell was valid: its sum is finite (a NaN or
+/// infinite cell makes it NaN or infinite for good; a sum that overflows is redone,
+/// harmlessly) and no cell equals a finite fill value (looked for only when the fill lies
+/// within the lanes' range). With every cell valid the masked forms select `x` itself, so
+/// the bits are the same. Otherwise the leaf is redone with masks. Counts of NaN, infinite
+/// and fill cells (which need no order) are taken in a separate pass when some cell was not
+/// valid; the squared deviations skip the masks on the leaves that were clean.
+fn block_figures_of<C: Cell>(d: &[u8], fill_eq: f64, fill_nan: bool) -> Block {
+    let len = d.len() / C::SIZE;
+    let d = &d[..len * C::SIZE];
+    let valid = |x: f64| (!C::FLOAT || x.is_finite()) & (x != fill_eq);
+    // Per lane: min and max (the lanes matter only when 0.0 and -0.0 tie: the first one a
+    // lane meets stays).
+    let mut lo = [f64::INFINITY; 8];
+    let mut hi = [f64::NEG_INFINITY; 8];
+    let mut valid_n = 0u64;
+    // Leaves taken unmasked, by their number in the tree (a block of at most CHUNK cells has
+    // at most 64 leaves; any beyond are taken masked).
+    let mut clean = 0u64;
+    let mut leaf = 0u32;
+    let sum = pairwise_tree(0, len, &mut |start, n| {
+        let part = &d[start * C::SIZE..(start + n) * C::SIZE];
+        let this = leaf;
+        leaf += 1;
+        if this < 64 {
+            let (mut l8, mut h8) = (lo, hi);
+            let mut acc = [0.0f64; 8];
+            let mut it = part.chunks_exact(8 * C::SIZE);
+            for c in &mut it {
+                let x = C::at8(c);
+                for l in 0..8 {
+                    l8[l] = if x[l] < l8[l] { x[l] } else { l8[l] };
+                    h8[l] = if x[l] > h8[l] { x[l] } else { h8[l] };
+                    acc[l] += x[l];
+                }
+            }
+            let mut s = lane_sum(&acc);
+            for c in it.remainder().chunks_exact(C::SIZE) {
+                let x = C::at(c);
+                l8[0] = l8[0].min(x);
+                h8[0] = h8[0].max(x);
+                s += x;
+            }
+            let finite = !C::FLOAT || s.is_finite();
+            let in_range = l8.iter().any(|&m| fill_eq >= m) && h8.iter().any(|&m| fill_eq <= m);
+            if finite && !(in_range && part.chunks_exact(C::SIZE).any(|c| C::at(c) == fill_eq)) {
+                (lo, hi) = (l8, h8);
+                valid_n += n as u64;
+                clean |= 1 << this;
+                return s;
+            }
+        }
+        let (mut kn, mut l8, mut h8) = ([0u64; 8], lo, hi);
+        let mut acc = [0.0f64; 8];
+        let mut it = part.chunks_exact(8 * C::SIZE);
+        for c in &mut it {
+            let x = C::at8(c);
+            for l in 0..8 {
+                let x = x[l];
+                let ok = valid(x);
+                kn[l] += ok as u64;
+                let (a, b) = if ok { (x, x) } else { (f64::INFINITY, f64::NEG_INFINITY) };
+                l8[l] = if a < l8[l] { a } else { l8[l] };
+                h8[l] = if b > h8[l] { b } else { h8[l] };
+                acc[l] += if ok { x } else { 0.0 };
+            }
+        }
+        let mut s = lane_sum(&acc);
+        for c in it.remainder().chunks_exact(C::SIZE) {
+            let x = C::at(c);
+            let ok = valid(x);
+            kn[0] += ok as u64;
+            if ok {
+                l8[0] = l8[0].min(x);
+                h8[0] = h8[0].max(x);
+            }
+            s += if ok { x } else { 0.0 };
+        }
+        (lo, hi) = (l8, h8);
+        valid_n += kn.iter().sum::<u64>();
+        s
+    });
+    let mut b = Block {
+        valid: valid_n,
+        fill: 0,
+        nan: 0,
+        inf: 0,
+        min: lo.iter().fold(f64::INFINITY, |m, &x| m.min(x)),
+        max: hi.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x)),
+        sum: 0.0,
+        m2: 0.0,
+    };
+    if valid_n < len as u64 {
+        // Some cell is not valid: count what it is (a valid cell is never NaN, infinite or
+        // the fill value, so blocks of valid cells skip this pass).
+        let (mut nan, mut inf, mut fill) = (0u64, 0u64, 0u64);
+        for c in d.chunks_exact(C::SIZE) {
+            let x = C::at(c);
+            nan += x.is_nan() as u64;
+            inf += x.is_infinite() as u64;
+            fill += (x == fill_eq) as u64;
+        }
+        b.nan = nan;
+        b.inf = inf;
+        b.fill = fill + if fill_nan { nan } else { 0 };
+    }
+    if valid_n == 0 {
+        return b;
+    }
+    b.sum = sum;
+    let mean = sum / valid_n as f64;
+    // The pairwise sum of `(x - mean)^2` over the valid cells (`0` for the others), in the
+    // same tree; masks only on the leaves that were not clean.
+    let mut leaf = 0u32;
+    b.m2 = pairwise_tree(0, len, &mut |start, n| {
+        let part = &d[start * C::SIZE..(start + n) * C::SIZE];
+        let this = leaf;
+        leaf += 1;
+        if this < 64 && clean & (1 << this) != 0 {
+            squares_leaf::<C>(part, mean, |_| true)
+        } else {
+            squares_leaf::<C>(part, mean, valid)
+        }
+    });
+    b
+}
+
+/// One leaf's sum of `(x - mean)^2` over the cells `ok` keeps (`0` for the others): 8 lanes,
+/// combined as [`lane_sum`], then the remainder in order.
+#[inline(always)]
+fn squares_leaf<C: Cell>(part: &[u8], mean: f64, ok: impl Fn(f64) -> bool) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let mut it = part.chunks_exact(8 * C::SIZE);
+    for c in &mut it {
+        let x = C::at8(c);
+        for l in 0..8 {
+            let e = if ok(x[l]) { x[l] - mean } else { 0.0 };
+            acc[l] += e * e;
+        }
+    }
+    let mut s = lane_sum(&acc);
+    for c in it.remainder().chunks_exact(C::SIZE) {
+        let x = C::at(c);
+        let e = if ok(x) { x - mean } else { 0.0 };
+        s += e * e;
+    }
+    s
+}
+
+/// [`block_figures_of`] for the block's dtype.
+fn block_figures(dtype: DType, d: &[u8], fill_eq: f64, fill_nan: bool) -> Block {
+    match dtype {
+        DType::Bool | DType::U8 => block_figures_of::<CU8>(d, fill_eq, fill_nan),
+        DType::I8 => block_figures_of::<CI8>(d, fill_eq, fill_nan),
+        DType::U16 => block_figures_of::<CU16>(d, fill_eq, fill_nan),
+        DType::I16 => block_figures_of::<CI16>(d, fill_eq, fill_nan),
+        DType::U32 => block_figures_of::<CU32>(d, fill_eq, fill_nan),
+        DType::I32 => block_figures_of::<CI32>(d, fill_eq, fill_nan),
+        DType::U64 => block_figures_of::<CU64>(d, fill_eq, fill_nan),
+        DType::I64 => block_figures_of::<CI64>(d, fill_eq, fill_nan),
+        DType::F32 => block_figures_of::<CF32>(d, fill_eq, fill_nan),
+        DType::F64 => block_figures_of::<CF64>(d, fill_eq, fill_nan),
+        DType::F16 => block_figures_of::<CF16>(d, fill_eq, fill_nan),
+        DType::C64 => block_figures_of::<CNan<8>>(d, fill_eq, fill_nan),
+        DType::C128 => block_figures_of::<CNan<16>>(d, fill_eq, fill_nan),
+    }
+}
+
+/// The figures kernel before it read bytes directly (three passes over an f64 buffer): the
+/// reference the kernel's results are tested against bit for bit.
+#[cfg(test)]
+/// The block's figures (reference). `fill_eq` is the fill value when it is not NaN (NaN otherwise: then
 /// nothing compares equal to it and NaN fill cells are counted from `nan`). Three passes over
 /// at most [`CHUNK`] values (in cache): counts, min and max; the pairwise sum of the valid
 /// values; their pairwise squared deviations from the block's mean. Invalid cells take part
 /// as zeros, so the loops have no branches and vectorise.
-fn block_figures(v: &[f64], fill_eq: f64, fill_nan: bool) -> Block {
+fn reference_figures(v: &[f64], fill_eq: f64, fill_nan: bool) -> Block {
     let valid = |x: f64| x.is_finite() & (x != fill_eq);
     let mut n = [0u64; 8];
     let mut nan = [0u64; 8];
@@ -435,8 +696,8 @@ impl BlockSink for Par {
             )));
         }
         let cells = (data.len() / size) as u64;
-        let mut values = Vec::with_capacity(CHUNK.min(data.len() / size));
         if let Some(hist) = &self.hist {
+            let mut values = Vec::with_capacity(CHUNK.min(data.len() / size));
             // Bins of the block's valid cells first, then one short lock to count them.
             let mut bins: Vec<u32> = Vec::new();
             let (lo, hi) = {
@@ -463,9 +724,7 @@ impl BlockSink for Par {
         }
         let mut b = Block::EMPTY;
         for part in data.chunks(CHUNK * size) {
-            values.clear();
-            decode_f64(self.dtype, part, &mut values);
-            b = b.then(&block_figures(&values, self.fill_eq, self.fill_nan));
+            b = b.then(&block_figures(self.dtype, part, self.fill_eq, self.fill_nan));
         }
         self.arrive(seq, cells, b)
     }
@@ -505,8 +764,8 @@ pub struct StatsSink {
     /// The bytes of a value split across two writes.
     carry: Vec<u8>,
     position: u64,
-    /// The values of the block under way (fewer than [`CHUNK`]).
-    pending: Vec<f64>,
+    /// The little-endian bytes of the block under way (fewer than [`CHUNK`] values).
+    pending: Vec<u8>,
     /// Decoding buffer of the histogram pass, and its bin edges (computed once).
     values: Vec<f64>,
     edges: Vec<f64>,
@@ -593,7 +852,7 @@ impl StatsSink {
             dtype: None,
             carry: Vec::new(),
             position: 0,
-            pending: Vec::with_capacity(CHUNK),
+            pending: Vec::new(),
             values: Vec::new(),
             count: 0,
             t: Totals::EMPTY,
@@ -615,8 +874,9 @@ impl StatsSink {
         if self.pending.is_empty() {
             return;
         }
+        let Some(dtype) = self.dtype else { return };
         let (eq, nan) = self.fill_test();
-        let b = block_figures(&self.pending, eq, nan);
+        let b = block_figures(dtype, &self.pending, eq, nan);
         self.t.merge(&b);
         self.pending.clear();
     }
@@ -627,16 +887,8 @@ impl StatsSink {
         let (eq, nan) = self.fill_test();
         let step = CHUNK * dtype.size();
         let blocks = bytes.len() / step;
-        let figures = |part: &[u8]| -> Vec<Block> {
-            let mut values = Vec::with_capacity(CHUNK);
-            part.chunks(step)
-                .map(|c| {
-                    values.clear();
-                    decode_f64(dtype, c, &mut values);
-                    block_figures(&values, eq, nan)
-                })
-                .collect()
-        };
+        let figures =
+            |part: &[u8]| -> Vec<Block> { part.chunks(step).map(|c| block_figures(dtype, c, eq, nan)).collect() };
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(blocks / PARALLEL_BLOCKS);
@@ -707,10 +959,10 @@ impl StatsSink {
         }
         // Complete the block under way, then whole blocks, then start the next.
         if !self.pending.is_empty() {
-            let n = ((CHUNK - self.pending.len()) * size).min(bytes.len());
-            decode_f64(dtype, &bytes[..n], &mut self.pending);
+            let n = (CHUNK * size - self.pending.len()).min(bytes.len());
+            self.pending.extend_from_slice(&bytes[..n]);
             bytes = &bytes[n..];
-            if self.pending.len() < CHUNK {
+            if self.pending.len() < CHUNK * size {
                 return;
             }
             self.close_block();
@@ -719,7 +971,7 @@ impl StatsSink {
         if whole > 0 {
             self.whole_blocks(dtype, &bytes[..whole]);
         }
-        decode_f64(dtype, &bytes[whole..], &mut self.pending);
+        self.pending.extend_from_slice(&bytes[whole..]);
     }
 
     /// The blocks handed over through [`ArraySink::parallel_blocks`], all merged: their
@@ -891,10 +1143,12 @@ impl ArraySink for StatsSink {
         }
         // Complete the block under way with the run's value (counted there).
         if !self.pending.is_empty() {
-            let take = ((CHUNK - self.pending.len()) as u64).min(n);
-            self.pending.extend(std::iter::repeat_n(v, take as usize));
+            let take = ((CHUNK - self.pending.len() / pattern.len()) as u64).min(n);
+            for _ in 0..take {
+                self.pending.extend_from_slice(pattern);
+            }
             n -= take;
-            if self.pending.len() < CHUNK {
+            if self.pending.len() < CHUNK * pattern.len() {
                 return Ok(());
             }
             self.close_block();
@@ -907,7 +1161,9 @@ impl ArraySink for StatsSink {
         } else if v.is_infinite() {
             self.t.inf_count += whole;
         }
-        self.pending.extend(std::iter::repeat_n(v, (n - whole) as usize));
+        for _ in 0..n - whole {
+            self.pending.extend_from_slice(pattern);
+        }
         Ok(())
     }
 
@@ -916,7 +1172,9 @@ impl ArraySink for StatsSink {
     }
 }
 
-/// Pairwise sum of `f(x)` (8 lanes below 128 values; error grows with log n, not n).
+/// Pairwise sum of `f(x)` (8 lanes below 128 values; error grows with log n, not n): the
+/// reference kernel's.
+#[cfg(test)]
 fn pairwise(v: &[f64], f: &impl Fn(f64) -> f64) -> f64 {
     if v.len() <= 128 {
         let mut acc = [0.0f64; 8];
@@ -1251,5 +1509,217 @@ mod tests {
         let twice = [0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9];
         let e = by_blocks(&a, 100, &twice, 1, None).unwrap_err();
         assert!(e.to_string().contains("block 1 twice"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod kernel_tests {
+    use super::*;
+
+    /// splitmix64: reproducible test data without a dependency.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// One value of `dtype` as little-endian bytes: mostly ordinary values, with `special`
+    /// per mille of NaN (two payloads), ±inf, the fill value, -0.0 and 0.0 for floats, and raw
+    /// random bits (subnormals, huge values, 64-bit integers beyond 2^53) now and then.
+    fn value(r: &mut Rng, dtype: DType, fill: f64, special: u64, out: &mut Vec<u8>) {
+        let pick = r.below(1000);
+        let raw = r.next();
+        let small = (r.below(2001) as i64 - 1000) as f64 * 0.375;
+        let x: f64 = if pick < special {
+            match r.below(7) {
+                0 => f64::NAN,
+                1 => -f64::NAN,
+                2 => f64::INFINITY,
+                3 => f64::NEG_INFINITY,
+                4 => -0.0,
+                5 => 0.0,
+                _ => fill,
+            }
+        } else if pick < special + 50 {
+            // Raw bits, written below per type.
+            f64::from_bits(raw)
+        } else {
+            small
+        };
+        let is_raw = pick >= special && pick < special + 50;
+        match dtype {
+            DType::Bool => out.push((raw & 1) as u8),
+            DType::U8 => out.push(if is_raw { raw as u8 } else { x.rem_euclid(256.0) as u8 }),
+            DType::I8 => out.push(if is_raw { raw as u8 } else { (x as i64 as i8) as u8 }),
+            DType::U16 => out.extend((if is_raw { raw as u16 } else { x.abs() as u16 }).to_le_bytes()),
+            DType::I16 => out.extend((if is_raw { raw as i16 } else { x as i16 }).to_le_bytes()),
+            DType::U32 => out.extend((if is_raw { raw as u32 } else { x.abs() as u32 }).to_le_bytes()),
+            DType::I32 => out.extend((if is_raw { raw as i32 } else { x as i32 }).to_le_bytes()),
+            DType::U64 => out.extend((if is_raw { raw } else { x.abs() as u64 }).to_le_bytes()),
+            DType::I64 => out.extend((if is_raw { raw as i64 } else { x as i64 }).to_le_bytes()),
+            DType::F32 => out.extend((if is_raw { f32::from_bits(raw as u32) } else { x as f32 }).to_le_bytes()),
+            DType::F64 => out.extend(x.to_le_bytes()),
+            DType::F16 => {
+                // Ordinary values as halves of small integers; specials by their bits.
+                let h: u16 = if is_raw {
+                    raw as u16
+                } else if x.is_nan() {
+                    0x7e00 | (raw as u16 & 0x8000) | (raw as u16 & 0x1ff)
+                } else if x == f64::INFINITY {
+                    0x7c00
+                } else if x == f64::NEG_INFINITY {
+                    0xfc00
+                } else if x == 0.0 {
+                    if x.is_sign_negative() {
+                        0x8000
+                    } else {
+                        0
+                    }
+                } else {
+                    // 1.0 .. 2.0 in steps of 1/1024, signed: every one an exact half.
+                    (0x3c00 | (raw as u16 & 0x3ff)) | if x < 0.0 { 0x8000 } else { 0 }
+                };
+                out.extend(h.to_le_bytes())
+            }
+            DType::C64 | DType::C128 => unreachable!("complex values are refused at begin"),
+        }
+    }
+
+    fn same(a: &Block, b: &Block) -> bool {
+        (a.valid, a.fill, a.nan, a.inf) == (b.valid, b.fill, b.nan, b.inf)
+            && a.min.to_bits() == b.min.to_bits()
+            && a.max.to_bits() == b.max.to_bits()
+            && a.sum.to_bits() == b.sum.to_bits()
+            && a.m2.to_bits() == b.m2.to_bits()
+    }
+
+    #[test]
+    fn the_byte_kernel_gives_the_reference_kernels_bits_for_every_dtype_and_length() {
+        let dtypes = [
+            DType::Bool,
+            DType::U8,
+            DType::I8,
+            DType::U16,
+            DType::I16,
+            DType::U32,
+            DType::I32,
+            DType::U64,
+            DType::I64,
+            DType::F16,
+            DType::F32,
+            DType::F64,
+        ];
+        // Every length to 300 (all remainders, one to three leaves), then lengths across
+        // the pairwise tree's splits up to a whole block.
+        let mut lengths: Vec<usize> = (0..=300).collect();
+        lengths.extend((301..CHUNK).step_by(97));
+        lengths.extend([1023, 1024, 1025, 2047, 2048, 2049, 4087, 4088, 4089, 4095, CHUNK]);
+        let mut r = Rng(0x5eed_0022);
+        let (mut checked, mut fast, mut masked) = (0u64, 0u64, 0u64);
+        let mut bytes = Vec::new();
+        let mut values = Vec::new();
+        for &dtype in &dtypes {
+            for &len in &lengths {
+                // Fill: none, NaN, or a value the data holds (-7.5 fits every signed type's
+                // ordinary values as -7 after conversion; the float types keep -7.5).
+                let fill_case = r.below(3);
+                let fill = match fill_case {
+                    0 => None,
+                    1 => Some(f64::NAN),
+                    _ => Some(match dtype {
+                        DType::F16 => 1.5,
+                        DType::F32 | DType::F64 => -7.5,
+                        DType::Bool => 1.0,
+                        DType::U8 | DType::U16 | DType::U32 | DType::U64 => 7.0,
+                        _ => -7.0,
+                    }),
+                };
+                let (eq, nan) = match fill {
+                    Some(f) if f.is_nan() => (f64::NAN, true),
+                    Some(f) => (f, false),
+                    None => (f64::NAN, false),
+                };
+                // No specials (every leaf unmasked for integers and ordinary floats), one in
+                // a thousand cells (blocks of clean and masked leaves), a few, or many.
+                let special = [0, 1, 20, 300][r.below(4) as usize];
+                // An odd offset: the kernel reads unaligned bytes.
+                bytes.clear();
+                bytes.push(0xAA);
+                for _ in 0..len {
+                    value(&mut r, dtype, fill.unwrap_or(0.0), special, &mut bytes);
+                }
+                let d = &bytes[1..];
+                values.clear();
+                decode_f64(dtype, d, &mut values);
+                let want = reference_figures(&values, eq, nan);
+                let got = block_figures(dtype, d, eq, nan);
+                assert!(
+                    same(&got, &want),
+                    "{dtype:?} len {len} fill {fill:?} special {special}: {got:?} != {want:?}"
+                );
+                checked += 1;
+                if got.valid == len as u64 && len > 0 {
+                    fast += 1;
+                } else if got.valid > 0 {
+                    masked += 1;
+                }
+            }
+        }
+        // Both second-pass paths were exercised, many times.
+        assert!(
+            fast > 500 && masked > 500,
+            "{checked} blocks: {fast} all valid, {masked} masked"
+        );
+    }
+
+    #[test]
+    fn an_unmasked_leaf_is_redone_with_masks_exactly_when_a_cell_is_not_valid() {
+        let check = |v: &[f64], eq: f64, nan: bool| {
+            let d: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let got = block_figures(DType::F64, &d, eq, nan);
+            let want = reference_figures(v, eq, nan);
+            assert!(same(&got, &want), "{v:?} fill {eq}: {got:?} != {want:?}");
+            got
+        };
+        let mut v: Vec<f64> = (0..300).map(|i| (i % 17) as f64 - 8.0).collect();
+        // A fill value inside [min, max] that no cell holds: every cell valid.
+        assert_eq!(check(&v, 0.5, false).valid, 300);
+        // The same fill held by one cell, last (the remainder of the last leaf).
+        v[299] = 0.5;
+        let b = check(&v, 0.5, false);
+        assert_eq!((b.valid, b.fill), (299, 1));
+        // Valid cells whose sum overflows: the masked leaf gives the same infinite sum.
+        let big = [f64::MAX, f64::MAX, -1.0, 3.0, f64::MAX / 2.0, 7.0, 1.0, 2.0, 5.0];
+        let b = check(&big, f64::NAN, false);
+        assert_eq!((b.valid, b.sum), (9, f64::INFINITY));
+        // One infinite cell among valid ones, and infinities that cancel to NaN in a sum.
+        let b = check(&[1.0, f64::NEG_INFINITY, 2.0], f64::NAN, false);
+        assert_eq!((b.valid, b.inf, b.min, b.sum), (2, 1, 1.0, 3.0));
+        let b = check(&[f64::INFINITY, 4.0, f64::NEG_INFINITY, 2.0], f64::NAN, true);
+        assert_eq!((b.valid, b.inf, b.fill, b.sum), (2, 2, 0, 6.0));
+    }
+
+    #[test]
+    fn ties_of_zeros_keep_the_reference_kernels_sign_in_min_and_max() {
+        // -0.0 and 0.0 compare equal: which one min/max reports depends on lane order only.
+        for pattern in [[0.0f32, -0.0], [-0.0, 0.0]] {
+            for len in [1usize, 7, 8, 9, 17, 129, 4096] {
+                let v: Vec<f32> = (0..len).map(|i| pattern[(i / 3) % 2]).collect();
+                let d: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                let mut values = Vec::new();
+                decode_f64(DType::F32, &d, &mut values);
+                let want = reference_figures(&values, f64::NAN, false);
+                let got = block_figures(DType::F32, &d, f64::NAN, false);
+                assert!(same(&got, &want), "len {len}: {got:?} != {want:?}");
+            }
+        }
     }
 }
