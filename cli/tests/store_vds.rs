@@ -422,7 +422,11 @@ fn npy_data(path: &Path) -> Vec<u8> {
 /// A 40x50x70 float32 volume (odd sizes: partial 32-voxel bricks on every axis) whose first
 /// brick is constant (stored as OpenVDS stores constant bricks) and the rest varied.
 fn test_volume() -> (Vec<usize>, Vec<f32>) {
-    let (nz, ny, nx) = (40usize, 50, 70);
+    volume(40, 50, 70)
+}
+
+/// A `nz x ny x nx` volume: a constant 32^3 corner (a constant brick), varied values elsewhere.
+fn volume(nz: usize, ny: usize, nx: usize) -> (Vec<usize>, Vec<f32>) {
     let mut v = Vec::with_capacity(nz * ny * nx);
     for z in 0..nz {
         for y in 0..ny {
@@ -557,7 +561,10 @@ fn a_failed_upload_leaves_no_dataset() {
     let dir = scratch("store_vds", "a_failed_upload_leaves_no_dataset");
     let moto = Moto::start(&py, Some(dir.join("moto.log")));
     moto.create_bucket("out");
-    let (shape, values) = test_volume();
+    // 16 MiB in 128 bricks of 32^3, so the bricks before the damaged last one are encoded and
+    // their PUTs under way (the upload's own pool) well before the source read reaches it: a
+    // one-group volume fails before any output exists, which tests nothing midway.
+    let (shape, values) = volume(128, 128, 256);
     let input = dir.join("in.npy");
     write_f32_npy(&input, &shape, &values);
     // The source: a directory dataset whose last chunk is cut short.
@@ -576,7 +583,7 @@ fn a_failed_upload_leaves_no_dataset() {
         0,
     );
     let layer = src.join("Dimensions_012LOD0");
-    let last = (0..64)
+    let last = (0..128)
         .rev()
         .map(|i| layer.join(i.to_string()))
         .find(|p| p.is_file())
