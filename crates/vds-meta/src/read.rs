@@ -837,16 +837,30 @@ impl<'a> Plan<'a> {
         use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
         let next = AtomicU64::new(0);
         let stop = AtomicBool::new(false);
+        // Groups this thread has reported to the sink. A task takes group `index` only once
+        // `index < reported + ahead`, so an interrupt or a failure seen here stops the writes
+        // within `ahead` groups however the threads are scheduled (a starved reporting thread
+        // would otherwise let the tasks write on to the end).
+        let reported = AtomicU64::new(0);
+        let ahead = 2 * self.in_flight.max(1) as u64;
         let (tx, rx) = std::sync::mpsc::channel::<(u64, Result<Done>)>();
         rayon::in_place_scope(|scope| {
             for _ in 0..self.in_flight.max(1) {
                 let tx = tx.clone();
-                let (next, stop) = (&next, &stop);
+                let (next, stop, reported) = (&next, &stop, &reported);
                 scope.spawn(move |_| {
                     let mut buf = Vec::new();
                     while !stop.load(Ordering::Relaxed) {
                         let index = next.fetch_add(1, Ordering::Relaxed);
                         if index >= self.groups {
+                            break;
+                        }
+                        // The groups below `index` are taken by tasks that are not waiting,
+                        // and this thread reports every group sent, so the wait ends.
+                        while index >= reported.load(Ordering::Acquire) + ahead && !stop.load(Ordering::Relaxed) {
+                            std::thread::yield_now();
+                        }
+                        if stop.load(Ordering::Relaxed) {
                             break;
                         }
                         let result = self
@@ -883,6 +897,7 @@ impl<'a> Plan<'a> {
                         failed = Some((index, e));
                     }
                 }
+                reported.fetch_add(1, Ordering::Release);
             }
             match failed {
                 Some((_, e)) => Err(e),

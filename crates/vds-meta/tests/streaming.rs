@@ -575,6 +575,8 @@ fn decoding_threads_write_a_local_npy_themselves_with_the_same_bytes() {
 struct StopAt<S> {
     inner: PassParallel<S>,
     stop_at: u64,
+    /// How long each report takes: a reporting thread that gets little of the machine.
+    report_delay: std::time::Duration,
 }
 
 impl<S: ArraySink> ArraySink for StopAt<S> {
@@ -594,6 +596,7 @@ impl<S: ArraySink> ArraySink for StopAt<S> {
         self.inner.parallel_file()
     }
     fn written_elsewhere(&mut self, len: u64) -> Result<()> {
+        std::thread::sleep(self.report_delay);
         self.inner.written_elsewhere(len)?;
         if self.inner.reported == self.stop_at {
             return Err(rasterpack_common::Error::new(
@@ -612,7 +615,12 @@ impl<S: ArraySink> ArraySink for StopAt<S> {
 
 /// Stream into a `.npy` file through [`StopAt`]: the read's error and the positioned writes
 /// made through the file.
-fn npy_stopped(ds: &VdsDataset, name: &str, stop_at: u64) -> (rasterpack_common::Error, u64) {
+fn npy_stopped(
+    ds: &VdsDataset,
+    name: &str,
+    stop_at: u64,
+    report_delay: std::time::Duration,
+) -> (rasterpack_common::Error, u64) {
     let path = std::env::temp_dir().join(format!("rasterpack-vds-stop-{}-{name}.npy", std::process::id()));
     let file = std::fs::File::create(&path).unwrap();
     let mut sink = StopAt {
@@ -622,6 +630,7 @@ fn npy_stopped(ds: &VdsDataset, name: &str, stop_at: u64) -> (rasterpack_common:
             reported: 0,
         },
         stop_at,
+        report_delay,
     };
     let err = ds.stream(&ArrayRequest::default(), &mut sink).unwrap_err();
     let writes = sink.inner.offered.as_ref().map_or(0, |f| f.writes());
@@ -651,16 +660,26 @@ fn decoding_threads_writing_a_file_take_no_more_groups_after_an_interrupt_or_a_f
     assert_eq!((writes, reported), (Some(128), 128), "one write per slab");
     // Stopped at the 3rd group reported: only the groups already being decoded are written
     // after it (at most one per task, and there are far fewer tasks than groups).
-    let (err, writes) = npy_stopped(&ds, "interrupt", 3);
+    let (err, writes) = npy_stopped(&ds, "interrupt", 3, std::time::Duration::ZERO);
     assert_eq!(err.code, "test.interrupted", "{err}");
     assert!(
         (3..64).contains(&writes),
         "{writes} of 128 groups written after the interrupt"
     );
+    // The same with a reporting thread that lags (20 ms a report, while a group decodes in
+    // well under that): the tasks wait for it rather than write on to the end, so the
+    // interrupt still stops the writes within a few groups (a clean CI run under load wrote
+    // 80 of 128 before the tasks were held to it).
+    let (err, writes) = npy_stopped(&ds, "interrupt-lagging", 3, std::time::Duration::from_millis(20));
+    assert_eq!(err.code, "test.interrupted", "{err}");
+    assert!(
+        (3..32).contains(&writes),
+        "{writes} of 128 groups written after the interrupt, the reports lagging"
+    );
     // A brick of slab 20 that fails: its error is the read's, and the slabs after are not read.
     let mut bad = bytes;
     corrupt_chunk(&mut bad, 20 * 4 + 2);
-    let (err, writes) = npy_stopped(&open(bad), "failed", u64::MAX);
+    let (err, writes) = npy_stopped(&open(bad), "failed", u64::MAX, std::time::Duration::ZERO);
     assert!(err.code.starts_with("vds.chunk.rle"), "{err}");
     assert!(writes < 64, "{writes} of 128 groups written after a failed brick");
 }
