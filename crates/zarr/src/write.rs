@@ -441,7 +441,10 @@ fn io(e: std::io::Error) -> StorageError {
 impl WritableStorageTraits for DirStore {
     fn set(&self, key: &StoreKey, value: Bytes) -> std::result::Result<(), StorageError> {
         let path = self.path(key.as_str());
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| self.root.clone());
+        let dir = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| self.root.clone());
         let len = value.len() as u64;
         let mut q = self.lanes.lock();
         while q.error.is_none() && !q.closed && q.bytes > 0 && q.bytes.saturating_add(len) > QUEUED_MAX {
@@ -1117,7 +1120,9 @@ mod tests {
         let key = |k: &str| StoreKey::new(k).unwrap();
         for r in 0..4 {
             for c in 0..3 {
-                store.set(&key(&format!("c/{r}/{c}")), Bytes::from(vec![r as u8, c as u8])).unwrap();
+                store
+                    .set(&key(&format!("c/{r}/{c}")), Bytes::from(vec![r as u8, c as u8]))
+                    .unwrap();
             }
         }
         {
