@@ -856,6 +856,7 @@ impl<'a> Plan<'a> {
             if lo[d] >= hi[d] {
                 return None;
             }
+            // Never overflows: the part is inside the box, whose byte size `Plan::new` checked.
             voxels = voxels.checked_mul(hi[d] - lo[d])?;
         }
         Some((lo, hi, voxels))
