@@ -134,6 +134,13 @@ impl SignalPoll {
         Ok(())
     }
 
+    /// A new poll and the library's interrupt hook over it.
+    fn hook() -> (Arc<SignalPoll>, rasterpack_common::Interrupt) {
+        let poll = Arc::new(SignalPoll::new());
+        let polled = Arc::clone(&poll);
+        (poll, Arc::new(move || polled.check()))
+    }
+
     /// The exception a signal handler raised, if one did.
     fn take(&self) -> Option<PyErr> {
         self.raised.lock().unwrap_or_else(|e| e.into_inner()).take()
@@ -394,9 +401,13 @@ impl File {
             return Ok(listed);
         }
         let reader = self.reader()?;
-        let arrays = py
-            .allow_threads(|| guarded(|| reader.arrays()))
-            .map_err(|e| to_py(py, e))?;
+        // A FOLD listing verifies (and may repair) every NPZ0 chunk: seconds that Ctrl-C stops.
+        let signals = SignalPoll::hook();
+        let arrays = py.allow_threads(|| guarded(|| reader.arrays_interruptible(Some(&signals.1))));
+        if let Some(e) = signals.0.take() {
+            return Err(e);
+        }
+        let arrays = arrays.map_err(|e| to_py(py, e))?;
         Ok(self.listed.get_or_init(|| arrays))
     }
 
@@ -433,7 +444,12 @@ impl File {
             };
         }
         let reader = self.reader()?;
-        match py.allow_threads(|| guarded(|| reader.array_info(name))) {
+        let signals = SignalPoll::hook();
+        let info = py.allow_threads(|| guarded(|| reader.array_info_interruptible(name, Some(&signals.1))));
+        if let Some(e) = signals.0.take() {
+            return Err(e);
+        }
+        match info {
             Ok(info) => Ok(info),
             Err(e) if e.code == "request.no_such_element" => Err(missing(self, py, name)?),
             Err(e) => Err(to_py(py, e)),

@@ -27,6 +27,12 @@ CHILD = textwrap.dedent(
         a = rasterpack.open(src).array()
         def work(i):
             np.asarray(a)
+    elif kind == "list":  # a new File each time: the listing is made once per File
+        def work(i):
+            rasterpack.open(src).arrays
+    elif kind == "array":
+        def work(i):
+            rasterpack.open(src).array()
     else:
         ext = kind.split(":")[1] if ":" in kind else "gvrs"
         def work(i):
@@ -135,3 +141,12 @@ def test_ctrl_c_interrupts_a_fold_repair_and_leaves_no_output(repairable_fold, t
     assert got["from_call"], got
     assert got["latency"] < 1.0, got
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"out.-1.{ext}", f"out.0.{ext}"], list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("kind", ["list", "array"])
+def test_ctrl_c_interrupts_the_listing_of_a_fold_that_needs_repair(repairable_fold, tmp_path, kind):
+    # `File.arrays` verifies every NPZ0 chunk, repairing this one; `File.array()` of a chunk
+    # with ECC needs that listing too (its member header is not read unverified).
+    got = run_child(kind, repairable_fold, tmp_path / "unused")
+    assert got["from_call"], got
+    assert got["latency"] < 1.0, got
