@@ -9,7 +9,8 @@ Makes its inputs in DIR once (64 MiB of float32 each: a 4096 x 4096 GVRS grid, d
 zstd FOLD member; a 256 x 256 x 256 Zip VDS volume), then, per format, times rounds of R whole
 reads of the array (default 8) spread over N threads of this process, for each N in --threads
 in turn (1, 2, 1, 2, ...: the counts see the same machine load), and prints the min and median
-wall time of a round per N and the speed-up of the medians and of the minima against the first N.
+wall time of a round per N, the speed-up of the medians and of the minima against the first N,
+and the process CPU time of a round (all threads; CPU / wall says how many cores were busy).
 
 What it measures is the read, not the allocator: each thread reads into its own array made and
 written once before the timing (`Array.read_into`), where `np.asarray` would make, and the
@@ -66,8 +67,9 @@ def make(d: Path, fmt: str) -> Path:
     return path
 
 
-def one_round(a, outs, reads: int) -> float:
-    """Wall time of `reads` reads spread over len(outs) threads, each into its own buffer."""
+def one_round(a, outs, reads: int):
+    """Wall and process CPU time of `reads` reads spread over len(outs) threads, each into its
+    own buffer."""
     n = len(outs)
     share = [reads // n + (1 if i < reads % n else 0) for i in range(n)]
     start = threading.Barrier(n + 1)
@@ -81,10 +83,10 @@ def one_round(a, outs, reads: int) -> float:
     for t in threads:
         t.start()
     start.wait()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for t in threads:
         t.join()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def bench(path: Path, counts, reads: int, repeats: int) -> None:
@@ -95,9 +97,12 @@ def bench(path: Path, counts, reads: int, repeats: int) -> None:
     for n in counts:
         one_round(a, outs[n], n)  # warm-up
     times = {n: [] for n in counts}
+    cpu = {n: [] for n in counts}
     for _ in range(repeats):
         for n in counts:
-            times[n].append(one_round(a, outs[n], reads))
+            wall, used = one_round(a, outs[n], reads)
+            times[n].append(wall)
+            cpu[n].append(used)
     for n in counts:
         for o in outs[n]:
             assert np.array_equal(o, want, equal_nan=True), f"{path}: {n}-thread read differs"
@@ -109,7 +114,8 @@ def bench(path: Path, counts, reads: int, repeats: int) -> None:
             f"{a.file.format:5} {n} thread(s), {reads} reads x {repeats}: "
             f"median {med:.3f} s, min {lo:.3f} s ({mb / med:.0f} MB/s median); "
             f"x{statistics.median(times[base]) / med:.2f} median, "
-            f"x{min(times[base]) / lo:.2f} min vs {base}",
+            f"x{min(times[base]) / lo:.2f} min vs {base}; "
+            f"CPU median {statistics.median(cpu[n]):.3f} s ({statistics.median(cpu[n]) / med:.2f} cores busy)",
             flush=True,
         )
 
