@@ -665,7 +665,7 @@ mod tests {
             for _ in 0..nerr {
                 let flip = (lcg(seed) % 255 + 1) as u8;
                 // Mostly the data, sometimes the ECC bytes of the same region.
-                if lcg(seed) % 4 == 0 && !ecc.is_empty() {
+                if lcg(seed).is_multiple_of(4) && !ecc.is_empty() {
                     let at = (b * nsym + lcg(seed) as usize % nsym).min(ecc.len() - 1);
                     ecc[at] ^= flip;
                 } else {

@@ -13,7 +13,9 @@ use rasterpack_fold::{analyze, FoldAnalyzeOptions, FoldBuilder, FoldChunkOptions
 /// its blocks, repairable.
 fn repairable() -> Vec<u8> {
     let n = 1 << 18;
-    let data: Vec<u8> = (0..n as u32).flat_map(|i| (i as f32 * 0.001).sin().to_le_bytes()).collect();
+    let data: Vec<u8> = (0..n as u32)
+        .flat_map(|i| (i as f32 * 0.001).sin().to_le_bytes())
+        .collect();
     let a = NdArray::new(DType::F32, vec![n as u64], data).unwrap();
     let mut b = FoldBuilder::new();
     let opts = FoldChunkOptions {
@@ -27,7 +29,10 @@ fn repairable() -> Vec<u8> {
         &FoldAnalyzeOptions::default(),
     )
     .unwrap();
-    let (start, len) = (info.chunks[0].entry.offset as usize + 32, info.chunks[0].entry.comp_len as usize);
+    let (start, len) = (
+        info.chunks[0].entry.offset as usize + 32,
+        info.chunks[0].entry.comp_len as usize,
+    );
     for at in [len / 8, len / 3, len / 2] {
         bytes[start + at] ^= 0x5A;
     }
@@ -41,7 +46,12 @@ fn counting(stop_at: usize) -> (Arc<AtomicUsize>, Interrupt) {
     let hook: Interrupt = Arc::new(move || {
         let n = seen.fetch_add(1, Ordering::SeqCst) + 1;
         if n == stop_at {
-            Err(Error::new(ErrorKind::Usage, "interrupted", None, "interrupted by the test"))
+            Err(Error::new(
+                ErrorKind::Usage,
+                "interrupted",
+                None,
+                "interrupted by the test",
+            ))
         } else {
             Ok(())
         }
@@ -56,7 +66,10 @@ fn the_listing_of_a_repairable_chunk_polls_the_hook_and_stops_on_its_error() {
     let f = FoldFile::from_bytes(bytes.clone()).unwrap();
     let (calls, hook) = counting(0);
     let listed = f.arrays_interruptible(Some(&hook)).unwrap();
-    assert_eq!(listed.iter().map(|a| a.name.clone()).collect::<Vec<_>>(), [Some("c/v".to_string())]);
+    assert_eq!(
+        listed.iter().map(|a| a.name.clone()).collect::<Vec<_>>(),
+        [Some("c/v".to_string())]
+    );
     let polls = calls.load(Ordering::SeqCst);
     // Before each chunk, through the hashes and the repair's batches of blocks.
     assert!(polls >= 3, "{polls} polls");
