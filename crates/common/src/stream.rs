@@ -99,6 +99,9 @@ impl ArrayInfo {
 }
 
 /// Receives one array as little-endian bytes in C order (see the module docs for the protocol).
+///
+/// A sink that passes the array on to another one implements [`crate::SinkWrapper`] instead,
+/// which forwards every hook it does not override.
 pub trait ArraySink {
     /// The array about to arrive. Refuse here (a limit, a dtype the target cannot hold) so that no
     /// work is done for an array that cannot be written.
