@@ -130,31 +130,17 @@ pub struct Checked<'a> {
     pub budget: &'a Budget,
 }
 
-impl ArraySink for Checked<'_> {
+impl<'a> rasterpack_common::SinkWrapper for Checked<'a> {
+    type Inner = dyn ArraySink + 'a;
+    fn inner(&mut self) -> &mut (dyn ArraySink + 'a) {
+        self.inner
+    }
+    fn inner_ref(&self) -> &(dyn ArraySink + 'a) {
+        self.inner
+    }
     fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
         self.budget.check(info)?;
         self.inner.begin(info)
-    }
-    fn random_access(&self) -> bool {
-        self.inner.random_access()
-    }
-    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
-        self.inner.write_at(offset, data)
-    }
-    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
-        self.inner.fill_at(offset, len, pattern)
-    }
-    fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
-        self.inner.parallel_file()
-    }
-    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
-        self.inner.written_elsewhere(len)
-    }
-    fn interrupt(&self) -> Option<rasterpack_common::Interrupt> {
-        self.inner.interrupt()
-    }
-    fn finish(&mut self) -> Result<()> {
-        self.inner.finish()
     }
 }
 
@@ -170,6 +156,19 @@ mod tests {
             free: free.map(|f| (f, "/out".into())),
             exact_size: true,
         }
+    }
+
+    #[test]
+    fn the_budget_check_passes_every_hook_on() {
+        use rasterpack_common::testkit::{assert_forwards, call_every_hook, HookProbe};
+        let mut probe = HookProbe::default();
+        let b = budget(1 << 20, false, None);
+        let mut checked = Checked {
+            inner: &mut probe,
+            budget: &b,
+        };
+        call_every_hook(&mut checked, &ArrayInfo::new(DType::U8, vec![4, 6]));
+        assert_forwards("Checked", &probe, &[]);
     }
 
     #[test]

@@ -492,18 +492,19 @@ fn write_vds_channels(job: &Job, w: &mut rasterpack_vds_meta::write::VdsWriter) 
 }
 
 /// Passes everything through; the finish of the last array runs under the signal lock.
-struct LastFinishLocked<'a, 'w> {
-    inner: &'a mut rasterpack_vds_meta::write::VdsWriter<'w>,
+struct LastFinishLocked<'a> {
+    inner: &'a mut dyn ArraySink,
     /// Arrays still to come after the one being written.
     left: usize,
 }
 
-impl ArraySink for LastFinishLocked<'_, '_> {
-    fn begin(&mut self, info: &ArrayInfo) -> Result<(), Error> {
-        self.inner.begin(info)
+impl<'a> rasterpack_common::SinkWrapper for LastFinishLocked<'a> {
+    type Inner = dyn ArraySink + 'a;
+    fn inner(&mut self) -> &mut (dyn ArraySink + 'a) {
+        self.inner
     }
-    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), Error> {
-        self.inner.write_at(offset, data)
+    fn inner_ref(&self) -> &(dyn ArraySink + 'a) {
+        self.inner
     }
     fn finish(&mut self) -> Result<(), Error> {
         match self.left {
@@ -562,13 +563,17 @@ struct Interruptible<'a> {
     interrupt: &'a Interrupt,
 }
 
-impl ArraySink for Interruptible<'_> {
+impl<'a> rasterpack_common::SinkWrapper for Interruptible<'a> {
+    type Inner = dyn ArraySink + 'a;
+    fn inner(&mut self) -> &mut (dyn ArraySink + 'a) {
+        self.inner
+    }
+    fn inner_ref(&self) -> &(dyn ArraySink + 'a) {
+        self.inner
+    }
     fn begin(&mut self, info: &ArrayInfo) -> Result<(), Error> {
         (self.interrupt)()?;
         self.inner.begin(info)
-    }
-    fn random_access(&self) -> bool {
-        self.inner.random_access()
     }
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), Error> {
         (self.interrupt)()?;
@@ -578,8 +583,10 @@ impl ArraySink for Interruptible<'_> {
         (self.interrupt)()?;
         self.inner.fill_at(offset, len, pattern)
     }
-    fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
-        self.inner.parallel_file()
+    // A buffer filled in place asks nothing between pieces: only a source that polls
+    // `interrupt` (`direct_buffer_polled`) gets one.
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        None
     }
     // Polled as each group written by the decoding threads is reported.
     fn written_elsewhere(&mut self, len: u64) -> Result<(), Error> {
@@ -601,7 +608,14 @@ struct SayReaderWarnings<'a> {
     source: String,
 }
 
-impl ArraySink for SayReaderWarnings<'_> {
+impl<'a> rasterpack_common::SinkWrapper for SayReaderWarnings<'a> {
+    type Inner = dyn ArraySink + 'a;
+    fn inner(&mut self) -> &mut (dyn ArraySink + 'a) {
+        self.inner
+    }
+    fn inner_ref(&self) -> &(dyn ArraySink + 'a) {
+        self.inner
+    }
     fn begin(&mut self, info: &ArrayInfo) -> Result<(), Error> {
         let mut info = info.clone();
         if let Some(serde_json::Value::Array(warnings)) = info.attrs.remove("warnings") {
@@ -610,24 +624,6 @@ impl ArraySink for SayReaderWarnings<'_> {
             }
         }
         self.inner.begin(&info)
-    }
-    fn random_access(&self) -> bool {
-        self.inner.random_access()
-    }
-    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), Error> {
-        self.inner.write_at(offset, data)
-    }
-    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<(), Error> {
-        self.inner.fill_at(offset, len, pattern)
-    }
-    fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
-        self.inner.parallel_file()
-    }
-    fn written_elsewhere(&mut self, len: u64) -> Result<(), Error> {
-        self.inner.written_elsewhere(len)
-    }
-    fn finish(&mut self) -> Result<(), Error> {
-        self.inner.finish()
     }
 }
 
@@ -1098,6 +1094,37 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_convert_wrappers_pass_on_every_hook_they_do_not_answer() {
+        use rasterpack_common::testkit::{assert_forwards, call_every_hook, HookProbe};
+        let info = ArrayInfo::new(rasterpack_common::DType::F32, vec![3, 5]);
+        let mut probe = HookProbe::default();
+        let interrupt: Interrupt = std::sync::Arc::new(|| Ok(()));
+        let mut sink = Interruptible {
+            inner: &mut probe,
+            interrupt: &interrupt,
+        };
+        call_every_hook(&mut sink, &info);
+        // Its own check goes to the source; a buffer filled unpolled would never ask it.
+        assert_forwards("Interruptible", &probe, &["interrupt", "direct_buffer"]);
+        let mut probe = HookProbe::default();
+        let mut sink = SayReaderWarnings {
+            inner: &mut probe,
+            source: "test".into(),
+        };
+        call_every_hook(&mut sink, &info);
+        assert_forwards("SayReaderWarnings", &probe, &[]);
+        for left in [1, 0] {
+            let mut probe = HookProbe::default();
+            let mut sink = LastFinishLocked {
+                inner: &mut probe,
+                left,
+            };
+            call_every_hook(&mut sink, &info);
+            assert_forwards(&format!("LastFinishLocked, {left} left"), &probe, &[]);
+        }
+    }
 
     fn scratch(name: &str) -> (PathBuf, File, File) {
         let path = std::env::temp_dir().join(format!("rasterpack-sync-{name}-{}", std::process::id()));

@@ -84,8 +84,8 @@ pub fn format_by_name(name: &str) -> Option<&'static dyn Format> {
         .find(|f| f.name() == wanted || f.extensions().contains(&wanted.as_str()))
 }
 
-/// Open `path` (a file, or a directory holding an OpenVDS object-store dataset) as whichever
-/// format its content says, with default [`Limits`].
+/// Open `path` (a file, a directory holding an OpenVDS object-store dataset or a Zarr store, or
+/// a URL: see [`input`]) as whichever format its content says, with default [`Limits`].
 ///
 /// Fails when the path cannot be read (`io`), the content is no known format
 /// (`format.unknown`) or its structure does not open (the first broken rule's code and
@@ -96,7 +96,19 @@ pub fn open(path: impl AsRef<Path>) -> Result<Box<dyn ArrayFile>> {
 
 /// [`open`] with other [`Limits`].
 pub fn open_with(path: impl AsRef<Path>, limits: Limits) -> Result<Box<dyn ArrayFile>> {
-    open_input(Input::open(path.as_ref())?, limits)
+    open_input(input(path)?, limits)
+}
+
+/// The [`Input`] at `path`: a URL (`s3://`, `gs://`, `az://`, `http(s)://`, `file://`) read by
+/// ranges through `rasterpack-store`, with endpoints and credentials from the environment
+/// (`AWS_ENDPOINT_URL`, ...: the CLI adds its `--storage-option` pairs), or a local path. What
+/// [`open`], [`validate`] and [`inspect`] read, so every front takes the same URLs.
+pub fn input(path: impl AsRef<Path>) -> Result<Input> {
+    let path = path.as_ref();
+    match path.to_str().filter(|p| rasterpack_store::is_url(p)) {
+        Some(url) => rasterpack_store::open(url, &rasterpack_store::StoreOptions::default()),
+        None => Input::open(path),
+    }
 }
 
 /// Open an [`Input`] (a path, or bytes in memory) as whichever format its content says.
@@ -112,7 +124,7 @@ pub fn open_input(input: Input, limits: Limits) -> Result<Box<dyn ArrayFile>> {
 /// `report.is_valid(strict)` is the verdict; `report.unsupported` marks a feature rasterpack
 /// does not implement.
 pub fn validate(path: impl AsRef<Path>) -> Result<Report> {
-    let input = Input::open(path.as_ref())?;
+    let input = input(path)?;
     Ok(validate_input(&input, &ValidateOptions::default()))
 }
 
@@ -141,7 +153,7 @@ pub fn validate_input(input: &Input, opts: &ValidateOptions) -> Report {
 /// What the file at `path` holds (the report `rasterpack inspect` prints): header facts as
 /// JSON in `summary`, and cheap structural findings.
 pub fn inspect(path: impl AsRef<Path>) -> Result<Report> {
-    let input = Input::open(path.as_ref())?;
+    let input = input(path)?;
     let format = detect(&input)?;
     let mut report = format
         .inspect(&input, &InspectOptions::default())

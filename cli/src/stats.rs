@@ -167,31 +167,20 @@ struct Tap<'a, 'b> {
     info: &'b mut Option<ArrayInfo>,
 }
 
-impl rasterpack_common::ArraySink for Tap<'_, '_> {
+impl<'a> rasterpack_common::SinkWrapper for Tap<'a, '_> {
+    type Inner = dyn rasterpack_common::ArraySink + 'a;
+    fn inner(&mut self) -> &mut (dyn rasterpack_common::ArraySink + 'a) {
+        self.inner
+    }
+    fn inner_ref(&self) -> &(dyn rasterpack_common::ArraySink + 'a) {
+        self.inner
+    }
     fn begin(&mut self, info: &ArrayInfo) -> rasterpack_common::Result<()> {
         *self.info = Some(ArrayInfo {
             attrs: Map::new(),
             ..info.clone()
         });
         self.inner.begin(info)
-    }
-    fn random_access(&self) -> bool {
-        self.inner.random_access()
-    }
-    fn write_at(&mut self, offset: u64, data: &[u8]) -> rasterpack_common::Result<()> {
-        self.inner.write_at(offset, data)
-    }
-    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> rasterpack_common::Result<()> {
-        self.inner.fill_at(offset, len, pattern)
-    }
-    fn parallel_blocks(&mut self) -> Option<rasterpack_common::ParallelBlocks> {
-        self.inner.parallel_blocks()
-    }
-    fn written_elsewhere(&mut self, len: u64) -> rasterpack_common::Result<()> {
-        self.inner.written_elsewhere(len)
-    }
-    fn finish(&mut self) -> rasterpack_common::Result<()> {
-        self.inner.finish()
     }
 }
 
@@ -296,4 +285,25 @@ fn render(r: &FileResult) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stats_tap_passes_every_hook_on() {
+        use rasterpack_common::testkit::{assert_forwards, call_every_hook, HookProbe};
+        let (mut probe, mut announced) = (HookProbe::default(), None);
+        let info = ArrayInfo::new(DType::I16, vec![7]);
+        call_every_hook(
+            &mut Tap {
+                inner: &mut probe,
+                info: &mut announced,
+            },
+            &info,
+        );
+        assert_forwards("Tap", &probe, &[]);
+        assert_eq!(announced, Some(info));
+    }
 }

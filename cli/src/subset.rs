@@ -139,7 +139,15 @@ impl<'s, S: ArraySink> SubsetGuard<'s, S> {
     }
 }
 
-impl<S: ArraySink> ArraySink for SubsetGuard<'_, S> {
+// The guard's check is at `begin`; the bytes pass unchanged, so everything else goes on as it is.
+impl<S: ArraySink> rasterpack_common::SinkWrapper for SubsetGuard<'_, S> {
+    type Inner = S;
+    fn inner(&mut self) -> &mut S {
+        &mut self.inner
+    }
+    fn inner_ref(&self) -> &S {
+        &self.inner
+    }
     fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
         if !self.subset.spec.could_deliver(&info.shape) {
             return Err(Error::new(
@@ -155,28 +163,6 @@ impl<S: ArraySink> ArraySink for SubsetGuard<'_, S> {
         }
         self.inner.begin(info)
     }
-    fn random_access(&self) -> bool {
-        self.inner.random_access()
-    }
-    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
-        self.inner.write_at(offset, data)
-    }
-    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
-        self.inner.fill_at(offset, len, pattern)
-    }
-    // The guard's check is at `begin`; the bytes pass unchanged, so the file may take them.
-    fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
-        self.inner.parallel_file()
-    }
-    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
-        self.inner.written_elsewhere(len)
-    }
-    fn interrupt(&self) -> Option<rasterpack_common::Interrupt> {
-        self.inner.interrupt()
-    }
-    fn finish(&mut self) -> Result<()> {
-        self.inner.finish()
-    }
 }
 
 #[cfg(test)]
@@ -186,6 +172,22 @@ mod tests {
 
     fn spec(flag: &str, value: &str) -> Result<RegionSpec> {
         parse(flag, value)
+    }
+
+    #[test]
+    fn the_subset_guard_passes_every_hook_on() {
+        use rasterpack_common::testkit::{assert_forwards, call_every_hook, HookProbe};
+        let subset = Subset {
+            flag: "--region",
+            value: "1:3".into(),
+            spec: spec("--region", "1:3").unwrap(),
+        };
+        let mut probe = HookProbe::default();
+        call_every_hook(
+            &mut SubsetGuard::new(&mut probe, &subset, "test"),
+            &ArrayInfo::new(DType::U8, vec![2, 6]),
+        );
+        assert_forwards("SubsetGuard", &probe, &[]);
     }
 
     #[test]

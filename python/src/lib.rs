@@ -1225,7 +1225,7 @@ fn detect(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<Option<&'static s
     let path = fspath(path)?;
     Ok(py.allow_threads(|| {
         guarded(|| {
-            let input = rasterpack_common::Input::open(&path)?;
+            let input = rasterpack::input(&path)?;
             Ok(rasterpack::detect(&input).ok().map(|f| f.name()))
         })
         .ok()

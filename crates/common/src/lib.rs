@@ -92,6 +92,7 @@ pub mod stats;
 pub mod stream;
 #[doc(hidden)]
 pub mod testkit;
+pub mod wrapper;
 
 pub use any::{detect, open_any, ArrayFile, DETECT_BYTES};
 pub use array::{byte_len, f16_to_f64, DType, Element, NdArray};
@@ -110,9 +111,10 @@ pub use output::{write_file_atomically, Output};
 pub use reader::{slice_at, ByteReader};
 pub use source::{Input, ObjectSink, ObjectSource, RangeSource};
 pub use stream::{
-    stream_view, ArrayInfo, ArraySink, BlockSink, Interrupt, MemorySink, ParallelBlocks, ParallelFile, ProgressSink,
-    Region, RegionRuns, RegionSpec, View, ViewSink,
+    stream_view, written_without_handle, ArrayInfo, ArraySink, BlockSink, Interrupt, MemorySink, ParallelBlocks,
+    ParallelFile, ProgressSink, Region, RegionRuns, RegionSpec, View, ViewSink,
 };
+pub use wrapper::SinkWrapper;
 
 /// The JSON crate of the public types that carry metadata ([`ArrayInfo::attrs`], report
 /// sections), re-exported so a program uses the same version without depending on it.

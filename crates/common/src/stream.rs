@@ -99,6 +99,9 @@ impl ArrayInfo {
 }
 
 /// Receives one array as little-endian bytes in C order (see the module docs for the protocol).
+///
+/// A sink that passes the array on to another one implements [`crate::SinkWrapper`] instead,
+/// which forwards every hook it does not override.
 pub trait ArraySink {
     /// The array about to arrive. Refuse here (a limit, a dtype the target cannot hold) so that no
     /// work is done for an array that cannot be written.
@@ -155,9 +158,7 @@ pub trait ArraySink {
     /// `len` data bytes were written through [`ArraySink::parallel_file`]: account for them as
     /// `write_at` would (byte counts, progress, an interrupt check between pieces).
     fn written_elsewhere(&mut self, len: u64) -> Result<()> {
-        Err(Error::usage(format!(
-            "internal: {len} bytes were written through a parallel file this sink did not offer"
-        )))
+        written_without_handle(len)
     }
 
     /// [`ArraySink::direct_buffer`] for a source that calls [`ArraySink::interrupt`]'s check
@@ -216,76 +217,13 @@ pub fn fill_by_chunks<S: ArraySink + ?Sized>(sink: &mut S, offset: u64, len: u64
     Ok(())
 }
 
-impl<S: ArraySink + ?Sized> ArraySink for &mut S {
-    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
-        (**self).begin(info)
-    }
-    fn parallel_file(&mut self) -> Option<ParallelFile> {
-        (**self).parallel_file()
-    }
-    fn parallel_blocks(&mut self) -> Option<ParallelBlocks> {
-        (**self).parallel_blocks()
-    }
-    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
-        (**self).written_elsewhere(len)
-    }
-    fn random_access(&self) -> bool {
-        (**self).random_access()
-    }
-    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
-        (**self).write_at(offset, data)
-    }
-    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
-        (**self).fill_at(offset, len, pattern)
-    }
-    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
-        (**self).direct_buffer()
-    }
-    fn direct_buffer_polled(&mut self) -> Option<&mut [u8]> {
-        (**self).direct_buffer_polled()
-    }
-    fn interrupt(&self) -> Option<Interrupt> {
-        (**self).interrupt()
-    }
-    fn finish(&mut self) -> Result<()> {
-        (**self).finish()
-    }
-}
-
-impl<S: ArraySink + ?Sized> ArraySink for Box<S> {
-    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
-        (**self).begin(info)
-    }
-    fn parallel_file(&mut self) -> Option<ParallelFile> {
-        (**self).parallel_file()
-    }
-    fn parallel_blocks(&mut self) -> Option<ParallelBlocks> {
-        (**self).parallel_blocks()
-    }
-    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
-        (**self).written_elsewhere(len)
-    }
-    fn random_access(&self) -> bool {
-        (**self).random_access()
-    }
-    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
-        (**self).write_at(offset, data)
-    }
-    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
-        (**self).fill_at(offset, len, pattern)
-    }
-    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
-        (**self).direct_buffer()
-    }
-    fn direct_buffer_polled(&mut self) -> Option<&mut [u8]> {
-        (**self).direct_buffer_polled()
-    }
-    fn interrupt(&self) -> Option<Interrupt> {
-        (**self).interrupt()
-    }
-    fn finish(&mut self) -> Result<()> {
-        (**self).finish()
-    }
+/// What [`ArraySink::written_elsewhere`] answers in a sink that offered no handle (the trait's
+/// default): also for a wrapper that withholds its inner sink's handles, so that a source's
+/// report of bytes it could not have written is refused rather than passed on.
+pub fn written_without_handle(len: u64) -> Result<()> {
+    Err(Error::usage(format!(
+        "internal: {len} bytes were written through a parallel file this sink did not offer"
+    )))
 }
 
 /// Positioned writes of an array's data bytes into a local file, from any thread (`pwrite` is
@@ -473,7 +411,14 @@ impl<S: ArraySink> ProgressSink<S> {
     }
 }
 
-impl<S: ArraySink> ArraySink for ProgressSink<S> {
+impl<S: ArraySink> crate::SinkWrapper for ProgressSink<S> {
+    type Inner = S;
+    fn inner(&mut self) -> &mut S {
+        &mut self.inner
+    }
+    fn inner_ref(&self) -> &S {
+        &self.inner
+    }
     fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
         self.inner.begin(info)?;
         self.total = info.byte_len()?;
@@ -481,19 +426,10 @@ impl<S: ArraySink> ArraySink for ProgressSink<S> {
         self.progress.report(0, self.total);
         Ok(())
     }
-    fn random_access(&self) -> bool {
-        self.inner.random_access()
-    }
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         self.inner.write_at(offset, data)?;
         self.advance(data.len() as u64);
         Ok(())
-    }
-    fn parallel_file(&mut self) -> Option<ParallelFile> {
-        self.inner.parallel_file()
-    }
-    fn parallel_blocks(&mut self) -> Option<ParallelBlocks> {
-        self.inner.parallel_blocks()
     }
     fn written_elsewhere(&mut self, len: u64) -> Result<()> {
         self.inner.written_elsewhere(len)?;
@@ -505,11 +441,13 @@ impl<S: ArraySink> ArraySink for ProgressSink<S> {
         self.advance(len);
         Ok(())
     }
-    fn interrupt(&self) -> Option<Interrupt> {
-        self.inner.interrupt()
+    // A buffer filled in place is never reported, so the bar would stop: the bytes come
+    // through `write_at` instead.
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        None
     }
-    fn finish(&mut self) -> Result<()> {
-        self.inner.finish()
+    fn direct_buffer_polled(&mut self) -> Option<&mut [u8]> {
+        None
     }
 }
 
@@ -1035,7 +973,14 @@ impl<S: ArraySink> ViewSink<S> {
     }
 }
 
-impl<S: ArraySink> ArraySink for ViewSink<S> {
+impl<S: ArraySink> crate::SinkWrapper for ViewSink<S> {
+    type Inner = S;
+    fn inner(&mut self) -> &mut S {
+        &mut self.inner
+    }
+    fn inner_ref(&self) -> &S {
+        &self.inner
+    }
     fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
         self.box_shape = info.shape.clone();
         self.elem = info.dtype.size() as u64;
@@ -1053,9 +998,6 @@ impl<S: ArraySink> ArraySink for ViewSink<S> {
         let mut view = info.clone();
         view.shape = self.view.shape(&info.shape);
         self.inner.begin(&view)
-    }
-    fn random_access(&self) -> bool {
-        self.inner.random_access()
     }
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         if !self.view.has_steps() || self.box_shape.is_empty() {
@@ -1088,11 +1030,15 @@ impl<S: ArraySink> ArraySink for ViewSink<S> {
             self.inner.direct_buffer_polled()
         }
     }
-    fn interrupt(&self) -> Option<Interrupt> {
-        self.inner.interrupt()
+    // With steps the bytes are picked in `write_at`; no handle that would bypass it is handed on.
+    fn parallel_file(&mut self) -> Option<ParallelFile> {
+        None
     }
-    fn finish(&mut self) -> Result<()> {
-        self.inner.finish()
+    fn parallel_blocks(&mut self) -> Option<ParallelBlocks> {
+        None
+    }
+    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
+        written_without_handle(len)
     }
 }
 
@@ -1341,6 +1287,51 @@ fn byte_len_usize(shape: &[u64], elem_size: usize) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hook_probe_answers_every_hook_itself() {
+        use crate::testkit::{assert_forwards, call_every_hook, HookProbe};
+        let mut probe = HookProbe::default();
+        call_every_hook(&mut probe, &ArrayInfo::new(DType::F32, vec![2, 3]));
+        assert_eq!(probe.called(), crate::testkit::SINK_HOOKS);
+        assert_forwards("the probe itself", &probe, &[]);
+        // A hook that reaches the probe though the wrapper says it keeps it is caught too.
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            assert_forwards("a wrapper", &probe, &["finish"])
+        }));
+        assert!(caught.is_err());
+    }
+
+    #[test]
+    fn wrappers_pass_on_every_hook_they_do_not_answer_themselves() {
+        use crate::testkit::{assert_forwards, call_every_hook, HookProbe};
+        let info = ArrayInfo::new(DType::U16, vec![4, 6]);
+        let through = |wrap: &dyn Fn(&mut HookProbe) -> Box<dyn ArraySink + '_>| {
+            let mut probe = HookProbe::default();
+            call_every_hook(&mut *wrap(&mut probe), &info);
+            probe
+        };
+        assert_forwards("&mut S", &through(&|p| Box::new(&mut *p)), &[]);
+        assert_forwards("Box<S>", &through(&|p| Box::new(Box::new(&mut *p))), &[]);
+        // Progress counts the bytes: a buffer filled in place would not be counted.
+        let progress = through(&|p| Box::new(ProgressSink::new(&mut *p, Progress::new(|_, _| {}))));
+        assert_forwards("ProgressSink", &progress, &["direct_buffer", "direct_buffer_polled"]);
+        // A view without steps passes a buffer on (the bytes are in place); a view with steps
+        // picks the bytes, so it passes on nothing that bypasses `write_at`.
+        let plain = through(&|p| Box::new(ViewSink::new(&mut *p, View::default())));
+        let bypass = ["parallel_file", "parallel_blocks", "written_elsewhere"];
+        assert_forwards("ViewSink", &plain, &bypass);
+        let stepped = View {
+            steps: vec![2, 1],
+            ..View::default()
+        };
+        let stepped = through(&|p| Box::new(ViewSink::new(&mut *p, stepped.clone())));
+        assert_forwards(
+            "ViewSink with steps",
+            &stepped,
+            &[bypass.as_slice(), &["direct_buffer", "direct_buffer_polled"]].concat(),
+        );
+    }
 
     #[test]
     fn a_parallel_file_writes_only_inside_the_data_and_views_turn_it_off() {

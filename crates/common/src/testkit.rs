@@ -224,3 +224,143 @@ mod tests {
         }
     }
 }
+
+/// Every hook of [`crate::ArraySink`], in the order [`call_every_hook`] calls them: what a
+/// [`HookProbe`] behind a pass-through wrapper ([`crate::SinkWrapper`]) should see, less the
+/// hooks that wrapper deliberately answers itself.
+pub const SINK_HOOKS: [&str; 11] = [
+    "begin",
+    "random_access",
+    "write_at",
+    "fill_at",
+    "direct_buffer",
+    "direct_buffer_polled",
+    "interrupt",
+    "parallel_file",
+    "parallel_blocks",
+    "written_elsewhere",
+    "finish",
+];
+
+/// A sink that records which of its hooks were called, answering each with what no default
+/// gives (random access, a buffer, a parallel file and block sink, an interrupt check, an
+/// accepted `written_elsewhere`): put behind a wrapper, it shows which hooks the wrapper
+/// passes on. Nothing is written anywhere.
+#[derive(Debug, Default)]
+pub struct HookProbe {
+    called: std::cell::RefCell<Vec<&'static str>>,
+    buf: Vec<u8>,
+}
+
+impl HookProbe {
+    /// The hooks called so far, in order, each once however often it was called.
+    pub fn called(&self) -> Vec<&'static str> {
+        self.called.borrow().clone()
+    }
+
+    fn saw(&self, hook: &'static str) {
+        let mut called = self.called.borrow_mut();
+        if !called.contains(&hook) {
+            called.push(hook);
+        }
+    }
+}
+
+struct NoBlocks;
+
+impl crate::BlockSink for NoBlocks {
+    fn block(&self, _seq: u64, _data: &[u8]) -> crate::Result<()> {
+        Ok(())
+    }
+    fn fill(&self, _seq: u64, _cells: u64, _pattern: &[u8]) -> crate::Result<()> {
+        Ok(())
+    }
+}
+
+// Every hook answered here, none left to the trait's default (`cargo clippy` refuses a hook
+// added to `ArraySink` and not here), so a wrapper's default can never pass for forwarding.
+#[deny(clippy::missing_trait_methods)]
+impl crate::ArraySink for HookProbe {
+    fn begin(&mut self, info: &crate::ArrayInfo) -> crate::Result<()> {
+        self.saw("begin");
+        self.buf = vec![0; info.byte_len()?.min(1 << 20) as usize];
+        Ok(())
+    }
+    fn random_access(&self) -> bool {
+        self.saw("random_access");
+        true
+    }
+    fn write_at(&mut self, _offset: u64, _data: &[u8]) -> crate::Result<()> {
+        self.saw("write_at");
+        Ok(())
+    }
+    fn fill_at(&mut self, _offset: u64, _len: u64, _pattern: &[u8]) -> crate::Result<()> {
+        self.saw("fill_at");
+        Ok(())
+    }
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        self.saw("direct_buffer");
+        Some(&mut self.buf)
+    }
+    fn direct_buffer_polled(&mut self) -> Option<&mut [u8]> {
+        self.saw("direct_buffer_polled");
+        Some(&mut self.buf)
+    }
+    fn interrupt(&self) -> Option<crate::Interrupt> {
+        self.saw("interrupt");
+        Some(std::sync::Arc::new(|| Ok(())))
+    }
+    fn parallel_file(&mut self) -> Option<crate::ParallelFile> {
+        self.saw("parallel_file");
+        // Any open file does: the handle is only duplicated, never written through.
+        let exe = std::env::current_exe().ok()?;
+        let file = std::fs::File::open(exe).ok()?;
+        crate::ParallelFile::new(&file, 0, self.buf.len() as u64).ok()
+    }
+    fn parallel_blocks(&mut self) -> Option<crate::ParallelBlocks> {
+        self.saw("parallel_blocks");
+        Some(std::sync::Arc::new(NoBlocks))
+    }
+    fn written_elsewhere(&mut self, _len: u64) -> crate::Result<()> {
+        self.saw("written_elsewhere");
+        Ok(())
+    }
+    fn finish(&mut self) -> crate::Result<()> {
+        self.saw("finish");
+        Ok(())
+    }
+}
+
+/// Call each hook of `sink` once, in the order of [`SINK_HOOKS`], as a source and its caller
+/// would: `begin` with `info`, one value written and one filled at offset 0, `len` of one
+/// value reported written elsewhere, then `finish`. What the hooks answer is not looked at (a
+/// wrapper may refuse some): a [`HookProbe`] behind `sink` records which ones reached it.
+pub fn call_every_hook(sink: &mut dyn crate::ArraySink, info: &crate::ArrayInfo) {
+    let value = vec![0u8; info.dtype.size()];
+    let _ = sink.begin(info);
+    let _ = sink.random_access();
+    let _ = sink.write_at(0, &value);
+    let _ = sink.fill_at(0, value.len() as u64, &value);
+    let _ = sink.direct_buffer();
+    let _ = sink.direct_buffer_polled();
+    let _ = sink.interrupt();
+    let _ = sink.parallel_file();
+    let _ = sink.parallel_blocks();
+    let _ = sink.written_elsewhere(value.len() as u64);
+    let _ = sink.finish();
+}
+
+/// The hooks of [`SINK_HOOKS`] a [`HookProbe`] saw, checked against the list less `kept`
+/// (the hooks the wrapper under test answers itself): panics naming `wrapper` and the hooks
+/// it stopped passing on, or passes on though it says it keeps them.
+pub fn assert_forwards(wrapper: &str, probe: &HookProbe, kept: &[&str]) {
+    let want: Vec<&str> = SINK_HOOKS.iter().copied().filter(|h| !kept.contains(h)).collect();
+    let mut seen = probe.called();
+    seen.sort_by_key(|h| SINK_HOOKS.iter().position(|s| s == h));
+    let lost: Vec<&str> = want.iter().copied().filter(|h| !seen.contains(h)).collect();
+    let leaked: Vec<&str> = seen.iter().copied().filter(|h| !want.contains(h)).collect();
+    assert!(
+        lost.is_empty() && leaked.is_empty(),
+        "{wrapper}: does not pass on {lost:?}; passes on {leaked:?}, which it should answer itself"
+    );
+}

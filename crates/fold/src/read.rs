@@ -610,25 +610,20 @@ struct Rebegin<'a> {
     began: Option<ArrayInfo>,
 }
 
-impl ArraySink for Rebegin<'_> {
+impl<'a> rasterpack_common::SinkWrapper for Rebegin<'a> {
+    type Inner = dyn ArraySink + 'a;
+    fn inner(&mut self) -> &mut (dyn ArraySink + 'a) {
+        self.sink
+    }
+    fn inner_ref(&self) -> &(dyn ArraySink + 'a) {
+        self.sink
+    }
     fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
         if self.began.as_ref() == Some(info) {
             return Ok(());
         }
         self.began = Some(info.clone());
         self.sink.begin(info)
-    }
-    fn random_access(&self) -> bool {
-        self.sink.random_access()
-    }
-    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
-        self.sink.write_at(offset, data)
-    }
-    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
-        self.sink.fill_at(offset, len, pattern)
-    }
-    fn finish(&mut self) -> Result<()> {
-        self.sink.finish()
     }
 }
 
@@ -923,6 +918,31 @@ mod tests {
     use crate::npz::crc32;
     use crate::write::{FoldBuilder, FoldChunkOptions, FoldCompression};
     use crate::FoldFile;
+
+    #[test]
+    fn a_second_decode_passes_every_hook_on_but_a_repeated_begin() {
+        use rasterpack_common::testkit::{assert_forwards, call_every_hook, HookProbe};
+        let info = rasterpack_common::ArrayInfo::new(DType::U16, vec![3, 4]);
+        let mut probe = HookProbe::default();
+        call_every_hook(
+            &mut super::Rebegin {
+                sink: &mut probe,
+                began: None,
+            },
+            &info,
+        );
+        assert_forwards("Rebegin", &probe, &[]);
+        // Begun with this array already: everything but `begin` still goes on.
+        let mut probe = HookProbe::default();
+        call_every_hook(
+            &mut super::Rebegin {
+                sink: &mut probe,
+                began: Some(info.clone()),
+            },
+            &info,
+        );
+        assert_forwards("Rebegin, begun", &probe, &["begin"]);
+    }
 
     /// A zip of one member `name.npy` holding `content`, stored or deflated.
     fn zip_one(name: &str, content: &[u8], deflate: bool) -> Vec<u8> {

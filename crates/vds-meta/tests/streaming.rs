@@ -430,18 +430,13 @@ struct PassParallel<S> {
     reported: u64,
 }
 
-impl<S: ArraySink> ArraySink for PassParallel<S> {
-    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
-        self.inner.begin(info)
+impl<S: ArraySink> rasterpack_common::SinkWrapper for PassParallel<S> {
+    type Inner = S;
+    fn inner(&mut self) -> &mut S {
+        &mut self.inner
     }
-    fn random_access(&self) -> bool {
-        self.inner.random_access()
-    }
-    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
-        self.inner.write_at(offset, data)
-    }
-    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
-        self.inner.fill_at(offset, len, pattern)
+    fn inner_ref(&self) -> &S {
+        &self.inner
     }
     fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
         self.offered = self.inner.parallel_file();
@@ -451,24 +446,22 @@ impl<S: ArraySink> ArraySink for PassParallel<S> {
         self.reported += 1;
         self.inner.written_elsewhere(len)
     }
-    fn finish(&mut self) -> Result<()> {
-        self.inner.finish()
-    }
 }
 
-/// A wrapper that must see the bytes (like a view or stats sink): it keeps the default
-/// `parallel_file` (none), so the file it wraps is written only through it.
+/// A wrapper that must see the bytes (like a view or stats sink): it offers no parallel file
+/// (nor any other way around `write_at`), so the file it wraps is written only through it.
 struct SeesBytes<S> {
     inner: S,
     seen: u64,
 }
 
-impl<S: ArraySink> ArraySink for SeesBytes<S> {
-    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
-        self.inner.begin(info)
+impl<S: ArraySink> rasterpack_common::SinkWrapper for SeesBytes<S> {
+    type Inner = S;
+    fn inner(&mut self) -> &mut S {
+        &mut self.inner
     }
-    fn random_access(&self) -> bool {
-        self.inner.random_access()
+    fn inner_ref(&self) -> &S {
+        &self.inner
     }
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
         self.seen += data.len() as u64;
@@ -478,8 +471,20 @@ impl<S: ArraySink> ArraySink for SeesBytes<S> {
         self.seen += len;
         self.inner.fill_at(offset, len, pattern)
     }
-    fn finish(&mut self) -> Result<()> {
-        self.inner.finish()
+    fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
+        None
+    }
+    fn parallel_blocks(&mut self) -> Option<rasterpack_common::ParallelBlocks> {
+        None
+    }
+    fn direct_buffer(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+    fn direct_buffer_polled(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
+        rasterpack_common::written_without_handle(len)
     }
 }
 
@@ -579,25 +584,18 @@ struct StopAt<S> {
     report_delay: std::time::Duration,
 }
 
-impl<S: ArraySink> ArraySink for StopAt<S> {
-    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
-        self.inner.begin(info)
+impl<S: ArraySink> rasterpack_common::SinkWrapper for StopAt<S> {
+    type Inner = PassParallel<S>;
+    fn inner(&mut self) -> &mut PassParallel<S> {
+        &mut self.inner
     }
-    fn random_access(&self) -> bool {
-        self.inner.random_access()
-    }
-    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<()> {
-        self.inner.write_at(offset, data)
-    }
-    fn fill_at(&mut self, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
-        self.inner.fill_at(offset, len, pattern)
-    }
-    fn parallel_file(&mut self) -> Option<rasterpack_common::ParallelFile> {
-        self.inner.parallel_file()
+    fn inner_ref(&self) -> &PassParallel<S> {
+        &self.inner
     }
     fn written_elsewhere(&mut self, len: u64) -> Result<()> {
         std::thread::sleep(self.report_delay);
-        self.inner.written_elsewhere(len)?;
+        // The inner sink is a wrapper too: its `ArraySink` hook, named so.
+        ArraySink::written_elsewhere(&mut self.inner, len)?;
         if self.inner.reported == self.stop_at {
             return Err(rasterpack_common::Error::new(
                 ErrorKind::Usage,
@@ -607,9 +605,6 @@ impl<S: ArraySink> ArraySink for StopAt<S> {
             ));
         }
         Ok(())
-    }
-    fn finish(&mut self) -> Result<()> {
-        self.inner.finish()
     }
 }
 
