@@ -110,8 +110,8 @@ pub use output::{write_file_atomically, Output};
 pub use reader::{slice_at, ByteReader};
 pub use source::{Input, ObjectSink, ObjectSource, RangeSource};
 pub use stream::{
-    stream_view, ArrayInfo, ArraySink, BlockSink, Interrupt, MemorySink, ParallelBlocks, ParallelFile, ProgressSink,
-    Region, RegionRuns, RegionSpec, View, ViewSink,
+    stream_view, ArrayInfo, ArraySink, BlockSink, HeldBlocks, Interrupt, MemorySink, ParallelBlocks, ParallelFile,
+    ProgressSink, Region, RegionRuns, RegionSpec, View, ViewSink,
 };
 
 /// The JSON crate of the public types that carry metadata ([`ArrayInfo::attrs`], report
