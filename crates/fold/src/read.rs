@@ -423,6 +423,9 @@ fn deliver(
     target.complete()
 }
 
+/// A verified chunk's status and its ECC-repaired payload (when ECC repaired it).
+type OneChunk = (Vec<FoldChunkStatus>, Option<Vec<u8>>);
+
 /// The one-pass read of chunk `e`, the only chunk `req.element` may mean: the chunk is checked
 /// exactly as `arrays()` checks it ([`verify_chunk`]: header against index, bounds, CRC32C,
 /// SHA-256, `chunk_hashes`, decoded length, the archive's members) while the member the
@@ -441,7 +444,7 @@ fn read_riding(
     req: &ArrayRequest,
     sink: &mut dyn ArraySink,
     seen: &mut SeenChunks,
-) -> Result<Option<(Vec<FoldChunkStatus>, Option<Vec<u8>>)>> {
+) -> Result<Option<OneChunk>> {
     let want = likely_array(e, req.element.as_deref());
     let held = std::cell::Cell::new(0);
     let mut rider = Rider {
