@@ -98,7 +98,9 @@ pub(crate) fn write(job: &Job, args: &ConvertArgs, opts: ZarrOptions) -> Result<
     let out = local_path(out)?;
     let tmp = TempDir::create(&out)?;
     let store = write::open_store(&tmp.path)?;
-    write_job_arrays(job, args, opts, store)?;
+    write_job_arrays(job, args, opts, store.clone())?;
+    // The store's threads write the files: all of them before the rename.
+    store.finish()?;
     tmp.persist(&out, args.force)
 }
 
@@ -207,7 +209,8 @@ pub fn write_arrays(
         ));
     }
     let tmp = TempDir::create(out)?;
-    let store: std::sync::Arc<write::OutStore> = write::open_store(&tmp.path)?;
+    let dir_store = write::open_store(&tmp.path)?;
+    let store: std::sync::Arc<write::OutStore> = dir_store.clone();
     let source = npy().name();
     if group {
         let mut root = Map::new();
@@ -243,6 +246,7 @@ pub fn write_arrays(
         }
         sink.finish()?;
     }
+    dir_store.finish()?;
     tmp.persist(out, force)
 }
 

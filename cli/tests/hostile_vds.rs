@@ -63,6 +63,12 @@ fn a_huge_layout_with_a_few_bricks_stays_small() {
     );
     check(&["inspect", s(&vds), "--all"], 0);
     check(&["validate", s(&vds)], 0);
+    // stats walks the bricks, not the 16 GiB: each run of unwritten bricks is one block,
+    // counted without a pass over its voxels.
+    let r = check(&["stats", "--json", "--histogram", "8", s(&vds)], 0);
+    let j: serde_json::Value = serde_json::from_slice(&r.out.stdout).unwrap();
+    assert_eq!(j["files"][0]["stats"][0]["stats"]["count"], 1024u64 * 512 * 8192);
+    assert!(r.elapsed.as_secs() < 30, "stats took {:?}", r.elapsed);
     // 16 GiB from 460 KB: refused without --allow-expansion, streamed to the null device with it.
     let r = check(&["convert", s(&vds), "/dev/null", "--to", "npy", "--force"], 2);
     assert!(r.stderr().contains("--allow-expansion"), "{}", r.stderr());

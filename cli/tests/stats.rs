@@ -9,6 +9,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use rasterpack_common::json::value_f64;
 use serde_json::{json, Value};
 use support::{check, run, run_env, s, scratch};
 
@@ -89,16 +90,6 @@ fn numpy_figures(python: &Path, jobs: &[Value]) -> Vec<Value> {
     serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap()
 }
 
-fn f(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) if s == "NaN" => Some(f64::NAN),
-        Value::String(s) if s == "Infinity" => Some(f64::INFINITY),
-        Value::String(s) if s == "-Infinity" => Some(f64::NEG_INFINITY),
-        _ => None,
-    }
-}
-
 fn close(ours: f64, theirs: f64, scale: f64) -> bool {
     ours == theirs || (ours - theirs).abs() <= 1e-12 * theirs.abs().max(scale)
 }
@@ -141,12 +132,28 @@ fn inputs() -> Vec<PathBuf> {
 fn stats_agree_with_numpy_on_every_testdata_and_corpus_array() {
     let Some(python) = python() else { return };
     let dir = scratch("stats", "numpy");
+    let files: Vec<(PathBuf, Vec<String>)> = inputs().into_iter().map(|f| (f, Vec::new())).collect();
+    let compared = agree_with_numpy(&python, &dir, &files, true);
+    assert!(compared >= 20, "only {compared} arrays compared");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `stats --json --histogram BINS FLAGS` of each array of each `(file, FLAGS)` against numpy's
+/// figures over the `.npy` that `convert` writes with the same FLAGS: exact counts, min, max
+/// and histogram, 1e-12 relative mean, std and sum. `lenient`: files `stats` cannot read are
+/// left out (else every file must give figures). Returns the number of arrays compared.
+fn agree_with_numpy(python: &Path, dir: &Path, files: &[(PathBuf, Vec<String>)], lenient: bool) -> usize {
     let bins = BINS.to_string();
     let mut jobs = Vec::new();
     let mut ours = Vec::new();
-    for file in inputs() {
-        let path = s(&file);
-        let r = run(&["stats", "--json", "--histogram", &bins, path]);
+    for (file, flags) in files {
+        let path = s(file);
+        let mut args = vec!["stats", "--json", "--histogram", &bins, path];
+        args.extend(flags.iter().map(String::as_str));
+        let r = run(&args);
+        if !lenient {
+            assert_eq!(r.code(), Some(0), "{args:?}: {}", r.stderr());
+        }
         let Ok(doc) = serde_json::from_str::<Value>(&r.stdout()) else {
             continue;
         };
@@ -161,19 +168,20 @@ fn stats_agree_with_numpy_on_every_testdata_and_corpus_array() {
             if let Some(n) = &name {
                 args.extend(["--element", n.as_str()]);
             }
+            args.extend(flags.iter().map(String::as_str));
             let c = run(&args);
             if c.code() != Some(0) {
                 // An array `convert` cannot write to .npy (a UDF text table, ...) has no numpy
                 // figures to compare; stats read it, so it must be a target-side refusal.
+                assert!(lenient, "{args:?}: {}", c.stderr());
                 assert!(!c.stderr().is_empty());
                 continue;
             }
             jobs.push(json!({"npy": s(&npy), "fill": a["stats"]["fill"], "bins": BINS}));
-            ours.push((format!("{path} {name:?}"), a["stats"].clone()));
+            ours.push((format!("{path} {flags:?} {name:?}"), a["stats"].clone()));
         }
     }
-    assert!(jobs.len() >= 20, "only {} arrays compared", jobs.len());
-    let theirs = numpy_figures(&python, &jobs);
+    let theirs = numpy_figures(python, &jobs);
     let mut failures = Vec::new();
     for ((what, o), t) in ours.iter().zip(&theirs) {
         for k in ["count", "valid_count", "fill_count", "nan_count", "inf_count"] {
@@ -182,24 +190,26 @@ fn stats_agree_with_numpy_on_every_testdata_and_corpus_array() {
             }
         }
         for k in ["min", "max"] {
-            if f(&o[k]) != f(&t[k]) {
+            if value_f64(&o[k]) != value_f64(&t[k]) {
                 failures.push(format!("{what}: {k} {} vs numpy {}", o[k], t[k]));
             }
         }
-        let mean = f(&t["mean"]).unwrap_or(0.0).abs();
+        let mean = value_f64(&t["mean"]).unwrap_or(0.0).abs();
         for (k, scale) in [("mean", 0.0), ("std", mean * 1e-3), ("sum", 0.0)] {
-            match (f(&o[k]), f(&t[k])) {
+            match (value_f64(&o[k]), value_f64(&t[k])) {
                 (Some(a), Some(b)) if close(a, b, scale) => {}
                 (None, None) => {}
                 (a, b) => failures.push(format!("{what}: {k} {a:?} vs numpy {b:?}")),
             }
         }
         let (oh, th) = (&o["histogram"], &t["histogram"]);
-        if oh["counts"] != th["counts"] || f(&oh["min"]) != f(&th["min"]) || f(&oh["max"]) != f(&th["max"]) {
+        if oh["counts"] != th["counts"]
+            || value_f64(&oh["min"]) != value_f64(&th["min"])
+            || value_f64(&oh["max"]) != value_f64(&th["max"])
+        {
             failures.push(format!("{what}: histogram {oh} vs numpy {th}"));
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(
         failures.is_empty(),
         "{} of {} arrays differ from numpy:\n{}",
@@ -208,6 +218,7 @@ fn stats_agree_with_numpy_on_every_testdata_and_corpus_array() {
         failures.join("\n")
     );
     eprintln!("stats agree with numpy on {} arrays", jobs.len());
+    jobs.len()
 }
 
 #[test]
@@ -472,5 +483,155 @@ fn fold_stats_json_is_the_same_on_one_and_several_threads() {
         assert_eq!(one.code(), Some(0), "{}", one.stderr());
         assert_eq!(one.stdout(), three.stdout(), "{}", file.display());
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A float32 volume of `shape` (C order) with varied values, a corner of one value (constant
+/// bricks), a corner of `no_value` (NoValue bricks) and a few NaN cells.
+fn write_volume(path: &Path, shape: [usize; 3], no_value: f32) {
+    let [nz, ny, nx] = shape;
+    let mut v = Vec::with_capacity(nz * ny * nx);
+    for z in 0..nz {
+        for y in 0..ny {
+            for x in 0..nx {
+                let i = (z * ny + y) * nx + x;
+                v.push(if z < 40 && y < 40 && x < 40 {
+                    7.5
+                } else if z >= nz - 40 && y >= ny - 40 && x >= nx - 40 {
+                    no_value
+                } else if i % 997 == 3 {
+                    f32::NAN
+                } else {
+                    ((i * 7919) % 10007) as f32 * 0.37 - 1500.0 + (i % 13) as f32 * 1e-3
+                });
+            }
+        }
+    }
+    let a = rasterpack_common::NdArray::from_vec(shape.iter().map(|&n| n as u64).collect(), v).unwrap();
+    let mut bytes = Vec::new();
+    rasterpack_common::npy::write(&mut bytes, &a).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// The sum of the numbers under `key` anywhere in `v` (brick counts of every layer).
+fn sum_key(v: &Value, key: &str) -> u64 {
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, x)| {
+                if k == key {
+                    x.as_u64().unwrap_or(0)
+                } else {
+                    sum_key(x, key)
+                }
+            })
+            .sum(),
+        Value::Array(a) => a.iter().map(|x| sum_key(x, key)).sum(),
+        _ => 0,
+    }
+}
+
+/// VDS bricks go to the stats sink as they decode ([`rasterpack_common::ArraySink::parallel_blocks`]):
+/// the same JSON, byte for byte, on 1 and 3 threads, and numpy's figures over the `.npy` that
+/// `convert` writes with the same flags; with margins, LOD 1 and 2, regions that cut bricks,
+/// constant and NoValue bricks, a U8 RLE channel with NoValue and a 4-D volume (testdata), and
+/// the corpus's VDS files with margins, NoValue and constant bricks.
+#[test]
+fn vds_stats_are_the_same_on_one_and_several_threads_and_agree_with_numpy() {
+    let dir = scratch("stats", "vds_blocks");
+    let npy = dir.join("v.npy");
+    write_volume(&npy, [96, 80, 100], -999.0);
+    let vds = dir.join("v.vds");
+    check(
+        &[
+            "convert",
+            s(&npy),
+            s(&vds),
+            "--brick-size",
+            "32",
+            "--margin",
+            "4",
+            "--lods",
+            "2",
+            "--compress",
+            "zip",
+            "--no-value",
+            "-999",
+            "--force",
+        ],
+        0,
+    );
+    // The file has the bricks the cases are about.
+    let inspect: Value = serde_json::from_str(&check(&["inspect", "--json", s(&vds)], 0).stdout()).unwrap();
+    let (constant, novalue) = (sum_key(&inspect, "constant"), sum_key(&inspect, "novalue"));
+    assert!(
+        constant > 0 && novalue > 0,
+        "{constant} constant, {novalue} NoValue bricks"
+    );
+    let flags = |f: &[&str]| f.iter().map(|x| x.to_string()).collect::<Vec<String>>();
+    let mut cases: Vec<(PathBuf, Vec<String>)> = vec![
+        (vds.clone(), flags(&[])),
+        (vds.clone(), flags(&["--lod", "1"])),
+        (vds.clone(), flags(&["--lod", "2"])),
+        (vds.clone(), flags(&["--region", "3:90,10:65,5:97"])),
+        (vds.clone(), flags(&["--region", "0:40,0:40,0:40"])),
+        (vds.clone(), flags(&["--region", "56:96,40:80,60:100"])),
+        (vds.clone(), flags(&["--lod", "1", "--region", "5:40,:,1:33"])),
+        (PathBuf::from("../testdata/vds/small_u8_rle_novalue.vds"), flags(&[])),
+        (
+            PathBuf::from("../testdata/vds/small_4d_r32_none_lod1.vds"),
+            flags(&["--lod", "1"]),
+        ),
+        (
+            PathBuf::from("../testdata/vds/small_r32_zip.vds"),
+            flags(&["--region", "1:5,2:"]),
+        ),
+    ];
+    if let Some(corpus) = rasterpack_common::testkit::corpus_dir("vds") {
+        let p02 = corpus.join("p02_3d_r32_zip_lod2_margin.vds");
+        cases.push((p02.clone(), flags(&["--lod", "1"])));
+        cases.push((p02, flags(&["--region", "7:33,3:41,11:50"])));
+        cases.push((corpus.join("p03_3d_u8_rle_novalue.vds"), flags(&[])));
+        cases.push((corpus.join("p01_3d_r32_none.vds"), flags(&[])));
+    }
+    for (file, f) in &cases {
+        let mut args = vec!["stats", "--json", "--histogram", "32", s(file)];
+        args.extend(f.iter().map(String::as_str));
+        let threads = |n: &str| run_env(&args, &[("RAYON_NUM_THREADS".into(), n.into())]);
+        let (one, three) = (threads("1"), threads("3"));
+        assert_eq!(one.code(), Some(0), "{args:?}: {}", one.stderr());
+        assert_eq!(three.code(), Some(0), "{args:?}: {}", three.stderr());
+        assert_eq!(one.stdout(), three.stdout(), "{args:?}");
+    }
+    if let Some(python) = python() {
+        assert!(agree_with_numpy(&python, &dir, &cases, false) >= cases.len());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `stats` of a VDS volume holds bricks, not slabs: on a 256 x 256 x 256 float32 Zip volume
+/// (64 MiB of values, bricks of 64^3 = 1 MiB, slabs of 16 MiB) its peak stays within a few MiB
+/// of `validate`'s, which decodes the same bricks (C-order slabs peaked at 2-3 slabs above it).
+#[test]
+fn vds_stats_peak_memory_is_that_of_validate() {
+    let dir = scratch("stats", "vds_peak");
+    let npy = dir.join("v.npy");
+    let n = 256usize;
+    let v: Vec<f32> = (0..n * n * n).map(|i| ((i * 7919) % 10007) as f32 * 0.25).collect();
+    let a = rasterpack_common::NdArray::from_vec(vec![n as u64; 3], v).unwrap();
+    let mut bytes = Vec::new();
+    rasterpack_common::npy::write(&mut bytes, &a).unwrap();
+    drop(a);
+    std::fs::write(&npy, bytes).unwrap();
+    let vds = dir.join("v.vds");
+    check(&["convert", s(&npy), s(&vds), "--compress", "zip", "--force"], 0);
+    let _ = std::fs::remove_file(&npy);
+    let validate = check(&["validate", s(&vds)], 0);
+    let stats = check(&["stats", "--histogram", "256", s(&vds)], 0);
+    let (Some(v), Some(st)) = (validate.peak_kib, stats.peak_kib) else {
+        rasterpack_common::testkit::skip("peak RSS not measured: no /usr/bin/time");
+        return;
+    };
+    assert!(st <= v + (8 << 10), "stats peaked at {st} KiB, validate at {v} KiB");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -75,6 +75,19 @@ class Array:
         codes: bool = False,
     ) -> npt.NDArray[Any]:
         """Read with ``convert``'s meanings (``region`` as ``--region`` takes it)."""
+    def read_into(
+        self,
+        out: npt.NDArray[Any],
+        region: Union[str, _Index, None] = None,
+        physical: bool = False,
+        lod: int = 0,
+        codes: bool = False,
+    ) -> npt.NDArray[Any]:
+        """``read`` into ``out`` (returned) instead of a new array: ``out`` must be a writeable
+        C-contiguous ndarray of exactly the shape and dtype ``read`` would return (TypeError
+        for another dtype, ValueError for another shape, non-contiguous or read-only). Reusing
+        one buffer spares a new array's allocation and page faults per read. If the read fails,
+        ``out`` may hold part of the values."""
 
 def open(path: _Path) -> File:
     """Open a file (or VDS directory) of any format rasterpack reads, detected from content.

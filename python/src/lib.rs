@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use numpy::{PyArray1, PyArrayMethods};
+use numpy::{PyArray1, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PySlice, PyTuple};
@@ -134,6 +134,13 @@ impl SignalPoll {
         Ok(())
     }
 
+    /// A new poll and the library's interrupt hook over it.
+    fn hook() -> (Arc<SignalPoll>, rasterpack_common::Interrupt) {
+        let poll = Arc::new(SignalPoll::new());
+        let polled = Arc::clone(&poll);
+        (poll, Arc::new(move || polled.check()))
+    }
+
     /// The exception a signal handler raised, if one did.
     fn take(&self) -> Option<PyErr> {
         self.raised.lock().unwrap_or_else(|e| e.into_inner()).take()
@@ -141,11 +148,17 @@ impl SignalPoll {
 }
 
 /// Receives a decoded array into a numpy buffer made at `begin` (zeroed, so no byte is ever
-/// uninitialised even if a source misbehaves).
+/// uninitialised even if a source misbehaves), or into the caller's array (`Array.read_into`),
+/// checked at `begin` against the array the source announces.
 struct NumpySink {
     limits: Limits,
     info: Option<ArrayInfo>,
-    buffer: Option<Py<PyArray1<u8>>>,
+    /// The array written: the sink's own `uint8` buffer, or the caller's `target`.
+    buffer: Option<Py<PyAny>>,
+    /// The caller's array to read into, when there is one.
+    target: Option<Py<PyAny>>,
+    /// Why `begin` refused the caller's array (a TypeError/ValueError to raise as it is).
+    refused: Option<PyErr>,
     /// The buffer's address and length, written without the GIL: only this sink holds the
     /// array until the read returns it to Python.
     ptr: usize,
@@ -159,10 +172,61 @@ impl NumpySink {
             limits,
             info: None,
             buffer: None,
+            target: None,
+            refused: None,
             ptr: 0,
             len: 0,
             signals: Arc::new(SignalPoll::new()),
         }
+    }
+
+    /// A sink that writes into `out` (checked at `begin`) instead of a new array.
+    fn into_target(limits: Limits, out: Py<PyAny>) -> NumpySink {
+        NumpySink {
+            target: Some(out),
+            ..NumpySink::new(limits)
+        }
+    }
+
+    /// The caller's array, if it is exactly what the source announced (`len` bytes of `info`):
+    /// a writeable C-contiguous ndarray of that shape and dtype. Its address and length.
+    fn check_target(py: Python<'_>, out: &Bound<'_, PyAny>, info: &ArrayInfo, len: usize) -> PyResult<(usize, usize)> {
+        let arr = out.downcast::<PyUntypedArray>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "read_into needs a numpy.ndarray, got {}",
+                out.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            ))
+        })?;
+        let want = np_dtype(py, info.dtype)?;
+        if !arr.getattr("dtype")?.eq(&want)? {
+            return Err(PyTypeError::new_err(format!(
+                "read_into: out has dtype {}, the array is {}",
+                arr.getattr("dtype")?.str()?,
+                want.str()?
+            )));
+        }
+        let shape: Vec<u64> = arr.shape().iter().map(|&n| n as u64).collect();
+        if shape != info.shape {
+            return Err(PyValueError::new_err(format!(
+                "read_into: out has shape {:?}, the array read is {:?}",
+                shape, info.shape
+            )));
+        }
+        if !arr.is_c_contiguous() {
+            return Err(PyValueError::new_err("read_into: out must be C-contiguous"));
+        }
+        if !arr.getattr("flags")?.getattr("writeable")?.extract::<bool>()? {
+            return Err(PyValueError::new_err("read_into: out is read-only"));
+        }
+        let nbytes: usize = arr.getattr("nbytes")?.extract()?;
+        if nbytes != len {
+            return Err(PyValueError::new_err(format!(
+                "read_into: out holds {nbytes} bytes, the array {len}"
+            )));
+        }
+        // SAFETY: `arr` is a live ndarray; its data pointer is read, not dereferenced here.
+        let ptr = unsafe { (*arr.as_array_ptr()).data } as usize;
+        Ok((ptr, len))
     }
 
     /// Ctrl-C between pieces: a raised KeyboardInterrupt stops the read.
@@ -195,6 +259,9 @@ impl NumpySink {
         let (Some(info), Some(buffer)) = (self.info, self.buffer) else {
             return Err(to_py(py, Error::usage("the source delivered no array")));
         };
+        if self.target.is_some() {
+            return Ok(buffer);
+        }
         let shape = PyTuple::new(py, info.shape.iter().copied())?;
         let typed = buffer
             .bind(py)
@@ -207,10 +274,26 @@ impl NumpySink {
 impl ArraySink for NumpySink {
     fn begin(&mut self, info: &ArrayInfo) -> Result<(), Error> {
         let len = info.in_memory_len(&self.limits)?;
-        let made = Python::with_gil(|py| -> PyResult<(Py<PyArray1<u8>>, usize)> {
+        if let Some(target) = &self.target {
+            let checked = Python::with_gil(|py| Self::check_target(py, target.bind(py), info, len));
+            return match checked {
+                Ok((ptr, len)) => {
+                    self.buffer = Python::with_gil(|py| Some(target.clone_ref(py)));
+                    self.ptr = ptr;
+                    self.len = len;
+                    self.info = Some(info.clone());
+                    Ok(())
+                }
+                Err(e) => {
+                    self.refused = Some(e);
+                    Err(Error::usage("read_into: the output array does not fit the array read"))
+                }
+            };
+        }
+        let made = Python::with_gil(|py| -> PyResult<(Py<PyAny>, usize)> {
             let a = PyArray1::<u8>::zeros(py, len, false);
             let ptr = a.data() as usize;
-            Ok((a.unbind(), ptr))
+            Ok((a.into_any().unbind(), ptr))
         });
         let (buffer, ptr) = made.map_err(|e| {
             Error::limit(
@@ -318,9 +401,13 @@ impl File {
             return Ok(listed);
         }
         let reader = self.reader()?;
-        let arrays = py
-            .allow_threads(|| guarded(|| reader.arrays()))
-            .map_err(|e| to_py(py, e))?;
+        // A FOLD listing verifies (and may repair) every NPZ0 chunk: seconds that Ctrl-C stops.
+        let signals = SignalPoll::hook();
+        let arrays = py.allow_threads(|| guarded(|| reader.arrays_interruptible(Some(&signals.1))));
+        if let Some(e) = signals.0.take() {
+            return Err(e);
+        }
+        let arrays = arrays.map_err(|e| to_py(py, e))?;
         Ok(self.listed.get_or_init(|| arrays))
     }
 
@@ -357,7 +444,12 @@ impl File {
             };
         }
         let reader = self.reader()?;
-        match py.allow_threads(|| guarded(|| reader.array_info(name))) {
+        let signals = SignalPoll::hook();
+        let info = py.allow_threads(|| guarded(|| reader.array_info_interruptible(name, Some(&signals.1))));
+        if let Some(e) = signals.0.take() {
+            return Err(e);
+        }
+        match info {
             Ok(info) => Ok(info),
             Err(e) if e.code == "request.no_such_element" => Err(missing(self, py, name)?),
             Err(e) => Err(to_py(py, e)),
@@ -485,8 +577,12 @@ struct AxisPick {
 
 impl Array {
     fn read_request(&self, py: Python<'_>, req: ArrayRequest) -> PyResult<PyObject> {
+        let sink = NumpySink::new(req.limits);
+        self.read_into_sink(py, req, sink)
+    }
+
+    fn read_into_sink(&self, py: Python<'_>, req: ArrayRequest, mut sink: NumpySink) -> PyResult<PyObject> {
         let reader = self.file.get().reader()?;
-        let mut sink = NumpySink::new(req.limits);
         let streamed = py.allow_threads(|| {
             rasterpack::on_this_thread_when_alone(|| {
                 guarded(|| rasterpack::common::stream_view(&req, false, 0, &mut sink, |r, s| reader.stream(r, s)))
@@ -495,8 +591,37 @@ impl Array {
         if let Some(e) = sink.signals.take() {
             return Err(e);
         }
+        if let Some(e) = sink.refused.take() {
+            return Err(e);
+        }
         streamed.map_err(|e| to_py(py, e))?;
         sink.into_array(py)
+    }
+
+    /// The request `read` and `read_into` make from their keywords, with `convert`'s meanings.
+    fn keyword_request(
+        &self,
+        py: Python<'_>,
+        region: Option<&Bound<'_, PyAny>>,
+        physical: bool,
+        lod: u32,
+        codes: bool,
+    ) -> PyResult<ArrayRequest> {
+        let mut req = self.request().with_physical(physical).with_codes(codes);
+        req.lod = lod;
+        if let Some(region) = region {
+            let spec = match region.extract::<String>() {
+                Ok(text) => RegionSpec::parse(&text),
+                Err(_) => RegionSpec::parse(&region_text(region)?),
+            };
+            req.region = Some(spec.map_err(|e| to_py(py, e))?);
+        }
+        // Options the format does not honour are refused (the library's rule, as in convert).
+        let reader = self.file.get().reader()?;
+        if let Some(format) = rasterpack::format_by_name(reader.format_name()) {
+            req.check_honoured(format).map_err(|e| to_py(py, e))?;
+        }
+        Ok(req)
     }
 
     fn request(&self) -> ArrayRequest {
@@ -715,21 +840,29 @@ impl Array {
         lod: u32,
         codes: bool,
     ) -> PyResult<PyObject> {
-        let mut req = self.request().with_physical(physical).with_codes(codes);
-        req.lod = lod;
-        if let Some(region) = region {
-            let spec = match region.extract::<String>() {
-                Ok(text) => RegionSpec::parse(&text),
-                Err(_) => RegionSpec::parse(&region_text(region)?),
-            };
-            req.region = Some(spec.map_err(|e| to_py(py, e))?);
-        }
-        // Options the format does not honour are refused (the library's rule, as in convert).
-        let reader = self.file.get().reader()?;
-        if let Some(format) = rasterpack::format_by_name(reader.format_name()) {
-            req.check_honoured(format).map_err(|e| to_py(py, e))?;
-        }
+        let req = self.keyword_request(py, region, physical, lod, codes)?;
         self.read_request(py, req)
+    }
+
+    /// `read` into the caller's array `out` instead of a new one, and return `out`: the same
+    /// library read, so the values are `read`'s. `out` must be a writeable C-contiguous
+    /// ndarray of exactly the shape and dtype `read` would return (TypeError for another
+    /// dtype or a non-array, ValueError for another shape, a non-contiguous or read-only
+    /// array). Reusing one buffer over many reads spares the allocation and page faults of a
+    /// new array each time. If the read fails, `out` may hold part of the values.
+    #[pyo3(signature = (out, region=None, physical=false, lod=0, codes=false))]
+    fn read_into(
+        &self,
+        py: Python<'_>,
+        out: &Bound<'_, PyAny>,
+        region: Option<&Bound<'_, PyAny>>,
+        physical: bool,
+        lod: u32,
+        codes: bool,
+    ) -> PyResult<PyObject> {
+        let req = self.keyword_request(py, region, physical, lod, codes)?;
+        let sink = NumpySink::into_target(req.limits, out.clone().unbind());
+        self.read_into_sink(py, req, sink)
     }
 
     /// Pickles as (path, name): the unpickled Array reopens its file.

@@ -300,3 +300,54 @@ def test_fold_damaged_chunk_read_by_name_fails_like_the_listing(tmp_path, compre
         np.asarray(a)
     assert err.value.code == codes[0]
     assert rasterpack.open(p).arrays == []
+
+
+@pytest.mark.parametrize("path", [VDS, VOLP, GVRS, UDF, FOLD])
+def test_read_into_fills_the_callers_array_with_reads_values(path):
+    a = rasterpack.open(path).array()
+    want = np.asarray(a)
+    # Filled with a sentinel first: every byte must be overwritten by the read.
+    out = np.full(a.shape, 7, dtype=a.dtype)
+    out.view(np.uint8)[...] = 0xA5
+    got = a.read_into(out)
+    assert got is out
+    np.testing.assert_array_equal(out, want)
+    # Reused for a second read (the bench's pattern), and with a region as `read` takes it.
+    out[...] = 0
+    a.read_into(out)
+    np.testing.assert_array_equal(out, want)
+    box = tuple(slice(0, max(1, n // 2)) for n in a.shape)
+    part = np.empty([max(1, n // 2) for n in a.shape], dtype=a.dtype)
+    assert a.read_into(part, region=box) is part
+    np.testing.assert_array_equal(part, want[box])
+
+
+def test_read_into_refuses_an_array_that_does_not_fit():
+    a = rasterpack.open(GVRS)["c"]  # float32, 7 x 9
+    assert a.dtype == np.dtype("float32") and a.shape == (7, 9)
+    with pytest.raises(TypeError, match="dtype"):
+        a.read_into(np.empty((7, 9), dtype="float64"))
+    with pytest.raises(TypeError, match="dtype"):
+        a.read_into(np.empty((7, 9), dtype=">f4"))
+    with pytest.raises(ValueError, match="shape"):
+        a.read_into(np.empty((9, 7), dtype="float32"))
+    with pytest.raises(ValueError, match="shape"):
+        a.read_into(np.empty(63, dtype="float32"))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        a.read_into(np.empty((9, 7), dtype="float32").T)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        a.read_into(np.empty((7, 18), dtype="float32")[:, ::2])
+    ro = np.empty((7, 9), dtype="float32")
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        a.read_into(ro)
+    with pytest.raises(TypeError, match="ndarray"):
+        a.read_into(bytearray(7 * 9 * 4))
+    # A region's shape is what counts: the whole array's shape is refused for a 2 x 3 box.
+    with pytest.raises(ValueError, match="shape"):
+        a.read_into(np.empty((7, 9), dtype="float32"), region="0:2,0:3")
+    # Refused arrays were not written: a refused read leaves `out` as it was.
+    keep = np.full((9, 7), 3.5, dtype="float32")
+    with pytest.raises(ValueError):
+        a.read_into(keep)
+    assert (keep == 3.5).all()

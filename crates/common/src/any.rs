@@ -8,7 +8,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::{ArrayRequest, Format, Report};
 use crate::limits::Limits;
 use crate::source::Input;
-use crate::stream::{ArrayInfo, ArraySink, MemorySink, RegionSpec};
+use crate::stream::{ArrayInfo, ArraySink, Interrupt, MemorySink, RegionSpec};
 
 /// What every format's reader offers: the arrays a file holds, full validation, and reads of a
 /// whole array or a region of it, in memory or streamed. Each format crate's reader type
@@ -20,6 +20,15 @@ pub trait ArrayFile: Send + Sync {
     /// The arrays this file holds, named as [`ArrayRequest::element`] takes them (GVRS element,
     /// UDF `DATASET_PATH/TABLE`, FOLD `CHUNK/ARRAY`, VDS channel; `None` for a single array).
     fn arrays(&self) -> Result<Vec<ArrayInfo>>;
+
+    /// [`ArrayFile::arrays`], asking `interrupt` whether to go on (Ctrl-C) through long work
+    /// the listing does: FOLD verifies, and repairs, every NPZ0 chunk to list its arrays. An
+    /// `Err` from the hook stops the listing with that error. Formats whose listing reads only
+    /// headers ignore the hook.
+    fn arrays_interruptible(&self, interrupt: Option<&Interrupt>) -> Result<Vec<ArrayInfo>> {
+        let _ = interrupt;
+        self.arrays()
+    }
 
     /// The array `element` names (`None`: the first of [`ArrayFile::arrays`]), without reading
     /// more than its description needs where the format can: FOLD reads the member's `.npy`
@@ -41,6 +50,13 @@ pub trait ArrayFile: Send + Sync {
                 },
             )
         })
+    }
+
+    /// [`ArrayFile::array_info`], polling `interrupt` (Ctrl-C) through what it reads: the FOLD
+    /// listing it may need verifies and repairs chunks (see [`ArrayFile::arrays_interruptible`]).
+    fn array_info_interruptible(&self, element: Option<&str>, interrupt: Option<&Interrupt>) -> Result<ArrayInfo> {
+        let _ = interrupt;
+        self.array_info(element)
     }
 
     /// Check every rule, checksum and payload of the file; all findings, not just the first.

@@ -11,7 +11,7 @@
 //! gives the same bits on 1 or N threads, and the figures agree with numpy's pairwise sums to
 //! about 1e-15 relative.
 //!
-//! A source that can decode out of order (GVRS tiles) hands its blocks over
+//! A source that can decode out of order (GVRS tiles, VDS bricks) hands its blocks over
 //! through [`ArraySink::parallel_blocks`] instead: each numbered block's figures are computed
 //! on its decoding thread ([`CHUNK`]-cell pieces combined in the block's cell order) and the
 //! blocks merge in number order, so the result is again the same on 1 or N threads (grouped
@@ -132,6 +132,7 @@ impl Histogram {
         bin_of(self.min, self.max, edges, x)
     }
 
+    #[cfg(test)]
     fn add(&mut self, edges: &[f64], x: f64) {
         if x >= self.min && x <= self.max {
             let i = self.bin_among(edges, x);
@@ -513,6 +514,63 @@ fn block_figures(dtype: DType, d: &[u8], fill_eq: f64, fill_nan: bool) -> Block 
     }
 }
 
+/// The bins of the valid cells of `d` (whole little-endian values of `C`) that lie within
+/// `[min, max]`, handed to `put` in cell order, read straight from the bytes (no f64 buffer):
+/// the same bins as widening to f64 and testing each value (the reference in the tests).
+/// `min` and `max` are finite, so the range test also leaves out NaN and infinite cells.
+#[inline(always)]
+fn histogram_bins_of<C: Cell>(d: &[u8], fill_eq: f64, min: f64, max: f64, edges: &[f64], put: &mut impl FnMut(usize)) {
+    for c in d.chunks_exact(C::SIZE) {
+        let x = C::at(c);
+        if x >= min && x <= max && x != fill_eq {
+            put(bin_of(min, max, edges, x));
+        }
+    }
+}
+
+/// [`histogram_bins_of`] for the cells' dtype.
+fn histogram_bins(
+    dtype: DType,
+    d: &[u8],
+    fill_eq: f64,
+    min: f64,
+    max: f64,
+    edges: &[f64],
+    put: &mut impl FnMut(usize),
+) {
+    match dtype {
+        DType::Bool | DType::U8 => histogram_bins_of::<CU8>(d, fill_eq, min, max, edges, put),
+        DType::I8 => histogram_bins_of::<CI8>(d, fill_eq, min, max, edges, put),
+        DType::U16 => histogram_bins_of::<CU16>(d, fill_eq, min, max, edges, put),
+        DType::I16 => histogram_bins_of::<CI16>(d, fill_eq, min, max, edges, put),
+        DType::U32 => histogram_bins_of::<CU32>(d, fill_eq, min, max, edges, put),
+        DType::I32 => histogram_bins_of::<CI32>(d, fill_eq, min, max, edges, put),
+        DType::U64 => histogram_bins_of::<CU64>(d, fill_eq, min, max, edges, put),
+        DType::I64 => histogram_bins_of::<CI64>(d, fill_eq, min, max, edges, put),
+        DType::F32 => histogram_bins_of::<CF32>(d, fill_eq, min, max, edges, put),
+        DType::F64 => histogram_bins_of::<CF64>(d, fill_eq, min, max, edges, put),
+        DType::F16 => histogram_bins_of::<CF16>(d, fill_eq, min, max, edges, put),
+        DType::C64 => histogram_bins_of::<CNan<8>>(d, fill_eq, min, max, edges, put),
+        DType::C128 => histogram_bins_of::<CNan<16>>(d, fill_eq, min, max, edges, put),
+    }
+}
+
+/// The histogram pass before it read bytes directly (each [`CHUNK`] of cells widened into an
+/// f64 buffer, then tested and binned): the reference the kernel's counts are tested against.
+#[cfg(test)]
+fn reference_histogram(dtype: DType, bytes: &[u8], fill_eq: f64, h: &mut Histogram, edges: &[f64]) {
+    let mut values = Vec::new();
+    for part in bytes.chunks(CHUNK * dtype.size()) {
+        values.clear();
+        decode_f64(dtype, part, &mut values);
+        for &v in &values {
+            if v.is_finite() && v != fill_eq {
+                h.add(edges, v);
+            }
+        }
+    }
+}
+
 /// The figures kernel before it read bytes directly (three passes over an f64 buffer): the
 /// reference the kernel's results are tested against bit for bit.
 #[cfg(test)]
@@ -697,23 +755,15 @@ impl BlockSink for Par {
         }
         let cells = (data.len() / size) as u64;
         if let Some(hist) = &self.hist {
-            let mut values = Vec::with_capacity(CHUNK.min(data.len() / size));
             // Bins of the block's valid cells first, then one short lock to count them.
             let mut bins: Vec<u32> = Vec::new();
             let (lo, hi) = {
                 let h = hist.lock().map_err(|_| Par::lost())?;
                 (h.min, h.max)
             };
-            for part in data.chunks(CHUNK * size) {
-                values.clear();
-                decode_f64(self.dtype, part, &mut values);
-                for &v in &values {
-                    let ok = v.is_finite() && !(v == self.fill_eq) && v >= lo && v <= hi;
-                    if ok {
-                        bins.push(bin_of(lo, hi, &self.edges, v) as u32);
-                    }
-                }
-            }
+            histogram_bins(self.dtype, data, self.fill_eq, lo, hi, &self.edges, &mut |i| {
+                bins.push(i as u32)
+            });
             {
                 let mut h = hist.lock().map_err(|_| Par::lost())?;
                 for i in bins {
@@ -766,8 +816,7 @@ pub struct StatsSink {
     position: u64,
     /// The little-endian bytes of the block under way (fewer than [`CHUNK`] values).
     pending: Vec<u8>,
-    /// Decoding buffer of the histogram pass, and its bin edges (computed once).
-    values: Vec<f64>,
+    /// The histogram pass's bin edges (computed once).
     edges: Vec<f64>,
     count: u64,
     t: Totals,
@@ -853,7 +902,6 @@ impl StatsSink {
             carry: Vec::new(),
             position: 0,
             pending: Vec::new(),
-            values: Vec::new(),
             count: 0,
             t: Totals::EMPTY,
             par: None,
@@ -946,15 +994,8 @@ impl StatsSink {
                 Some(f) if !f.is_nan() => f,
                 _ => f64::NAN,
             };
-            for part in bytes.chunks(CHUNK * size) {
-                self.values.clear();
-                decode_f64(dtype, part, &mut self.values);
-                for &v in &self.values {
-                    if v.is_finite() && v != eq {
-                        h.add(&self.edges, v);
-                    }
-                }
-            }
+            let (lo, hi, counts) = (h.min, h.max, &mut h.counts);
+            histogram_bins(dtype, bytes, eq, lo, hi, &self.edges, &mut |i| counts[i] += 1);
             return;
         }
         // Complete the block under way, then whole blocks, then start the next.
@@ -1696,6 +1737,100 @@ mod kernel_tests {
         assert!(
             fast > 500 && masked > 500,
             "{checked} blocks: {fast} all valid, {masked} masked"
+        );
+    }
+
+    #[test]
+    fn the_histogram_kernel_gives_the_reference_bins_for_every_dtype_and_length() {
+        let dtypes = [
+            DType::Bool,
+            DType::U8,
+            DType::I8,
+            DType::U16,
+            DType::I16,
+            DType::U32,
+            DType::I32,
+            DType::U64,
+            DType::I64,
+            DType::F16,
+            DType::F32,
+            DType::F64,
+        ];
+        let mut lengths: Vec<usize> = (0..=300).collect();
+        lengths.extend((301..=4096).step_by(53));
+        lengths.extend([4095, 4096]);
+        let mut r = Rng(0x5eed_4157);
+        let (mut checked, mut binned, mut edge_hits) = (0u64, 0u64, 0u64);
+        let mut bytes = Vec::new();
+        let mut values = Vec::new();
+        for &dtype in &dtypes {
+            for &len in &lengths {
+                let fill = match r.below(3) {
+                    0 => None,
+                    1 => Some(f64::NAN),
+                    _ => Some(match dtype {
+                        DType::F16 => 1.5,
+                        DType::F32 | DType::F64 => -7.5,
+                        DType::Bool => 1.0,
+                        DType::U8 | DType::U16 | DType::U32 | DType::U64 => 7.0,
+                        _ => -7.0,
+                    }),
+                };
+                let eq = match fill {
+                    Some(f) if !f.is_nan() => f,
+                    _ => f64::NAN,
+                };
+                let special = [0, 1, 20, 300][r.below(4) as usize];
+                bytes.clear();
+                bytes.push(0x55);
+                for _ in 0..len {
+                    value(&mut r, dtype, fill.unwrap_or(0.0), special, &mut bytes);
+                }
+                let d = &bytes[1..];
+                values.clear();
+                decode_f64(dtype, d, &mut values);
+                let valid: Vec<f64> = values.iter().copied().filter(|v| v.is_finite() && *v != eq).collect();
+                let (vmin, vmax) = valid
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+                // The range: the valid cells' (what the first pass gives), one value (numpy's
+                // widened range), a part of it (cells outside are left out), or (0, 1) when
+                // there is no valid cell.
+                let (lo, hi) = if valid.is_empty() {
+                    (0.0, 1.0)
+                } else {
+                    match r.below(4) {
+                        0 | 1 => (vmin, vmax),
+                        2 => (vmin, vmin),
+                        _ => {
+                            let (a, b) = (
+                                valid[r.below(valid.len() as u64) as usize],
+                                valid[r.below(valid.len() as u64) as usize],
+                            );
+                            (a.min(b), a.max(b))
+                        }
+                    }
+                };
+                let bins = 1 + r.below(300);
+                let mut want = Histogram::new(bins, lo, hi).unwrap();
+                let edges: Vec<f64> = (0..=want.counts.len()).map(|i| want.edge(i)).collect();
+                let mut got = want.clone();
+                reference_histogram(dtype, d, eq, &mut want, &edges);
+                let counts = &mut got.counts;
+                histogram_bins(dtype, d, eq, got.min, got.max, &edges, &mut |i| counts[i] += 1);
+                assert_eq!(
+                    got.counts, want.counts,
+                    "{dtype:?} len {len} fill {fill:?} special {special} bins {bins} [{lo}, {hi}]"
+                );
+                checked += 1;
+                binned += want.counts.iter().sum::<u64>();
+                edge_hits += valid.iter().filter(|v| edges.contains(v)).count() as u64;
+            }
+        }
+        // Many cells binned, many of them exactly on an edge (where numpy's corrections act).
+        assert!(
+            binned > 1_000_000 && edge_hits > 10_000,
+            "{checked} cases: {binned} binned, {edge_hits} on edges"
         );
     }
 

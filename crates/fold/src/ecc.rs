@@ -138,8 +138,27 @@ impl Rs {
 
     /// [`Rs::parity`] into `rem` (`nsym` bytes).
     fn parity_into(&self, data: &[u8], rem: &mut [u8]) {
-        // Systematic encoding: remainder of data(x) * x^nsym divided by g(x) (LFSR form).
+        // Systematic encoding: remainder of data(x) * x^nsym divided by g(x).
         let n = self.nsym;
+        if data.len() + n <= NSIZE {
+            // Long division in place over one codeword-sized buffer: each step XORs a
+            // precomputed row into the window ahead, a loop the compiler vectorises (the
+            // shift-register form below moves the remainder by a byte per input byte).
+            let mut buf = [0u8; NSIZE];
+            buf[..data.len()].copy_from_slice(data);
+            for i in 0..data.len() {
+                let f = buf[i] as usize;
+                if f != 0 {
+                    let row = &self.products[f * n..f * n + n];
+                    for (b, &p) in buf[i + 1..i + 1 + n].iter_mut().zip(row) {
+                        *b ^= p;
+                    }
+                }
+            }
+            rem.copy_from_slice(&buf[data.len()..data.len() + n]);
+            return;
+        }
+        // Longer than a codeword (not a block of a payload): the shift-register form.
         rem.fill(0);
         for &d in data {
             let f = (d ^ rem[0]) as usize;
@@ -164,11 +183,47 @@ impl Rs {
         out.par_chunks_mut(self.nsym * per_task)
             .zip(data.par_chunks(self.k() * per_task))
             .for_each(|(par, dat)| {
-                for (p, d) in par.chunks_mut(self.nsym).zip(dat.chunks(self.k())) {
+                // Four whole blocks at a time, then the rest one by one.
+                let whole4 = dat.len() / (4 * self.k());
+                let (par4, par1) = par.split_at_mut(whole4 * 4 * self.nsym);
+                let (dat4, dat1) = dat.split_at(whole4 * 4 * self.k());
+                for (p, d) in par4
+                    .chunks_exact_mut(4 * self.nsym)
+                    .zip(dat4.chunks_exact(4 * self.k()))
+                {
+                    self.parity4_into(d, p);
+                }
+                for (p, d) in par1.chunks_mut(self.nsym).zip(dat1.chunks(self.k())) {
                     self.parity_into(d, p);
                 }
             });
         out
+    }
+
+    /// [`Rs::parity_into`] of four whole blocks (`data` is `4 * k` bytes, `rem` `4 * nsym`):
+    /// the four divisions interleaved step by step. One division is a chain of dependent
+    /// steps (each reads the byte the previous one wrote); four independent chains keep the
+    /// processor busy while each waits on its own.
+    fn parity4_into(&self, data: &[u8], rem: &mut [u8]) {
+        let (n, k) = (self.nsym, self.k());
+        let mut buf = [[0u8; NSIZE]; 4];
+        for (b, d) in buf.iter_mut().zip(data.chunks_exact(k)) {
+            b[..k].copy_from_slice(d);
+        }
+        for i in 0..k {
+            for b in buf.iter_mut() {
+                let f = b[i] as usize;
+                if f != 0 {
+                    let row = &self.products[f * n..f * n + n];
+                    for (x, &p) in b[i + 1..i + 1 + n].iter_mut().zip(row) {
+                        *x ^= p;
+                    }
+                }
+            }
+        }
+        for (r, b) in rem.chunks_exact_mut(n).zip(&buf) {
+            r.copy_from_slice(&b[k..k + n]);
+        }
     }
 
     /// `reedsolo`'s encode: blocks of `k` data bytes, each followed by its parity.
@@ -443,6 +498,13 @@ pub(crate) const POLL_BLOCKS: usize = 4 << 10;
 
 /// [`repair`], asking `poll` every 4096 blocks (about 0.9 MiB of payload with rs(32)) whether to go on (Ctrl-C): an
 /// `Err` stops the repair with that error, `data` then partly repaired.
+///
+/// A block is a codeword exactly when its data re-encodes to its stored parity (the remainder
+/// of the codeword by the generator, whose roots the syndromes evaluate, is the XOR of the
+/// two), so the table-driven encoder finds the blocks to correct and only those go through
+/// the syndromes and Berlekamp-Massey: damage touches few blocks of a large payload. Blocks
+/// are independent: each batch is checked and corrected on every core, then applied in block
+/// order, so the bytes and the counts do not depend on the threads.
 pub fn repair_polled(
     rs: &Rs,
     data: &mut [u8],
@@ -450,6 +512,7 @@ pub fn repair_polled(
     layout: Layout,
     poll: &dyn Fn() -> Result<(), rasterpack_common::Error>,
 ) -> Result<Repair, rasterpack_common::Error> {
+    use rayon::prelude::*;
     let k = rs.k();
     let nsym = rs.nsym();
     let nblocks = data.len().div_ceil(k);
@@ -465,33 +528,66 @@ pub fn repair_polled(
         return Ok(rep);
     }
     let tail_start = stream_len - ecc.len();
-    for b in 0..nblocks {
-        if b % POLL_BLOCKS == 0 {
-            poll()?;
-        }
-        let d0 = b * k;
-        let d1 = (d0 + k).min(data.len());
-        let parity = match layout {
-            Layout::BlockParity => &ecc[b * nsym..b * nsym + nsym],
+    let len = data.len();
+    // The stored parity of block `b` when the layout has it.
+    let parity_of = |b: usize| -> Option<&[u8]> {
+        match layout {
+            Layout::BlockParity => Some(&ecc[b * nsym..b * nsym + nsym]),
             Layout::PyfoldsTail => {
+                let d0 = b * k;
+                let d1 = (d0 + k).min(len);
                 let p0 = d0 + b * nsym + (d1 - d0); // stream offset of this block's parity
-                if p0 < tail_start {
-                    continue;
-                }
-                &ecc[p0 - tail_start..p0 - tail_start + nsym]
+                (p0 >= tail_start).then(|| &ecc[p0 - tail_start..p0 - tail_start + nsym])
             }
+        }
+    };
+    for first in (0..nblocks).step_by(POLL_BLOCKS) {
+        poll()?;
+        let last = (first + POLL_BLOCKS).min(nblocks);
+        // The blocks of the batch with usable parity, and which of them are not codewords.
+        let usable: Vec<(usize, &[u8])> = (first..last).filter_map(|b| Some((b, parity_of(b)?))).collect();
+        rep.usable_blocks += usable.len();
+        let block = |b: usize| &data[b * k..((b + 1) * k).min(len)];
+        let damaged: Vec<(usize, &[u8])> = match layout {
+            // Every block has its parity: the batch re-encoded at once (four blocks
+            // interleaved, on every core), compared block by block.
+            Layout::BlockParity => {
+                let computed = rs.block_parity(&data[first * k..(last * k).min(len)]);
+                usable
+                    .into_iter()
+                    .filter(|&(b, parity)| computed[(b - first) * nsym..(b - first + 1) * nsym] != *parity)
+                    .collect()
+            }
+            // Only the blocks whose parity the tail holds (a few at the end).
+            Layout::PyfoldsTail => usable
+                .into_iter()
+                .filter(|&(b, parity)| rs.parity(block(b)) != parity)
+                .collect(),
         };
-        rep.usable_blocks += 1;
-        let mut cw = data[d0..d1].to_vec();
-        cw.extend_from_slice(parity);
-        match rs.correct(&mut cw) {
-            Ok(0) => {}
-            Ok(_) => {
-                let changed = cw[..d1 - d0].iter().zip(&data[d0..d1]).filter(|(a, b)| a != b).count();
-                rep.payload_bytes += changed;
-                data[d0..d1].copy_from_slice(&cw[..d1 - d0]);
+        let outcomes: Vec<(usize, Result<Vec<u8>, EccError>)> = damaged
+            .into_par_iter()
+            .map(|(b, parity)| {
+                let mut cw = block(b).to_vec();
+                let n = cw.len();
+                cw.extend_from_slice(parity);
+                let fixed = rs.correct(&mut cw).map(|_| {
+                    cw.truncate(n);
+                    cw
+                });
+                (b, fixed)
+            })
+            .collect();
+        for (b, outcome) in outcomes {
+            match outcome {
+                Ok(fixed) => {
+                    let d0 = b * k;
+                    let d1 = d0 + fixed.len();
+                    let changed = fixed.iter().zip(&data[d0..d1]).filter(|(a, b)| a != b).count();
+                    rep.payload_bytes += changed;
+                    data[d0..d1].copy_from_slice(&fixed);
+                }
+                Err(_) => rep.failed = true,
             }
-            Err(_) => rep.failed = true,
         }
     }
     Ok(rep)
@@ -504,6 +600,199 @@ mod tests {
     fn lcg(seed: &mut u64) -> u64 {
         *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         *seed >> 33
+    }
+
+    /// The block-by-block repair as it was before the parity pre-check and the parallel
+    /// batches (every block through `Rs::correct`): the reference the fast path must equal.
+    fn repair_reference(rs: &Rs, data: &mut [u8], ecc: &[u8], layout: Layout) -> Repair {
+        let k = rs.k();
+        let nsym = rs.nsym();
+        let nblocks = data.len().div_ceil(k);
+        let mut rep = Repair {
+            payload_bytes: 0,
+            usable_blocks: 0,
+            blocks: nblocks,
+            failed: false,
+        };
+        let stream_len = data.len() + nblocks * nsym;
+        if ecc.len() != nblocks * nsym {
+            rep.failed = true;
+            return rep;
+        }
+        let tail_start = stream_len - ecc.len();
+        for b in 0..nblocks {
+            let d0 = b * k;
+            let d1 = (d0 + k).min(data.len());
+            let parity = match layout {
+                Layout::BlockParity => &ecc[b * nsym..b * nsym + nsym],
+                Layout::PyfoldsTail => {
+                    let p0 = d0 + b * nsym + (d1 - d0);
+                    if p0 < tail_start {
+                        continue;
+                    }
+                    &ecc[p0 - tail_start..p0 - tail_start + nsym]
+                }
+            };
+            rep.usable_blocks += 1;
+            let mut cw = data[d0..d1].to_vec();
+            cw.extend_from_slice(parity);
+            match rs.correct(&mut cw) {
+                Ok(0) => {}
+                Ok(_) => {
+                    let changed = cw[..d1 - d0].iter().zip(&data[d0..d1]).filter(|(a, b)| a != b).count();
+                    rep.payload_bytes += changed;
+                    data[d0..d1].copy_from_slice(&cw[..d1 - d0]);
+                }
+                Err(_) => rep.failed = true,
+            }
+        }
+        rep
+    }
+
+    /// Damage `cw`-sized spans at random: per block, nothing, a few errors (within the code's
+    /// capacity), many (beyond it), or errors in its parity bytes.
+    fn damage(seed: &mut u64, data: &mut [u8], ecc: &mut [u8], k: usize, nsym: usize) {
+        let nblocks = data.len().div_ceil(k);
+        for b in 0..nblocks {
+            let d0 = b * k;
+            let d1 = (d0 + k).min(data.len());
+            let nerr = match lcg(seed) % 8 {
+                0..=3 => 0,
+                4 | 5 => 1 + lcg(seed) as usize % (nsym / 2).max(1),
+                6 => nsym / 2 + 1 + lcg(seed) as usize % nsym,
+                _ => 1 + lcg(seed) as usize % 3,
+            };
+            for _ in 0..nerr {
+                let flip = (lcg(seed) % 255 + 1) as u8;
+                // Mostly the data, sometimes the ECC bytes of the same region.
+                if lcg(seed).is_multiple_of(4) && !ecc.is_empty() {
+                    let at = (b * nsym + lcg(seed) as usize % nsym).min(ecc.len() - 1);
+                    ecc[at] ^= flip;
+                } else {
+                    let at = d0 + lcg(seed) as usize % (d1 - d0);
+                    data[at] ^= flip;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fast_repair_equals_the_reference_on_random_damage() {
+        let mut seed = 0xEC_C0DEu64;
+        let mut cases = 0;
+        for nsym in [2usize, 4, 16, 32, 64] {
+            let rs = Rs::new(nsym).unwrap();
+            let k = rs.k();
+            // One block, a shortened one, several with a short last block, exactly whole
+            // blocks, and more than a poll batch.
+            // More than a poll batch for one code only: the reference is slow.
+            let batches = if nsym == 32 { (POLL_BLOCKS + 3) * k + 5 } else { 2 * k };
+            let lens = [1, k - 1, k, 3 * k + 7, 10 * k, batches];
+            for &len in &lens {
+                for round in 0..3 {
+                    let clean: Vec<u8> = (0..len).map(|_| lcg(&mut seed) as u8).collect();
+                    for layout in [Layout::BlockParity, Layout::PyfoldsTail] {
+                        let mut ecc = match layout {
+                            Layout::BlockParity => rs.block_parity(&clean),
+                            Layout::PyfoldsTail => pyfolds_ecc(&rs, &clean),
+                        };
+                        let mut data = clean.clone();
+                        if round > 0 || len > k {
+                            damage(&mut seed, &mut data, &mut ecc, k, nsym);
+                        }
+                        let mut want = data.clone();
+                        let want_rep = repair_reference(&rs, &mut want, &ecc, layout);
+                        let mut got = data.clone();
+                        let got_rep = repair(&rs, &mut got, &ecc, layout);
+                        assert_eq!(got_rep, want_rep, "nsym {nsym} len {len} {layout:?}");
+                        assert!(got == want, "nsym {nsym} len {len} {layout:?}: bytes differ");
+                        cases += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(cases, 5 * 6 * 3 * 2);
+    }
+
+    /// The shift-register encoder the in-place division replaced, as the reference.
+    fn parity_lfsr(rs: &Rs, data: &[u8]) -> Vec<u8> {
+        let n = rs.nsym;
+        let mut rem = vec![0u8; n];
+        for &d in data {
+            let f = (d ^ rem[0]) as usize;
+            rem.copy_within(1.., 0);
+            rem[n - 1] = 0;
+            for (r, &p) in rem.iter_mut().zip(&rs.products[f * n..f * n + n]) {
+                *r ^= p;
+            }
+        }
+        rem
+    }
+
+    #[test]
+    fn parity_equals_the_shift_register_and_zeroes_the_syndromes() {
+        let mut seed = 5u64;
+        for nsym in [1usize, 2, 3, 16, 32, 64, 200, 254] {
+            let rs = Rs::new(nsym).unwrap();
+            for len in [0usize, 1, 2, 17, rs.k() - 1, rs.k(), rs.k() + 1, 600] {
+                let data: Vec<u8> = (0..len).map(|_| lcg(&mut seed) as u8).collect();
+                let p = rs.parity(&data);
+                assert_eq!(p, parity_lfsr(&rs, &data), "nsym {nsym} len {len}");
+                if len <= rs.k() {
+                    let mut cw = data.clone();
+                    cw.extend_from_slice(&p);
+                    assert!(rs.syndromes(&cw).iter().all(|&s| s == 0), "nsym {nsym} len {len}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn block_parity_equals_the_shift_register_block_by_block() {
+        // Four-block groups, the blocks after them, and a short last block.
+        let mut seed = 11u64;
+        for nsym in [1usize, 2, 16, 32, 64, 254] {
+            let rs = Rs::new(nsym).unwrap();
+            let k = rs.k();
+            for len in [0usize, 1, k, 3 * k, 4 * k, 4 * k + 1, 9 * k - 2, 4096 * k + 3 * k + 5] {
+                let data: Vec<u8> = (0..len).map(|_| lcg(&mut seed) as u8).collect();
+                let want: Vec<u8> = data.chunks(k).flat_map(|b| parity_lfsr(&rs, b)).collect();
+                assert!(rs.block_parity(&data) == want, "nsym {nsym} len {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn fast_repair_repairs_what_it_must() {
+        // The reference is not trusted blindly either: damage within capacity in every block
+        // of a multi-batch payload comes back to the clean bytes, counted exactly.
+        let rs = Rs::new(32).unwrap();
+        let k = rs.k();
+        let mut seed = 99u64;
+        let clean: Vec<u8> = (0..(POLL_BLOCKS + 10) * k).map(|_| lcg(&mut seed) as u8).collect();
+        let ecc = rs.block_parity(&clean);
+        let mut data = clean.clone();
+        let mut flipped = 0;
+        for b in (0..POLL_BLOCKS + 10).step_by(97) {
+            for j in 0..16 {
+                data[b * k + j * 13] ^= 0x5A;
+                flipped += 1;
+            }
+        }
+        let rep = repair(&rs, &mut data, &ecc, Layout::BlockParity);
+        assert!(!rep.failed);
+        assert_eq!(rep.payload_bytes, flipped);
+        assert_eq!(rep.usable_blocks, POLL_BLOCKS + 10);
+        assert!(data == clean);
+        // One more error in one block is beyond rs(32): that block fails, the rest repair.
+        let mut data = clean.clone();
+        for j in 0..17 {
+            data[5 * k + j] ^= 1;
+        }
+        data[9 * k] ^= 1;
+        let rep = repair(&rs, &mut data, &ecc, Layout::BlockParity);
+        assert!(rep.failed);
+        assert_eq!(data[9 * k], clean[9 * k]);
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use rasterpack_common::{
-    ArrayFile, ArrayInfo, ArrayRequest, ArraySink, Error, Findings, Input, Limits, NdArray, Report, Result,
+    ArrayFile, ArrayInfo, ArrayRequest, ArraySink, Error, Findings, Input, Interrupt, Limits, NdArray, Report, Result,
     ValidateOptions,
 };
 
@@ -144,10 +144,16 @@ impl ArrayFile for FoldFile {
     /// decode, are left out: [`FoldFile::validate`] reports them. Verified when first asked
     /// for; later calls give the same list (a read still checks the bytes it decodes).
     fn arrays(&self) -> Result<Vec<ArrayInfo>> {
+        self.arrays_interruptible(None)
+    }
+
+    /// The listing's verification (and ECC repair) polls `interrupt` as a read does.
+    fn arrays_interruptible(&self, interrupt: Option<&Interrupt>) -> Result<Vec<ArrayInfo>> {
         if let Some(listed) = self.listed.get() {
             return Ok(listed.clone());
         }
-        let verified = crate::read::verify_candidates(&self.input, &self.container, None, &self.limits, None)?;
+        let verified =
+            crate::read::verify_candidates(&self.input, &self.container, None, &self.limits, interrupt.cloned())?;
         if let Some(keep) = VerifiedChunks::keep(&self.limits, &verified) {
             let _ = self.verified.set(keep);
         }
@@ -159,12 +165,17 @@ impl ArrayFile for FoldFile {
     /// decoded only as far as that header and nothing is verified (the read is). Otherwise,
     /// or when the header is not found there, from the listing.
     fn array_info(&self, element: Option<&str>) -> Result<ArrayInfo> {
+        self.array_info_interruptible(element, None)
+    }
+
+    /// As [`ArrayFile::array_info`]; when it needs the listing, that polls `interrupt`.
+    fn array_info_interruptible(&self, element: Option<&str>, interrupt: Option<&Interrupt>) -> Result<ArrayInfo> {
         if self.listed.get().is_none() {
             if let Some(info) = crate::read::peek_array(&self.input, &self.container, element, &self.limits)? {
                 return Ok(info);
             }
         }
-        let arrays = self.arrays()?;
+        let arrays = self.arrays_interruptible(interrupt)?;
         let found = match element {
             None => arrays.into_iter().next(),
             Some(name) => arrays.into_iter().find(|a| a.name.as_deref() == Some(name)),

@@ -771,6 +771,149 @@ mod tests {
         assert_eq!(zip_decode(&c, &mut out).unwrap_err().code, "vds.chunk.zip_corrupt");
     }
 
+    /// Deflate bits for hand-made streams: fields LSB first, Huffman codes MSB first.
+    struct Bits {
+        out: Vec<u8>,
+        acc: u64,
+        n: u32,
+    }
+
+    impl Bits {
+        fn new() -> Bits {
+            Bits {
+                out: vec![0x78, 0x01],
+                acc: 0,
+                n: 0,
+            }
+        }
+        fn put(&mut self, v: u32, n: u32) {
+            self.acc |= (v as u64) << self.n;
+            self.n += n;
+            while self.n >= 8 {
+                self.out.push(self.acc as u8);
+                self.acc >>= 8;
+                self.n -= 8;
+            }
+        }
+        fn code(&mut self, c: u32, n: u32) {
+            for i in (0..n).rev() {
+                self.put((c >> i) & 1, 1);
+            }
+        }
+        /// A symbol of the fixed literal/length code (RFC 1951 3.2.6).
+        fn fixed(&mut self, s: u32) {
+            match s {
+                0..=143 => self.code(0x30 + s, 8),
+                144..=255 => self.code(0x190 + s - 144, 9),
+                256..=279 => self.code(s - 256, 7),
+                _ => self.code(0xc0 + s - 280, 8),
+            }
+        }
+        /// The zlib stream: these bits, then the Adler-32 of `plain`.
+        fn zlib(mut self, plain: &[u8]) -> Vec<u8> {
+            if self.n > 0 {
+                self.out.push(self.acc as u8);
+            }
+            let (mut a, mut b) = (1u32, 0u32);
+            for &x in plain {
+                a = (a + x as u32) % 65521;
+                b = (b + a) % 65521;
+            }
+            self.out.extend(((b << 16) | a).to_be_bytes());
+            self.out
+        }
+    }
+
+    /// A dynamic block of 'A' x `n` whose header lists `hlit` literal/length code lengths
+    /// (only 'A' and end-of-block used, one bit each) and one (unused) distance length.
+    fn dynamic_a(hlit: u32, n: usize) -> Vec<u8> {
+        let mut b = Bits::new();
+        b.put(1, 1);
+        b.put(2, 2);
+        b.put(hlit - 257, 5);
+        b.put(0, 5);
+        b.put(14, 4);
+        // Code-length code: 18 -> '0', 0 -> '10', 1 -> '11', in the RFC's order 16, 17, 18, 0,
+        // 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1.
+        for len in [0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2] {
+            b.put(len, 3);
+        }
+        let zeros = |b: &mut Bits, mut k: u32| {
+            while k >= 11 {
+                let r = k.min(138);
+                b.code(0, 1);
+                b.put(r - 11, 7);
+                k -= r;
+            }
+            for _ in 0..k {
+                b.code(2, 2);
+            }
+        };
+        // Lengths: 0..64 none, 'A' 1, 66..255 none, end-of-block 1, the rest and the distance none.
+        zeros(&mut b, 65);
+        b.code(3, 2);
+        zeros(&mut b, 190);
+        b.code(3, 2);
+        zeros(&mut b, hlit - 257 + 1);
+        for _ in 0..n {
+            b.code(0, 1);
+        }
+        b.code(1, 1);
+        b.zlib(&vec![b'A'; n])
+    }
+
+    /// Streams zlib (so OpenVDS) refuses but a more tolerant inflater (libdeflate 1.26) decodes
+    /// to values, each beside the nearest valid stream: `zip_decode` takes zlib's verdict. An
+    /// inflater swapped in for speed must keep these (docs/performance.md, Zip read).
+    #[test]
+    fn zip_refuses_what_zlib_refuses() {
+        // Fixed block: 'A', then length symbol 285 (258) at distance 1: valid.
+        let fixed = |len_sym: u32, dist_code: u32, dist_extra: u32, lits: usize| {
+            let mut b = Bits::new();
+            b.put(1, 1);
+            b.put(1, 2);
+            let mut plain: Vec<u8> = (0..lits as u32).map(|i| (i * 7 % 251) as u8).collect();
+            for &v in &plain {
+                b.fixed(v as u32);
+            }
+            b.fixed(len_sym);
+            b.code(dist_code, 5);
+            b.put(0, dist_extra);
+            // What a decoder that reads symbols 286/287 as 258 and distance codes 30/31 as
+            // 24577 makes of it.
+            let len = if len_sym >= 285 { 258 } else { 3 };
+            let dist = if dist_code >= 29 { 24577 } else { 1 };
+            for _ in 0..len {
+                plain.push(plain[plain.len() - dist]);
+            }
+            b.fixed(256);
+            (b.zlib(&plain), plain)
+        };
+        let (ok, plain) = fixed(285, 0, 0, 1);
+        let mut out = vec![0u8; plain.len()];
+        zip_decode(&ok, &mut out).unwrap();
+        assert_eq!(out, plain);
+        // Length symbol 286 (zlib: invalid literal/length code).
+        let (bad, plain) = fixed(286, 0, 0, 1);
+        let e = zip_decode(&bad, &mut vec![0u8; plain.len()]).unwrap_err();
+        assert_eq!(e.code, "vds.chunk.zip_corrupt", "{}", e.message);
+        // Distance code 29 (24577 + 13 bits) is valid; 30 is not (zlib: invalid distance code).
+        let (ok, plain) = fixed(257, 29, 13, 30000);
+        let mut out = vec![0u8; plain.len()];
+        zip_decode(&ok, &mut out).unwrap();
+        assert_eq!(out, plain);
+        let (bad, plain) = fixed(257, 30, 13, 30000);
+        let e = zip_decode(&bad, &mut vec![0u8; plain.len()]).unwrap_err();
+        assert_eq!(e.code, "vds.chunk.zip_corrupt", "{}", e.message);
+        // 286 literal/length code lengths are the most a dynamic header may list; 287 is too
+        // many (zlib: too many length or distance symbols).
+        let mut out = vec![0u8; 1000];
+        zip_decode(&dynamic_a(286, 1000), &mut out).unwrap();
+        assert!(out.iter().all(|&v| v == b'A'));
+        let e = zip_decode(&dynamic_a(287, 1000), &mut out).unwrap_err();
+        assert_eq!(e.code, "vds.chunk.zip_corrupt", "{}", e.message);
+    }
+
     #[test]
     fn hashes_classify() {
         assert_eq!(VdsChunkStatus::from_hash(0), VdsChunkStatus::Unwritten);

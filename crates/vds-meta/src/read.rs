@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::{Condvar, Mutex};
 
-use rasterpack_common::{ArraySink, Error, Limits, ParallelFile, Result};
+use rasterpack_common::{ArraySink, BlockSink, Error, Limits, ParallelFile, Result};
 use rayon::prelude::*;
 
 use crate::chunk::{self, VdsChunkStatus};
@@ -692,6 +692,12 @@ impl<'a> Plan<'a> {
                 return self.run_direct(out, &BrickPool::new(self.decoders), interrupt);
             }
         }
+        if let Some(blocks) = sink.parallel_blocks() {
+            // A sink that only folds the values (stats): bricks handed over as they decode, as
+            // `validate` decodes them, with no slab assembled in C order.
+            self.announce_ahead();
+            return self.run_blocks(sink, blocks.as_ref(), &BrickPool::new(self.decoders));
+        }
         let on_pool = rayon::current_thread_index().is_some();
         if !on_pool && self.in_flight > 1 && sink.random_access() {
             // A local file that takes the bytes unchanged: the decoding tasks write their own
@@ -712,6 +718,148 @@ impl<'a> Plan<'a> {
             return self.run_serial(sink, &pool);
         }
         self.run_pipelined(sink, &pool)
+    }
+
+    /// Hand every brick's part of the box to `blocks` ([`ArraySink::parallel_blocks`]): one
+    /// block per brick, numbered in the order of the bricks' chunk coordinates (dim 0 fastest:
+    /// the groups in order, the bricks of each in order, whatever the group level), with a run
+    /// of bricks that are all one fill element merged into one fill block. Bricks decode on
+    /// the pool a batch at a time, each into a buffer of its owned part only, so the memory is
+    /// the decoders' whatever the box; each batch's bytes are reported to `sink` when done.
+    fn run_blocks(&self, sink: &mut dyn ArraySink, blocks: &dyn BlockSink, pool: &BrickPool) -> Result<()> {
+        let threads = rayon::current_num_threads().max(1);
+        // Some bricks per decoder in each batch, so that a slow brick does not idle the others.
+        let batch = threads * 8;
+        let comp = self.elem / self.req.channel.components.max(1) as usize;
+        let comps = (self.req.comps.end - self.req.comps.start) as u64;
+        let mut seq = 0u64;
+        // A run of fill bricks not yet numbered: (one value's bytes, cells).
+        let mut pending: Option<(Vec<u8>, u64)> = None;
+        let mut jobs: Vec<(u64, u64)> = Vec::new();
+        let mut fills: Vec<(u64, u64, Vec<u8>)> = Vec::new();
+        let mut batch_bytes = 0u64;
+        let flush = |pending: &mut Option<(Vec<u8>, u64)>, fills: &mut Vec<(u64, u64, Vec<u8>)>, seq: &mut u64| {
+            if let Some((value, cells)) = pending.take() {
+                fills.push((*seq, cells, value));
+                *seq += 1;
+            }
+        };
+        for index in 0..self.groups {
+            let bricks = self.group_bricks(&self.group_coords(index));
+            for &i in &bricks {
+                let voxels = self.owned_in_box(i).map_or(0, |(_, _, v)| v);
+                if voxels == 0 {
+                    continue;
+                }
+                // One value repeated: the selected components of the fill element, when they
+                // are all the same value (a multi-component element of differing values is
+                // decoded as data).
+                let value = self
+                    .fill_of(i)?
+                    .map(|f| self.select_components(&f))
+                    .filter(|v| v.chunks_exact(comp.max(1)).all(|c| c == &v[..comp]))
+                    .map(|v| v[..comp].to_vec());
+                let cells = voxels * comps;
+                batch_bytes += cells * comp as u64;
+                match value {
+                    Some(v) => match &mut pending {
+                        Some((p, n)) if *p == v => *n += cells,
+                        _ => {
+                            flush(&mut pending, &mut fills, &mut seq);
+                            pending = Some((v, cells));
+                        }
+                    },
+                    None => {
+                        flush(&mut pending, &mut fills, &mut seq);
+                        jobs.push((seq, i));
+                        seq += 1;
+                    }
+                }
+                if jobs.len() >= batch || fills.len() >= batch {
+                    self.blocks_batch(&jobs, &fills, blocks, pool)?;
+                    sink.written_elsewhere(batch_bytes)?;
+                    (batch_bytes, jobs, fills) = (0, Vec::new(), Vec::new());
+                }
+            }
+        }
+        flush(&mut pending, &mut fills, &mut seq);
+        self.blocks_batch(&jobs, &fills, blocks, pool)?;
+        sink.written_elsewhere(batch_bytes)
+    }
+
+    /// One batch of [`Plan::run_blocks`]: the fill blocks, then the bricks decoded on at most
+    /// `decoders` threads.
+    fn blocks_batch(
+        &self,
+        jobs: &[(u64, u64)],
+        fills: &[(u64, u64, Vec<u8>)],
+        blocks: &dyn BlockSink,
+        pool: &BrickPool,
+    ) -> Result<()> {
+        for (seq, cells, value) in fills {
+            blocks.fill(*seq, *cells, value)?;
+        }
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        let data: Vec<u64> = jobs.iter().map(|&(_, i)| i).collect();
+        self.prefetch(&data);
+        let full_elem = self.elem == self.out_elem;
+        let skip = self.req.comps.start as usize * (self.elem / self.req.channel.components.max(1) as usize);
+        let one = |buf: &mut Vec<u8>, &(seq, i): &(u64, u64)| -> Result<()> {
+            let Some((sub_min, sub_max, voxels)) = self.owned_in_box(i) else {
+                return Ok(());
+            };
+            let mut stride = [0u64; 6];
+            let mut acc = self.elem as u64;
+            for d in 0..6 {
+                stride[d] = acc;
+                acc *= sub_max[d] - sub_min[d];
+            }
+            // Every byte is written by the brick (its owned part is the whole sub-box), so a
+            // reused buffer needs no clearing.
+            buf.resize(voxels as usize * self.elem, 0);
+            let into = GroupTarget {
+                sub_min,
+                sub_max,
+                stride,
+            };
+            self.decode_brick_into(i, &into, &Mutex::new(&mut buf[..]), pool)?;
+            let n = if full_elem {
+                buf.len()
+            } else {
+                compact_components(buf, self.elem, self.out_elem, skip)
+            };
+            blocks.block(seq, &buf[..n])
+        };
+        if self.decoders >= rayon::current_num_threads() {
+            jobs.par_iter().try_for_each_init(Vec::new, one)
+        } else {
+            // Fewer decoders than threads (the budget): one task per share of the bricks.
+            let per_task = jobs.len().div_ceil(self.decoders.max(1)).max(1);
+            jobs.par_chunks(per_task).try_for_each(|task| {
+                let mut buf = Vec::new();
+                task.iter().try_for_each(|job| one(&mut buf, job))
+            })
+        }
+    }
+
+    /// The part of the box brick `i` owns: its first and end voxels and its voxel count
+    /// (`None` when it owns none of the box).
+    fn owned_in_box(&self, i: u64) -> Option<([u64; 6], [u64; 6], u64)> {
+        let e = self.req.geometry.chunk_extent(i);
+        let (mut lo, mut hi) = ([0u64; 6], [0u64; 6]);
+        let mut voxels = 1u64;
+        for d in 0..6 {
+            lo[d] = e.owned_min[d].max(self.req.min[d]);
+            hi[d] = e.owned_max[d].min(self.req.max[d]);
+            if lo[d] >= hi[d] {
+                return None;
+            }
+            // Never overflows: the part is inside the box, whose byte size `Plan::new` checked.
+            voxels = voxels.checked_mul(hi[d] - lo[d])?;
+        }
+        Some((lo, hi, voxels))
     }
 
     /// One group at a time on this thread (its bricks still in parallel).

@@ -705,3 +705,123 @@ fn decoding_threads_writing_a_file_take_groups_of_at_most_4_mib() {
         "groups reported, positioned writes"
     );
 }
+
+/// A sink that takes blocks ([`ArraySink::parallel_blocks`]) as a stats sink does, keeping
+/// each block's cells by its number; bytes in C order are a failure here.
+struct Blocks {
+    size: usize,
+    got: std::sync::Arc<BlockLog>,
+    reported: u64,
+}
+
+#[derive(Default)]
+struct BlockLog(std::sync::Mutex<Vec<(u64, Vec<u8>)>>);
+
+impl rasterpack_common::BlockSink for BlockLog {
+    fn block(&self, seq: u64, data: &[u8]) -> Result<()> {
+        self.0.lock().unwrap().push((seq, data.to_vec()));
+        Ok(())
+    }
+    fn fill(&self, seq: u64, cells: u64, pattern: &[u8]) -> Result<()> {
+        self.0.lock().unwrap().push((seq, pattern.repeat(cells as usize)));
+        Ok(())
+    }
+}
+
+impl ArraySink for Blocks {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        self.size = info.dtype.size();
+        Ok(())
+    }
+    fn parallel_blocks(&mut self) -> Option<rasterpack_common::ParallelBlocks> {
+        Some(self.got.clone())
+    }
+    fn written_elsewhere(&mut self, len: u64) -> Result<()> {
+        self.reported += len;
+        Ok(())
+    }
+    fn write_at(&mut self, offset: u64, _: &[u8]) -> Result<()> {
+        panic!("bytes in C order at {offset} to a sink that takes blocks");
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The blocks in number order (each number once, none missing), and the bytes reported.
+fn read_blocks(ds: &VdsDataset, req: &ArrayRequest) -> (Vec<Vec<u8>>, u64, usize) {
+    let mut sink = Blocks {
+        size: 0,
+        got: Default::default(),
+        reported: 0,
+    };
+    ds.stream(req, &mut sink).unwrap();
+    let mut got = std::mem::take(&mut *sink.got.0.lock().unwrap());
+    got.sort_by_key(|b| b.0);
+    for (k, (seq, _)) in got.iter().enumerate() {
+        assert_eq!(*seq, k as u64, "block numbers are 0, 1, 2, ... once each");
+    }
+    (got.into_iter().map(|b| b.1).collect(), sink.reported, sink.size)
+}
+
+/// The values (whole `size`-byte cells) of `data`, sorted: what a multiset comparison needs.
+fn cells(data: &[u8], size: usize) -> Vec<&[u8]> {
+    let mut c: Vec<&[u8]> = data.chunks_exact(size).collect();
+    c.sort();
+    c
+}
+
+/// Bricks handed to a block-taking sink (stats) hold exactly the cells of the region, every
+/// one once (margins left out, only the selected components, unwritten and NoValue bricks as
+/// fill runs), in blocks numbered the same way on every read.
+#[test]
+fn bricks_handed_over_as_blocks_are_the_regions_cells() {
+    let cases = [
+        Spec {
+            dims: vec![50, 37, 20, 3],
+            compression: VdsCompression::Zip,
+            negative_margin: 2,
+            positive_margin: 2,
+            page_entries: 8,
+            ..Default::default()
+        },
+        Spec {
+            dims: vec![40, 33],
+            format: VdsSampleFormat::U16,
+            components: 2,
+            ..Default::default()
+        },
+        Spec {
+            dims: vec![66, 40, 35],
+            format: VdsSampleFormat::U8,
+            integer_scale: 0.01,
+            use_no_value: true,
+            no_value: -5.0,
+            unwritten: vec![1, 4],
+            compression: VdsCompression::RLE,
+            ..Default::default()
+        },
+    ];
+    for (k, spec) in cases.iter().enumerate() {
+        let ds = open(write_container(spec, &sample_data(spec, 31 + k as u64)));
+        for physical in [false, true] {
+            let req = ArrayRequest::default().with_physical(physical);
+            let whole = ds.read(&req).unwrap();
+            let mut reqs = vec![req.clone()];
+            reqs.extend(
+                regions(&whole.shape, 10, 7 + k as u64)
+                    .iter()
+                    .map(|r| req.clone().with_region(r)),
+            );
+            for req in &reqs {
+                let want = ds.read(req).unwrap();
+                let (blocks, reported, size) = read_blocks(&ds, req);
+                let all: Vec<u8> = blocks.concat();
+                let what = format!("case {k} physical {physical} {:?}", req.region);
+                assert_eq!(reported, want.data.len() as u64, "{what}: bytes reported");
+                assert_eq!(cells(&all, size), cells(&want.data, size), "{what}: the cells");
+                assert_eq!(read_blocks(&ds, req).0, blocks, "{what}: the same blocks again");
+            }
+        }
+    }
+}

@@ -91,6 +91,9 @@ struct ZArray {
     /// A sharded array's inner codec chain (inner chunks are decoded here, not by zarrs'
     /// sharding codec, so that each goes through the decompression guard).
     inner_chain: Option<Arc<zarrs::array::codec::CodecChain>>,
+    /// The object store the array is read from, when it is one: its chunks are then fetched
+    /// in one capped GET each rather than a size request and a GET.
+    objects: Option<Arc<objects::ObjectStorage>>,
 }
 
 /// An array node that did not open (unsupported feature, broken metadata).
@@ -110,6 +113,8 @@ pub struct ZarrFile {
     groups: Vec<String>,
     /// Problems met while walking the hierarchy (nodes skipped).
     findings: Findings,
+    /// See [`ZArray::objects`].
+    objects: Option<Arc<objects::ObjectStorage>>,
 }
 
 impl std::fmt::Debug for ZarrFile {
@@ -172,7 +177,13 @@ impl ZarrFile {
     /// [`ZarrFile::open_store`]): the same reader, through [`objects::ObjectStorage`].
     pub fn open_objects(source: Arc<dyn rasterpack_common::ObjectSource>, limits: Limits) -> Result<ZarrFile> {
         let name = source.name();
-        Self::open_store(Arc::new(objects::ObjectStorage::new(source, limits)), name, limits)
+        let objects = Arc::new(objects::ObjectStorage::new(source, limits));
+        Self::open_with(
+            Arc::clone(&objects) as ReadableListableStorage,
+            name,
+            limits,
+            Some(objects),
+        )
     }
 
     /// Open the store `store` (called `root` in messages) within `limits`: every node's
@@ -180,6 +191,15 @@ impl ZarrFile {
     /// (reading them returns it, `validate` reports it). Fails when the root has no Zarr
     /// metadata, or its own metadata is broken.
     pub fn open_store(store: ReadableListableStorage, root: String, limits: Limits) -> Result<ZarrFile> {
+        Self::open_with(store, root, limits, None)
+    }
+
+    fn open_with(
+        store: ReadableListableStorage,
+        root: String,
+        limits: Limits,
+        objects: Option<Arc<objects::ObjectStorage>>,
+    ) -> Result<ZarrFile> {
         let Some(file) = node_file(&store, "")? else {
             return Err(Error::invalid_at(
                 "zarr.no_metadata",
@@ -196,6 +216,7 @@ impl ZarrFile {
             broken: Vec::new(),
             groups: Vec::new(),
             findings: Findings::listing_at_most(rasterpack_common::LISTED_PER_CODE),
+            objects,
         };
         let mut nodes = 0u64;
         zf.add_node(&store, "", root_meta, 0, &mut nodes);
@@ -208,7 +229,11 @@ impl ZarrFile {
         let path = format!("/{rel}");
         match node {
             NodeMeta::Array(meta) => match open_array(store, &path, meta) {
-                Ok(a) => self.arrays.push(ZArray { name, ..a }),
+                Ok(a) => self.arrays.push(ZArray {
+                    name,
+                    objects: self.objects.clone(),
+                    ..a
+                }),
                 Err(error) => self.broken.push(Broken { name, error }),
             },
             NodeMeta::Group { .. } => {
@@ -715,6 +740,7 @@ fn open_array(store: &ReadableListableStorage, path: &str, meta: ArrayMeta) -> R
         dtype,
         array,
         inner_chain,
+        objects: None,
     })
 }
 
@@ -822,23 +848,40 @@ fn decode_unit_checked(a: &ZArray, idx: &[u64]) -> Result<(Region, Vec<u8>, bool
         // Bound the stored chunk before reading it: a compressed chunk is never much larger
         // than what it decodes to.
         let store_key = a.array.chunk_key(&chunk);
-        let stored = a
-            .array
-            .storage()
-            .size_key(&store_key)
-            .map_err(|e| Error::new(ErrorKind::Io, "io", None, format!("chunk {key}: {e}")))?;
         let cap = expected.saturating_add(expected / 8).saturating_add(1 << 20);
-        if stored.is_some_and(|s| s > cap) {
-            return Err(fail(
+        let too_large = |what: String| {
+            fail(
                 "zarr.chunk_too_large",
-                format!("{} stored bytes for a chunk of {expected} bytes", stored.unwrap_or(0)),
-            ));
-        }
-        match a
-            .array
-            .retrieve_encoded_chunk(&chunk)
-            .map_err(|e| Error::new(ErrorKind::Io, "io", None, format!("chunk {key}: {e}")))?
-        {
+                format!("{what} stored bytes for a chunk of {expected} bytes"),
+            )
+        };
+        let encoded = match &a.objects {
+            // One GET whose size is checked from the response before its body is read.
+            Some(objects) => match objects.get_capped(store_key.as_str(), cap) {
+                Ok(found) => found,
+                Err(objects::Capped::TooLarge(e)) => return Err(too_large(format!("more than {cap} ({})", e.message))),
+                Err(objects::Capped::Failed(e)) => {
+                    return Err(Error {
+                        message: format!("chunk {key}: {}", e.message),
+                        ..e
+                    })
+                }
+            },
+            None => {
+                let stored = a
+                    .array
+                    .storage()
+                    .size_key(&store_key)
+                    .map_err(|e| Error::new(ErrorKind::Io, "io", None, format!("chunk {key}: {e}")))?;
+                if let Some(s) = stored.filter(|&s| s > cap) {
+                    return Err(too_large(s.to_string()));
+                }
+                a.array
+                    .retrieve_encoded_chunk(&chunk)
+                    .map_err(|e| Error::new(ErrorKind::Io, "io", None, format!("chunk {key}: {e}")))?
+            }
+        };
+        match encoded {
             None => {
                 present = false;
                 a.array

@@ -27,6 +27,15 @@ impl ObjectStorage {
     }
 }
 
+/// Why [`ObjectStorage::get_capped`] returned no bytes.
+#[derive(Debug)]
+pub enum Capped {
+    /// The object is larger than the cap asked for.
+    TooLarge(rasterpack_common::Error),
+    /// The request failed (or the object is above the store's own allocation limit).
+    Failed(rasterpack_common::Error),
+}
+
 fn storage_error(e: rasterpack_common::Error) -> StorageError {
     StorageError::Other(e.to_string())
 }
@@ -62,6 +71,26 @@ impl ObjectStorage {
         }
         .map_err(storage_error)?;
         Ok(found.then(|| Bytes::from(buf)))
+    }
+
+    /// Object `key` whole in one GET, refused when the response says it holds more than `cap`
+    /// bytes (before any of its body is read): a remote chunk then costs one request, where
+    /// asking its size first would cost two. `Ok(None)`: no such object. `Err(Capped)`: larger
+    /// than `cap` (the store's message says how large).
+    pub fn get_capped(&self, key: &str, cap: u64) -> Result<Option<Vec<u8>>, Capped> {
+        let limits = Limits {
+            max_alloc: cap.min(self.limits.max_alloc),
+            ..self.limits
+        };
+        let mut buf = Vec::new();
+        match self.source.get_into(key, &mut buf, &limits) {
+            Ok(true) => Ok(Some(buf)),
+            Ok(false) => Ok(None),
+            Err(e) if e.kind == rasterpack_common::ErrorKind::LimitExceeded && cap < self.limits.max_alloc => {
+                Err(Capped::TooLarge(e))
+            }
+            Err(e) => Err(Capped::Failed(e)),
+        }
     }
 
     fn keys(list: Vec<String>) -> Result<StoreKeys, StorageError> {
