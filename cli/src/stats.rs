@@ -115,22 +115,9 @@ fn process(args: &StatsArgs, path: &Path, region: Option<&RegionSpec>, limits: &
         Ok(f) => f,
         Err(e) => return fail(result, e.in_format(format.name())),
     };
-    // The arrays asked for, or every array the file lists.
-    let listed = match file.arrays() {
-        Ok(a) => a,
-        Err(e) => return fail(result, e.in_format(format.name())),
-    };
-    // With --element, the reader itself finds the array (or says why it cannot).
-    let chosen: Vec<Option<String>> = match &args.element {
-        Some(name) => vec![Some(name.clone())],
-        None => {
-            result.omitted = listed.len().saturating_sub(MAX_ARRAYS);
-            listed.into_iter().take(MAX_ARRAYS).map(|a| a.name).collect()
-        }
-    };
-    for name in chosen {
+    let one = |name: Option<String>| -> (Option<ArrayInfo>, Result<Stats, Error>) {
         let req = ArrayRequest {
-            element: name.clone(),
+            element: name,
             region: region.cloned(),
             lod: args.lod.unwrap_or(0),
             limits: *limits,
@@ -148,20 +135,48 @@ fn process(args: &StatsArgs, path: &Path, region: Option<&RegionSpec>, limits: &
             },
             args.histogram,
         );
+        (announced, stats)
+    };
+    // The first array is read before the file is listed: a FOLD listing verifies every chunk,
+    // and the read of a file's only NPZ0 chunk runs those same checks in its own pass and
+    // keeps the listing, so the chunk is decoded once, not twice. Its figures are used only if
+    // the listing names it (what the listing leaves out is not computed).
+    let first = match &args.element {
+        Some(name) => Some(name.clone()),
+        None => file.array_info(None).ok().and_then(|a| a.name),
+    };
+    let mut early = first.map(|name| (name.clone(), one(Some(name))));
+    // The arrays asked for, or every array the file lists.
+    let listed = match file.arrays() {
+        Ok(a) => a,
+        Err(e) => return fail(result, e.in_format(format.name())),
+    };
+    // With --element, the reader itself finds the array (or says why it cannot).
+    let chosen: Vec<Option<String>> = match &args.element {
+        Some(name) => vec![Some(name.clone())],
+        None => {
+            result.omitted = listed.len().saturating_sub(MAX_ARRAYS);
+            listed.into_iter().take(MAX_ARRAYS).map(|a| a.name).collect()
+        }
+    };
+    for name in chosen {
+        let reuse = early.take_if(|(first, _)| name.as_deref() == Some(first.as_str()));
+        let (info, stats) = match reuse {
+            Some((_, done)) => done,
+            None => one(name.clone()),
+        };
         if let Err(e) = &stats {
             result.exit_code = worst(result.exit_code, exit_code_for(e.kind));
         }
-        result.arrays.push(ArrayResult {
-            name,
-            info: announced,
-            stats,
-        });
+        result.arrays.push(ArrayResult { name, info, stats });
     }
     result
 }
 
 /// Passes everything on and keeps what the source announced (the dtype and shape of the
-/// region actually read).
+/// region actually read). A source that holds blocks aside until its checks pass announces the
+/// array only then ([`rasterpack_common::HeldBlocks`]): a chunk that fails them shows no dtype
+/// or shape either.
 struct Tap<'a, 'b> {
     inner: &'a mut dyn rasterpack_common::ArraySink,
     info: &'b mut Option<ArrayInfo>,

@@ -351,6 +351,141 @@ fn stats_json_is_the_same_on_one_and_several_threads() {
     }
 }
 
+/// A FOLD array of float32 with NaN and infinities in one NPZ0 chunk with rs(32) ECC,
+/// stored or zstd: the file's bytes, and the stored length of its chunk.
+fn fold_with_ecc(compression: rasterpack_fold::FoldCompression) -> (Vec<u8>, usize) {
+    let mut seed = 3u64;
+    let values: Vec<f32> = (0..1usize << 18)
+        .map(|i| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            match i % 4099 {
+                5 => f32::NAN,
+                9 => f32::NEG_INFINITY,
+                _ => (i % 613) as f32 * 0.25 + (seed >> 45) as f32 * 1e-4,
+            }
+        })
+        .collect();
+    let array = rasterpack_common::NdArray::from_vec(vec![512, 512], values).unwrap();
+    let mut b = rasterpack_fold::FoldBuilder::new();
+    let opts = rasterpack_fold::FoldChunkOptions {
+        compression,
+        ecc: Some(32),
+    };
+    b.add_npz("c", &[("v", &array)], opts).unwrap();
+    let bytes = b.to_bytes().unwrap();
+    let stored = rasterpack_fold::FoldFile::from_bytes(bytes.clone()).unwrap().chunks()[0].comp_len as usize;
+    (bytes, stored)
+}
+
+/// `count` bytes of rs(32) payload block `block` (223 data bytes each) of `bytes` changed.
+fn damage_block(bytes: &mut [u8], block: usize, count: usize) {
+    let start = 28 + 32 + block * 223;
+    for i in 0..count {
+        bytes[start + i * 5] ^= 0xa5;
+    }
+}
+
+/// `stats` reads a FOLD chunk in one pass, its figures held aside until the chunk's checks
+/// pass: a chunk that ECC repairs gives the figures of the repaired bytes (those of the
+/// undamaged file, and of the `.npy` that `convert` writes from the damaged one); a chunk past
+/// repair exits 1 like `validate`, with no figures.
+#[test]
+fn stats_of_a_repaired_fold_chunk_are_the_repaired_figures_and_an_unrepairable_one_has_none() {
+    let dir = scratch("stats", "fold_ecc");
+    for compression in [
+        rasterpack_fold::FoldCompression::None,
+        rasterpack_fold::FoldCompression::Zstd(3),
+    ] {
+        let (good, stored) = fold_with_ecc(compression);
+        let blocks = stored / 223;
+        let (g, b, w, npy) = (
+            dir.join("good.fold"),
+            dir.join("bad.fold"),
+            dir.join("worse.fold"),
+            dir.join("bad.npy"),
+        );
+        std::fs::write(&g, &good).unwrap();
+        let mut bad = good.clone();
+        for block in [1, blocks / 3, blocks - 2] {
+            damage_block(&mut bad, block, 10);
+        }
+        std::fs::write(&b, &bad).unwrap();
+        let mut worse = good.clone();
+        damage_block(&mut worse, blocks / 2, 20);
+        std::fs::write(&w, &worse).unwrap();
+
+        let figures = |p: &Path| {
+            let r = run(&["stats", "--json", "--histogram", "8", s(p)]);
+            let doc: Value = serde_json::from_str(&r.stdout()).unwrap();
+            (r.code(), doc["files"][0]["stats"].clone())
+        };
+        let (code, want) = figures(&g);
+        assert_eq!(code, Some(0), "{compression:?}");
+        assert!(want[0]["stats"]["nan_count"].as_u64() > Some(0), "{want}");
+        // The damaged copy: validate repairs it (exit 0 with a repair finding).
+        let v = run(&["validate", "--json", s(&b)]);
+        assert!(
+            v.stdout().contains("fold.ecc.repaired"),
+            "{compression:?}: {}",
+            v.stdout()
+        );
+        let (code, got) = figures(&b);
+        assert_eq!(code, Some(0), "{compression:?}");
+        assert_eq!(got, want, "{compression:?}: the repaired chunk's figures");
+        // What convert writes from the damaged copy holds those values.
+        check(&["convert", s(&b), s(&npy), "--force"], 0);
+        let (_, from_npy) = figures(&npy);
+        assert_eq!(got[0]["stats"], from_npy[0]["stats"], "{compression:?}");
+        // Past repair: exit 1 as validate, and no figures, nor a dtype or shape read from
+        // the damaged bytes. (Without --element the listing leaves the damaged chunk out, as
+        // `arrays()` does: nothing is computed.)
+        assert_eq!(run(&["validate", s(&w)]).code(), Some(1), "{compression:?}");
+        let r = run(&["stats", "--json", "--element", "c/v", s(&w)]);
+        assert_eq!(r.code(), Some(1), "{compression:?}: {}", r.stderr());
+        let doc: Value = serde_json::from_str(&r.stdout()).unwrap();
+        let a = &doc["files"][0]["stats"][0];
+        assert_eq!(a["stats"], Value::Null, "{compression:?}: {a}");
+        assert_eq!(
+            (&a["dtype"], &a["shape"]),
+            (&Value::Null, &Value::Null),
+            "{compression:?}: {a}"
+        );
+        assert!(
+            r.stderr().contains("fold.ecc.ecc_uncorrectable"),
+            "{compression:?}: {}",
+            r.stderr()
+        );
+        let r = run(&["stats", "--json", s(&w)]);
+        assert!(
+            !r.stdout().contains("\"valid_count\""),
+            "{compression:?}: {}",
+            r.stdout()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// FOLD `stats` (one pass, blocks of the member merged in block order) gives the same JSON,
+/// byte for byte, whatever the thread count, on the testdata files and a zstd chunk with ECC.
+#[test]
+fn fold_stats_json_is_the_same_on_one_and_several_threads() {
+    let dir = scratch("stats", "fold_threads");
+    let made = dir.join("made.fold");
+    std::fs::write(&made, fold_with_ecc(rasterpack_fold::FoldCompression::Zstd(3)).0).unwrap();
+    for file in [
+        PathBuf::from("../testdata/fold/sample.fold"),
+        PathBuf::from("../testdata/fold/sample_rs16.fold"),
+        made,
+    ] {
+        let args = ["stats", "--json", "--histogram", "32", s(&file)];
+        let threads = |n: &str| run_env(&args, &[("RAYON_NUM_THREADS".into(), n.into())]);
+        let (one, three) = (threads("1"), threads("3"));
+        assert_eq!(one.code(), Some(0), "{}", one.stderr());
+        assert_eq!(one.stdout(), three.stdout(), "{}", file.display());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A float32 volume of `shape` (C order) with varied values, a corner of one value (constant
 /// bricks), a corner of `no_value` (NoValue bricks) and a few NaN cells.
 fn write_volume(path: &Path, shape: [usize; 3], no_value: f32) {

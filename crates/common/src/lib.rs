@@ -111,8 +111,8 @@ pub use output::{write_file_atomically, Output};
 pub use reader::{slice_at, ByteReader};
 pub use source::{Input, ObjectSink, ObjectSource, RangeSource};
 pub use stream::{
-    stream_view, written_without_handle, ArrayInfo, ArraySink, BlockSink, Interrupt, MemorySink, ParallelBlocks,
-    ParallelFile, ProgressSink, Region, RegionRuns, RegionSpec, View, ViewSink,
+    stream_view, written_without_handle, ArrayInfo, ArraySink, BlockSink, HeldBlocks, Interrupt, MemorySink,
+    ParallelBlocks, ParallelFile, ProgressSink, Region, RegionRuns, RegionSpec, View, ViewSink,
 };
 pub use wrapper::SinkWrapper;
 

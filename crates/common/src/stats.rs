@@ -1090,16 +1090,10 @@ impl StatsSink {
     }
 }
 
-impl ArraySink for StatsSink {
-    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
-        require_real(info.dtype, "stats")?;
-        self.dtype = Some(info.dtype);
-        self.fill = fill_value(info);
-        Ok(())
-    }
-
-    fn parallel_blocks(&mut self) -> Option<ParallelBlocks> {
-        let dtype = self.dtype?;
+impl StatsSink {
+    /// A fresh block handle for `dtype` (the fill test is the sink's): what an earlier one
+    /// got is dropped.
+    fn new_par(&mut self, dtype: DType) -> ParallelBlocks {
         let (fill_eq, fill_nan) = self.fill_test();
         let hist = match &self.pass {
             Pass::Histogram(h) => Some(Mutex::new(h.clone())),
@@ -1119,7 +1113,32 @@ impl ArraySink for StatsSink {
             }),
         });
         self.par = Some(par.clone());
-        Some(par)
+        par
+    }
+}
+
+impl ArraySink for StatsSink {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        require_real(info.dtype, "stats")?;
+        self.dtype = Some(info.dtype);
+        self.fill = fill_value(info);
+        Ok(())
+    }
+
+    fn parallel_blocks(&mut self) -> Option<ParallelBlocks> {
+        let dtype = self.dtype?;
+        Some(self.new_par(dtype))
+    }
+
+    fn takes_blocks(&self) -> bool {
+        true
+    }
+
+    fn blocks_before_begin(&mut self, info: &ArrayInfo) -> Option<ParallelBlocks> {
+        // The figures wait in the handle; `begin` (with the same array) keeps it.
+        require_real(info.dtype, "stats").ok()?;
+        self.fill = fill_value(info);
+        Some(self.new_par(info.dtype))
     }
 
     fn written_elsewhere(&mut self, len: u64) -> Result<()> {

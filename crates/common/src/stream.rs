@@ -151,7 +151,29 @@ pub trait ArraySink {
     /// [`ArraySink::written_elsewhere`], on the thread that owns the sink. `None` (the default)
     /// for every sink that needs the bytes in place; a wrapper that only forwards passes its
     /// inner sink's handle on.
+    ///
+    /// Each call gives a fresh handle: what was handed through an earlier one is dropped (a
+    /// source that must start an array again, FOLD after an ECC repair, asks again after its
+    /// new `begin`).
     fn parallel_blocks(&mut self) -> Option<ParallelBlocks> {
+        None
+    }
+
+    /// Whether the sink takes blocks of an array it has not begun yet
+    /// ([`ArraySink::blocks_before_begin`]): asked first by a source that must choose its read
+    /// path before it knows the array (FOLD's one-pass read, which decodes a member before its
+    /// chunk's checks pass, serves a sequential sink only through blocks held aside, see
+    /// [`HeldBlocks`]). A wrapper that forwards `parallel_blocks` forwards this too.
+    fn takes_blocks(&self) -> bool {
+        false
+    }
+
+    /// A handle for the blocks of array `info` before `begin` (what [`HeldBlocks`] hands a
+    /// sink that [`ArraySink::takes_blocks`]): what the sink makes of them is held in the
+    /// handle and counts only once the source calls `begin` with the same `info` and then
+    /// [`ArraySink::written_elsewhere`]; a new call drops it. So a read that fails its checks
+    /// leaves no trace, not even the array's announcement. `None` by default.
+    fn blocks_before_begin(&mut self, _info: &ArrayInfo) -> Option<ParallelBlocks> {
         None
     }
 
@@ -196,6 +218,115 @@ pub trait BlockSink: Send + Sync {
 
 /// See [`ArraySink::parallel_blocks`].
 pub type ParallelBlocks = std::sync::Arc<dyn BlockSink>;
+
+/// A sink that takes blocks ([`ArraySink::takes_blocks`]) as seen by a source that decodes
+/// bytes before they are known good (FOLD's one-pass read: a chunk's CRC32C and SHA-256 are
+/// known only at its end). The C-order bytes go to the sink's handle
+/// ([`ArraySink::blocks_before_begin`]) in numbered blocks of [`crate::stats::CHUNK`] cells
+/// (the cells the statistics group by, so their figures are the bits the sink's own C-order
+/// path gives); the sink is told of the array (`begin`) and of its bytes
+/// ([`ArraySink::written_elsewhere`]) only by [`HeldBlocks::commit`], once every check passed.
+/// Until then what the sink made of them is held aside: a new `begin` from the source (it
+/// starts again from repaired bytes) asks for a fresh handle, which drops it, and a read that
+/// fails never commits.
+pub struct HeldBlocks<'a> {
+    sink: &'a mut dyn ArraySink,
+    info: Option<ArrayInfo>,
+    blocks: Option<ParallelBlocks>,
+    /// Bytes per block.
+    step: usize,
+    /// The block under way (fewer than `step` bytes).
+    pending: Vec<u8>,
+    seq: u64,
+    position: u64,
+}
+
+impl<'a> HeldBlocks<'a> {
+    /// Hold `sink`'s blocks (a sink whose [`ArraySink::takes_blocks`] is true).
+    pub fn new(sink: &'a mut dyn ArraySink) -> HeldBlocks<'a> {
+        HeldBlocks {
+            sink,
+            info: None,
+            blocks: None,
+            step: 0,
+            pending: Vec::new(),
+            seq: 0,
+            position: 0,
+        }
+    }
+
+    /// Every check of the bytes passed: announce the array, hand over its last block and
+    /// report its bytes.
+    pub fn commit(&mut self) -> Result<()> {
+        let (Some(info), Some(blocks)) = (self.info.take(), self.blocks.take()) else {
+            return Err(Error::usage("internal: held blocks committed before any array began"));
+        };
+        if !self.pending.is_empty() {
+            blocks.block(self.seq, &self.pending)?;
+            self.pending.clear();
+        }
+        self.sink.begin(&info)?;
+        self.sink.written_elsewhere(self.position)
+    }
+}
+
+impl ArraySink for HeldBlocks<'_> {
+    fn begin(&mut self, info: &ArrayInfo) -> Result<()> {
+        // A fresh handle: blocks of an earlier start are dropped with the old one.
+        let Some(blocks) = self.sink.blocks_before_begin(info) else {
+            // The sink refuses the array (a complex dtype for stats): its own `begin` says why.
+            self.sink.begin(info)?;
+            return Err(Error::usage("internal: a sink that takes blocks offered none"));
+        };
+        self.blocks = Some(blocks);
+        self.info = Some(info.clone());
+        self.step = crate::stats::CHUNK * info.dtype.size();
+        self.pending.clear();
+        self.seq = 0;
+        self.position = 0;
+        Ok(())
+    }
+
+    fn write_at(&mut self, offset: u64, mut data: &[u8]) -> Result<()> {
+        let Some(blocks) = self.blocks.as_ref() else {
+            return Err(Error::usage("internal: array bytes before begin"));
+        };
+        if offset != self.position {
+            return Err(Error::usage(format!(
+                "internal: held blocks got bytes at {offset} while at {}",
+                self.position
+            )));
+        }
+        self.position += data.len() as u64;
+        if !self.pending.is_empty() {
+            let n = (self.step - self.pending.len()).min(data.len());
+            self.pending.extend_from_slice(&data[..n]);
+            data = &data[n..];
+            if self.pending.len() < self.step {
+                return Ok(());
+            }
+            blocks.block(self.seq, &self.pending)?;
+            self.seq += 1;
+            self.pending.clear();
+        }
+        let whole = data.len() / self.step * self.step;
+        for part in data[..whole].chunks(self.step) {
+            blocks.block(self.seq, part)?;
+            self.seq += 1;
+        }
+        self.pending.extend_from_slice(&data[whole..]);
+        Ok(())
+    }
+
+    fn interrupt(&self) -> Option<Interrupt> {
+        self.sink.interrupt()
+    }
+
+    /// The caller finishes its own sink, after [`HeldBlocks::commit`].
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
 
 /// `fill_at` through `write_at`, one buffer of at most 1 MiB at a time.
 pub fn fill_by_chunks<S: ArraySink + ?Sized>(sink: &mut S, offset: u64, len: u64, pattern: &[u8]) -> Result<()> {
@@ -1037,6 +1168,12 @@ impl<S: ArraySink> crate::SinkWrapper for ViewSink<S> {
     fn parallel_blocks(&mut self) -> Option<ParallelBlocks> {
         None
     }
+    fn takes_blocks(&self) -> bool {
+        false
+    }
+    fn blocks_before_begin(&mut self, _info: &ArrayInfo) -> Option<ParallelBlocks> {
+        None
+    }
     fn written_elsewhere(&mut self, len: u64) -> Result<()> {
         written_without_handle(len)
     }
@@ -1319,7 +1456,13 @@ mod tests {
         // A view without steps passes a buffer on (the bytes are in place); a view with steps
         // picks the bytes, so it passes on nothing that bypasses `write_at`.
         let plain = through(&|p| Box::new(ViewSink::new(&mut *p, View::default())));
-        let bypass = ["parallel_file", "parallel_blocks", "written_elsewhere"];
+        let bypass = [
+            "takes_blocks",
+            "blocks_before_begin",
+            "parallel_file",
+            "parallel_blocks",
+            "written_elsewhere",
+        ];
         assert_forwards("ViewSink", &plain, &bypass);
         let stepped = View {
             steps: vec![2, 1],

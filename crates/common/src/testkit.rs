@@ -228,7 +228,9 @@ mod tests {
 /// Every hook of [`crate::ArraySink`], in the order [`call_every_hook`] calls them: what a
 /// [`HookProbe`] behind a pass-through wrapper ([`crate::SinkWrapper`]) should see, less the
 /// hooks that wrapper deliberately answers itself.
-pub const SINK_HOOKS: [&str; 11] = [
+pub const SINK_HOOKS: [&str; 13] = [
+    "takes_blocks",
+    "blocks_before_begin",
     "begin",
     "random_access",
     "write_at",
@@ -321,6 +323,14 @@ impl crate::ArraySink for HookProbe {
         self.saw("parallel_blocks");
         Some(std::sync::Arc::new(NoBlocks))
     }
+    fn takes_blocks(&self) -> bool {
+        self.saw("takes_blocks");
+        true
+    }
+    fn blocks_before_begin(&mut self, _info: &crate::ArrayInfo) -> Option<crate::ParallelBlocks> {
+        self.saw("blocks_before_begin");
+        Some(std::sync::Arc::new(NoBlocks))
+    }
     fn written_elsewhere(&mut self, _len: u64) -> crate::Result<()> {
         self.saw("written_elsewhere");
         Ok(())
@@ -337,6 +347,8 @@ impl crate::ArraySink for HookProbe {
 /// wrapper may refuse some): a [`HookProbe`] behind `sink` records which ones reached it.
 pub fn call_every_hook(sink: &mut dyn crate::ArraySink, info: &crate::ArrayInfo) {
     let value = vec![0u8; info.dtype.size()];
+    let _ = sink.takes_blocks();
+    let _ = sink.blocks_before_begin(info);
     let _ = sink.begin(info);
     let _ = sink.random_access();
     let _ = sink.write_at(0, &value);

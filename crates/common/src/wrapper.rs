@@ -81,6 +81,14 @@ pub trait SinkWrapper {
     fn parallel_blocks(&mut self) -> Option<ParallelBlocks> {
         self.inner().parallel_blocks()
     }
+    /// [`ArraySink::takes_blocks`].
+    fn takes_blocks(&self) -> bool {
+        self.inner_ref().takes_blocks()
+    }
+    /// [`ArraySink::blocks_before_begin`].
+    fn blocks_before_begin(&mut self, info: &ArrayInfo) -> Option<ParallelBlocks> {
+        self.inner().blocks_before_begin(info)
+    }
     /// [`ArraySink::written_elsewhere`].
     fn written_elsewhere(&mut self, len: u64) -> Result<()> {
         self.inner().written_elsewhere(len)
@@ -123,6 +131,12 @@ impl<W: SinkWrapper> ArraySink for W {
     }
     fn parallel_blocks(&mut self) -> Option<ParallelBlocks> {
         SinkWrapper::parallel_blocks(self)
+    }
+    fn takes_blocks(&self) -> bool {
+        SinkWrapper::takes_blocks(self)
+    }
+    fn blocks_before_begin(&mut self, info: &ArrayInfo) -> Option<ParallelBlocks> {
+        SinkWrapper::blocks_before_begin(self, info)
     }
     fn written_elsewhere(&mut self, len: u64) -> Result<()> {
         SinkWrapper::written_elsewhere(self, len)

@@ -157,16 +157,7 @@ impl ArrayFile for FoldFile {
         if let Some(keep) = VerifiedChunks::keep(&self.limits, &verified) {
             let _ = self.verified.set(keep);
         }
-        let chunks = npz_chunks(&verified.0);
-        let listed: Vec<ArrayInfo> = element_labels(&chunks)
-            .into_iter()
-            .filter_map(|(label, info)| {
-                let mut out = ArrayInfo::new(info.dtype?, info.shape.clone());
-                out.name = Some(label);
-                Some(out)
-            })
-            .collect();
-        Ok(self.listed.get_or_init(|| listed).clone())
+        Ok(self.listed.get_or_init(|| listing(&verified.0)).clone())
     }
 
     /// The array `element` names from its member's `.npy` header when the element can only
@@ -215,8 +206,31 @@ impl ArrayFile for FoldFile {
 
     fn stream(&self, req: &ArrayRequest, sink: &mut dyn ArraySink) -> Result<()> {
         req.check_honoured(&FoldFormat)?;
-        crate::read::stream_array(&self.input, &self.container, req, sink, self.verified.get())
+        let mut seen = None;
+        let read = crate::read::stream_array(&self.input, &self.container, req, sink, self.verified.get(), &mut seen);
+        // A read that verified every NPZ0 chunk (the file's only one) in its own pass did what
+        // the listing does: keep it, so `arrays()` (and a second pass of `stats`) does not
+        // verify the chunk again.
+        if let Some((statuses, repaired)) = seen.filter(|_| req.limits == self.limits) {
+            if let Some(keep) = VerifiedChunks::keep_statuses(&self.limits, &statuses, repaired) {
+                let _ = self.verified.set(keep);
+            }
+            let _ = self.listed.get_or_init(|| listing(&statuses));
+        }
+        read
     }
+}
+
+/// The readable arrays of verified NPZ0 chunks (see [`ArrayFile::arrays`]).
+fn listing(statuses: &[crate::validate::FoldChunkStatus]) -> Vec<ArrayInfo> {
+    element_labels(&npz_chunks(statuses))
+        .into_iter()
+        .filter_map(|(label, info)| {
+            let mut out = ArrayInfo::new(info.dtype?, info.shape.clone());
+            out.name = Some(label);
+            Some(out)
+        })
+        .collect()
 }
 
 // The reader API every format shares (no trait import needed).

@@ -12,7 +12,7 @@
 use rasterpack_common::fortran::{self, FortranReorder};
 use rasterpack_common::npy::NpyHeader;
 use rasterpack_common::{
-    ArrayInfo, ArrayRequest, ArraySink, DType, Error, Input, Interrupt, Limits, RegionRuns, Result,
+    ArrayInfo, ArrayRequest, ArraySink, DType, Error, HeldBlocks, Input, Interrupt, Limits, RegionRuns, Result,
 };
 
 use crate::element::{npz_chunks, pick_array};
@@ -173,21 +173,34 @@ const KEEP_MEMBERS_MAX: usize = 65_536;
 impl VerifiedChunks {
     /// What [`verify_candidates`] found for every NPZ0 chunk, when it can be kept.
     pub(crate) fn keep(limits: &Limits, verified: &Verified) -> Option<VerifiedChunks> {
-        let members: usize = verified
-            .0
+        VerifiedChunks::keep_statuses(limits, &verified.0, verified.1.iter().any(Option::is_some))
+    }
+
+    /// [`VerifiedChunks::keep`] of the statuses of every NPZ0 chunk, `repaired` when ECC
+    /// repaired any of them.
+    pub(crate) fn keep_statuses(
+        limits: &Limits,
+        statuses: &[FoldChunkStatus],
+        repaired: bool,
+    ) -> Option<VerifiedChunks> {
+        let members: usize = statuses
             .iter()
             .map(|st| match &st.content {
                 FoldContent::Npz(arrays) => arrays.len(),
                 _ => 0,
             })
             .sum();
-        let repaired = verified.1.iter().any(Option::is_some);
         (!repaired && members <= KEEP_MEMBERS_MAX).then(|| VerifiedChunks {
             limits: *limits,
-            statuses: verified.0.clone(),
+            statuses: statuses.to_vec(),
         })
     }
 }
+
+/// What a read verified of the file besides the array: the statuses of every NPZ0 chunk
+/// (when the read's element could only mean the file's one NPZ0 chunk, verified in the read's
+/// own pass), and whether ECC repaired any. Everything `arrays()` needs to list the file.
+pub(crate) type SeenChunks = Option<(Vec<FoldChunkStatus>, bool)>;
 
 /// Stream the array `req` names (or `req.region` of it) into `sink`.
 ///
@@ -197,16 +210,27 @@ impl VerifiedChunks {
 /// sink ride on the same pass ([`read_riding`]). With `earlier` (every NPZ0 chunk verified by
 /// an earlier `arrays()`, under the same limits) the chunk is read once too, its stored bytes
 /// hashed (CRC32C, SHA-256, on a second thread) as they are decoded into the sink, and the
-/// read fails if they no longer match (the file changed since). Otherwise the candidate chunks
-/// are verified first and the chosen one decoded after: a sequential sink gets nothing before
-/// the chunk verified.
+/// read fails if they no longer match (the file changed since). Into a sequential sink that
+/// takes blocks (`stats`), the same one-pass reads run through [`HeldBlocks`]: what the sink
+/// makes of the bytes counts only once every check passed, and a repaired chunk starts the
+/// array again from the repaired bytes. Otherwise the candidate chunks are verified first and
+/// the chosen one decoded after: a sequential sink gets nothing before the chunk verified.
+///
+/// `seen` gets the statuses of every NPZ0 chunk when this read verified them all (see
+/// [`SeenChunks`]), so the file's listing need not verify them again.
 pub(crate) fn stream_array(
     input: &Input,
     c: &FoldContainer,
     req: &ArrayRequest,
     sink: &mut dyn ArraySink,
     earlier: Option<&VerifiedChunks>,
+    seen: &mut SeenChunks,
 ) -> Result<()> {
+    if !sink.random_access() && sink.takes_blocks() {
+        let mut held = HeldBlocks::new(sink);
+        stream_held(input, c, req, &mut held, earlier, seen)?;
+        return held.commit();
+    }
     let earlier = earlier.filter(|v| v.limits == req.limits && sink.random_access());
     if earlier.is_none() && sink.random_access() {
         // Not a chunk with ECC: its pass may decode damaged bytes into the sink before the
@@ -214,7 +238,14 @@ pub(crate) fn stream_array(
         // sink that counts its bytes (a `.npy` file) rightly refuses.
         if let [e] = candidates(c, req.element.as_deref()).as_slice() {
             if e.ecc_len == 0 {
-                return read_riding(input, c, e, req, sink);
+                let Some((statuses, repaired)) = read_riding(input, c, e, req, sink, seen)? else {
+                    return Ok(());
+                };
+                // Not delivered in the pass: decode the member again from the verified
+                // chunk. The sink may have begun with the same array already (a region read
+                // of another member, say).
+                let mut again = Rebegin { sink, began: None };
+                return deliver(input, c, req, &mut again, &statuses, &[repaired], false);
             }
         }
     }
@@ -228,6 +259,31 @@ pub(crate) fn stream_array(
             deliver(input, c, req, sink, &statuses, &repaired, false)
         }
     }
+}
+
+/// [`stream_array`] into a sink that takes blocks, held aside until the checks pass: the
+/// one-pass reads of a random-access sink, a chunk with ECC included (its repair starts the
+/// array again: the new `begin` drops the blocks of the damaged bytes).
+fn stream_held(
+    input: &Input,
+    c: &FoldContainer,
+    req: &ArrayRequest,
+    held: &mut HeldBlocks<'_>,
+    earlier: Option<&VerifiedChunks>,
+    seen: &mut SeenChunks,
+) -> Result<()> {
+    if let Some(v) = earlier.filter(|v| v.limits == req.limits) {
+        return deliver(input, c, req, held, &v.statuses, &vec![None; v.statuses.len()], true);
+    }
+    if let [e] = candidates(c, req.element.as_deref()).as_slice() {
+        let Some((statuses, repaired)) = read_riding(input, c, e, req, held, seen)? else {
+            return Ok(());
+        };
+        return deliver(input, c, req, held, &statuses, &[repaired], false);
+    }
+    let interrupt = held.interrupt();
+    let (statuses, repaired) = verify_candidates(input, c, req.element.as_deref(), &req.limits, interrupt)?;
+    deliver(input, c, req, held, &statuses, &repaired, false)
 }
 
 /// Decode the array `req` names from chunks verified already (`statuses`, with the payloads ECC
@@ -367,56 +423,57 @@ fn deliver(
     target.complete()
 }
 
+/// A verified chunk's status and its ECC-repaired payload (when ECC repaired it).
+type OneChunk = (Vec<FoldChunkStatus>, Option<Vec<u8>>);
+
 /// The one-pass read of chunk `e`, the only chunk `req.element` may mean: the chunk is checked
 /// exactly as `arrays()` checks it ([`verify_chunk`]: header against index, bounds, CRC32C,
 /// SHA-256, `chunk_hashes`, decoded length, the archive's members) while the member the
 /// element names (the one it most likely names, found by its local header or the directory)
 /// is decoded into `sink` from the same bytes. The array counts only if every check passed and
-/// the element resolves, on the checked chunk, to that very member; otherwise the chunk's
-/// failure is returned as the listing reports it, or (an ECC repair, an archive the streaming
-/// check could not follow, another member after all) the member is decoded again from the
-/// verified chunk, as before: the cost of one pass is paid only by files that verify.
+/// the element resolves, on the checked chunk, to that very member (`Ok(None)`); otherwise the
+/// chunk's failure is returned as the listing reports it, or (an ECC repair, an archive the
+/// streaming check could not follow, another member after all) the verified chunk and its
+/// repaired payload, for the caller to decode the member again: the cost of one pass is paid
+/// only by files that verify. `seen` gets the chunk's status when it is the file's only NPZ0
+/// chunk.
 fn read_riding(
     input: &Input,
     c: &FoldContainer,
     e: &FoldEntry,
     req: &ArrayRequest,
     sink: &mut dyn ArraySink,
-) -> Result<()> {
+    seen: &mut SeenChunks,
+) -> Result<Option<OneChunk>> {
     let want = likely_array(e, req.element.as_deref());
     let held = std::cell::Cell::new(0);
-    let (statuses, repaired, rode) = {
-        let mut rider = Rider {
-            want,
-            target: Some(RegionTarget {
-                sink: &mut *sink,
-                spec: req,
-                name: String::new(),
-                attrs: file_attrs(c),
-                plan: None,
-            }),
-            walk: None,
-            tap: None,
-            vouched: None,
-            failure: None,
-        };
-        let (st, rep) = verify_chunk(input, c, e, &req.limits, &held, Some(&mut rider), None)?;
-        let statuses = vec![st];
-        let chunks = npz_chunks(&statuses);
-        let rode = match pick_array(&chunks, req.element.as_deref()) {
-            Ok((chunk, name)) if rep.is_none() => rider.delivered(chunk.status, &name),
-            Ok(_) => Ok(false),
-            Err(err) => Err(err),
-        };
-        (statuses, rep, rode)
+    let mut rider = Rider {
+        want,
+        target: Some(RegionTarget {
+            sink: &mut *sink,
+            spec: req,
+            name: String::new(),
+            attrs: file_attrs(c),
+            plan: None,
+        }),
+        walk: None,
+        tap: None,
+        vouched: None,
+        failure: None,
     };
-    if rode? {
-        return Ok(());
+    let (st, rep) = verify_chunk(input, c, e, &req.limits, &held, Some(&mut rider), None)?;
+    let statuses = vec![st];
+    let npz_total = c.index.entries.iter().filter(|x| x.ctype == "NPZ0").count();
+    if npz_total == 1 {
+        *seen = Some((statuses.clone(), rep.is_some()));
     }
-    // Not delivered in the pass: decode the member again from the verified chunk. The sink
-    // may have begun with the same array already (a region read of another member, say).
-    let mut again = Rebegin { sink, began: None };
-    deliver(input, c, req, &mut again, &statuses, &[repaired], false)
+    let chunks = npz_chunks(&statuses);
+    let rode = match pick_array(&chunks, req.element.as_deref()) {
+        Ok((chunk, name)) if rep.is_none() => rider.delivered(chunk.status, &name)?,
+        Ok(_) => false,
+        Err(err) => return Err(err),
+    };
+    Ok((!rode).then_some((statuses, rep)))
 }
 
 /// The array name `element` most likely means in chunk `e` (the only NPZ0 chunk it may
