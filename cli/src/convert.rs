@@ -386,7 +386,7 @@ impl<'a> Job<'a> {
         let compression = NpzCompression::parse(self.opts.compress.as_deref())?;
         let names: Vec<Option<String>> = if self.elements.is_empty() {
             let file = self.source.open(self.input.clone(), self.req.limits)?;
-            file.arrays()?.into_iter().map(|a| a.name).collect()
+            file.arrays_complete()?.into_iter().map(|a| a.name).collect()
         } else {
             self.elements.iter().cloned().map(Some).collect()
         };

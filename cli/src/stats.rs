@@ -159,6 +159,7 @@ fn process(args: &StatsArgs, path: &Path, region: Option<&RegionSpec>, limits: &
             listed.into_iter().take(MAX_ARRAYS).map(|a| a.name).collect()
         }
     };
+    let without_element = args.element.is_none();
     for name in chosen {
         let reuse = early.take_if(|(first, _)| name.as_deref() == Some(first.as_str()));
         let (info, stats) = match reuse {
@@ -169,6 +170,23 @@ fn process(args: &StatsArgs, path: &Path, region: Option<&RegionSpec>, limits: &
             result.exit_code = worst(result.exit_code, exit_code_for(e.kind));
         }
         result.arrays.push(ArrayResult { name, info, stats });
+    }
+    // "Every array" includes those the listing had to leave out (a FOLD chunk that fails its
+    // checks): each is shown with the error a read of it gives, never passed over in silence.
+    if without_element {
+        let unlisted = match file.unlisted() {
+            Ok(u) => u,
+            Err(e) => return fail(result, e.in_format(format.name())),
+        };
+        for (what, e) in unlisted {
+            let e = e.in_format(format.name());
+            result.exit_code = worst(result.exit_code, exit_code_for(e.kind));
+            result.arrays.push(ArrayResult {
+                name: Some(what),
+                info: None,
+                stats: Err(e),
+            });
+        }
     }
     result
 }

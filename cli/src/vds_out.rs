@@ -83,7 +83,7 @@ pub fn channels(
                 "--all writes every array of IN as a channel: it takes no --element",
             ));
         }
-        let arrays = source.open(input.clone(), *limits)?.arrays()?;
+        let arrays = source.open(input.clone(), *limits)?.arrays_complete()?;
         let Some(first) = arrays.first() else {
             return Err(Error::usage(format!("{} holds no array", shown(&args.input))));
         };

@@ -143,7 +143,7 @@ fn write_job_arrays(
 ) -> Result<(), Error> {
     let file = job.source.open(job.input.clone(), job.req.limits)?;
     if args.all {
-        let arrays = file.arrays()?;
+        let arrays = file.arrays_complete()?;
         let mut root = Map::new();
         let mut meta = Map::new();
         meta.insert("source_format".into(), Value::from(job.source.name()));

@@ -437,8 +437,7 @@ fn stats_of_a_repaired_fold_chunk_are_the_repaired_figures_and_an_unrepairable_o
         let (_, from_npy) = figures(&npy);
         assert_eq!(got[0]["stats"], from_npy[0]["stats"], "{compression:?}");
         // Past repair: exit 1 as validate, and no figures, nor a dtype or shape read from
-        // the damaged bytes. (Without --element the listing leaves the damaged chunk out, as
-        // `arrays()` does: nothing is computed.)
+        // the damaged bytes.
         assert_eq!(run(&["validate", s(&w)]).code(), Some(1), "{compression:?}");
         let r = run(&["stats", "--json", "--element", "c/v", s(&w)]);
         assert_eq!(r.code(), Some(1), "{compression:?}: {}", r.stderr());
@@ -455,12 +454,38 @@ fn stats_of_a_repaired_fold_chunk_are_the_repaired_figures_and_an_unrepairable_o
             "{compression:?}: {}",
             r.stderr()
         );
+        // Without --element, "every array" includes the chunk the listing had to leave out:
+        // it is shown with its error and the exit is 1, never an empty report that exits 0.
         let r = run(&["stats", "--json", s(&w)]);
+        assert_eq!(r.code(), Some(1), "{compression:?}: {}", r.stdout());
         assert!(
             !r.stdout().contains("\"valid_count\""),
             "{compression:?}: {}",
             r.stdout()
         );
+        let doc: Value = serde_json::from_str(&r.stdout()).unwrap();
+        let f = &doc["files"][0];
+        assert_eq!(f["stats"][0]["name"], "c", "{compression:?}: {f}");
+        assert_eq!(f["stats"][0]["stats"], Value::Null, "{compression:?}: {f}");
+        assert!(
+            f["findings"].to_string().contains("fold.ecc.ecc_uncorrectable"),
+            "{compression:?}: {f}"
+        );
+        // Every array to one output (.npz, or a Zarr group with --all): refused with the
+        // chunk's finding before anything is written, not an output that lacks its arrays.
+        for (out, extra) in [("all.npz", None), ("all.zarr", Some("--all"))] {
+            let o = dir.join(out);
+            let mut args = vec!["convert", s(&w), s(&o)];
+            args.extend(extra);
+            let r = run(&args);
+            assert_eq!(r.code(), Some(1), "{compression:?} {out}: {}", r.stderr());
+            assert!(
+                r.stderr().contains("fold.ecc.ecc_uncorrectable"),
+                "{out}: {}",
+                r.stderr()
+            );
+            assert!(!o.exists(), "{out} written");
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

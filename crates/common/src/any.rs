@@ -30,6 +30,26 @@ pub trait ArrayFile: Send + Sync {
         self.arrays()
     }
 
+    /// What [`ArrayFile::arrays`] had to leave out: what it is (a FOLD chunk that fails its
+    /// checks, whose arrays cannot be named, let alone read; a damaged or unsupported member as
+    /// `CHUNK/ARRAY`) and the error a read of it gives. A command over "every array" (`stats`, `convert --all`) reports
+    /// these rather than passing over them in silence. Empty for formats whose listing leaves
+    /// nothing out (the default); asked after `arrays`, it costs nothing more.
+    fn unlisted(&self) -> Result<Vec<(String, Error)>> {
+        Ok(Vec::new())
+    }
+
+    /// [`ArrayFile::arrays`] for work over every array (`convert --all`, `.npz` output): fails
+    /// with the first of [`ArrayFile::unlisted`] when the listing had to leave anything out,
+    /// so a damaged chunk never yields an output that silently lacks its arrays.
+    fn arrays_complete(&self) -> Result<Vec<ArrayInfo>> {
+        let arrays = self.arrays()?;
+        match self.unlisted()?.into_iter().next() {
+            Some((_, e)) => Err(e),
+            None => Ok(arrays),
+        }
+    }
+
     /// The array `element` names (`None`: the first of [`ArrayFile::arrays`]), without reading
     /// more than its description needs where the format can: FOLD reads the member's `.npy`
     /// header, not the whole file's listing. Nothing is verified here; a read of the array is.

@@ -35,6 +35,9 @@ pub struct FoldFile {
     /// What [`ArrayFile::arrays`] listed: the listing verifies every NPZ0 chunk, so it runs
     /// when first asked for, once.
     listed: Arc<OnceLock<Vec<ArrayInfo>>>,
+    /// What the listing left out, as read errors (see [`ArrayFile::unlisted`]): set with
+    /// `listed`.
+    unlisted: Arc<OnceLock<Vec<(String, Error)>>>,
 }
 
 impl FoldFile {
@@ -68,6 +71,7 @@ impl FoldFile {
             findings,
             verified: Arc::default(),
             listed: Arc::default(),
+            unlisted: Arc::default(),
         })
     }
 
@@ -157,7 +161,15 @@ impl ArrayFile for FoldFile {
         if let Some(keep) = VerifiedChunks::keep(&self.limits, &verified) {
             let _ = self.verified.set(keep);
         }
+        let _ = self.unlisted.set(left_out(&verified.0));
         Ok(self.listed.get_or_init(|| listing(&verified.0)).clone())
+    }
+
+    /// NPZ0 chunks that fail their checks (the first error finding of each) and members that
+    /// are damaged or of a dtype rasterpack does not decode.
+    fn unlisted(&self) -> Result<Vec<(String, Error)>> {
+        self.arrays()?;
+        Ok(self.unlisted.get().cloned().unwrap_or_default())
     }
 
     /// The array `element` names from its member's `.npy` header when the element can only
@@ -215,10 +227,55 @@ impl ArrayFile for FoldFile {
             if let Some(keep) = VerifiedChunks::keep_statuses(&self.limits, &statuses, repaired) {
                 let _ = self.verified.set(keep);
             }
+            let _ = self.unlisted.set(left_out(&statuses));
             let _ = self.listed.get_or_init(|| listing(&statuses));
         }
         read
     }
+}
+
+/// What [`listing`] leaves out of `statuses`, as the errors a read of each gives.
+fn left_out(statuses: &[crate::validate::FoldChunkStatus]) -> Vec<(String, Error)> {
+    let mut out = Vec::new();
+    for chunk in npz_chunks(statuses) {
+        let name = &chunk.status.entry.name;
+        let Some(arrays) = chunk.arrays else {
+            // A chunk with an error finding is never read: its first finding says why.
+            let why = chunk.status.errors.first();
+            out.push((
+                name.clone(),
+                match why {
+                    // Its findings name the chunk already.
+                Some(f) => Error::invalid_at(f.code.clone(), f.offset, f.message.clone()),
+                    None => Error::invalid_at(
+                        "fold.payload.bad_npz",
+                        None,
+                        format!("chunk {name:?}: its arrays could not be listed"),
+                    ),
+                },
+            ));
+            continue;
+        };
+        for a in arrays.iter().filter(|a| !a.is_readable()) {
+            let what = format!("chunk {name:?}, array {:?}", a.name);
+            let unsupported = if a.zip_method_unsupported {
+                "fold.payload.npz_unsupported"
+            } else {
+                "fold.payload.npz_dtype_unsupported"
+            };
+            out.push((
+                format!("{name}/{}", a.name),
+                match (&a.damaged, &a.unsupported) {
+                    (Some(d), _) => Error::invalid_at(d.code, None, format!("{what}: {}", d.message)),
+                    (None, Some(u)) => Error::unsupported(unsupported, None, format!("{what}: {u}")),
+                    (None, None) => {
+                        Error::unsupported(unsupported, None, format!("{what}: dtype {} is not decoded", a.descr))
+                    }
+                },
+            ));
+        }
+    }
+    out
 }
 
 /// The readable arrays of verified NPZ0 chunks (see [`ArrayFile::arrays`]).
