@@ -32,7 +32,8 @@ pub trait ArrayFile: Send + Sync {
 
     /// What [`ArrayFile::arrays`] had to leave out: what it is (a FOLD chunk that fails its
     /// checks, whose arrays cannot be named, let alone read; a damaged or unsupported member as
-    /// `CHUNK/ARRAY`) and the error a read of it gives. A command over "every array" (`stats`, `convert --all`) reports
+    /// `CHUNK/ARRAY`) and the error a read of it gives; at most the first
+    /// [`crate::LISTED_PER_CODE`]. A command over "every array" (`stats`, `convert --all`) reports
     /// these rather than passing over them in silence. Empty for formats whose listing leaves
     /// nothing out (the default); asked after `arrays`, it costs nothing more.
     fn unlisted(&self) -> Result<Vec<(String, Error)>> {

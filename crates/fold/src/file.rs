@@ -234,10 +234,15 @@ impl ArrayFile for FoldFile {
     }
 }
 
-/// What [`listing`] leaves out of `statuses`, as the errors a read of each gives.
+/// What [`listing`] leaves out of `statuses`, as the errors a read of each gives: the first
+/// [`rasterpack_common::LISTED_PER_CODE`] (a directory of 330 000 damaged members must not
+/// cost an error each; a report lists that many per code too).
 fn left_out(statuses: &[crate::validate::FoldChunkStatus]) -> Vec<(String, Error)> {
     let mut out = Vec::new();
     for chunk in npz_chunks(statuses) {
+        if out.len() >= rasterpack_common::LISTED_PER_CODE {
+            break;
+        }
         let name = &chunk.status.entry.name;
         let Some(arrays) = chunk.arrays else {
             // A chunk with an error finding is never read: its first finding says why.
@@ -246,7 +251,7 @@ fn left_out(statuses: &[crate::validate::FoldChunkStatus]) -> Vec<(String, Error
                 name.clone(),
                 match why {
                     // Its findings name the chunk already.
-                Some(f) => Error::invalid_at(f.code.clone(), f.offset, f.message.clone()),
+                    Some(f) => Error::invalid_at(f.code.clone(), f.offset, f.message.clone()),
                     None => Error::invalid_at(
                         "fold.payload.bad_npz",
                         None,
@@ -256,7 +261,8 @@ fn left_out(statuses: &[crate::validate::FoldChunkStatus]) -> Vec<(String, Error
             ));
             continue;
         };
-        for a in arrays.iter().filter(|a| !a.is_readable()) {
+        let room = rasterpack_common::LISTED_PER_CODE - out.len();
+        for a in arrays.iter().filter(|a| !a.is_readable()).take(room) {
             let what = format!("chunk {name:?}, array {:?}", a.name);
             let unsupported = if a.zip_method_unsupported {
                 "fold.payload.npz_unsupported"

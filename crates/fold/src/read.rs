@@ -464,7 +464,13 @@ fn read_riding(
     let (st, rep) = verify_chunk(input, c, e, &req.limits, &held, Some(&mut rider), None)?;
     let statuses = vec![st];
     let npz_total = c.index.entries.iter().filter(|x| x.ctype == "NPZ0").count();
-    if npz_total == 1 {
+    // Kept for the listing only when small enough to keep (as `VerifiedChunks` would): a copy
+    // of 330 000 members' descriptions costs more than listing the file again, if ever asked.
+    let members = match &statuses[0].content {
+        crate::validate::FoldContent::Npz(arrays) => arrays.len(),
+        _ => 0,
+    };
+    if npz_total == 1 && members <= KEEP_MEMBERS_MAX {
         *seen = Some((statuses.clone(), rep.is_some()));
     }
     let chunks = npz_chunks(&statuses);
