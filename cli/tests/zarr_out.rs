@@ -248,6 +248,42 @@ fn chunks_shard_and_compress_choose_the_layout() {
     assert_no_temporaries(&dir);
 }
 
+/// A store written with the default codecs carries zstd's checksum: a byte changed inside a
+/// chunk that zstd stored raw (random bytes do not compress) is a finding naming the chunk, not
+/// other values read without complaint.
+#[test]
+fn a_changed_byte_in_a_default_chunk_is_caught() {
+    let dir = scratch("zarr", "checksum");
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let values: Vec<u8> = (0..64 * 64)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 24) as u8
+        })
+        .collect();
+    let src = dir.join("noise.npy");
+    let array = NdArray::from_vec(vec![64, 64], values).unwrap();
+    rasterpack::save(&array, &src, &rasterpack::WriteOptions::default()).unwrap();
+    let z = dir.join("noise.zarr");
+    check(&["convert", s(&src), s(&z), "--chunks", "32x32"], 0);
+    let codecs = &meta(&z, "/")["codecs"];
+    assert_eq!(codecs[1]["name"], "zstd", "{codecs}");
+    assert_eq!(codecs[1]["configuration"]["checksum"], true, "{codecs}");
+    check(&["validate", s(&z)], 0);
+    let chunk = z.join("c/1/0");
+    let mut bytes = std::fs::read(&chunk).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x10;
+    std::fs::write(&chunk, &bytes).unwrap();
+    let r = check(&["validate", s(&z)], 1);
+    assert!(r.stdout().contains("c/1/0"), "{}", r.stdout());
+    let r = check(&["convert", s(&z), s(&dir.join("back.npy"))], 1);
+    assert!(r.stderr().contains("c/1/0"), "{}", r.stderr());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn npy_shape(dir: &Path, src: &Path) -> Vec<u64> {
     let n = dir.join("shape.npy");
     check(&["convert", s(src), s(&n), "--force"], 0);

@@ -686,7 +686,10 @@ impl ZarrArrayWriter {
         );
         let compressors: Vec<Arc<dyn zarrs::array::codec::BytesToBytesCodecTraits>> = match self.opts.compress {
             Compression::None => vec![],
-            Compression::Zstd(level) => vec![Arc::new(ZstdCodec::new(level, false))],
+            // With its content checksum (xxhash64, 4 bytes a chunk), so that `validate` of the
+            // store catches a changed byte in a chunk zstd stored raw, where the frame decodes
+            // to other values without complaint; zarr-python reads and verifies it.
+            Compression::Zstd(level) => vec![Arc::new(ZstdCodec::new(level, true))],
             Compression::Gzip(level) => vec![Arc::new(
                 GzipCodec::new(level).map_err(|e| Error::usage(format!("gzip level {level}: {e}")))?,
             )],
@@ -770,7 +773,7 @@ fn attributes(source: &str, info: &ArrayInfo) -> Map<String, Value> {
     attrs
 }
 
-/// One zstd frame of `data` at `level`, without checksum: what zarrs' `zstd` codec writes
+/// One zstd frame of `data` at `level`, with its checksum: what zarrs' `zstd` codec writes
 /// after the `bytes` codec (little endian, the identity here), through one compression
 /// context per thread instead of a new one per chunk (zarrs' encoder makes one for every
 /// chunk: 1156 of them for the 4000 x 4000 GVRS).
@@ -785,7 +788,7 @@ fn zstd_frame(data: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
             Some((l, c)) if *l == level => c,
             _ => {
                 let mut c = zstd::bulk::Compressor::new(level)?;
-                c.include_checksum(false)?;
+                c.include_checksum(true)?;
                 c.include_contentsize(true)?;
                 &mut slot.insert((level, c)).1
             }
