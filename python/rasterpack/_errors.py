@@ -85,6 +85,13 @@ _IO_KIND_ERRNO = {
 }
 
 
+# Object-store errors (a URL's object or prefix) and the OSError subclass a local path's gives.
+_STORE_CODES = {
+    "store.not_found": FileNotFoundError,
+    "store.permission_denied": PermissionError,
+}
+
+
 def _os_error(text: str, os_kind: Optional[str], os_errno: Optional[int], filename: Optional[str]) -> OSError:
     """The OSError for an I/O error: ``OSError(errno, ...)`` makes the matching subclass
     (FileNotFoundError, PermissionError, IsADirectoryError, ...) from the errno, as ``open()``
@@ -115,6 +122,9 @@ def _from_library(
     if code == "internal.panic":
         return Error(text, code, offset, kind, message)
     if kind == "io":
+        # An object store's answers have no errno: the one open() would raise, from the code.
+        if code in _STORE_CODES and os_kind is None and os_errno is None:
+            return _STORE_CODES[code](text)
         return _os_error(text, os_kind, os_errno, filename)
     if kind == "unsupported":
         return UnsupportedError(text, code, offset, kind, message)

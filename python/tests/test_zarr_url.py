@@ -189,6 +189,8 @@ def test_a_missing_s3_store_raises_what_the_cli_says_with_exit_2(s3, tmp_path):
     # An OSError is the CLI's exit 2 (docs/python.md), with the message the CLI prints.
     e = raised.value
     assert not isinstance(e, rasterpack.Error), type(e).__mro__
+    # As open() of a missing local path: FileNotFoundError.
+    assert isinstance(e, FileNotFoundError), type(e).__mro__
     assert without_timings(str(e)) == without_timings(said[len(prefix) :])
     assert "store.not_found" in str(e)
     assert not out.exists()
