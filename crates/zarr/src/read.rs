@@ -848,7 +848,7 @@ fn decode_unit_checked(a: &ZArray, idx: &[u64]) -> Result<(Region, Vec<u8>, bool
         // Bound the stored chunk before reading it: a compressed chunk is never much larger
         // than what it decodes to.
         let store_key = a.array.chunk_key(&chunk);
-        let cap = expected.saturating_add(expected / 8).saturating_add(1 << 20);
+        let cap = stored_cap(expected);
         let too_large = |what: String| {
             fail(
                 "zarr.chunk_too_large",
@@ -928,6 +928,12 @@ fn decode_unit_checked(a: &ZArray, idx: &[u64]) -> Result<(Region, Vec<u8>, bool
         a.dtype.swap_to_le(&mut data);
     }
     Ok((block, data, present))
+}
+
+/// The most stored bytes a chunk (or inner chunk) decoding to `expected` bytes may hold: a
+/// compressed chunk is never much larger than what it decodes to.
+fn stored_cap(expected: u64) -> u64 {
+    expected.saturating_add(expected / 8).saturating_add(1 << 20)
 }
 
 /// `len` bytes at `offset` of the value at `key`, exactly.
@@ -1018,7 +1024,7 @@ fn read_inner(a: &ZArray, chunk: &[u64], idx: &[u64], expected: u64, key: &str) 
             format!("chunk {key}: the index places {what} at {offset} ({nbytes} bytes), past the shard's {size} bytes"),
         ));
     }
-    let cap = expected.saturating_add(expected / 8).saturating_add(1 << 20);
+    let cap = stored_cap(expected);
     if nbytes > cap {
         return Err(fail(
             "zarr.chunk_too_large",

@@ -810,8 +810,6 @@ enum Piece<'a> {
 struct Encoders {
     shared: Arc<EncodeQueue>,
     threads: Vec<std::thread::JoinHandle<()>>,
-    /// How many threads were started.
-    count: usize,
 }
 
 #[derive(Default)]
@@ -847,7 +845,6 @@ impl Encoders {
         let mut encoders = Encoders {
             shared: Arc::new(EncodeQueue::default()),
             threads: Vec::new(),
-            count,
         };
         let fill = Arc::new(fill);
         for k in 0..count {
@@ -1080,7 +1077,7 @@ impl State {
                 let indices: Vec<u64> = idx.iter().zip(&self.grid).map(|(&i, &g)| i / g).collect();
                 self.ready.push((indices, done.data));
                 // Handed to the encoders a few at a time.
-                if self.ready.len() >= self.encoders.count * 2 {
+                if self.ready.len() >= self.encoders.threads.len().max(1) * 2 {
                     self.flush()?;
                     self.encoders
                         .wait_for_room(limits.working_set.saturating_sub(self.held), 0)?;
