@@ -8,32 +8,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rasterpack_common::{
-    ArrayInfo, ArrayRequest, ArraySink, DType, ErrorKind, Input, Limits, NdArray, RangeSource, Result,
-};
+use rasterpack_common::{ArrayInfo, ArrayRequest, ArraySink, DType, ErrorKind, Input, Limits, NdArray, Result};
 use rasterpack_fold::{FoldBuilder, FoldChunkOptions, FoldCompression, FoldFile};
 
-/// A file in memory that counts the bytes read from it and can be changed while open.
-#[derive(Debug)]
-struct Counted {
-    bytes: Mutex<Vec<u8>>,
-    read: AtomicU64,
-}
-
-impl RangeSource for Counted {
-    fn name(&self) -> String {
-        "counted".into()
-    }
-    fn len(&self) -> u64 {
-        self.bytes.lock().unwrap().len() as u64
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let b = self.bytes.lock().unwrap();
-        buf.copy_from_slice(&b[offset as usize..offset as usize + buf.len()]);
-        self.read.fetch_add(buf.len() as u64, Ordering::Relaxed);
-        Ok(())
-    }
-}
+mod counted;
+use counted::Counted;
 
 /// 4 MiB of float32 (above the size where hashing moves to a second thread), in one NPZ0
 /// chunk `c` as array `v`; the file, its source and the chunk's stored length.

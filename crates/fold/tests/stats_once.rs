@@ -12,29 +12,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rasterpack_common::stats::{self, Stats};
-use rasterpack_common::{ArrayInfo, ArrayRequest, DType, ErrorKind, Input, Limits, NdArray, RangeSource};
+use rasterpack_common::{ArrayInfo, ArrayRequest, DType, ErrorKind, Input, Limits, NdArray};
 use rasterpack_fold::{FoldBuilder, FoldChunkOptions, FoldCompression, FoldFile};
 
-#[derive(Debug)]
-struct Counted {
-    bytes: Mutex<Vec<u8>>,
-    read: AtomicU64,
-}
-
-impl RangeSource for Counted {
-    fn name(&self) -> String {
-        "counted".into()
-    }
-    fn len(&self) -> u64 {
-        self.bytes.lock().unwrap().len() as u64
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> rasterpack_common::Result<()> {
-        let b = self.bytes.lock().unwrap();
-        buf.copy_from_slice(&b[offset as usize..offset as usize + buf.len()]);
-        self.read.fetch_add(buf.len() as u64, Ordering::Relaxed);
-        Ok(())
-    }
-}
+mod counted;
+use counted::Counted;
 
 /// `n` float32 values with some NaN and infinities, as a `[n / 512, 512]` array.
 fn values(n: usize) -> NdArray {
